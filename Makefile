@@ -1,0 +1,33 @@
+# The front door. `make check` and `make run` install what is missing first.
+BUILD      ?= build/release
+CHECKBUILD ?= build/check
+JOBS       ?= $(shell nproc)
+
+.PHONY: all deps build check run bench clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+# Every test, under AddressSanitizer + UndefinedBehaviorSanitizer.
+check: deps
+	@cmake -S . -B $(CHECKBUILD) -DCMAKE_BUILD_TYPE=Debug -DSL_SANITIZE=ON >/dev/null
+	@cmake --build $(CHECKBUILD) -j $(JOBS)
+	@cd $(CHECKBUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		ctest --output-on-failure -j $(JOBS)
+
+# Until the controller lands (issue 3) this shows the offline planner on the demo fleet.
+run: build
+	@scripts/demo.sh $(BUILD)
+
+bench: build
+	@$(BUILD)/bench_place
+
+clean:
+	rm -rf build

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the Debian packages suanli needs to build and test, asking dpkg first so
+# that a machine that already has them never touches the network.
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config libyaml-dev libjansson-dev libcmocka-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "deps: installing ${missing[*]}" >&2
+sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq || true
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

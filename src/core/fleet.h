@@ -1,0 +1,142 @@
+/* fleet.h - the static description of a fleet: sites, fabrics, leaf switches,
+ * NVLink domains, node types and nodes.
+ *
+ * A fleet is built either by the builder functions below or from a fleet file
+ * (YAML, DESIGN.md §3) with fleet_load_yaml(). Dynamic state (which GPUs are in
+ * use, drained nodes) is not here: it belongs to the placer (place.h), which
+ * borrows a fleet that must then stay unchanged while the placer lives.
+ *
+ * Indices are stable ints into the arrays below; -1 means "none". */
+#ifndef SL_FLEET_H
+#define SL_FLEET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "topo.h"
+
+#define FLEET_NAME_MAX 63          /* longest name of anything in a fleet */
+#define FLEET_MAX_NODES 200000     /* bound on nodes in one fleet */
+#define FLEET_MAX_RANGE 100000     /* bound on nodes one range expression may produce */
+#define FLEET_MAX_FILE (64u << 20) /* bound on a fleet file's size */
+#define FLEET_MAX_DEPTH 32         /* bound on YAML nesting */
+
+enum fabric_kind { FABRIC_INFINIBAND, FABRIC_ROCE };
+
+struct fleet_site {
+	char *name;
+	char *region;
+};
+
+struct fleet_fabric {
+	char *name;
+	int site;
+	enum fabric_kind kind;
+	int gbps;
+};
+
+struct fleet_leaf {
+	char *name;
+	int fabric;
+	int site;
+};
+
+struct fleet_domain {
+	char *name;
+	int nnodes;
+	int *nodes; /* node indices, in the order given */
+};
+
+struct fleet_node {
+	char *name;
+	int type;   /* index into fleet.types */
+	int site;
+	int leaf;
+	int domain; /* NVLink domain or -1 */
+	int owner;  /* index into fleet.owners (a colocating tenant) or -1: the provider */
+	bool shareable;     /* GPUs may be shared in thousandths */
+	int64_t price_hint; /* fen per GPU-hour, a placement tie-breaker; 0 = none */
+};
+
+struct fleet {
+	struct node_type *types; /* built-in types first, then custom ones */
+	int ntypes;
+	struct fleet_site *sites;
+	int nsites;
+	struct fleet_fabric *fabrics;
+	int nfabrics;
+	struct fleet_leaf *leaves;
+	int nleaves;
+	struct fleet_domain *domains;
+	int ndomains;
+	struct fleet_node *nodes;
+	int nnodes;
+	char **owners; /* tenant names that own colocated nodes */
+	int nowners;
+	struct strmap *node_by_name; /* private: name -> node index */
+	int caps[6];                 /* private: array capacities */
+};
+
+/* Fills f with an empty fleet that knows every built-in node type. */
+enum sl_err fleet_init(struct fleet *f) SL_MUST_USE;
+/* Frees everything f owns; f may then be re-initialised. */
+void fleet_release(struct fleet *f);
+
+/* Builder. Names are copied. Each returns SL_EEXIST for a duplicate name,
+ * SL_EINVAL for a bad name or reference, SL_ELIMIT past FLEET_MAX_NODES, and
+ * writes the new index to *idx when idx is not NULL. A name is 1..FLEET_NAME_MAX
+ * characters of [A-Za-z0-9._-]. */
+enum sl_err fleet_add_type(struct fleet *f, const struct node_type *t, int *idx,
+			   struct sl_diag *d) SL_MUST_USE;
+enum sl_err fleet_add_site(struct fleet *f, const char *name, const char *region,
+			   int *idx, struct sl_diag *d) SL_MUST_USE;
+enum sl_err fleet_add_fabric(struct fleet *f, int site, const char *name,
+			     enum fabric_kind kind, int gbps, int *idx,
+			     struct sl_diag *d) SL_MUST_USE;
+enum sl_err fleet_add_leaf(struct fleet *f, int fabric, const char *name, int *idx,
+			   struct sl_diag *d) SL_MUST_USE;
+enum sl_err fleet_add_node(struct fleet *f, int leaf, const char *name, int type,
+			   int *idx, struct sl_diag *d) SL_MUST_USE;
+/* nodes: node indices (copied); a node belongs to at most one domain. */
+enum sl_err fleet_add_domain(struct fleet *f, const char *name, const int *nodes,
+			     int nnodes, int *idx, struct sl_diag *d) SL_MUST_USE;
+/* Returns the owner index of tenant, adding it if new. */
+enum sl_err fleet_owner_index(struct fleet *f, const char *tenant, int *idx,
+			      struct sl_diag *d) SL_MUST_USE;
+
+/* Lookups; -1 when absent. */
+int fleet_find_node(const struct fleet *f, const char *name);
+int fleet_find_type(const struct fleet *f, const char *name);
+int fleet_find_site(const struct fleet *f, const char *name);
+int fleet_find_owner(const struct fleet *f, const char *tenant);
+static inline const struct node_type *fleet_node_type(const struct fleet *f, int node)
+{
+	return &f->types[f->nodes[node].type];
+}
+
+/* Parses a fleet file from text (len bytes, need not be NUL-terminated) into f,
+ * which must be fresh from fleet_init(). file names the source in diagnostics.
+ * On any error f is left as fleet_init() made it and d says file, line, column
+ * and what was expected. */
+enum sl_err fleet_load_yaml(struct fleet *f, const char *text, size_t len,
+			    const char *file, struct sl_diag *d) SL_MUST_USE;
+
+/* Expands a host range such as "fza-h100-[002-016]" or "n[1-3,7]" (one bracket
+ * group; leading zeros keep their width; no bracket = the name itself). Calls
+ * fn once per name in order; stops and returns fn's error if it fails. Errors
+ * (bad syntax, more than FLEET_MAX_RANGE names) name the column in d. */
+enum sl_err fleet_expand_range(const char *expr,
+			       enum sl_err (*fn)(void *arg, const char *name),
+			       void *arg, struct sl_diag *d) SL_MUST_USE;
+
+/* Counts for `suanli fleet check`. */
+struct fleet_summary {
+	int sites, regions, fabrics, leaves, domains, nodes, gpus, owners;
+	int gpus_by_model[64]; /* index = catalog_gpu_at() index */
+	int nodes_by_type[64]; /* index = fleet type index (first 64) */
+};
+void fleet_summarize(const struct fleet *f, struct fleet_summary *s);
+
+#endif

@@ -1,0 +1,150 @@
+/* place.h - placing requests on a fleet: the placer and its indexes.
+ *
+ * A placer borrows a fleet (which must outlive it and not change) and owns the
+ * dynamic state: which GPUs (or thousandths of shared GPUs), CPUs and memory are
+ * in use on each node, and which nodes are out of service. placer_place() only
+ * decides; placer_claim() and placer_release() change the state. Decisions are
+ * deterministic for a given state and request.
+ *
+ * Single-node requests: among eligible nodes, highest achievable quality (see
+ * place_node.h), then best fit (fewest free GPUs left on the node), then the
+ * better leftover shape, then lower price hint, then name. Indexes keep this
+ * sub-linear in the number of nodes.
+ *
+ * Gangs (more GPUs than one node holds, or per_node given): all or nothing;
+ * nodes that can give per_node GPUs at full quality; fewest NVLink domains for
+ * models with multi-node domains (a gang that fits one domain stays in one),
+ * then fewest leaf switches, then rail alignment (same local GPU indices on
+ * every node), then best fit. */
+#ifndef SL_PLACE_H
+#define SL_PLACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "fleet.h"
+#include "place_node.h"
+
+#define PLACE_MAX_MODELS 8
+#define PLACE_MAX_GPUS 100000 /* bound on GPUs in one request */
+
+struct place_request {
+	int gpus;         /* whole GPUs wanted (0 when gpu_milli is used) */
+	int gpu_milli;    /* a share of one GPU, 1..999 thousandths; needs gpus == 0 */
+	int per_node;     /* GPUs per node for a gang; 0 = infer */
+	int nmodels;      /* 0 = any model */
+	const char *models[PLACE_MAX_MODELS]; /* catalog names, borrowed */
+	int min_mem_gib;  /* per GPU */
+	int min_bw_gbps;  /* bottleneck pairwise bandwidth inside each node's set */
+	const char *region; /* NULL = any, borrowed */
+	const char *site;   /* NULL = any, borrowed */
+	const char *tenant; /* who asks (NULL = nobody special): colocated nodes
+			       serve only their owner, and only when pool_owned */
+	bool pool_owned;    /* place only on nodes the tenant owns */
+	bool exclusive;     /* whole nodes: every GPU of each chosen node is taken */
+	int cpus;           /* per node; 0 = the node's share per GPU */
+	int64_t mem_mib;    /* per node; 0 = the node's share per GPU */
+};
+
+/* One node's part of a placement. */
+struct place_pick {
+	int node;
+	gpumask_t gpus;   /* whole GPUs taken */
+	int gpu;          /* for a shared pick: the GPU index, else -1 */
+	int milli;        /* for a shared pick: thousandths taken, else 0 */
+	int cpus;
+	int64_t mem_mib;
+	struct node_quality q; /* of gpus on this node */
+};
+
+/* Which constraint a refusal ran into, in the order they are checked. */
+#define PLACE_CONSTRAINTS(X)                                  \
+	X(PLACE_C_NONE, "none")                               \
+	X(PLACE_C_REQUEST, "request")                         \
+	X(PLACE_C_MODEL, "model")                             \
+	X(PLACE_C_MEMORY, "memory")                           \
+	X(PLACE_C_REGION, "region")                           \
+	X(PLACE_C_SITE, "site")                               \
+	X(PLACE_C_OWNER, "owner")                             \
+	X(PLACE_C_SIZE, "node-size")                          \
+	X(PLACE_C_BANDWIDTH, "bandwidth")                     \
+	X(PLACE_C_HEALTH, "in-service")                       \
+	X(PLACE_C_FREE, "free-gpus")                          \
+	X(PLACE_C_CPU_MEM, "cpu-memory")                      \
+	X(PLACE_C_GANG, "gang")
+
+enum place_constraint {
+#define PLACE_C_ENUM(name, str) name,
+	PLACE_CONSTRAINTS(PLACE_C_ENUM)
+#undef PLACE_C_ENUM
+};
+const char *place_constraint_name(enum place_constraint c);
+
+struct place_score {
+	int bottleneck_gbps; /* minimum over the picks */
+	int total_gbps;      /* sum over the picks */
+	int numa_spanned;    /* maximum over the picks */
+	int nics;            /* sum over the picks */
+	int free_after;      /* free GPUs left on the chosen nodes */
+	int stranded_after;  /* of those, GPUs in no full-quality pair */
+	int64_t price_hint;  /* of the first pick's node */
+	int nodes, leaves, domains;
+	bool rails_aligned;  /* every pick uses the same local GPU indices */
+	bool full_quality;   /* every pick is at its type's full quality */
+};
+
+struct placement {
+	int npicks;
+	struct place_pick *picks; /* owned */
+	int cap;
+	struct place_score score;
+	/* On refusal: the constraint that no candidate met, a sentence that says so
+	 * and how close the best candidate came. */
+	enum place_constraint failed;
+	char why[512];
+};
+
+void placement_init(struct placement *pl);
+void placement_release(struct placement *pl);
+/* Copies src into dst (dst initialised). */
+enum sl_err placement_copy(struct placement *dst, const struct placement *src) SL_MUST_USE;
+/* Appends a pick (for callers that rebuild a placement from stored state). */
+enum sl_err placement_add(struct placement *pl, const struct place_pick *pick) SL_MUST_USE;
+
+struct placer;
+
+enum sl_err placer_new(const struct fleet *f, struct placer **out) SL_MUST_USE;
+void placer_free(struct placer *p);
+const struct fleet *placer_fleet(const struct placer *p);
+
+/* Decides where req goes without changing anything. SL_OK: out holds the
+ * picks and score. SL_ENOSPACE: out->failed and out->why explain. SL_EINVAL:
+ * the request itself is wrong (d says why). */
+enum sl_err placer_place(struct placer *p, const struct place_request *req,
+			 struct placement *out, struct sl_diag *d) SL_MUST_USE;
+/* Marks the picks' resources used. SL_ECONFLICT (and nothing changed) when any
+ * of them is not free. */
+enum sl_err placer_claim(struct placer *p, const struct placement *pl,
+			 struct sl_diag *d) SL_MUST_USE;
+/* Returns the picks' resources; SL_ECONFLICT (nothing changed) if they were
+ * not all in use. */
+enum sl_err placer_release(struct placer *p, const struct placement *pl,
+			   struct sl_diag *d) SL_MUST_USE;
+
+/* Takes a node out of service (drained, down) or back. Its used GPUs stay used. */
+void placer_set_node_usable(struct placer *p, int node, bool usable);
+bool placer_node_usable(const struct placer *p, int node);
+/* Takes single GPUs out of service (unhealthy) or back. */
+void placer_set_gpu_usable(struct placer *p, int node, int gpu, bool usable);
+
+/* Whole GPUs of node that are free (not used, not shared, in service). */
+gpumask_t placer_free_mask(const struct placer *p, int node);
+/* Thousandths in use on a GPU (1000 = wholly used). */
+int placer_gpu_used_milli(const struct placer *p, int node, int gpu);
+int placer_cpus_used(const struct placer *p, int node);
+int64_t placer_mem_used_mib(const struct placer *p, int node);
+/* Free GPUs on the node that are in no full-quality pair among the free ones. */
+int placer_node_stranded(struct placer *p, int node);
+
+#endif
