@@ -1,0 +1,33 @@
+/* cli.h - what the `suanli` subcommands share. Subcommands are thin: they parse
+ * arguments, call core, and print. Each returns the process exit status. */
+#ifndef SL_CLI_H
+#define SL_CLI_H
+
+#include <stdio.h>
+
+#include "err.h"
+#include "fleet.h"
+#include "topo.h"
+
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_FAIL 1  /* the operation failed (refused, invalid input) */
+#define CLI_EXIT_USAGE 2 /* wrong arguments */
+
+int cmd_plan(int argc, char **argv);
+int cmd_topo(int argc, char **argv);
+int cmd_fleet(int argc, char **argv);
+
+/* Prints "suanli: <diag>" and its hint to stderr. */
+void cli_print_diag(const struct sl_diag *d);
+/* Prints a usage error with a pointer to --help; returns CLI_EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) SL_PRINTF(2, 3);
+/* Initialises f and loads the fleet file at path; prints the error and returns
+ * false on failure (f is then released). */
+int cli_load_fleet(const char *path, struct fleet *f);
+/* Parses a non-negative integer argument in [min, max]; prints an error naming
+ * opt and returns -1 when it is not one. */
+long cli_parse_int(const char *cmd, const char *opt, const char *s, long min, long max);
+/* "0-3,6" for a GPU mask. */
+void cli_format_gpus(gpumask_t m, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,49 @@
+/* main.c - the `suanli` command: dispatches to one function per subcommand.
+ * Only main() decides the exit status. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+} commands[] = {
+	{"plan", cmd_plan, "place one request on a fleet file, offline, and explain it"},
+	{"topo", cmd_topo, "print a node's GPU matrix like nvidia-smi topo -m, with bandwidths"},
+	{"fleet", cmd_fleet, "validate a fleet file and summarise it (fleet check FILE)"},
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: suanli COMMAND [OPTIONS]\n\n"
+		     "suanli (算力) leases and schedules NVLink GPU clusters.\n\n"
+		     "Commands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fprintf(out, "\nRun 'suanli COMMAND --help' for a command's options.\n"
+		     "Documentation: docs/cli.md, docs/fleet-file.md, docs/placement.md\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return CLI_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("suanli 0.1.0\n");
+		return CLI_EXIT_OK;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "suanli: unknown command '%s'\n  hint: run 'suanli --help' for the list\n",
+		argv[1]);
+	return CLI_EXIT_USAGE;
+}
