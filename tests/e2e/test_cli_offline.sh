@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The offline commands (fleet check, topo, plan) on the example fleets, run as a
+# user would, checking what they print and their exit status.
+. "$(dirname "$0")/lib.sh"
+EX=$SL_ROOT/examples
+DEMO=$EX/demo-fleet.yaml
+
+# run CMD...: sets OUT, ERR and RC
+run() { "$@" >"$TMP/out" 2>"$TMP/err"; RC=$?; OUT=$(cat "$TMP/out"); ERR=$(cat "$TMP/err"); }
+plan() { run "$SUANLI" plan --fleet "$DEMO" --json "$@"; }
+
+# --- fleet check
+run "$SUANLI" fleet check --json "$DEMO"
+expect_eq "fleet check demo: exit 0" "$RC" 0
+expect_eq "fleet check demo: 76 nodes" "$(jq .nodes <<<"$OUT")" 76
+expect_eq "fleet check demo: 464 GPUs" "$(jq .gpus <<<"$OUT")" 464
+expect_eq "fleet check demo: 3 regions" "$(jq .regions <<<"$OUT")" 3
+expect_eq "fleet check demo: 72 gb200" "$(jq .gpus_by_model.gb200 <<<"$OUT")" 72
+run "$SUANLI" fleet check "$EX/fleet-custom-types.yaml"
+expect_eq "fleet check custom types: exit 0" "$RC" 0
+expect_match "fleet check human summary" "$OUT" "6 nodes, 48 GPUs"
+
+cat >"$TMP/bad.yaml" <<'YAML'
+sites:
+  - name: s1
+    region: r1
+    fabrics:
+      - name: f1
+        kind: infiniband
+        gbps: 400
+        leaves:
+          - name: l1
+            nodes:
+              - {name: n1, type: hgx-h100-9}
+YAML
+run "$SUANLI" fleet check "$TMP/bad.yaml"
+expect_eq "bad fleet file: exit 1" "$RC" 1
+expect_match "bad fleet file: file:line:col" "$ERR" "bad.yaml:11:[0-9]+:"
+expect_match "bad fleet file: says what" "$ERR" "hgx-h100-9"
+
+# --- topo
+run "$SUANLI" topo --fleet "$DEMO" fza-h100-001
+expect_eq "topo node: exit 0" "$RC" 0
+expect_match "topo h100: NVSwitch links shown as NV18" "$OUT" "NV18"
+expect_match "topo h100: 8 GPU rows" "$OUT" "GPU7"
+run "$SUANLI" topo --type pcie-h100nvl-8
+expect_match "topo h100nvl: bridged pairs NV12" "$OUT" "NV12"
+run "$SUANLI" topo --fleet "$DEMO" no-such-node
+expect_eq "topo unknown node: exit 1" "$RC" 1
+expect_match "topo unknown node: says which" "$ERR" "no-such-node"
+
+# --- plan, single node
+plan --gpus 8 --model h100-sxm
+expect_eq "plan 8xH100: exit 0" "$RC" 0
+expect_eq "plan 8xH100: one whole node" "$(jq -c '[.placement[] | .gpus | length]' <<<"$OUT")" "[8]"
+expect_eq "plan 8xH100: not the colocated node" "$(jq -r '.placement[0].node' <<<"$OUT")" fza-h100-001
+plan --gpus 2 --model h100-nvl
+expect_eq "plan 2xH100 NVL: an NVLink-bridged pair" "$(jq -c '.placement[0].gpus' <<<"$OUT")" "[0,1]"
+expect_eq "plan 2xH100 NVL: 600 GB/s" "$(jq '.score.bottleneck_gbps' <<<"$OUT")" 600
+plan --gpus 4 --model ascend-910
+expect_match "plan 4x910: one HCCS ring" "$(jq -c '.placement[0].gpus' <<<"$OUT")" '^\[(0,1,2,3|4,5,6,7)\]$'
+plan --gpus 8 --model h100-sxm --tenant acme --owned
+expect_eq "plan owned: the tenant's own node" "$(jq -r '.placement[0].node' <<<"$OUT")" fza-h100-008
+
+# --- plan with a usage state
+plan --gpus 2 --model h100-sxm --state "$EX/state-busy.json"
+expect_eq "plan with state: best fit takes the node's last pair" \
+	"$(jq -c '[.placement[0].node, .placement[0].gpus]' <<<"$OUT")" '["fza-h100-001",[6,7]]'
+plan --gpu-milli 250 --state "$EX/state-busy.json"
+expect_eq "plan share: packs onto the half-used GPU" \
+	"$(jq -c '[.placement[0].node, .placement[0].gpu]' <<<"$OUT")" '["fza-l40s-01",0]'
+echo '[{"node": "ghost", "gpus": [0]}]' >"$TMP/state.json"
+plan --gpus 1 --state "$TMP/state.json"
+expect_eq "plan bad state: exit 1" "$RC" 1
+expect_match "plan bad state: names the node" "$ERR" "ghost"
+
+# --- plan, gangs
+plan --gpus 16 --model gb200
+expect_eq "plan 16xGB200: 4 trays" "$(jq '.placement | length' <<<"$OUT")" 4
+expect_eq "plan 16xGB200: one NVLink domain" "$(jq -r '[.placement[].nvlink_domain] | unique | length' <<<"$OUT")" 1
+plan --gpus 72 --model gb200
+expect_eq "plan 72xGB200: the whole rack" "$(jq '.placement | length' <<<"$OUT")" 18
+plan --gpus 32 --model h100-sxm
+expect_eq "plan 32xH100: 4 nodes" "$(jq '.placement | length' <<<"$OUT")" 4
+expect_eq "plan 32xH100: one leaf" "$(jq '.score.leaves' <<<"$OUT")" 1
+
+# --- refusals and bad arguments
+plan --gpus 8 --model h100-sxm --region cn-north
+expect_eq "plan refused: exit 1" "$RC" 1
+expect_eq "plan refused: names the constraint" "$(jq -r '.refused.constraint' <<<"$OUT")" region
+run "$SUANLI" plan --fleet "$DEMO" --gpus 8 --model h100-sxm --region cn-north
+expect_match "plan refused (human): explains" "$OUT" "Cannot place"
+run "$SUANLI" plan --gpus 2
+expect_eq "plan without --fleet: usage error" "$RC" 2
+run "$SUANLI" plan --fleet "$DEMO" --gpus two
+expect_match "plan --gpus two: says what is wrong" "$ERR" "--gpus expects a whole number"
+plan --gpus 2 --model h1000
+expect_eq "plan unknown model: exit 2" "$RC" 2
+expect_match "plan unknown model: names it" "$ERR" "h1000"
+run "$SUANLI" plan --help
+expect_match "plan --help" "$OUT" "usage: suanli plan"
+
+finish
