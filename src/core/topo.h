@@ -16,6 +16,7 @@
 #define TOPO_MAX_NICS 16
 #define TOPO_MAX_GROUPS 8
 #define TOPO_NAME_MAX 64
+#define TOPO_MATRIX_MAX_TEXT (256u << 10) /* bound on `nvidia-smi topo -m` text */
 
 typedef uint32_t gpumask_t; /* bit i set = GPU i */
 
@@ -86,6 +87,16 @@ enum sl_err topo_set_link(struct node_type *t, int a, int b, enum link_kind kind
 /* Marks GPUs in mask as sharing one PCIe switch (pairs become LINK_PCIE_SWITCH
  * unless already stronger). */
 enum sl_err topo_set_pcie_switch(struct node_type *t, gpumask_t mask, struct sl_diag *d) SL_MUST_USE;
+/* Appends a NIC (name 1..31 bytes, line rate in Gbit/s, its rail of GPUs).
+ * SL_ELIMIT beyond TOPO_MAX_NICS; SL_EINVAL for a bad name or a GPU out of range. */
+enum sl_err topo_add_nic(struct node_type *t, const char *name, int gbps,
+			 gpumask_t gpus, struct sl_diag *d) SL_MUST_USE;
+/* Appends a partition group (non-empty, within ngpus, disjoint from the others).
+ * groups_strict is left to the caller. SL_ELIMIT beyond TOPO_MAX_GROUPS. */
+enum sl_err topo_add_group(struct node_type *t, gpumask_t gpus, struct sl_diag *d) SL_MUST_USE;
+/* Checks the invariants every type keeps: self links, symmetry, a kind and a
+ * bandwidth on every pair. For types assembled by hand (fleet files). */
+enum sl_err topo_validate(const struct node_type *t, struct sl_diag *d) SL_MUST_USE;
 /* The bandwidth a derived link of this kind has on this type. */
 int topo_kind_gbps(const struct node_type *t, enum link_kind kind, int count);
 
