@@ -22,6 +22,8 @@
 #define FLEET_MAX_RANGE 100000     /* bound on nodes one range expression may produce */
 #define FLEET_MAX_FILE (64u << 20) /* bound on a fleet file's size */
 #define FLEET_MAX_DEPTH 32         /* bound on YAML nesting */
+#define FLEET_MAX_GBPS 100000      /* bound on a fabric's or NIC's line rate, Gbit/s */
+#define FLEET_MAX_PRICE_HINT 100000000000LL /* bound on price_hint, fen per GPU-hour */
 
 enum fabric_kind { FABRIC_INFINIBAND, FABRIC_ROCE };
 
@@ -76,7 +78,8 @@ struct fleet {
 	char **owners; /* tenant names that own colocated nodes */
 	int nowners;
 	struct strmap *node_by_name; /* private: name -> node index */
-	int caps[6];                 /* private: array capacities */
+	struct strmap *by_name;      /* private: other names (kind-prefixed) -> index */
+	int caps[8];                 /* private: array capacities */
 };
 
 /* Fills f with an empty fleet that knows every built-in node type. */
@@ -84,7 +87,9 @@ enum sl_err fleet_init(struct fleet *f) SL_MUST_USE;
 /* Frees everything f owns; f may then be re-initialised. */
 void fleet_release(struct fleet *f);
 
-/* Builder. Names are copied. Each returns SL_EEXIST for a duplicate name,
+/* Builder. Names are copied. Node, type, site, domain and owner names are
+ * unique in the fleet; fabric names within their site, leaf names within their
+ * fabric. A node's site is its leaf's. Each returns SL_EEXIST for a duplicate name,
  * SL_EINVAL for a bad name or reference, SL_ELIMIT past FLEET_MAX_NODES, and
  * writes the new index to *idx when idx is not NULL. A name is 1..FLEET_NAME_MAX
  * characters of [A-Za-z0-9._-]. */
@@ -99,7 +104,10 @@ enum sl_err fleet_add_leaf(struct fleet *f, int fabric, const char *name, int *i
 			   struct sl_diag *d) SL_MUST_USE;
 enum sl_err fleet_add_node(struct fleet *f, int leaf, const char *name, int type,
 			   int *idx, struct sl_diag *d) SL_MUST_USE;
-/* nodes: node indices (copied); a node belongs to at most one domain. */
+/* nodes: node indices (copied, 1 or more); a node belongs to at most one
+ * domain (SL_ECONFLICT otherwise). All nodes must be in one site and have the
+ * same GPU model, one with multi-node NVLink domains (domain_gpus > 0), and
+ * hold at most domain_gpus GPUs together (SL_EINVAL otherwise). */
 enum sl_err fleet_add_domain(struct fleet *f, const char *name, const int *nodes,
 			     int nnodes, int *idx, struct sl_diag *d) SL_MUST_USE;
 /* Returns the owner index of tenant, adding it if new. */
@@ -111,6 +119,12 @@ int fleet_find_node(const struct fleet *f, const char *name);
 int fleet_find_type(const struct fleet *f, const char *name);
 int fleet_find_site(const struct fleet *f, const char *name);
 int fleet_find_owner(const struct fleet *f, const char *tenant);
+int fleet_find_domain(const struct fleet *f, const char *name);
+/* Fabric names are unique within their site, leaf names within their fabric. */
+int fleet_find_fabric(const struct fleet *f, int site, const char *name);
+int fleet_find_leaf(const struct fleet *f, int fabric, const char *name);
+/* True when name is 1..FLEET_NAME_MAX characters of [A-Za-z0-9._-]. */
+bool fleet_name_valid(const char *name);
 static inline const struct node_type *fleet_node_type(const struct fleet *f, int node)
 {
 	return &f->types[f->nodes[node].type];
