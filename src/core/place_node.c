@@ -68,9 +68,14 @@ struct ptab {
 	int norder[TOPO_MAX_GPUS + 1];
 };
 
+/* Inline SWAR: without -mpopcnt the builtin is a libgcc call, and this runs in
+ * every inner loop. */
 static int popc(gpumask_t m)
 {
-	return __builtin_popcount(m);
+	m = m - (m >> 1 & 0x55555555u);
+	m = (m & 0x33333333u) + (m >> 2 & 0x33333333u);
+	m = (m + (m >> 4)) & 0x0f0f0f0fu;
+	return (int)((m * 0x01010101u) >> 24);
 }
 
 static int lowbit(gpumask_t m)
@@ -271,27 +276,27 @@ static enum sl_err fq_build(struct ptab *p, struct fq_list *l, int size)
 {
 	uint32_t nsets = (uint32_t)1 << p->n;
 	size_t cells = (size_t)nsets;
-	int at = 0;
+	int at[TOPO_MAX_GPUS + 1] = {0};
 
 	l->size = size;
 	if (size > p->n || p->full[size] == 0)
 		return SL_OK; /* count 0: this size never scores */
 	for (uint32_t s = 1; s < nsets; s++)
 		if (popc(s) == size && is_full(p, s, size))
-			l->count++;
+			at[lowbit(s) + 1]++;
+	for (int b = 0; b < p->n; b++)
+		at[b + 1] += at[b];
+	memcpy(l->start, at, sizeof at);
+	l->count = at[p->n];
 	l->sets = malloc((size_t)l->count * sizeof *l->sets);
 	l->contains = malloc(cells);
 	l->pack = malloc(cells);
 	if (!l->sets || !l->contains || !l->pack)
 		return SL_ENOMEM;
 	memset(l->pack, -1, cells);
-	for (int b = 0; b < p->n; b++) {
-		l->start[b] = at;
-		for (uint32_t s = 1; s < nsets; s++)
-			if (lowbit(s) == b && popc(s) == size && is_full(p, s, size))
-				l->sets[at++] = s;
-	}
-	l->start[p->n] = at;
+	for (uint32_t s = 1; s < nsets; s++) /* ascending within each lowest GPU */
+		if (popc(s) == size && is_full(p, s, size))
+			l->sets[at[lowbit(s)]++] = s;
 	return SL_OK;
 }
 
@@ -302,10 +307,13 @@ static void fq_fill_contains(const struct ptab *p, struct fq_list *l)
 
 	for (uint32_t s = 0; s < nsets; s++)
 		l->contains[s] = popc(s) == l->size && is_full(p, s, l->size);
-	for (int i = 0; i < p->n; i++)
-		for (uint32_t s = 0; s < nsets; s++)
-			if (s & (1u << i))
-				l->contains[s] |= l->contains[s ^ (1u << i)];
+	for (int i = 0; i < p->n; i++) {
+		uint32_t bit = 1u << i;
+
+		for (uint32_t hi = 0; hi < nsets; hi += bit << 1)
+			for (uint32_t s = hi | bit; s < hi + (bit << 1); s++)
+				l->contains[s] |= l->contains[s ^ bit];
+	}
 	l->contains_ready = true;
 }
 
@@ -451,12 +459,15 @@ static void lkey_unpack(uint32_t key, struct node_leftover *out)
 /* ---- best set ---------------------------------------------------------- */
 
 /* Two passes: the top quality first, then the leftover only of sets that
- * reach it (most sets never need their leftover computed). */
+ * reach it (most sets never need their leftover computed). Equal leftovers go
+ * to the set that is itself in the better shape: with free = {0,1,4..7} on an
+ * NVSwitch box and k = 5, {0,4..7} and {0,1,4,5,6} both leave one GPU, but
+ * only the first takes the whole free half whole. */
 static uint32_t compute_best(struct ptab *p, gpumask_t free, int k)
 {
 	struct combo it;
 	uint64_t topq = 0;
-	uint32_t topl = 0;
+	uint32_t topl = 0, tops = 0;
 	gpumask_t pick = 0;
 
 	if (!combo_first(&it, free, k))
@@ -472,13 +483,17 @@ static uint32_t compute_best(struct ptab *p, gpumask_t free, int k)
 	(void)combo_first(&it, free, k);
 	do {
 		gpumask_t s = combo_mask(&it);
-		uint32_t l;
+		uint32_t l, shape;
 
 		if (p->qkey[s] != topq)
 			continue;
 		l = leftover_key(p, free & ~s);
-		if (l > topl || (l == topl && s < pick)) {
+		if (l < topl)
+			continue;
+		shape = leftover_key(p, s);
+		if (l > topl || shape > tops || (shape == tops && s < pick)) {
 			topl = l;
+			tops = shape;
 			pick = s;
 		}
 	} while (combo_next(&it));

@@ -13,8 +13,10 @@
  *   cnt[0..2] = the most disjoint full-quality sets of size 8, 4 and 2 packable
  *               in R (sizes larger than the node are skipped),
  *   -stranded = minus the GPUs of R that are in no full-quality pair inside R.
- * The best set for (free, k) maximises (quality, leftover); ties go to the set
- * with the lowest mask value, so results are deterministic.
+ * The best set for (free, k) maximises (quality, leftover of free & ~set, then
+ * the same score of the set itself, so that free pairs and halves are taken
+ * whole rather than split when both leave equally good leftovers); remaining
+ * ties go to the set with the lowest mask value, so results are deterministic.
  *
  * struct ptab precomputes and memoises these per node type. For types of up to
  * PTAB_EAGER_GPUS GPUs every (free mask, k) answer is computed at creation and

@@ -294,12 +294,14 @@ static int ref_lcmp(const struct ref_left *a, const struct ref_left *b)
 	return b->stranded - a->stranded;
 }
 
-/* The best k-set inside free by trying every subset; false when none. */
+/* The best k-set inside free by trying every subset; false when none. Ties in
+ * (quality, leftover) go to the set in the better shape itself, then the lowest
+ * mask. */
 static bool ref_best(const struct ref *r, uint32_t free, int k, uint32_t *set,
 		     struct ref_left *left)
 {
 	bool found = false;
-	struct ref_left bl = {{0, 0, 0}, 0};
+	struct ref_left bl = {{0, 0, 0}, 0}, bshape = bl;
 	uint32_t bs = 0;
 
 	for (uint32_t s = free;; s = (s - 1) & free) {
@@ -308,11 +310,14 @@ static bool ref_best(const struct ref *r, uint32_t free, int k, uint32_t *set,
 
 			if (c >= 0) {
 				struct ref_left l = ref_leftover(r, free & ~s);
+				struct ref_left shape = ref_leftover(r, s);
 				int lc = found && c == 0 ? ref_lcmp(&l, &bl) : 1;
+				int sc = lc == 0 ? ref_lcmp(&shape, &bshape) : 1;
 
-				if (c > 0 || lc > 0 || (lc == 0 && s < bs)) {
+				if (lc > 0 || (lc == 0 && (sc > 0 || (sc == 0 && s < bs)))) {
 					bs = s;
 					bl = l;
+					bshape = shape;
 					found = true;
 				}
 			}
@@ -535,6 +540,233 @@ static void test_order_lazy_types_empty(void **state)
 	ptab_free(p);
 }
 
+/* ---- built-in types ------------------------------------------------------ */
+
+static void load(const char *name, struct node_type *t)
+{
+	if (topo_builtin(name, t) != SL_OK)
+		fail_msg("built-in type %s is missing", name);
+}
+
+static void test_optimal_builtin(void **state)
+{
+	(void)state;
+	assert_true(topo_builtin_count() > 0);
+	for (int i = 0; i < topo_builtin_count(); i++) {
+		struct node_type t;
+
+		load(topo_builtin_name(i), &t);
+		check_type(&t, 400, 0x2545f491u + (uint32_t)i);
+	}
+}
+
+static void test_order_builtin(void **state)
+{
+	(void)state;
+	for (int i = 0; i < topo_builtin_count(); i++) {
+		struct node_type t;
+
+		load(topo_builtin_name(i), &t);
+		if (t.ngpus <= PTAB_EAGER_GPUS)
+			check_order(&t);
+	}
+}
+
+/* True when s takes none or all of every unit that is wholly free. */
+static bool keeps_whole(gpumask_t s, gpumask_t free, const gpumask_t *units, int nunits)
+{
+	for (int u = 0; u < nunits; u++)
+		if ((units[u] & free) == units[u] && (s & units[u]) != 0 &&
+		    (s & units[u]) != units[u])
+			return false;
+	return true;
+}
+
+/* For every free mask and k: if some set as good as the chosen one keeps every
+ * whole free unit whole, the chosen one does too. */
+static void check_units(const char *name, const gpumask_t *units, int nunits)
+{
+	struct node_type t;
+	struct ptab *p = NULL;
+	uint32_t nsets;
+	int constrained = 0;
+
+	load(name, &t);
+	nsets = 1u << t.ngpus;
+	assert_int_equal(ptab_new(&t, &p), SL_OK);
+	for (uint32_t f = 1; f < nsets; f++)
+		for (int k = 1; k <= t.ngpus; k++) {
+			struct node_pick pick;
+			bool exists = false, splits = false;
+
+			if (!ptab_best(p, f, k, &pick))
+				continue;
+			for (uint32_t s = f; s; s = (s - 1) & f) {
+				struct node_quality q;
+
+				if (__builtin_popcount(s) != k || !node_set_quality(&t, s, &q) ||
+				    node_quality_cmp(&q, &pick.q) != 0)
+					continue;
+				if (keeps_whole(s, f, units, nunits))
+					exists = true;
+				else
+					splits = true;
+			}
+			constrained += exists && splits; /* a real choice had to be made */
+			if (exists && !keeps_whole(pick.set, f, units, nunits))
+				fail_msg("%s free=0x%x k=%d: 0x%x splits a unit that another "
+					 "equally good set keeps whole", name, f, k, pick.set);
+		}
+	assert_true(constrained > 0); /* the property was exercised */
+	ptab_free(p);
+}
+
+static void test_keeps_units_whole(void **state)
+{
+	static const gpumask_t halves[] = {0x0f, 0xf0};
+	static const gpumask_t pairs[] = {0x03, 0x0c, 0x30, 0xc0};
+
+	(void)state;
+	check_units("hgx-h100-8", halves, 2);
+	check_units("hgx-a100-8", halves, 2);
+	check_units("hgx-b200-8", halves, 2);
+	check_units("pcie-h100nvl-8", pairs, 4);
+	check_units("pcie-l40s-8", pairs, 4);
+	check_units("atlas-800-9000", halves, 2);
+}
+
+/* Ascend 910: any set of up to 4 NPUs lies inside one ring. */
+static void test_rings_strict(void **state)
+{
+	struct node_type t;
+	struct ptab *p = NULL;
+
+	(void)state;
+	load("atlas-800-9000", &t);
+	assert_int_equal(ptab_new(&t, &p), SL_OK);
+	for (uint32_t f = 1; f < 256; f++)
+		for (int k = 1; k <= 4; k++) {
+			struct node_pick pick;
+			bool fits = __builtin_popcount(f & 0x0f) >= k ||
+				    __builtin_popcount(f & 0xf0) >= k;
+
+			assert_int_equal(ptab_best(p, f, k, &pick), fits);
+			if (fits)
+				assert_true((pick.set & 0xf0) == 0 || (pick.set & 0x0f) == 0);
+		}
+	ptab_free(p);
+}
+
+struct pick_case {
+	const char *type;
+	gpumask_t free;
+	int k;
+	gpumask_t want; /* 0 = no set */
+	bool full;
+};
+
+static void test_pick_table(void **state)
+{
+	static const struct pick_case cases[] = {
+		/* The broken half gives the pair; the whole half stays whole. */
+		{"hgx-h100-8", 0x3f, 2, 0x30, true},
+		{"hgx-h100-8", 0x7f, 1, 0x10, true},
+		{"hgx-h100-8", 0xff, 1, 0x01, true},
+		{"hgx-h100-8", 0xff, 3, 0x07, true},
+		{"hgx-h100-8", 0xff, 4, 0x0f, true},
+		{"hgx-h100-8", 0xfe, 4, 0xf0, true},
+		{"hgx-h100-8", 0x77, 4, 0x17, false}, /* must span both halves */
+		{"hgx-h100-8", 0xff, 8, 0xff, true},
+		{"hgx-h100-8", 0x7f, 8, 0, false},
+		/* The lone GPU goes first; NVLink pairs stay whole. */
+		{"pcie-h100nvl-8", 0x0d, 1, 0x01, true},
+		{"pcie-h100nvl-8", 0xff, 2, 0x03, true},
+		{"pcie-h100nvl-8", 0xfd, 2, 0x0c, true},
+		{"pcie-h100nvl-8", 0xff, 4, 0x0f, true},
+		{"pcie-h100nvl-8", 0x55, 2, 0x05, false}, /* no bridged pair left */
+		{"pcie-l40s-8", 0xff, 2, 0x03, true},     /* a PCIe-switch pair */
+		{"pcie-l40s-8", 0xfb, 2, 0x03, true},     /* keeps the 4-7 half */
+		{"atlas-800-9000", 0xff, 4, 0x0f, true},
+		{"atlas-800-9000", 0xfe, 4, 0xf0, true},
+		{"atlas-800-9000", 0x3f, 2, 0x30, true},
+		{"atlas-800-9000", 0x33, 3, 0, false},    /* 3 free only across rings */
+		{"atlas-800-9000", 0x3f, 5, 0x1f, true},  /* above a ring: any set */
+		{"gb200-nvl72-tray", 0x0f, 2, 0x03, true},
+		{"gb200-nvl72-tray", 0x0e, 2, 0x0c, true},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const struct pick_case *c = &cases[i];
+		struct node_type t;
+		struct ptab *p = NULL;
+		struct node_pick pick;
+		bool got;
+
+		load(c->type, &t);
+		assert_int_equal(ptab_new(&t, &p), SL_OK);
+		got = ptab_best(p, c->free, c->k, &pick);
+		if (got != (c->want != 0) || (got && (pick.set != c->want ||
+						       pick.full_quality != c->full)))
+			fail_msg("case %zu %s free=0x%x k=%d: got 0x%x full=%d, want 0x%x full=%d",
+				 i, c->type, c->free, c->k, got ? pick.set : 0,
+				 got && pick.full_quality, c->want, c->full);
+		ptab_free(p);
+	}
+}
+
+static void test_leftover_and_model_bw(void **state)
+{
+	struct node_type t;
+	struct ptab *p = NULL;
+	struct node_leftover l;
+	struct node_quality q;
+
+	(void)state;
+	load("hgx-h100-8", &t);
+	assert_int_equal(ptab_new(&t, &p), SL_OK);
+	ptab_leftover(p, 0xff, &l);
+	assert_int_equal(l.cnt[0], 1);
+	assert_int_equal(l.cnt[1], 2);
+	assert_int_equal(l.cnt[2], 4);
+	assert_int_equal(l.stranded, 0);
+	ptab_leftover(p, 0x11, &l); /* one GPU in each half: both stranded */
+	assert_int_equal(l.cnt[2], 0);
+	assert_int_equal(l.stranded, 2);
+	ptab_leftover(p, 0x1ff, &l); /* bits beyond ngpus are ignored */
+	assert_int_equal(l.cnt[0], 1);
+	assert_int_equal(ptab_type(p)->ngpus, 8);
+	ptab_free(p);
+
+	load("pcie-l40s-8", &t); /* model interconnect 0 GB/s: singles still valid */
+	assert_int_equal(ptab_new(&t, &p), SL_OK);
+	assert_true(ptab_full_quality(p, 1, &q));
+	assert_int_equal(q.bottleneck_gbps, t.gpu->ic_gbps);
+	assert_int_equal(q.numa_spanned, 1);
+	ptab_free(p);
+}
+
+static void test_lazy_repeat_is_stable(void **state)
+{
+	struct node_type t;
+	struct ptab *p = NULL;
+	struct node_pick a, b;
+
+	(void)state;
+	make_nvswitch(&t, 16, 1);
+	assert_int_equal(ptab_new(&t, &p), SL_OK);
+	assert_true(ptab_best(p, 0xffff, 8, &a));
+	assert_int_equal(a.set, 0x00ff);
+	assert_true(a.full_quality);
+	assert_true(ptab_best(p, 0xffff, 8, &b)); /* answered from the memo */
+	assert_int_equal(a.set, b.set);
+	assert_int_equal(node_quality_cmp(&a.q, &b.q), 0);
+	assert_int_equal(node_leftover_cmp(&a.left, &b.left), 0);
+	assert_true(ptab_best(p, 0xfeff, 4, &a)); /* broken half gives first */
+	assert_int_equal(a.set, 0x1e00);
+	ptab_free(p);
+}
+
 /* ---- errors and direct quality ------------------------------------------ */
 
 static void test_errors(void **state)
@@ -604,6 +836,13 @@ int main(void)
 		cmocka_unit_test(test_optimal_lazy_16),
 		cmocka_unit_test(test_order_hand_built),
 		cmocka_unit_test(test_order_lazy_types_empty),
+		cmocka_unit_test(test_optimal_builtin),
+		cmocka_unit_test(test_order_builtin),
+		cmocka_unit_test(test_keeps_units_whole),
+		cmocka_unit_test(test_rings_strict),
+		cmocka_unit_test(test_pick_table),
+		cmocka_unit_test(test_leftover_and_model_bw),
+		cmocka_unit_test(test_lazy_repeat_is_stable),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
