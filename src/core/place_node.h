@@ -68,19 +68,22 @@ struct node_pick {
 	bool full_quality;          /* q equals the type's full quality for k */
 };
 
-/* Best k-set inside free (1 <= k <= ngpus). Returns false when free cannot hold
- * a valid k-set. Not const: may fill memo tables of large types. */
+/* Best k-set inside free (1 <= k <= ngpus; bits at or beyond ngpus are
+ * ignored). Returns false when free cannot hold a valid k-set. out may be NULL.
+ * Not const: may fill memo tables of large types (a 16-GPU type answers a new
+ * (free, k) in well under a millisecond, a repeated one in O(1)). */
 bool ptab_best(struct ptab *p, gpumask_t free, int k, struct node_pick *out);
 /* The full quality for size k (the best on an empty node); false if none. */
 bool ptab_full_quality(const struct ptab *p, int k, struct node_quality *q);
-/* Leftover score of a free mask. */
+/* Leftover score of a free mask (bits beyond ngpus ignored). */
 void ptab_leftover(struct ptab *p, gpumask_t free, struct node_leftover *out);
 
 /* For types of at most PTAB_EAGER_GPUS GPUs: all free masks that can hold a
  * k-set, ordered best-first by (quality of their best k-set desc, popcount asc
  * i.e. best fit, leftover desc, mask asc). tier[i] numbers groups of equal
  * (quality, popcount, leftover): candidates from masks of one tier are equally
- * good for the fleet index, which then breaks ties by price and name. Returns the count
+ * good for the fleet index, which then breaks ties by price and name. Tiers
+ * start at 0 and grow by exactly 1 where the triple changes. Returns the count
  * (0 for larger types or impossible k); the arrays stay owned by p. */
 int ptab_order(const struct ptab *p, int k, const gpumask_t **masks, const int **tier);
 

@@ -437,12 +437,12 @@ static void test_optimal_lazy_16(void **state)
 
 	(void)state;
 	make_nvswitch(&t, 16, 2); /* NIC per GPU pair: full pairs straddle NICs */
-	check_type(&t, 150, 0x9e3779b9u);
+	check_type(&t, 400, 0x9e3779b9u);
 	make_nvswitch(&t, 16, 16); /* one NIC: many equally good sets */
 	t.numa[8] = 0;             /* lopsided NUMA: 9 + 7 */
-	check_type(&t, 100, 0x1234567u);
+	check_type(&t, 300, 0x1234567u);
 	make_irregular(&t, 12, 4242u);
-	check_type(&t, 150, 0xabcdefu);
+	check_type(&t, 300, 0xabcdefu);
 }
 
 /* ---- ptab_order ------------------------------------------------------- */
@@ -625,14 +625,18 @@ static void test_keeps_units_whole(void **state)
 {
 	static const gpumask_t halves[] = {0x0f, 0xf0};
 	static const gpumask_t pairs[] = {0x03, 0x0c, 0x30, 0xc0};
+	/* Pairs and the halves they make up, both kept whole at once. */
+	static const gpumask_t nested[] = {0x03, 0x0c, 0x30, 0xc0, 0x0f, 0xf0};
 
 	(void)state;
-	check_units("hgx-h100-8", halves, 2);
+	check_units("hgx-h100-8", halves, 2);      /* NVSwitch NUMA halves */
 	check_units("hgx-a100-8", halves, 2);
 	check_units("hgx-b200-8", halves, 2);
-	check_units("pcie-h100nvl-8", pairs, 4);
-	check_units("pcie-l40s-8", pairs, 4);
-	check_units("atlas-800-9000", halves, 2);
+	check_units("pcie-h100nvl-8", nested, 6);  /* NVLink pairs */
+	check_units("pcie-l40s-8", nested, 6);     /* PCIe-switch pairs */
+	check_units("atlas-800-9000", nested, 6);  /* HCCS rings, NUMA pairs */
+	check_units("atlas-800t-a2", pairs, 4);    /* NUMA pairs */
+	check_units("gb200-nvl72-tray", pairs, 2); /* NUMA pairs of a 4-GPU tray */
 }
 
 /* Ascend 910: any set of up to 4 NPUs lies inside one ring. */
@@ -735,6 +739,13 @@ static void test_leftover_and_model_bw(void **state)
 	assert_int_equal(l.stranded, 2);
 	ptab_leftover(p, 0x1ff, &l); /* bits beyond ngpus are ignored */
 	assert_int_equal(l.cnt[0], 1);
+	{
+		struct node_pick a, b;
+
+		assert_true(ptab_best(p, 0x7f3f, 2, &a));
+		assert_true(ptab_best(p, 0x3f, 2, &b));
+		assert_int_equal(a.set, b.set);
+	}
 	assert_int_equal(ptab_type(p)->ngpus, 8);
 	ptab_free(p);
 
@@ -784,6 +795,8 @@ static void test_errors(void **state)
 	t.ngpus = TOPO_MAX_GPUS + 1;
 	assert_int_equal(ptab_new(&t, &p), SL_EINVAL);
 	assert_int_equal(ptab_new(NULL, &p), SL_EINVAL);
+	t.ngpus = 8;
+	assert_int_equal(ptab_new(&t, NULL), SL_EINVAL);
 	t.ngpus = 8;
 	assert_false(node_set_quality(&t, 0, &q));          /* empty */
 	assert_false(node_set_quality(&t, 0x100, &q));      /* beyond ngpus */
