@@ -15,9 +15,13 @@
  * |R| / s, and answered from a superset closure ("R holds at least one") when
  * the bound is 1, which makes most queries O(1).
  *
+ * Ties in (quality, leftover) go to the set whose own score is better: leaving
+ * one GPU either way, taking a whole free half beats splitting it.
+ *
  * Types of up to PTAB_EAGER_GPUS GPUs (256 free masks) get every answer and the
- * fleet-index order precomputed at creation. Larger types keep the same memo
- * tables but fill them when asked; the per-k answer tables (the big ones) are
+ * fleet-index order precomputed at creation (about 0.1 ms per type at -O2).
+ * Larger types keep the same memo tables (about 1.2 MB for 16 GPUs) but fill
+ * them when asked; the per-k answer tables (256 KB each at 16 GPUs) are
  * allocated on first use, and if that allocation fails the answer is simply
  * recomputed each time instead of memoised. */
 #include "place_node.h"
