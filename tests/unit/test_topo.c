@@ -345,6 +345,374 @@ static void test_ascend_types(void **state)
 		}
 }
 
+
+/* ---- nvidia-smi topo -m ---- */
+
+static char *read_data(const char *name)
+{
+	const char *dir = getenv("SL_TESTDATA");
+	char path[512];
+	FILE *f;
+	long len;
+	char *buf;
+
+	snprintf(path, sizeof(path), "%s/topo/%s", dir ? dir : "tests/data", name);
+	f = fopen(path, "rb");
+	if (!f)
+		fail_msg("cannot open %s (set SL_TESTDATA)", path);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	len = ftell(f);
+	assert_true(len > 0);
+	rewind(f);
+	buf = malloc((size_t)len + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
+	buf[len] = 0;
+	fclose(f);
+	return buf;
+}
+
+static void init_type(struct node_type *t, const char *model, int ngpus)
+{
+	assert_int_equal(topo_type_init(t, "parsed", catalog_gpu_find(model), ngpus, 64,
+					512, NULL, NULL), SL_OK);
+}
+
+struct nic_expect {
+	const char *name;
+	gpumask_t rail;
+};
+
+struct file_expect {
+	const char *file, *model;
+	int kind01, count01, gbps01;
+	bool all_same;    /* every off-diagonal pair like (0,1) */
+	int8_t numa[8];
+	int nnics;
+	struct nic_expect nics[8];
+};
+
+static const struct file_expect files[] = {
+	{"dgx-a100-nv12.txt", "a100-sxm", LINK_NVSWITCH, 12, 600, true,
+	 {0, 0, 0, 0, 1, 1, 1, 1}, 8,
+	 {{"mlx5_0", 0x03}, {"mlx5_1", 0x03}, {"mlx5_2", 0x0c}, {"mlx5_3", 0x0c},
+	  {"mlx5_4", 0x30}, {"mlx5_5", 0x30}, {"mlx5_6", 0xc0}, {"mlx5_7", 0xc0}}},
+	{"hgx-h100-nv18.txt", "h100-sxm", LINK_NVSWITCH, 18, 900, true,
+	 {0, 0, 0, 0, 1, 1, 1, 1}, 8,
+	 {{"mlx5_0", 0x01}, {"mlx5_1", 0x02}, {"mlx5_2", 0x04}, {"mlx5_3", 0x08},
+	  {"mlx5_4", 0x10}, {"mlx5_5", 0x20}, {"mlx5_6", 0x40}, {"mlx5_7", 0x80}}},
+	{"hgx-b300-nv18.txt", "b300", LINK_NVSWITCH, 18, 1800, true,
+	 {0, 0, 0, 0, 1, 1, 1, 1}, 8,
+	 {{"mlx5_bond_0", 0x01}, {"mlx5_bond_1", 0x02}, {"mlx5_bond_2", 0x04},
+	  {"mlx5_bond_3", 0x08}, {"mlx5_bond_4", 0x10}, {"mlx5_bond_5", 0x20},
+	  {"mlx5_bond_6", 0x40}, {"mlx5_bond_7", 0x80}}},
+	/* V100 is not in the catalog; any NVLink 50 GB/s model reads it. */
+	{"dgx1-v100-nv1-nv2.txt", "a100-sxm", LINK_NVLINK, 1, 50, false,
+	 {0, 0, 0, 0, 0, 0, 0, 0}, 4,
+	 {{"mlx5_2", 0x30}, {"mlx5_0", 0x03}, {"mlx5_3", 0xc0}, {"mlx5_1", 0x0c}}},
+	{"pcie-rtx4090-8.txt", "l40s", LINK_CROSS_SOCKET, 0, 12, false,
+	 {0, 0, 0, 0, 1, 1, 1, 1}, 2, {{"NIC0", 0x40}, {"NIC1", 0x40}}},
+};
+
+static void test_parse_data_files(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		const struct file_expect *x = &files[i];
+		struct node_type t;
+		struct sl_diag d;
+		char *text = read_data(x->file);
+		sl_diag_clear(&d);
+		init_type(&t, x->model, 8);
+		if (topo_parse_matrix(&t, text, &d) != SL_OK)
+			fail_msg("%s: %d:%d: %s", x->file, d.line, d.col, d.msg);
+		free(text);
+		assert_int_equal(topo_validate(&t, NULL), SL_OK);
+		assert_int_equal(t.link[0][1].kind, x->kind01);
+		assert_int_equal(t.link[0][1].count, x->count01);
+		assert_int_equal(t.link[0][1].gbps, x->gbps01);
+		for (int a = 0; a < 8; a++) {
+			assert_int_equal(t.numa[a], x->numa[a]);
+			for (int b = 0; b < 8; b++)
+				if (a != b && x->all_same)
+					assert_memory_equal(&t.link[a][b], &t.link[0][1],
+							    sizeof(struct topo_link));
+		}
+		assert_int_equal(t.nnics, x->nnics);
+		for (int n = 0; n < x->nnics; n++) {
+			assert_string_equal(t.nics[n].name, x->nics[n].name);
+			assert_int_equal(t.nics[n].gpus, x->nics[n].rail);
+			assert_int_equal(t.nics[n].gbps, 0);
+		}
+	}
+}
+
+static void test_parse_dgx1_mesh(void **state)
+{
+	struct node_type t;
+	char *text = read_data("dgx1-v100-nv1-nv2.txt");
+	(void)state;
+	init_type(&t, "a100-sxm", 8);
+	assert_int_equal(topo_parse_matrix(&t, text, NULL), SL_OK);
+	free(text);
+	/* Hybrid cube mesh: NV2 pairs beat NV1 pairs beat PCIe. */
+	assert_int_equal(t.link[0][3].kind, LINK_NVLINK);
+	assert_int_equal(t.link[0][3].count, 2);
+	assert_int_equal(t.link[0][3].gbps, 100);
+	assert_int_equal(t.link[0][5].kind, LINK_CROSS_SOCKET);
+	assert_true(topo_pair_gbps(&t, 0, 3) > topo_pair_gbps(&t, 0, 1));
+	assert_true(topo_pair_gbps(&t, 0, 1) > topo_pair_gbps(&t, 0, 5));
+}
+
+/* A type that already knows its NICs keeps their speed. */
+static void test_parse_keeps_nic_speed(void **state)
+{
+	struct node_type t;
+	char *text = read_data("hgx-h100-nv18.txt");
+	(void)state;
+	assert_int_equal(topo_builtin("hgx-h100-8", &t), SL_OK);
+	assert_int_equal(topo_parse_matrix(&t, text, NULL), SL_OK);
+	free(text);
+	assert_int_equal(t.nnics, 8);
+	assert_string_equal(t.nics[3].name, "mlx5_3");
+	assert_int_equal(t.nics[3].gbps, 400);
+	assert_int_equal(t.link[2][6].kind, LINK_NVSWITCH);
+}
+
+/* Four GPUs fully meshed with NV4 use all 12 A100 links: direct NVLink, not a switch. */
+static void test_parse_mesh_not_switch(void **state)
+{
+	static const char text[] =
+		"\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\tNUMA Affinity\n"
+		"GPU0\t X \tNV4\tNV4\tNV4\t0-31\t0\n"
+		"GPU1\tNV4\t X \tNV4\tNV4\t0-31\t0\n"
+		"GPU2\tNV4\tNV4\t X \tNV4\t32-63\t1\n"
+		"GPU3\tNV4\tNV4\tNV4\t X \t32-63\t1\n";
+	struct node_type t;
+	(void)state;
+	init_type(&t, "a100-sxm", 4);
+	assert_int_equal(topo_parse_matrix(&t, text, NULL), SL_OK);
+	assert_int_equal(t.link[0][3].kind, LINK_NVLINK);
+	assert_int_equal(t.link[0][3].gbps, 200);
+	assert_int_equal(t.numa[2], 1);
+	/* The same matrix with NV12 cannot be direct links: NVSwitch. */
+	char more[sizeof(text) + 64];
+	size_t j = 0;
+	for (size_t i = 0; text[i]; i++) {
+		more[j++] = text[i];
+		if (text[i] == 'V' && text[i + 1] == '4') {
+			more[j++] = '1';
+			more[j++] = '2';
+			i++;
+		}
+	}
+	more[j] = 0;
+	init_type(&t, "a100-sxm", 4);
+	assert_int_equal(topo_parse_matrix(&t, more, NULL), SL_OK);
+	assert_int_equal(t.link[0][3].kind, LINK_NVSWITCH);
+	assert_int_equal(t.link[0][3].gbps, 600);
+}
+
+static void test_parse_hccs(void **state)
+{
+	static const char text[] =
+		"        GPU0    GPU1    GPU2    GPU3\n"
+		"GPU0     X      HCCS    HCCS    SYS\n"
+		"GPU1    HCCS     X      HCCS    SYS\n"
+		"GPU2    HCCS    HCCS     X      SYS\n"
+		"GPU3    SYS     SYS     SYS      X\n";
+	struct node_type t;
+	(void)state;
+	init_type(&t, "ascend-910b", 4);
+	assert_int_equal(topo_parse_matrix(&t, text, NULL), SL_OK);
+	assert_int_equal(t.link[1][2].kind, LINK_HCCS);
+	assert_int_equal(t.link[1][2].gbps, 56);
+	assert_int_equal(t.link[0][3].kind, LINK_CROSS_SOCKET);
+}
+
+/* Replaces the first occurrence of from (after offset `after`) with to. */
+static char *edit(const char *src, const char *after, const char *from, const char *to)
+{
+	const char *base = strstr(src, after);
+	const char *at;
+	size_t ls = strlen(src), lf = strlen(from), lt = strlen(to);
+	char *out;
+	assert_non_null(base);
+	at = strstr(base, from);
+	assert_non_null(at);
+	out = malloc(ls - lf + lt + 1);
+	assert_non_null(out);
+	memcpy(out, src, (size_t)(at - src));
+	memcpy(out + (at - src), to, lt);
+	strcpy(out + (at - src) + lt, at + lf);
+	return out;
+}
+
+struct bad_case {
+	const char *after, *from, *to;
+	enum sl_err err;
+	int line, col;
+	const char *msg;
+};
+
+static void test_parse_errors(void **state)
+{
+	static const struct bad_case cases[] = {
+		/* GPU3's row, column GPU5 (line 5; columns are 8 wide). */
+		{"\nGPU3", "NV12    NV12     X      NV12    NV12", "NV12    NV12     X      NV12    NVX ",
+		 SL_EPARSE, 5, 49,
+		 "unknown entry 'NVX' at row GPU3 column GPU5; expected X, NV<n>, PIX, PXB, PHB, NODE, SYS or HCCS"},
+		{"\nGPU7", "GPU7", "GPU6", SL_EPARSE, 9, 1, "row GPU6 appears twice"},
+		{"\nGPU7", "GPU7", "NICX", SL_EPARSE, 9, 1, "unknown row 'NICX'"},
+		{"\nGPU2", "NV12    NV12     X", "NV12    NV8      X", SL_EPARSE, 4, 17,
+		 "differs from row GPU1"},
+		{"\nGPU2", " X ", "NV1", SL_EPARSE, 4, 0, "X belongs on the diagonal"},
+		{"GPU0", "GPU7    NIC0", "GPU8    NIC0", SL_EPARSE, 1, 0,
+		 "header column 'GPU8' out of order"},
+		{"NUMA", "NUMA Affinity", "NUMA Affinityy", SL_EPARSE, 1, 0,
+		 "unexpected header column 'NUMA'"},
+		{"\nGPU1", "0-31,64-95      0", "0-31,64-95      0 7 7", SL_EPARSE, 3, 0,
+		 "fields after"},
+	};
+	char *text = read_data("dgx-a100-nv12.txt");
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct bad_case *c = &cases[i];
+		struct node_type t, before;
+		struct sl_diag d;
+		char *bad = edit(text, c->after, c->from, c->to);
+		init_type(&t, "a100-sxm", 8);
+		before = t;
+		sl_diag_clear(&d);
+		if (topo_parse_matrix(&t, bad, &d) != c->err)
+			fail_msg("case %zu: expected error, got '%s'", i, d.msg);
+		if (!strstr(d.msg, c->msg))
+			fail_msg("case %zu: message '%s' lacks '%s'", i, d.msg, c->msg);
+		assert_int_equal(d.line, c->line);
+		if (c->col)
+			assert_int_equal(d.col, c->col);
+		assert_true(d.col > 0);
+		/* A failed parse changes nothing. */
+		assert_memory_equal(&t, &before, sizeof(t));
+		free(bad);
+	}
+	free(text);
+}
+
+static void test_parse_errors_shape(void **state)
+{
+	struct node_type t;
+	struct sl_diag d;
+	char *text = read_data("dgx-a100-nv12.txt");
+	char *cut, *big;
+	(void)state;
+
+	/* The row of GPU7 removed. */
+	cut = edit(text, "\nGPU7", "GPU7", "GPU7");
+	*strstr(cut, "\nGPU7") = 0;
+	init_type(&t, "a100-sxm", 8);
+	sl_diag_clear(&d);
+	assert_int_equal(topo_parse_matrix(&t, cut, &d), SL_EPARSE);
+	assert_non_null(strstr(d.msg, "expected 8 GPU rows, found 7"));
+	assert_int_equal(d.line, 9);
+	free(cut);
+
+	/* An 8-GPU matrix for a 4-GPU type. */
+	init_type(&t, "a100-sxm", 4);
+	assert_int_equal(topo_parse_matrix(&t, text, &d), SL_EPARSE);
+	assert_non_null(strstr(d.msg, "expected 4 GPU columns"));
+	assert_int_equal(d.line, 1);
+
+	/* No matrix at all. */
+	init_type(&t, "a100-sxm", 8);
+	assert_int_equal(topo_parse_matrix(&t, "No devices were found\n", &d), SL_EPARSE);
+	assert_non_null(strstr(d.msg, "GPU0"));
+	assert_int_equal(topo_parse_matrix(&t, "", &d), SL_EPARSE);
+	assert_int_equal(topo_parse_matrix(&t, NULL, &d), SL_EINVAL);
+
+	/* Over the bound. */
+	big = malloc(TOPO_MATRIX_MAX_TEXT + 2);
+	assert_non_null(big);
+	memset(big, ' ', TOPO_MATRIX_MAX_TEXT + 1);
+	big[TOPO_MATRIX_MAX_TEXT + 1] = 0;
+	assert_int_equal(topo_parse_matrix(&t, big, &d), SL_ELIMIT);
+	free(big);
+
+	/* Too many NIC columns. */
+	{
+		char hdr[1024] = "GPU0";
+		strcat(hdr, "");
+		for (int i = 0; i < TOPO_MAX_NICS + 1; i++) {
+			char n[16];
+			snprintf(n, sizeof(n), " NIC%d", i);
+			strcat(hdr, n);
+		}
+		strcat(hdr, "\n");
+		init_type(&t, "a100-sxm", 1);
+		assert_int_equal(topo_parse_matrix(&t, hdr, &d), SL_ELIMIT);
+	}
+	free(text);
+}
+
+/* format -> parse gives back the same relations for every built-in type. */
+static void test_format_round_trip(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < NBUILTIN; i++) {
+		struct node_type src, back;
+		struct sl_diag d;
+		size_t need;
+		char *buf;
+		assert_int_equal(topo_builtin(builtin_names[i], &src), SL_OK);
+		need = topo_format_matrix(&src, NULL, 0);
+		assert_true(need > 100);
+		buf = malloc(need + 1);
+		assert_non_null(buf);
+		assert_int_equal(topo_format_matrix(&src, buf, need + 1), need);
+		assert_int_equal(strlen(buf), need);
+		assert_non_null(strstr(buf, "GB/s per pair"));
+		assert_int_equal(topo_type_init(&back, "back", src.gpu, src.ngpus, 1, 1, NULL,
+						NULL), SL_OK);
+		sl_diag_clear(&d);
+		if (topo_parse_matrix(&back, buf, &d) != SL_OK)
+			fail_msg("%s: %d:%d: %s\n%s", src.name, d.line, d.col, d.msg, buf);
+		for (int a = 0; a < src.ngpus; a++) {
+			assert_int_equal(back.numa[a], src.numa[a]);
+			for (int b = 0; b < src.ngpus; b++) {
+				assert_int_equal(back.link[a][b].kind, src.link[a][b].kind);
+				assert_int_equal(back.link[a][b].gbps, src.link[a][b].gbps);
+			}
+		}
+		assert_int_equal(back.nnics, src.nnics);
+		for (int n = 0; n < src.nnics; n++) {
+			assert_string_equal(back.nics[n].name, src.nics[n].name);
+			assert_int_equal(back.nics[n].gpus, src.nics[n].gpus);
+		}
+		/* A short buffer is cut, terminated, and still reports the need. */
+		assert_int_equal(topo_format_matrix(&src, buf, 10), need);
+		assert_int_equal(strlen(buf), 9);
+		free(buf);
+	}
+}
+
+static void test_format_entries(void **state)
+{
+	char buf[8192];
+	(void)state;
+	struct node_type *t = get_builtin("hgx-h100-8");
+	assert_true(topo_format_matrix(t, buf, sizeof(buf)) < sizeof(buf));
+	assert_non_null(strstr(buf, "GPU0     X      NV18"));
+	assert_non_null(strstr(buf, "NIC Legend:"));
+	assert_non_null(strstr(buf, "NIC0: mlx5_0"));
+	assert_non_null(strstr(buf, "900"));
+	t = get_builtin("pcie-h100nvl-8");
+	assert_true(topo_format_matrix(t, buf, sizeof(buf)) < sizeof(buf));
+	assert_non_null(strstr(buf, "GPU0     X      NV12    NODE    NODE    SYS"));
+	t = get_builtin("atlas-800-9000");
+	assert_true(topo_format_matrix(t, buf, sizeof(buf)) < sizeof(buf));
+	assert_non_null(strstr(buf, "GPU0     X      HCCS    HCCS    HCCS    SYS"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -358,6 +726,15 @@ int main(void)
 		cmocka_unit_test(test_hgx_types),
 		cmocka_unit_test(test_pcie_types),
 		cmocka_unit_test(test_ascend_types),
+		cmocka_unit_test(test_parse_data_files),
+		cmocka_unit_test(test_parse_dgx1_mesh),
+		cmocka_unit_test(test_parse_keeps_nic_speed),
+		cmocka_unit_test(test_parse_mesh_not_switch),
+		cmocka_unit_test(test_parse_hccs),
+		cmocka_unit_test(test_parse_errors),
+		cmocka_unit_test(test_parse_errors_shape),
+		cmocka_unit_test(test_format_round_trip),
+		cmocka_unit_test(test_format_entries),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
