@@ -513,6 +513,34 @@ static void test_parse_mesh_not_switch(void **state)
 	assert_int_equal(t.link[0][3].gbps, 600);
 }
 
+/* Every PCIe relation, CRLF line ends: strictly ranked bandwidths. */
+static void test_parse_pcie_ranks(void **state)
+{
+	static const char text[] =
+		"GPU Topology:\r\n"
+		"        GPU0    GPU1    GPU2    GPU3    GPU4    CPU Affinity    NUMA Affinity\r\n"
+		"GPU0     X      PIX     PXB     PHB     SYS     0-15    0\r\n"
+		"GPU1    PIX      X      NODE    NODE    SYS     0-15    0\r\n"
+		"GPU2    PXB     NODE     X      NODE    SYS     0-15    0\r\n"
+		"GPU3    PHB     NODE    NODE     X      SYS     0-15    0\r\n"
+		"GPU4    SYS     SYS     SYS     SYS      X      16-31   1\r\n";
+	struct node_type t;
+	(void)state;
+	init_type(&t, "l40s", 5);
+	assert_int_equal(topo_parse_matrix(&t, text, NULL), SL_OK);
+	assert_int_equal(t.link[0][1].kind, LINK_PCIE_SWITCH);
+	assert_int_equal(t.link[0][2].kind, LINK_PCIE_SWITCH);
+	assert_int_equal(t.link[0][3].kind, LINK_PCIE_HOSTBRIDGE);
+	assert_int_equal(t.link[1][2].kind, LINK_NUMA);
+	assert_int_equal(t.link[0][4].kind, LINK_CROSS_SOCKET);
+	assert_true(topo_pair_gbps(&t, 0, 1) > topo_pair_gbps(&t, 0, 2));
+	assert_true(topo_pair_gbps(&t, 0, 2) > topo_pair_gbps(&t, 0, 3));
+	assert_true(topo_pair_gbps(&t, 0, 3) > topo_pair_gbps(&t, 1, 2));
+	assert_true(topo_pair_gbps(&t, 1, 2) > topo_pair_gbps(&t, 0, 4));
+	assert_int_equal(t.numa[4], 1);
+	assert_int_equal(t.nnics, 0);
+}
+
 static void test_parse_hccs(void **state)
 {
 	static const char text[] =
@@ -731,6 +759,7 @@ int main(void)
 		cmocka_unit_test(test_parse_keeps_nic_speed),
 		cmocka_unit_test(test_parse_mesh_not_switch),
 		cmocka_unit_test(test_parse_hccs),
+		cmocka_unit_test(test_parse_pcie_ranks),
 		cmocka_unit_test(test_parse_errors),
 		cmocka_unit_test(test_parse_errors_shape),
 		cmocka_unit_test(test_format_round_trip),
