@@ -1,0 +1,663 @@
+/* place.c - the placer: lifecycle, dynamic state, claim/release and the
+ * dispatch of a request to the single-node, share or gang path.
+ *
+ * State lives in one flat array of struct pl_node (thousandths used per GPU,
+ * CPU and memory use, service flags); every change goes through node_changed()
+ * so the fleet index (place_index.c) never disagrees with the state. Claims
+ * and releases apply pick by pick and undo what they applied when a later pick
+ * conflicts: that keeps "nothing changes on error" true even for placements
+ * that name a node twice, without a separate validation model of the state. */
+#include "place.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog.h"
+#include "place_internal.h"
+
+const char *place_constraint_name(enum place_constraint c)
+{
+	static const char *const names[] = {
+#define PLACE_C_NAME(name, str) str,
+		PLACE_CONSTRAINTS(PLACE_C_NAME)
+#undef PLACE_C_NAME
+	};
+	if ((unsigned)c >= sizeof(names) / sizeof(names[0]))
+		return "unknown";
+	return names[c];
+}
+
+/* ---- placements ---------------------------------------------------------- */
+
+void placement_init(struct placement *pl)
+{
+	memset(pl, 0, sizeof(*pl));
+}
+
+void placement_release(struct placement *pl)
+{
+	free(pl->picks);
+	placement_init(pl);
+}
+
+static enum sl_err placement_reserve(struct placement *pl, int n)
+{
+	if (n <= pl->cap)
+		return SL_OK;
+	int cap = pl->cap ? pl->cap : 4;
+	while (cap < n)
+		cap *= 2;
+	struct place_pick *np = realloc(pl->picks, (size_t)cap * sizeof(*np));
+	if (!np)
+		return SL_ENOMEM;
+	pl->picks = np;
+	pl->cap = cap;
+	return SL_OK;
+}
+
+enum sl_err placement_copy(struct placement *dst, const struct placement *src)
+{
+	if (dst == src)
+		return SL_OK;
+	struct place_pick *keep = dst->picks;
+	int keepcap = dst->cap;
+	struct placement tmp = *src;
+	tmp.picks = keep;
+	tmp.cap = keepcap;
+	tmp.npicks = 0;
+	if (placement_reserve(&tmp, src->npicks) != SL_OK)
+		return SL_ENOMEM;
+	if (src->npicks)
+		memcpy(tmp.picks, src->picks, (size_t)src->npicks * sizeof(*src->picks));
+	tmp.npicks = src->npicks;
+	*dst = tmp;
+	return SL_OK;
+}
+
+enum sl_err placement_add(struct placement *pl, const struct place_pick *pick)
+{
+	if (pl->npicks == PLACE_MAX_GPUS)
+		return SL_ELIMIT;
+	if (placement_reserve(pl, pl->npicks + 1) != SL_OK)
+		return SL_ENOMEM;
+	pl->picks[pl->npicks++] = *pick;
+	return SL_OK;
+}
+
+static void placement_reset(struct placement *pl)
+{
+	pl->npicks = 0;
+	memset(&pl->score, 0, sizeof(pl->score));
+	pl->failed = PLACE_C_NONE;
+	pl->why[0] = '\0';
+}
+
+/* ---- lifecycle ----------------------------------------------------------- */
+
+static gpumask_t full_mask(int ngpus)
+{
+	return ngpus >= 32 ? ~(gpumask_t)0 : (((gpumask_t)1 << ngpus) - 1);
+}
+
+enum sl_err placer_new(const struct fleet *f, struct placer **out)
+{
+	*out = NULL;
+	struct placer *p = calloc(1, sizeof(*p));
+	if (!p)
+		return SL_ENOMEM;
+	p->f = f;
+	p->nunits = f->nleaves + f->ndomains + f->nnodes;
+	p->ptabs = calloc((size_t)f->ntypes + 1, sizeof(*p->ptabs));
+	p->nodes = calloc((size_t)f->nnodes + 1, sizeof(*p->nodes));
+	p->partial = calloc((size_t)f->nnodes + 1, sizeof(*p->partial));
+	p->type_ok = calloc((size_t)f->ntypes + 1, sizeof(*p->type_ok));
+	p->unit_count = calloc((size_t)p->nunits + 1, sizeof(*p->unit_count));
+	p->units = calloc((size_t)p->nunits + 1, sizeof(*p->units));
+	if (!p->ptabs || !p->nodes || !p->partial || !p->type_ok || !p->unit_count ||
+	    !p->units)
+		goto nomem;
+	for (int i = 0; i < f->nnodes; i++) {
+		int t = f->nodes[i].type;
+		p->nodes[i].usable = true;
+		p->nodes[i].partial_pos = -1;
+		if (!p->ptabs[t]) {
+			enum sl_err e = ptab_new(&f->types[t], &p->ptabs[t]);
+			if (e != SL_OK) {
+				placer_free(p);
+				return e;
+			}
+		}
+	}
+	if (pl_index_build(p) != SL_OK)
+		goto nomem;
+	p->group_ok = calloc((size_t)p->ngroups + 1, sizeof(*p->group_ok));
+	if (!p->group_ok)
+		goto nomem;
+	*out = p;
+	return SL_OK;
+nomem:
+	placer_free(p);
+	return SL_ENOMEM;
+}
+
+void placer_free(struct placer *p)
+{
+	if (!p)
+		return;
+	if (p->ptabs)
+		for (int t = 0; t < p->f->ntypes; t++)
+			ptab_free(p->ptabs[t]);
+	pl_index_free(p);
+	free(p->ptabs);
+	free(p->nodes);
+	free(p->partial);
+	free(p->type_ok);
+	free(p->group_ok);
+	free(p->unit_count);
+	free(p->units);
+	free(p->set_count);
+	free(p->cand);
+	free(p->cand2);
+	free(p);
+}
+
+const struct fleet *placer_fleet(const struct placer *p)
+{
+	return p->f;
+}
+
+/* ---- state --------------------------------------------------------------- */
+
+int pl_free_mask(const struct placer *p, int node)
+{
+	const struct pl_node *n = &p->nodes[node];
+	if (!n->usable)
+		return 0;
+	int ngpus = fleet_node_type(p->f, node)->ngpus;
+	gpumask_t m = 0;
+	for (int g = 0; g < ngpus; g++)
+		if (n->used[g] == 0)
+			m |= (gpumask_t)1 << g;
+	return (int)(m & ~n->bad & ~n->shared);
+}
+
+static void node_changed(struct placer *p, int node)
+{
+	pl_index_update(p, node);
+	pl_partial_update(p, node);
+}
+
+static bool node_ok(const struct placer *p, int node)
+{
+	return p && node >= 0 && node < p->f->nnodes;
+}
+
+void placer_set_node_usable(struct placer *p, int node, bool usable)
+{
+	if (!node_ok(p, node))
+		return;
+	p->nodes[node].usable = usable;
+	node_changed(p, node);
+}
+
+bool placer_node_usable(const struct placer *p, int node)
+{
+	return node_ok(p, node) && p->nodes[node].usable;
+}
+
+void placer_set_gpu_usable(struct placer *p, int node, int gpu, bool usable)
+{
+	if (!node_ok(p, node) || gpu < 0 || gpu >= fleet_node_type(p->f, node)->ngpus)
+		return;
+	gpumask_t bit = (gpumask_t)1 << gpu;
+	if (usable)
+		p->nodes[node].bad &= ~bit;
+	else
+		p->nodes[node].bad |= bit;
+	node_changed(p, node);
+}
+
+gpumask_t placer_free_mask(const struct placer *p, int node)
+{
+	return node_ok(p, node) ? (gpumask_t)pl_free_mask(p, node) : 0;
+}
+
+int placer_gpu_used_milli(const struct placer *p, int node, int gpu)
+{
+	if (!node_ok(p, node) || gpu < 0 || gpu >= fleet_node_type(p->f, node)->ngpus)
+		return 0;
+	return p->nodes[node].used[gpu];
+}
+
+int placer_cpus_used(const struct placer *p, int node)
+{
+	return node_ok(p, node) ? p->nodes[node].cpus_used : 0;
+}
+
+int64_t placer_mem_used_mib(const struct placer *p, int node)
+{
+	return node_ok(p, node) ? p->nodes[node].mem_used : 0;
+}
+
+int placer_node_stranded(struct placer *p, int node)
+{
+	if (!node_ok(p, node))
+		return 0;
+	struct node_leftover l;
+	ptab_leftover(p->ptabs[p->f->nodes[node].type], (gpumask_t)pl_free_mask(p, node), &l);
+	return l.stranded;
+}
+
+/* ---- claim / release ----------------------------------------------------- */
+
+static enum sl_err pick_check(const struct placer *p, const struct place_pick *k,
+			      int i, struct sl_diag *d)
+{
+	if (!node_ok(p, k->node))
+		return sl_diag_set(d, SL_EINVAL, "pick %d: node %d out of range 0..%d", i,
+				   k->node, p->f->nnodes - 1);
+	const struct fleet_node *fn = &p->f->nodes[k->node];
+	int ngpus = fleet_node_type(p->f, k->node)->ngpus;
+	if (k->cpus < 0 || k->mem_mib < 0)
+		return sl_diag_set(d, SL_EINVAL, "pick %d on %s: negative CPUs or memory", i,
+				   fn->name);
+	if (k->gpu < 0) {
+		if (k->gpu != -1 || k->milli != 0 || (k->gpus & ~full_mask(ngpus)))
+			return sl_diag_set(d, SL_EINVAL,
+					   "pick %d on %s: GPU mask 0x%x does not fit %d GPUs "
+					   "(or a share without a GPU index)",
+					   i, fn->name, (unsigned)k->gpus, ngpus);
+		return SL_OK;
+	}
+	if (k->gpu >= ngpus || k->gpus != 0 || k->milli < 1 || k->milli >= PL_MILLI)
+		return sl_diag_set(d, SL_EINVAL,
+				   "pick %d on %s: a share needs GPU 0..%d, milli 1..%d and "
+				   "no whole GPUs",
+				   i, fn->name, ngpus - 1, PL_MILLI - 1);
+	if (!fn->shareable)
+		return sl_diag_set(d, SL_EINVAL, "pick %d: node %s is not shareable", i,
+				   fn->name);
+	return SL_OK;
+}
+
+/* Applies one pick (claim or release) or returns false, changing nothing. */
+static bool pick_apply(struct placer *p, const struct place_pick *k, bool claim)
+{
+	struct pl_node *n = &p->nodes[k->node];
+	const struct node_type *t = fleet_node_type(p->f, k->node);
+	int64_t memcap = (int64_t)t->mem_gib * 1024;
+	if (claim) {
+		if (!n->usable || n->cpus_used + k->cpus > t->cpus ||
+		    n->mem_used + k->mem_mib > memcap)
+			return false;
+	} else if (n->cpus_used < k->cpus || n->mem_used < k->mem_mib) {
+		return false;
+	}
+	if (k->gpu >= 0) {
+		gpumask_t bit = (gpumask_t)1 << k->gpu;
+		int u = n->used[k->gpu];
+		if (claim) {
+			if ((n->bad & bit) || (u > 0 && !(n->shared & bit)) ||
+			    u + k->milli > PL_MILLI)
+				return false;
+			n->used[k->gpu] = (uint16_t)(u + k->milli);
+			n->shared |= bit;
+		} else {
+			if (!(n->shared & bit) || u < k->milli)
+				return false;
+			n->used[k->gpu] = (uint16_t)(u - k->milli);
+			if (n->used[k->gpu] == 0)
+				n->shared &= ~bit;
+		}
+	} else {
+		for (int g = 0; g < t->ngpus; g++) {
+			gpumask_t bit = (gpumask_t)1 << g;
+			if (!(k->gpus & bit))
+				continue;
+			if (claim && (n->used[g] != 0 || (n->bad & bit)))
+				return false;
+			if (!claim && (n->used[g] != PL_MILLI || (n->shared & bit)))
+				return false;
+		}
+		for (int g = 0; g < t->ngpus; g++)
+			if (k->gpus & ((gpumask_t)1 << g))
+				n->used[g] = claim ? PL_MILLI : 0;
+	}
+	n->cpus_used += claim ? k->cpus : -k->cpus;
+	n->mem_used += claim ? k->mem_mib : -k->mem_mib;
+	node_changed(p, k->node);
+	return true;
+}
+
+static enum sl_err apply_all(struct placer *p, const struct placement *pl, bool claim,
+			     struct sl_diag *d)
+{
+	if (!p || !pl || pl->npicks < 0 || (pl->npicks > 0 && !pl->picks))
+		return sl_diag_set(d, SL_EINVAL, "no placer or placement");
+	for (int i = 0; i < pl->npicks; i++) {
+		enum sl_err e = pick_check(p, &pl->picks[i], i, d);
+		if (e != SL_OK)
+			return e;
+	}
+	for (int i = 0; i < pl->npicks; i++) {
+		if (pick_apply(p, &pl->picks[i], claim))
+			continue;
+		for (int j = i - 1; j >= 0; j--)
+			(void)pick_apply(p, &pl->picks[j], !claim);
+		const struct place_pick *k = &pl->picks[i];
+		return sl_diag_set(d, SL_ECONFLICT,
+				   claim ? "pick %d on %s: GPUs, CPUs or memory not free "
+					   "(or the node is out of service)"
+					 : "pick %d on %s: GPUs, CPUs or memory not in use",
+				   i, p->f->nodes[k->node].name);
+	}
+	return SL_OK;
+}
+
+enum sl_err placer_claim(struct placer *p, const struct placement *pl, struct sl_diag *d)
+{
+	return apply_all(p, pl, true, d);
+}
+
+enum sl_err placer_release(struct placer *p, const struct placement *pl,
+			   struct sl_diag *d)
+{
+	return apply_all(p, pl, false, d);
+}
+
+/* ---- shared helpers ------------------------------------------------------ */
+
+bool pl_owner_ok(const struct pl_ctx *c, int owner)
+{
+	if (c->req->pool_owned)
+		return c->tenant_owner >= 0 && owner == c->tenant_owner;
+	return owner < 0 || owner == c->tenant_owner;
+}
+
+bool pl_node_static_ok(const struct placer *p, int node)
+{
+	return p->group_ok[p->nodes[node].group];
+}
+
+void pl_demand(const struct pl_ctx *c, const struct node_type *t, int k, int milli,
+	       int *cpus, int64_t *mem)
+{
+	int64_t share_num = k > 0 ? (int64_t)k * PL_MILLI : milli;
+	int64_t den = (int64_t)t->ngpus * PL_MILLI;
+	*cpus = c->req->cpus > 0 ? c->req->cpus : (int)((int64_t)t->cpus * share_num / den);
+	*mem = c->req->mem_mib > 0 ? c->req->mem_mib
+				   : (int64_t)t->mem_gib * 1024 * share_num / den;
+}
+
+bool pl_fits_cpu_mem(const struct placer *p, int node, int cpus, int64_t mem)
+{
+	const struct node_type *t = fleet_node_type(p->f, node);
+	const struct pl_node *n = &p->nodes[node];
+	return n->cpus_used + (int64_t)cpus <= t->cpus &&
+	       n->mem_used + mem <= (int64_t)t->mem_gib * 1024;
+}
+
+int pl_name_cmp(const struct placer *p, int a, int b)
+{
+	return strcmp(p->f->nodes[a].name, p->f->nodes[b].name);
+}
+
+int pl_cand_cmp(const struct placer *p, const struct pl_cand *a, const struct pl_cand *b)
+{
+	int c = node_quality_cmp(&a->pick.q, &b->pick.q);
+	if (c)
+		return -c;
+	if (a->freecnt != b->freecnt)
+		return a->freecnt < b->freecnt ? -1 : 1;
+	c = node_leftover_cmp(&a->pick.left, &b->pick.left);
+	if (c)
+		return -c;
+	if (a->price != b->price)
+		return a->price < b->price ? -1 : 1;
+	return pl_name_cmp(p, a->node, b->node);
+}
+
+enum sl_err pl_add_pick(struct placement *out, const struct placer *p,
+			const struct pl_ctx *c, int node, gpumask_t set, int gpu,
+			int milli, const struct node_quality *q)
+{
+	struct place_pick k = {.node = node, .gpus = set, .gpu = gpu, .milli = milli};
+	pl_demand(c, fleet_node_type(p->f, node), gpu >= 0 ? 0 : __builtin_popcount(set),
+		  milli, &k.cpus, &k.mem_mib);
+	k.q = *q;
+	return placement_add(out, &k);
+}
+
+/* Counts distinct values of key over the picks using the unit scratch array. */
+static int count_distinct(struct placer *p, const struct placement *out, bool domains)
+{
+	int n = 0;
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < out->npicks; i++) {
+			const struct fleet_node *fn = &p->f->nodes[out->picks[i].node];
+			int u = domains ? fn->domain : fn->leaf;
+			if (u < 0)
+				continue;
+			if (pass == 0 && !p->unit_count[u]++)
+				n++;
+			else if (pass == 1)
+				p->unit_count[u] = 0;
+		}
+	return n;
+}
+
+void pl_fill_score(struct placer *p, struct placement *out)
+{
+	struct place_score *s = &out->score;
+	memset(s, 0, sizeof(*s));
+	s->rails_aligned = true;
+	s->full_quality = true;
+	s->nodes = out->npicks;
+	for (int i = 0; i < out->npicks; i++) {
+		const struct place_pick *k = &out->picks[i];
+		struct ptab *pt = p->ptabs[p->f->nodes[k->node].type];
+		gpumask_t set = k->gpu >= 0 ? (gpumask_t)1 << k->gpu : k->gpus;
+		gpumask_t after = (gpumask_t)pl_free_mask(p, k->node) & ~set;
+		if (i == 0 || k->q.bottleneck_gbps < s->bottleneck_gbps)
+			s->bottleneck_gbps = k->q.bottleneck_gbps;
+		s->total_gbps += k->q.total_gbps;
+		if (k->q.numa_spanned > s->numa_spanned)
+			s->numa_spanned = k->q.numa_spanned;
+		s->nics += k->q.nics;
+		s->free_after += __builtin_popcount(after);
+		struct node_leftover l;
+		ptab_leftover(pt, after, &l);
+		s->stranded_after += l.stranded;
+		if (i == 0)
+			s->price_hint = p->f->nodes[k->node].price_hint;
+		if (k->gpus != out->picks[0].gpus || k->gpu != out->picks[0].gpu)
+			s->rails_aligned = false;
+		struct node_quality fq;
+		int size = __builtin_popcount(set);
+		if (!ptab_full_quality(pt, size, &fq) || node_quality_cmp(&k->q, &fq) < 0)
+			s->full_quality = false;
+	}
+	s->leaves = count_distinct(p, out, false);
+	s->domains = count_distinct(p, out, true);
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+static void hint_models(struct sl_diag *d)
+{
+	char buf[SL_DIAG_HINT];
+	size_t len = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < catalog_gpu_count() && len < sizeof(buf); i++) {
+		int w = snprintf(buf + len, sizeof(buf) - len, "%s%s", i ? ", " : "",
+				 catalog_gpu_at(i)->name);
+		if (w < 0)
+			break;
+		len += (size_t)w;
+	}
+	sl_diag_hint(d, "known models: %s", buf);
+}
+
+static bool region_known(const struct fleet *f, const char *region)
+{
+	for (int s = 0; s < f->nsites; s++)
+		if (f->sites[s].region && !strcmp(f->sites[s].region, region))
+			return true;
+	return false;
+}
+
+static void hint_list(struct sl_diag *d, const struct fleet *f, bool regions)
+{
+	char buf[SL_DIAG_HINT];
+	size_t len = 0;
+	buf[0] = '\0';
+	for (int s = 0; s < f->nsites && len < sizeof(buf); s++) {
+		const char *name = regions ? f->sites[s].region : f->sites[s].name;
+		bool dup = false;
+		for (int q = 0; q < s && regions; q++)
+			if (!strcmp(f->sites[q].region, name))
+				dup = true;
+		if (dup)
+			continue;
+		int w = snprintf(buf + len, sizeof(buf) - len, "%s%s", len ? ", " : "", name);
+		if (w < 0)
+			break;
+		len += (size_t)w;
+	}
+	sl_diag_hint(d, "known %s: %s", regions ? "regions" : "sites",
+		     len ? buf : "(none)");
+}
+
+static enum sl_err check_numbers(const struct place_request *r, struct sl_diag *d)
+{
+	if (r->gpus < 0 || r->gpus > PLACE_MAX_GPUS)
+		return sl_diag_set(d, SL_EINVAL, "gpus %d out of range 0..%d", r->gpus,
+				   PLACE_MAX_GPUS);
+	if (r->gpu_milli < 0 || r->gpu_milli >= PL_MILLI)
+		return sl_diag_set(d, SL_EINVAL, "gpu_milli %d out of range 1..%d",
+				   r->gpu_milli, PL_MILLI - 1);
+	if (r->gpus == 0 && r->gpu_milli == 0)
+		return sl_diag_set(d, SL_EINVAL, "request asks for no GPUs "
+				   "(set gpus or gpu_milli)");
+	if (r->gpus > 0 && r->gpu_milli > 0)
+		return sl_diag_set(d, SL_EINVAL, "gpus and gpu_milli are exclusive");
+	if (r->gpu_milli > 0 && (r->per_node != 0 || r->exclusive))
+		return sl_diag_set(d, SL_EINVAL, "a GPU share cannot be a gang or exclusive");
+	if (r->per_node < 0 || r->per_node > TOPO_MAX_GPUS)
+		return sl_diag_set(d, SL_EINVAL, "per_node %d out of range 0..%d",
+				   r->per_node, TOPO_MAX_GPUS);
+	if (r->nmodels < 0 || r->nmodels > PLACE_MAX_MODELS)
+		return sl_diag_set(d, SL_EINVAL, "%d models given; at most %d", r->nmodels,
+				   PLACE_MAX_MODELS);
+	if (r->min_mem_gib < 0 || r->min_bw_gbps < 0 || r->cpus < 0 || r->mem_mib < 0)
+		return sl_diag_set(d, SL_EINVAL, "negative memory, bandwidth, CPU or "
+				   "host-memory constraint");
+	return SL_OK;
+}
+
+static enum sl_err ctx_init(struct placer *p, const struct place_request *r,
+			    struct pl_ctx *c, struct sl_diag *d)
+{
+	const struct fleet *f = p->f;
+	memset(c, 0, sizeof(*c));
+	c->req = r;
+	enum sl_err e = check_numbers(r, d);
+	if (e != SL_OK)
+		return e;
+	const struct gpu_model *models[PLACE_MAX_MODELS];
+	for (int i = 0; i < r->nmodels; i++) {
+		models[i] = r->models[i] ? catalog_gpu_find(r->models[i]) : NULL;
+		if (!models[i]) {
+			sl_diag_set(d, SL_EINVAL, "unknown GPU model '%s'",
+				    r->models[i] ? r->models[i] : "(null)");
+			hint_models(d);
+			return SL_EINVAL;
+		}
+	}
+	c->site = -1;
+	if (r->region) {
+		if (!region_known(f, r->region)) {
+			sl_diag_set(d, SL_EINVAL, "unknown region '%s'", r->region);
+			hint_list(d, f, true);
+			return SL_EINVAL;
+		}
+		c->region = r->region;
+	}
+	if (r->site) {
+		c->site = fleet_find_site(f, r->site);
+		if (c->site < 0) {
+			sl_diag_set(d, SL_EINVAL, "unknown site '%s'", r->site);
+			hint_list(d, f, false);
+			return SL_EINVAL;
+		}
+	}
+	c->tenant_owner = r->tenant ? fleet_find_owner(f, r->tenant) : -1;
+	c->share = r->gpu_milli > 0;
+	c->k = c->share ? 1 : r->gpus;
+	for (int t = 0; t < f->ntypes; t++) {
+		const struct gpu_model *m = f->types[t].gpu;
+		bool ok = r->nmodels == 0;
+		for (int i = 0; i < r->nmodels; i++)
+			if (models[i] == m || (m && !strcmp(models[i]->name, m->name)))
+				ok = true;
+		p->type_ok[t] = ok && m && m->mem_gib >= r->min_mem_gib && p->ptabs[t];
+	}
+	for (int g = 0; g < p->ngroups; g++) {
+		const struct pl_group *gr = &p->groups[g];
+		p->group_ok[g] = p->type_ok[gr->type] && pl_owner_ok(c, gr->owner) &&
+				 (c->site < 0 || gr->site == c->site) &&
+				 (!c->region || !strcmp(f->sites[gr->site].region, c->region)) &&
+				 (!c->share || gr->shareable);
+	}
+	return SL_OK;
+}
+
+static enum sl_err place_share(struct placer *p, const struct pl_ctx *c,
+			       struct placement *out)
+{
+	int node, gpu;
+	if (!pl_share_best(p, c, &node, &gpu)) {
+		struct pl_cand best;
+		if (!pl_index_best(p, c, 1, &best))
+			return pl_explain(p, c, 1, 1, NULL, out);
+		node = best.node;
+		gpu = __builtin_ctz(best.pick.set);
+	}
+	struct node_quality q;
+	(void)node_set_quality(fleet_node_type(p->f, node), (gpumask_t)1 << gpu, &q);
+	return pl_add_pick(out, p, c, node, 0, gpu, c->req->gpu_milli, &q);
+}
+
+static enum sl_err place_single(struct placer *p, const struct pl_ctx *c,
+				struct placement *out)
+{
+	struct pl_cand best;
+	if (!pl_index_best(p, c, c->k, &best))
+		return pl_explain(p, c, c->k, 1, NULL, out);
+	return pl_add_pick(out, p, c, best.node, best.pick.set, -1, 0, &best.pick.q);
+}
+
+enum sl_err placer_place(struct placer *p, const struct place_request *req,
+			 struct placement *out, struct sl_diag *d)
+{
+	if (!p || !req || !out)
+		return sl_diag_set(d, SL_EINVAL, "no placer, request or placement");
+	placement_reset(out);
+	struct pl_ctx c;
+	enum sl_err e = ctx_init(p, req, &c, d);
+	if (e != SL_OK)
+		return e;
+	int maxg = pl_max_eligible_gpus(p);
+	if (c.share)
+		e = place_share(p, &c, out);
+	else if (maxg > 0 && (req->per_node > 0 || req->gpus > maxg))
+		e = pl_gang_place(p, &c, out, d);
+	else
+		e = place_single(p, &c, out);
+	if (e == SL_OK)
+		pl_fill_score(p, out);
+	else if (e != SL_ENOSPACE)
+		out->npicks = 0;
+	return e;
+}

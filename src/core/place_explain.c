@@ -1,0 +1,320 @@
+/* place_explain.c - why a request was refused.
+ *
+ * Runs only on the refusal path, so it scans every node instead of using the
+ * index: each node is checked against the constraints in PLACE_CONSTRAINTS
+ * order and stops at the first it fails. The first constraint after which
+ * fewer than the needed nodes survive (one for a single-node request, n for a
+ * gang) is the refusal's `failed`, and the nodes that fell at exactly that
+ * constraint tell how close the request came. Keeping the checks here in the
+ * same terms as the index (free mask, ptab_best, demand) is what makes the
+ * explanation agree with the decision. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "place_internal.h"
+
+#define EX_LIST 4 /* names listed in a sentence before "..." */
+
+struct ex_acc {
+	const struct pl_ctx *c;
+	int k, n;
+	int fail_at[PLACE_C_GANG + 2]; /* nodes whose first failed constraint is i */
+	int best_node[PLACE_C_GANG + 2];
+	int64_t best_val[PLACE_C_GANG + 2];
+	int best_gpu; /* shares: GPU of best_node[PLACE_C_FREE] */
+};
+
+static bool model_listed(const struct place_request *r, const struct gpu_model *m)
+{
+	if (r->nmodels == 0)
+		return true;
+	for (int i = 0; i < r->nmodels; i++)
+		if (m && !strcmp(r->models[i], m->name))
+			return true;
+	return false;
+}
+
+/* Most free thousandths on one GPU (partly used or wholly free); sets *gpu. */
+static int share_room(const struct placer *p, int node, int *gpu)
+{
+	const struct pl_node *n = &p->nodes[node];
+	int ngpus = fleet_node_type(p->f, node)->ngpus, best = 0;
+	gpumask_t free = (gpumask_t)pl_free_mask(p, node);
+	*gpu = -1;
+	for (int g = 0; g < ngpus; g++) {
+		gpumask_t bit = (gpumask_t)1 << g;
+		int room = (free & bit) ? PL_MILLI
+			   : ((n->shared & bit) && !(n->bad & bit) && n->usable)
+				 ? PL_MILLI - n->used[g] : 0;
+		if (room > best) {
+			best = room;
+			*gpu = g;
+		}
+	}
+	return best;
+}
+
+static void note(struct ex_acc *a, const struct placer *p, int stage, int node, int64_t v)
+{
+	int b = a->best_node[stage];
+	if (b < 0 || v > a->best_val[stage] ||
+	    (v == a->best_val[stage] && pl_name_cmp(p, node, b) < 0)) {
+		a->best_node[stage] = node;
+		a->best_val[stage] = v;
+	}
+}
+
+/* First constraint node fails (PLACE_C_NONE: it could take the request). */
+static int node_stage(struct placer *p, struct ex_acc *a, int node)
+{
+	const struct pl_ctx *c = a->c;
+	const struct place_request *r = c->req;
+	const struct fleet_node *fn = &p->f->nodes[node];
+	const struct node_type *t = &p->f->types[fn->type];
+	struct ptab *pt = p->ptabs[fn->type];
+	const struct pl_node *st = &p->nodes[node];
+	if (c->share && !fn->shareable)
+		return PLACE_C_REQUEST;
+	if (!model_listed(r, t->gpu))
+		return PLACE_C_MODEL;
+	if (!t->gpu || t->gpu->mem_gib < r->min_mem_gib) {
+		note(a, p, PLACE_C_MEMORY, node, t->gpu ? t->gpu->mem_gib : 0);
+		return PLACE_C_MEMORY;
+	}
+	if (c->region && strcmp(p->f->sites[fn->site].region, c->region))
+		return PLACE_C_REGION;
+	if (c->site >= 0 && fn->site != c->site)
+		return PLACE_C_SITE;
+	if (!pl_owner_ok(c, fn->owner))
+		return PLACE_C_OWNER;
+	if (t->ngpus < a->k) {
+		note(a, p, PLACE_C_SIZE, node, t->ngpus);
+		return PLACE_C_SIZE;
+	}
+	gpumask_t full = t->ngpus >= 32 ? ~(gpumask_t)0 : (((gpumask_t)1 << t->ngpus) - 1);
+	struct node_quality q;
+	bool qok = r->exclusive ? node_set_quality(t, full, &q)
+				: ptab_full_quality(pt, a->k, &q);
+	if (!qok || q.bottleneck_gbps < r->min_bw_gbps) {
+		note(a, p, PLACE_C_BANDWIDTH, node, qok ? q.bottleneck_gbps : 0);
+		return PLACE_C_BANDWIDTH;
+	}
+	if (!st->usable || t->ngpus - __builtin_popcount(st->bad) < a->k)
+		return PLACE_C_HEALTH;
+	gpumask_t free = (gpumask_t)pl_free_mask(p, node);
+	int cpus, room = 0, gpu = -1;
+	int64_t mem;
+	struct node_pick pk;
+	bool has;
+	if (c->share) {
+		room = share_room(p, node, &gpu);
+		has = room >= r->gpu_milli;
+		pl_demand(c, t, 0, r->gpu_milli, &cpus, &mem);
+	} else if (r->exclusive) {
+		has = free == full;
+		pl_demand(c, t, t->ngpus, 0, &cpus, &mem);
+	} else {
+		has = ptab_best(pt, free, a->k, &pk) && pk.q.bottleneck_gbps >= r->min_bw_gbps;
+		pl_demand(c, t, a->k, 0, &cpus, &mem);
+	}
+	if (!has) {
+		int64_t before = a->best_node[PLACE_C_FREE];
+		note(a, p, PLACE_C_FREE, node, c->share ? room : __builtin_popcount(free));
+		if (c->share && a->best_node[PLACE_C_FREE] != before)
+			a->best_gpu = gpu;
+		return PLACE_C_FREE;
+	}
+	if (!pl_fits_cpu_mem(p, node, cpus, mem)) {
+		note(a, p, PLACE_C_CPU_MEM, node, t->cpus - st->cpus_used);
+		return PLACE_C_CPU_MEM;
+	}
+	return PLACE_C_NONE;
+}
+
+/* ---- sentences ----------------------------------------------------------- */
+
+static void models_text(const struct place_request *r, char *buf, size_t n, const char *sep)
+{
+	size_t len = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < r->nmodels && len < n; i++) {
+		int w = snprintf(buf + len, n - len, "%s%s", i ? sep : "", r->models[i]);
+		if (w < 0)
+			break;
+		len += (size_t)w;
+	}
+}
+
+static void scope_text(const struct pl_ctx *c, char *buf, size_t n)
+{
+	const struct place_request *r = c->req;
+	int w = 0;
+	buf[0] = '\0';
+	if (r->site)
+		w = snprintf(buf, n, " at site %s", r->site);
+	else if (r->region)
+		w = snprintf(buf, n, " in region %s", r->region);
+	if (w >= 0 && (size_t)w < n && r->pool_owned)
+		snprintf(buf + w, n - (size_t)w, " owned by %s", r->tenant ? r->tenant : "(nobody)");
+}
+
+/* Distinct region or site names of nodes that fell at stage, listed. */
+static void places_text(const struct placer *p, const struct ex_acc *a, int stage,
+			const int *stages, bool regions, char *buf, size_t n)
+{
+	const char *seen[EX_LIST];
+	int ns = 0;
+	size_t len = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < p->f->nnodes; i++) {
+		if (stages[i] != stage)
+			continue;
+		const struct fleet_site *s = &p->f->sites[p->f->nodes[i].site];
+		const char *name = regions ? s->region : s->name;
+		bool dup = false;
+		for (int j = 0; j < ns; j++)
+			dup |= !strcmp(seen[j], name);
+		if (dup)
+			continue;
+		if (ns == EX_LIST) {
+			snprintf(buf + len, n - len, ", ...");
+			return;
+		}
+		seen[ns++] = name;
+		int w = snprintf(buf + len, n - len, "%s%s", ns > 1 ? ", " : "", name);
+		if (w < 0 || (size_t)w >= n - len)
+			return;
+		len += (size_t)w;
+	}
+	(void)a;
+}
+
+static void why_text(struct placer *p, struct ex_acc *a, int stage, const int *stages,
+		     struct placement *out)
+{
+	const struct place_request *r = a->c->req;
+	char models[160], mslash[160], scope[160], list[160];
+	models_text(r, models, sizeof(models), ", ");
+	models_text(r, mslash, sizeof(mslash), "/");
+	scope_text(a->c, scope, sizeof(scope));
+	int b = a->best_node[stage];
+	const char *bname = b >= 0 ? p->f->nodes[b].name : "";
+	const char *btype = b >= 0 ? fleet_node_type(p->f, b)->name : "";
+	long long bv = (long long)a->best_val[stage];
+	char *w = out->why;
+	size_t wn = sizeof(out->why);
+	char need[64];
+	if (a->n > 1)
+		snprintf(need, sizeof(need), "%d nodes", a->n);
+	else
+		snprintf(need, sizeof(need), "a node");
+	const char *space = r->nmodels ? " " : "";
+	switch (stage) {
+	case PLACE_C_REQUEST:
+		snprintf(w, wn, "no node accepts GPU shares (no shareable node)");
+		break;
+	case PLACE_C_MODEL:
+		snprintf(w, wn, "no node has a GPU model among [%s]", models);
+		break;
+	case PLACE_C_MEMORY:
+		snprintf(w, wn, "no model among [%s] has >= %d GiB memory (%s has %lld)",
+			 r->nmodels ? models : "any", r->min_mem_gib,
+			 b >= 0 ? fleet_node_type(p->f, b)->gpu->name : "none", bv);
+		break;
+	case PLACE_C_REGION:
+		places_text(p, a, stage, stages, true, list, sizeof(list));
+		snprintf(w, wn, "no %s%snode in region %s; such nodes are in: %s", mslash,
+			 space, r->region, list);
+		break;
+	case PLACE_C_SITE:
+		places_text(p, a, stage, stages, false, list, sizeof(list));
+		snprintf(w, wn, "no %s%snode at site %s%s%s; such nodes are at: %s", mslash,
+			 space, r->site, r->region ? " in region " : "",
+			 r->region ? r->region : "", list);
+		break;
+	case PLACE_C_OWNER:
+		if (r->pool_owned)
+			snprintf(w, wn, "tenant %s owns no matching node",
+				 r->tenant ? r->tenant : "(nobody)");
+		else
+			snprintf(w, wn, "every matching node%s is owned by another tenant",
+				 scope);
+		break;
+	case PLACE_C_SIZE:
+		snprintf(w, wn, "no node%s has %d GPUs; largest: %s with %lld", scope, a->k,
+			 btype, bv);
+		break;
+	case PLACE_C_BANDWIDTH:
+		snprintf(w, wn, "no node type%s gives %d GPUs >= %d GB/s bottleneck; "
+			 "best: %s gives %lld", scope, a->k, r->min_bw_gbps, btype, bv);
+		break;
+	case PLACE_C_HEALTH:
+		snprintf(w, wn, "the %d matching node(s)%s are out of service or lack %d "
+			 "in-service GPUs", a->fail_at[PLACE_C_HEALTH], scope, a->k);
+		break;
+	case PLACE_C_FREE:
+		if (a->c->share)
+			snprintf(w, wn, "no GPU%s has %d free thousandths; closest: %s GPU %d "
+				 "with %lld", scope, r->gpu_milli, bname, a->best_gpu, bv);
+		else if (r->exclusive)
+			snprintf(w, wn, "%s%s needs %s with every GPU free; closest: %s with "
+				 "%lld of %d free", a->n > 1 ? "gang" : "request", scope, need,
+				 bname, bv, b >= 0 ? fleet_node_type(p->f, b)->ngpus : 0);
+		else if (a->n > 1)
+			snprintf(w, wn, "gang needs %d nodes%s with %d free %s%sGPUs; %d have "
+				 "them; closest other: %s with %lld free", a->n, scope, a->k,
+				 mslash, space,
+				 a->fail_at[PLACE_C_CPU_MEM] + a->fail_at[PLACE_C_GANG + 1],
+				 b >= 0 ? bname : "none", bv);
+		else
+			snprintf(w, wn, "no node%s has %d free %s%sGPUs%s; closest: %s with %lld "
+				 "free", scope, a->k, mslash, space,
+				 r->min_bw_gbps ? " at the bandwidth asked" : "",
+				 b >= 0 ? bname : "none", bv);
+		break;
+	case PLACE_C_CPU_MEM:
+		snprintf(w, wn, "no node%s with the free GPUs also has %d CPUs and %" PRId64
+			 " MiB free (0 = its per-GPU share); most free CPUs: %s with %lld",
+			 scope, r->cpus, r->mem_mib, bname, bv);
+		break;
+	default:
+		break;
+	}
+}
+
+enum sl_err pl_explain(struct placer *p, const struct pl_ctx *c, int per_node, int nnodes,
+		       const char *gang_why, struct placement *out)
+{
+	struct ex_acc a;
+	memset(&a, 0, sizeof(a));
+	a.c = c;
+	a.k = per_node > 0 ? per_node : 1;
+	a.n = nnodes > 0 ? nnodes : 1;
+	a.best_gpu = -1;
+	for (int i = 0; i < PLACE_C_GANG + 2; i++)
+		a.best_node[i] = -1;
+	/* PLACE_C_NONE (0) stands for "passes everything": store it past GANG. */
+	int *stages = p->units; /* nunits >= nnodes; free on this path */
+	for (int i = 0; i < p->f->nnodes; i++) {
+		int s = node_stage(p, &a, i);
+		if (s == PLACE_C_NONE)
+			s = PLACE_C_GANG + 1;
+		stages[i] = s;
+		a.fail_at[s]++;
+	}
+	out->npicks = 0;
+	int alive = p->f->nnodes;
+	for (int s = PLACE_C_REQUEST; s <= PLACE_C_CPU_MEM; s++) {
+		alive -= a.fail_at[s];
+		if (alive < a.n) {
+			out->failed = (enum place_constraint)s;
+			why_text(p, &a, s, stages, out);
+			return SL_ENOSPACE;
+		}
+	}
+	out->failed = PLACE_C_GANG;
+	snprintf(out->why, sizeof(out->why), "%s",
+		 gang_why ? gang_why : "no node set satisfies the request as a whole");
+	return SL_ENOSPACE;
+}

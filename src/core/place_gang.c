@@ -1,0 +1,446 @@
+/* place_gang.c - multi-node (gang) requests: all or nothing.
+ *
+ * A gang of n nodes x k GPUs uses one node type. Candidates are gathered from
+ * the fleet index (the bucket of each free mask that holds a good k-set), so
+ * the cost follows the number of usable nodes, not the fleet. The choice is
+ * then made level by level, each level narrowing the pool to the units it
+ * picks: NVLink domains (for models with multi-node domains; a gang that fits
+ * one domain must stay in one), then leaf switches, then single nodes. At each
+ * level: if one unit suffices, the best-fit unit (fewest candidates that still
+ * hold the gang, so big units stay whole for big gangs); otherwise the largest
+ * units greedily, with the last replaced by the smallest unit that still
+ * covers the remainder, which needs the fewest units. Inside the last unit,
+ * nodes whose chosen local GPU set is the most common come first (rail
+ * alignment), then the fullest nodes, then names.
+ *
+ * Candidates able to give k GPUs at their type's full quality are tried first;
+ * only when no gang can be formed from them are lesser sets accepted. Units
+ * are grouped with a counting pass over a per-placer scratch array (zero
+ * between uses), so no per-request hashing or sorting of the whole pool. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "place_internal.h"
+
+enum { LV_DOMAIN, LV_LEAF, LV_NODE };
+
+struct unit_stat {
+	int unit, count;
+	const char *name;
+};
+
+struct gang {
+	const struct pl_ctx *c;
+	int type, k, n;
+	struct pl_cand *out; /* n chosen */
+	int nout;
+	struct unit_stat *ustat;
+	char why[256];       /* why the arrangement failed */
+};
+
+int pl_max_eligible_gpus(const struct placer *p)
+{
+	int m = 0;
+	for (int g = 0; g < p->ngroups; g++)
+		if (p->group_ok[g] && p->f->types[p->groups[g].type].ngpus > m)
+			m = p->f->types[p->groups[g].type].ngpus;
+	return m;
+}
+
+int pl_gang_per_node(const struct placer *p, const struct pl_ctx *c)
+{
+	return c->req->per_node > 0 ? c->req->per_node : pl_max_eligible_gpus(p);
+}
+
+static enum sl_err gang_scratch(struct placer *p)
+{
+	if (p->cand)
+		return SL_OK;
+	size_t n = (size_t)p->f->nnodes + 1;
+	p->cand = malloc(n * sizeof(*p->cand));
+	p->cand2 = malloc(n * sizeof(*p->cand2));
+	p->set_count = calloc((size_t)1 << TOPO_MAX_GPUS, sizeof(*p->set_count));
+	if (p->cand && p->cand2 && p->set_count)
+		return SL_OK;
+	free(p->cand);
+	free(p->cand2);
+	free(p->set_count);
+	p->cand = p->cand2 = NULL;
+	p->set_count = NULL;
+	return SL_ENOMEM;
+}
+
+/* ---- candidates ---------------------------------------------------------- */
+
+static gpumask_t full_of(int ngpus)
+{
+	return ngpus >= 32 ? ~(gpumask_t)0 : (((gpumask_t)1 << ngpus) - 1);
+}
+
+static void push(struct placer *p, int *nc, const struct pl_group *g, int node,
+		 const struct node_pick *pk, gpumask_t m, int cpus, int64_t mem)
+{
+	if (!pl_fits_cpu_mem(p, node, cpus, mem))
+		return;
+	struct pl_cand *x = &p->cand[(*nc)++];
+	memset(x, 0, sizeof(*x));
+	x->node = node;
+	x->pick = *pk;
+	x->freecnt = __builtin_popcount(m);
+	x->name = p->f->nodes[node].name;
+	x->price = g->price;
+}
+
+static void push_bucket(struct placer *p, int *nc, const struct pl_group *g, gpumask_t m,
+			const struct node_pick *pk, int cpus, int64_t mem)
+{
+	const uint64_t *w = &g->bits[(size_t)m * (size_t)g->nwords];
+	for (int i = 0; i < g->nwords; i++)
+		for (uint64_t x = w[i]; x; x &= x - 1)
+			push(p, nc, g, g->nodes[i * 64 + __builtin_ctzll(x)], pk, m, cpus, mem);
+}
+
+/* The pick a node with free mask m offers, or false. */
+static bool offer(struct placer *p, const struct gang *gg, gpumask_t m, bool full_only,
+		  struct node_pick *pk)
+{
+	const struct node_type *t = &p->f->types[gg->type];
+	struct ptab *pt = p->ptabs[gg->type];
+	if (gg->c->req->exclusive) {
+		gpumask_t full = full_of(t->ngpus);
+		struct node_quality fq;
+		if (m != full)
+			return false;
+		memset(pk, 0, sizeof(*pk));
+		pk->set = full;
+		if (!node_set_quality(t, full, &pk->q))
+			return false;
+		pk->full_quality = ptab_full_quality(pt, t->ngpus, &fq) &&
+				   !node_quality_cmp(&pk->q, &fq);
+		ptab_leftover(pt, 0, &pk->left);
+	} else if (!ptab_best(pt, m, gg->k, pk)) {
+		return false;
+	}
+	return pk->q.bottleneck_gbps >= gg->c->req->min_bw_gbps &&
+	       (!full_only || pk->full_quality);
+}
+
+static int collect(struct placer *p, const struct gang *gg, bool full_only)
+{
+	const struct node_type *t = &p->f->types[gg->type];
+	struct ptab *pt = p->ptabs[gg->type];
+	int nc = 0, cpus;
+	int64_t mem;
+	pl_demand(gg->c, t, gg->c->req->exclusive ? t->ngpus : gg->k, 0, &cpus, &mem);
+	for (int gi = 0; gi < p->ngroups; gi++) {
+		const struct pl_group *g = &p->groups[gi];
+		if (!p->group_ok[gi] || g->type != gg->type)
+			continue;
+		struct node_pick pk;
+		if (!g->small) {
+			for (int pos = 0; pos < g->n; pos++) {
+				int node = g->nodes[pos];
+				gpumask_t m = p->nodes[node].imask;
+				if (m && offer(p, gg, m, full_only, &pk))
+					push(p, &nc, g, node, &pk, m, cpus, mem);
+			}
+		} else if (gg->c->req->exclusive) {
+			gpumask_t full = full_of(t->ngpus);
+			if (g->count[full] && offer(p, gg, full, full_only, &pk))
+				push_bucket(p, &nc, g, full, &pk, cpus, mem);
+		} else {
+			const gpumask_t *masks;
+			const int *tier;
+			int cnt = ptab_order(pt, gg->k, &masks, &tier);
+			for (int i = 0; i < cnt; i++) {
+				if (!g->count[masks[i]])
+					continue;
+				/* Masks come best quality first: once one fails, all do. */
+				if (!offer(p, gg, masks[i], full_only, &pk))
+					break;
+				push_bucket(p, &nc, g, masks[i], &pk, cpus, mem);
+			}
+		}
+	}
+	return nc;
+}
+
+/* ---- level-by-level choice ----------------------------------------------- */
+
+static int unit_of(const struct placer *p, const struct pl_cand *x, int level)
+{
+	const struct fleet *f = p->f;
+	const struct fleet_node *fn = &f->nodes[x->node];
+	if (level == LV_LEAF)
+		return fn->leaf;
+	return fn->domain >= 0 ? f->nleaves + fn->domain : f->nleaves + f->ndomains + x->node;
+}
+
+static const char *unit_name(const struct placer *p, int u)
+{
+	const struct fleet *f = p->f;
+	if (u < f->nleaves)
+		return f->leaves[u].name;
+	if (u < f->nleaves + f->ndomains)
+		return f->domains[u - f->nleaves].name;
+	return f->nodes[u - f->nleaves - f->ndomains].name;
+}
+
+static int ustat_cmp(const void *a, const void *b)
+{
+	const struct unit_stat *x = a, *y = b;
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static int node_order_cmp(const void *a, const void *b)
+{
+	const struct pl_cand *x = a, *y = b;
+	if (x->freq != y->freq)
+		return x->freq > y->freq ? -1 : 1;
+	if (x->pick.set != y->pick.set)
+		return x->pick.set < y->pick.set ? -1 : 1;
+	if (x->freecnt != y->freecnt)
+		return x->freecnt < y->freecnt ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static void take_nodes(struct placer *p, struct gang *gg, struct pl_cand *arr, int m,
+		       int need)
+{
+	for (int i = 0; i < m; i++)
+		p->set_count[arr[i].pick.set]++;
+	for (int i = 0; i < m; i++)
+		arr[i].freq = p->set_count[arr[i].pick.set];
+	for (int i = 0; i < m; i++)
+		p->set_count[arr[i].pick.set] = 0;
+	qsort(arr, (size_t)m, sizeof(*arr), node_order_cmp);
+	memcpy(gg->out + gg->nout, arr, (size_t)need * sizeof(*arr));
+	gg->nout += need;
+}
+
+/* The index in ustat[0..nu) of the unit with the fewest candidates >= need
+ * (ties by name), or -1. */
+static int best_fit_unit(const struct unit_stat *us, int nu, int need)
+{
+	int b = -1;
+	for (int i = 0; i < nu; i++)
+		if (us[i].count >= need &&
+		    (b < 0 || us[i].count < us[b].count ||
+		     (us[i].count == us[b].count && strcmp(us[i].name, us[b].name) < 0)))
+			b = i;
+	return b;
+}
+
+/* Chooses need candidates of arr[0..m) into gg->out at this level and below.
+ * False (gg->why set) when one_unit is required and no unit suffices. */
+static bool choose(struct placer *p, struct gang *gg, struct pl_cand *arr, int m,
+		   int need, int level, bool one_unit)
+{
+	if (level == LV_NODE) {
+		take_nodes(p, gg, arr, m, need);
+		return true;
+	}
+	int nu = 0;
+	for (int i = 0; i < m; i++) {
+		int u = unit_of(p, &arr[i], level);
+		arr[i].unit = u;
+		if (!p->unit_count[u]++)
+			p->units[nu++] = u;
+	}
+	struct unit_stat *us = gg->ustat;
+	for (int i = 0; i < nu; i++)
+		us[i] = (struct unit_stat){p->units[i], p->unit_count[p->units[i]],
+					   unit_name(p, p->units[i])};
+	qsort(us, (size_t)nu, sizeof(*us), ustat_cmp);
+	int last = best_fit_unit(us, nu, need), nfull = 0, r = need;
+	if (last < 0 && one_unit) {
+		snprintf(gg->why, sizeof(gg->why),
+			 "gang of %d nodes x %d GPUs fits one NVLink domain but no domain "
+			 "has %d eligible nodes; best domain %s has %d",
+			 gg->n, gg->k, need, us[0].name, us[0].count);
+		for (int i = 0; i < nu; i++)
+			p->unit_count[us[i].unit] = 0;
+		return false;
+	}
+	if (last < 0) {
+		while (r > us[nfull].count)
+			r -= us[nfull++].count;
+		last = nfull + best_fit_unit(us + nfull, nu - nfull, r);
+	}
+	for (int i = 0; i < nu; i++)
+		p->unit_count[us[i].unit] = i < nfull ? -1 : (i == last ? -2 : 0);
+	int j = 0;
+	for (int i = 0; i < m; i++) {
+		int mark = p->unit_count[arr[i].unit];
+		if (mark == -1) {
+			gg->out[gg->nout++] = arr[i];
+		} else if (mark == -2) {
+			struct pl_cand tmp = arr[j];
+			arr[j++] = arr[i];
+			arr[i] = tmp;
+		}
+	}
+	for (int i = 0; i < nu; i++)
+		p->unit_count[us[i].unit] = 0;
+	return choose(p, gg, arr, j, r, level + 1, false);
+}
+
+/* ---- comparing gangs ----------------------------------------------------- */
+
+struct gang_key {
+	int domains, leaves;
+	bool aligned;
+	int fit;
+	const char *first;
+};
+
+static int count_units(struct placer *p, const struct pl_cand *a, int n, int level)
+{
+	int c = 0;
+	for (int i = 0; i < n; i++) {
+		const struct fleet_node *fn = &p->f->nodes[a[i].node];
+		int u = level == LV_LEAF ? fn->leaf : fn->domain;
+		if (u >= 0 && !p->unit_count[u]++)
+			p->units[c++] = u;
+	}
+	for (int i = 0; i < c; i++)
+		p->unit_count[p->units[i]] = 0;
+	return c;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct pl_cand *)a)->name, ((const struct pl_cand *)b)->name);
+}
+
+static void gang_key(struct placer *p, struct pl_cand *a, int n, struct gang_key *k)
+{
+	qsort(a, (size_t)n, sizeof(*a), name_cmp);
+	k->domains = count_units(p, a, n, LV_DOMAIN);
+	k->leaves = count_units(p, a, n, LV_LEAF);
+	k->aligned = true;
+	k->fit = 0;
+	for (int i = 0; i < n; i++) {
+		k->aligned &= a[i].pick.set == a[0].pick.set;
+		k->fit += a[i].freecnt;
+	}
+	k->first = n ? a[0].name : "";
+}
+
+static int gang_key_cmp(const struct gang_key *a, const struct gang_key *b)
+{
+	if (a->domains != b->domains)
+		return a->domains < b->domains ? -1 : 1;
+	if (a->leaves != b->leaves)
+		return a->leaves < b->leaves ? -1 : 1;
+	if (a->aligned != b->aligned)
+		return a->aligned ? -1 : 1;
+	if (a->fit != b->fit)
+		return a->fit < b->fit ? -1 : 1;
+	return strcmp(a->first, b->first);
+}
+
+static bool type_eligible(const struct placer *p, int t, int k)
+{
+	if (p->f->types[t].ngpus < k)
+		return false;
+	for (int g = 0; g < p->ngroups; g++)
+		if (p->group_ok[g] && p->groups[g].type == t)
+			return true;
+	return false;
+}
+
+/* Tries one type; on success the chosen nodes are in gg->out. */
+static bool gang_try_type(struct placer *p, struct gang *gg, bool full_only, int *ncand)
+{
+	int m = collect(p, gg, full_only);
+	*ncand = m;
+	if (m < gg->n)
+		return false;
+	const struct gpu_model *model = p->f->types[gg->type].gpu;
+	gg->nout = 0;
+	if (model && model->domain_gpus > 0)
+		return choose(p, gg, p->cand, m, gg->n, LV_DOMAIN,
+			      (int64_t)gg->n * gg->k <= model->domain_gpus);
+	return choose(p, gg, p->cand, m, gg->n, LV_LEAF, false);
+}
+
+enum sl_err pl_gang_place(struct placer *p, const struct pl_ctx *c, struct placement *out,
+			  struct sl_diag *d)
+{
+	int k = pl_gang_per_node(p, c);
+	if (k <= 0)
+		return pl_explain(p, c, c->k, 1, NULL, out);
+	if (c->req->gpus % k) {
+		sl_diag_set(d, SL_EINVAL, "a gang of %d GPUs does not divide into nodes of %d",
+			    c->req->gpus, k);
+		sl_diag_hint(d, "ask for a multiple of %d GPUs, or set per_node to a divisor",
+			     k);
+		return SL_EINVAL;
+	}
+	int n = c->req->gpus / k;
+	if (n > p->f->nnodes)
+		return pl_explain(p, c, k, n, NULL, out);
+	enum sl_err e = gang_scratch(p);
+	if (e != SL_OK)
+		return e;
+	struct pl_cand *best = malloc((size_t)n * sizeof(*best));
+	struct pl_cand *cur = malloc((size_t)n * sizeof(*cur));
+	struct unit_stat *us = malloc((size_t)p->nunits * sizeof(*us) + sizeof(*us));
+	if (!best || !cur || !us) {
+		free(best);
+		free(cur);
+		free(us);
+		return SL_ENOMEM;
+	}
+	struct gang gg = {.c = c, .k = k, .n = n, .out = cur, .ustat = us};
+	struct gang_key bk = {0}, ck;
+	bool found = false;
+	char why[256] = "";
+	int most = -1;
+	const char *most_type = "";
+	for (int pass = 0; pass < 2 && !found; pass++) {
+		for (int t = 0; t < p->f->ntypes; t++) {
+			if (!type_eligible(p, t, k))
+				continue;
+			gg.type = t;
+			gg.why[0] = '\0';
+			int ncand;
+			bool ok = gang_try_type(p, &gg, pass == 0, &ncand);
+			if (ncand > most) {
+				most = ncand;
+				most_type = p->f->types[t].name;
+			}
+			if (!ok) {
+				if (gg.why[0] && !why[0])
+					memcpy(why, gg.why, sizeof(why));
+				continue;
+			}
+			gang_key(p, cur, n, &ck);
+			if (found && gang_key_cmp(&ck, &bk) >= 0)
+				continue;
+			memcpy(best, cur, (size_t)n * sizeof(*best));
+			gang_key(p, best, n, &bk);
+			found = true;
+		}
+	}
+	if (found) {
+		for (int i = 0; i < n && e == SL_OK; i++)
+			e = pl_add_pick(out, p, c, best[i].node, best[i].pick.set, -1, 0,
+					&best[i].pick.q);
+	} else {
+		if (!why[0])
+			snprintf(why, sizeof(why),
+				 "gang needs %d nodes of one type with %d free GPUs each; "
+				 "best type %s has %d",
+				 n, k, most_type, most < 0 ? 0 : most);
+		e = pl_explain(p, c, k, n, why, out);
+	}
+	free(best);
+	free(cur);
+	free(us);
+	return e;
+}

@@ -1,0 +1,427 @@
+/* place_index.c - the fleet index behind single-node decisions.
+ *
+ * Nodes are grouped by everything that makes two nodes equally good apart from
+ * their free GPUs and their name: (site, owner, type, shareable, price hint).
+ * Inside a group nodes sit in name order, so "the first node by name" is the
+ * lowest group position. For types of at most PTAB_EAGER_GPUS GPUs a group
+ * keeps, per free mask, a bitset of the positions filed under it and a count;
+ * ptab_order() lists masks best-first, so a request walks the masks of each
+ * eligible group until the first tier with a node that also has the CPUs and
+ * memory, and only compares one candidate per group. The cost is
+ * O(groups x masks + bitset words), independent of how many nodes are busy.
+ * Larger types keep the set of distinct free masks of the group instead and
+ * judge each with ptab_best().
+ *
+ * Shares first pack onto partly used GPUs; the nodes that have one are kept in
+ * a dense list, so the search is linear in those nodes only, not the fleet. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "place_internal.h"
+
+struct key_node {
+	int site, owner, type, shareable;
+	int64_t price;
+	const char *name;
+	int node;
+};
+
+static int key_cmp(const void *a, const void *b)
+{
+	const struct key_node *x = a, *y = b;
+	if (x->site != y->site)
+		return x->site < y->site ? -1 : 1;
+	if (x->owner != y->owner)
+		return x->owner < y->owner ? -1 : 1;
+	if (x->type != y->type)
+		return x->type < y->type ? -1 : 1;
+	if (x->shareable != y->shareable)
+		return x->shareable < y->shareable ? -1 : 1;
+	if (x->price != y->price)
+		return x->price < y->price ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static bool same_group(const struct key_node *x, const struct key_node *y)
+{
+	return x->site == y->site && x->owner == y->owner && x->type == y->type &&
+	       x->shareable == y->shareable && x->price == y->price;
+}
+
+static void file_node(struct placer *p, int node, gpumask_t m, int delta)
+{
+	struct pl_node *n = &p->nodes[node];
+	struct pl_group *g = &p->groups[n->group];
+	if (g->small) {
+		uint64_t *w = &g->bits[(size_t)m * (size_t)g->nwords + (size_t)(n->gpos / 64)];
+		uint64_t bit = (uint64_t)1 << (n->gpos % 64);
+		if (delta > 0)
+			*w |= bit;
+		else
+			*w &= ~bit;
+		g->count[m] += delta;
+		return;
+	}
+	for (int i = 0; i < g->nmasks; i++) {
+		if (g->masks[i].mask != m)
+			continue;
+		g->masks[i].count += delta;
+		if (g->masks[i].count == 0)
+			g->masks[i] = g->masks[--g->nmasks];
+		return;
+	}
+	/* A new mask; capmasks == g->n, so there is always room. */
+	if (delta > 0 && g->nmasks < g->capmasks)
+		g->masks[g->nmasks++] = (struct pl_mask_count){m, delta};
+}
+
+static enum sl_err group_alloc(struct placer *p, struct pl_group *g)
+{
+	const struct node_type *t = &p->f->types[g->type];
+	g->small = t->ngpus <= PTAB_EAGER_GPUS;
+	if (g->small) {
+		g->nwords = (g->n + 63) / 64;
+		g->bits = calloc((size_t)PL_SMALL_MASKS * (size_t)g->nwords, sizeof(*g->bits));
+		g->count = calloc(PL_SMALL_MASKS, sizeof(*g->count));
+		return g->bits && g->count ? SL_OK : SL_ENOMEM;
+	}
+	g->capmasks = g->n;
+	g->masks = calloc((size_t)g->n, sizeof(*g->masks));
+	g->eval = calloc((size_t)g->n, sizeof(*g->eval));
+	return g->masks && g->eval ? SL_OK : SL_ENOMEM;
+}
+
+enum sl_err pl_index_build(struct placer *p)
+{
+	const struct fleet *f = p->f;
+	int nn = f->nnodes;
+	struct key_node *k = calloc((size_t)nn + 1, sizeof(*k));
+	if (!k)
+		return SL_ENOMEM;
+	for (int i = 0; i < nn; i++) {
+		const struct fleet_node *fn = &f->nodes[i];
+		k[i] = (struct key_node){fn->site, fn->owner, fn->type, fn->shareable,
+					 fn->price_hint, fn->name, i};
+	}
+	qsort(k, (size_t)nn, sizeof(*k), key_cmp);
+	int ng = 0;
+	for (int i = 0; i < nn; i++)
+		if (i == 0 || !same_group(&k[i - 1], &k[i]))
+			ng++;
+	p->groups = calloc((size_t)ng + 1, sizeof(*p->groups));
+	enum sl_err e = p->groups ? SL_OK : SL_ENOMEM;
+	for (int i = 0, g = -1, start = 0; e == SL_OK && i < nn; i++) {
+		if (i == 0 || !same_group(&k[i - 1], &k[i])) {
+			struct pl_group *gr = &p->groups[++g];
+			p->ngroups = g + 1;
+			start = i;
+			gr->site = k[i].site;
+			gr->owner = k[i].owner;
+			gr->type = k[i].type;
+			gr->shareable = k[i].shareable;
+			gr->price = k[i].price;
+			int j = i;
+			while (j < nn && same_group(&k[i], &k[j]))
+				j++;
+			gr->n = j - i;
+			gr->nodes = calloc((size_t)gr->n, sizeof(*gr->nodes));
+			e = gr->nodes ? group_alloc(p, gr) : SL_ENOMEM;
+			if (e != SL_OK)
+				break;
+		}
+		struct pl_node *n = &p->nodes[k[i].node];
+		n->group = g;
+		n->gpos = i - start;
+		p->groups[g].nodes[n->gpos] = k[i].node;
+		n->imask = (gpumask_t)pl_free_mask(p, k[i].node);
+		file_node(p, k[i].node, n->imask, 1);
+	}
+	free(k);
+	return e;
+}
+
+void pl_index_free(struct placer *p)
+{
+	for (int g = 0; g < p->ngroups; g++) {
+		free(p->groups[g].nodes);
+		free(p->groups[g].bits);
+		free(p->groups[g].count);
+		free(p->groups[g].masks);
+		free(p->groups[g].eval);
+	}
+	free(p->groups);
+	p->groups = NULL;
+	p->ngroups = 0;
+}
+
+void pl_index_update(struct placer *p, int node)
+{
+	struct pl_node *n = &p->nodes[node];
+	gpumask_t m = (gpumask_t)pl_free_mask(p, node);
+	if (m == n->imask)
+		return;
+	file_node(p, node, n->imask, -1);
+	n->imask = m;
+	file_node(p, node, m, 1);
+}
+
+void pl_partial_update(struct placer *p, int node)
+{
+	struct pl_node *n = &p->nodes[node];
+	bool has = n->shared != 0;
+	if (has == (n->partial_pos >= 0))
+		return;
+	if (has) {
+		n->partial_pos = p->npartial;
+		p->partial[p->npartial++] = node;
+		return;
+	}
+	int last = p->partial[--p->npartial];
+	p->partial[n->partial_pos] = last;
+	p->nodes[last].partial_pos = n->partial_pos;
+	n->partial_pos = -1;
+}
+
+/* ---- single-node search -------------------------------------------------- */
+
+/* Lowest group position below limit filed under mask m whose node has the CPUs
+ * and memory; INT_MAX if none. */
+static int first_fit(const struct placer *p, const struct pl_group *g, gpumask_t m,
+		     int cpus, int64_t mem, int limit)
+{
+	const uint64_t *w = &g->bits[(size_t)m * (size_t)g->nwords];
+	for (int i = 0; i < g->nwords && i * 64 < limit; i++) {
+		uint64_t x = w[i];
+		while (x) {
+			int pos = i * 64 + __builtin_ctzll(x);
+			if (pos >= limit)
+				return INT_MAX;
+			if (pl_fits_cpu_mem(p, g->nodes[pos], cpus, mem))
+				return pos;
+			x &= x - 1;
+		}
+	}
+	return INT_MAX;
+}
+
+static void make_cand(const struct placer *p, const struct pl_group *g, int pos,
+		      const struct node_pick *pk, gpumask_t free, struct pl_cand *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->node = g->nodes[pos];
+	out->pick = *pk;
+	out->freecnt = __builtin_popcount(free);
+	out->price = g->price;
+	out->name = p->f->nodes[out->node].name;
+}
+
+/* Exclusive: nodes whose every GPU is free; the whole node is the set. */
+static bool group_exclusive(struct placer *p, const struct pl_ctx *c, int gi,
+			    int cpus, int64_t mem, struct pl_cand *out)
+{
+	const struct pl_group *g = &p->groups[gi];
+	const struct node_type *t = &p->f->types[g->type];
+	gpumask_t full = t->ngpus >= 32 ? ~(gpumask_t)0 : (((gpumask_t)1 << t->ngpus) - 1);
+	struct node_pick pk;
+	memset(&pk, 0, sizeof(pk));
+	pk.set = full;
+	if (!node_set_quality(t, full, &pk.q) || pk.q.bottleneck_gbps < c->req->min_bw_gbps)
+		return false;
+	struct node_quality fq;
+	pk.full_quality = ptab_full_quality(p->ptabs[g->type], t->ngpus, &fq) &&
+			  node_quality_cmp(&pk.q, &fq) == 0;
+	ptab_leftover(p->ptabs[g->type], 0, &pk.left);
+	int pos = INT_MAX;
+	if (g->small) {
+		if (g->count[full])
+			pos = first_fit(p, g, full, cpus, mem, INT_MAX);
+	} else {
+		for (int i = 0; i < g->n; i++)
+			if (p->nodes[g->nodes[i]].imask == full &&
+			    pl_fits_cpu_mem(p, g->nodes[i], cpus, mem)) {
+				pos = i;
+				break;
+			}
+	}
+	if (pos == INT_MAX)
+		return false;
+	make_cand(p, g, pos, &pk, full, out);
+	return true;
+}
+
+static bool group_small(struct placer *p, const struct pl_ctx *c, int gi, int k,
+			int cpus, int64_t mem, struct pl_cand *out)
+{
+	const struct pl_group *g = &p->groups[gi];
+	struct ptab *pt = p->ptabs[g->type];
+	const gpumask_t *masks;
+	const int *tier;
+	int cnt = ptab_order(pt, k, &masks, &tier);
+	for (int i = 0; i < cnt;) {
+		int j = i;
+		bool any = false;
+		while (j < cnt && tier[j] == tier[i])
+			any |= g->count[masks[j++]] > 0;
+		if (!any) {
+			i = j;
+			continue;
+		}
+		struct node_pick pk;
+		if (!ptab_best(pt, masks[i], k, &pk) ||
+		    pk.q.bottleneck_gbps < c->req->min_bw_gbps)
+			return false; /* later tiers are no better */
+		int best = INT_MAX;
+		gpumask_t bm = 0;
+		for (int x = i; x < j; x++) {
+			if (!g->count[masks[x]])
+				continue;
+			int pos = first_fit(p, g, masks[x], cpus, mem, best);
+			if (pos < best) {
+				best = pos;
+				bm = masks[x];
+			}
+		}
+		if (best != INT_MAX) {
+			(void)ptab_best(pt, bm, k, &pk);
+			make_cand(p, g, best, &pk, bm, out);
+			return true;
+		}
+		i = j;
+	}
+	return false;
+}
+
+static int eval_cmp(const void *a, const void *b)
+{
+	const struct pl_mask_eval *x = a, *y = b;
+	int c = node_quality_cmp(&x->pick.q, &y->pick.q);
+	if (c)
+		return -c;
+	if (x->pop != y->pop)
+		return x->pop < y->pop ? -1 : 1;
+	c = node_leftover_cmp(&x->pick.left, &y->pick.left);
+	if (c)
+		return -c;
+	return x->mask < y->mask ? -1 : (x->mask > y->mask);
+}
+
+static bool eval_same_tier(const struct pl_mask_eval *x, const struct pl_mask_eval *y)
+{
+	return !node_quality_cmp(&x->pick.q, &y->pick.q) && x->pop == y->pop &&
+	       !node_leftover_cmp(&x->pick.left, &y->pick.left);
+}
+
+static bool group_large(struct placer *p, const struct pl_ctx *c, int gi, int k,
+			int cpus, int64_t mem, struct pl_cand *out)
+{
+	struct pl_group *g = &p->groups[gi];
+	struct ptab *pt = p->ptabs[g->type];
+	int ne = 0;
+	for (int i = 0; i < g->nmasks; i++) {
+		struct pl_mask_eval *e = &g->eval[ne];
+		e->mask = g->masks[i].mask;
+		e->pop = __builtin_popcount(e->mask);
+		if (ptab_best(pt, e->mask, k, &e->pick) &&
+		    e->pick.q.bottleneck_gbps >= c->req->min_bw_gbps)
+			ne++;
+	}
+	qsort(g->eval, (size_t)ne, sizeof(*g->eval), eval_cmp);
+	for (int i = 0; i < ne;) {
+		int j = i;
+		while (j < ne && eval_same_tier(&g->eval[i], &g->eval[j]))
+			j++;
+		for (int pos = 0; pos < g->n; pos++) {
+			int node = g->nodes[pos];
+			gpumask_t m = p->nodes[node].imask;
+			for (int x = i; x < j; x++) {
+				if (g->eval[x].mask != m || !pl_fits_cpu_mem(p, node, cpus, mem))
+					continue;
+				make_cand(p, g, pos, &g->eval[x].pick, m, out);
+				return true;
+			}
+		}
+		i = j;
+	}
+	return false;
+}
+
+bool pl_index_best(struct placer *p, const struct pl_ctx *c, int k, struct pl_cand *best)
+{
+	bool found = false;
+	for (int gi = 0; gi < p->ngroups; gi++) {
+		if (!p->group_ok[gi])
+			continue;
+		const struct pl_group *g = &p->groups[gi];
+		const struct node_type *t = &p->f->types[g->type];
+		if (t->ngpus < k)
+			continue;
+		struct node_quality fq;
+		if (found && !c->req->exclusive &&
+		    (!ptab_full_quality(p->ptabs[g->type], k, &fq) ||
+		     node_quality_cmp(&fq, &best->pick.q) < 0))
+			continue; /* this group cannot beat the best so far */
+		int cpus;
+		int64_t mem;
+		if (c->share)
+			pl_demand(c, t, 0, c->req->gpu_milli, &cpus, &mem);
+		else
+			pl_demand(c, t, c->req->exclusive ? t->ngpus : k, 0, &cpus, &mem);
+		struct pl_cand cand;
+		bool ok;
+		if (c->req->exclusive)
+			ok = group_exclusive(p, c, gi, cpus, mem, &cand);
+		else if (g->small)
+			ok = group_small(p, c, gi, k, cpus, mem, &cand);
+		else
+			ok = group_large(p, c, gi, k, cpus, mem, &cand);
+		if (ok && (!found || pl_cand_cmp(p, &cand, best) < 0)) {
+			*best = cand;
+			found = true;
+		}
+	}
+	return found;
+}
+
+/* ---- shares -------------------------------------------------------------- */
+
+bool pl_share_best(struct placer *p, const struct pl_ctx *c, int *node, int *gpu)
+{
+	int milli = c->req->gpu_milli;
+	int best_rem = INT_MAX;
+	*node = -1;
+	*gpu = -1;
+	for (int i = 0; i < p->npartial; i++) {
+		int nd = p->partial[i];
+		const struct pl_node *n = &p->nodes[nd];
+		if (!p->group_ok[n->group] || !n->usable)
+			continue;
+		const struct node_type *t = fleet_node_type(p->f, nd);
+		struct node_quality q;
+		if (!ptab_full_quality(p->ptabs[p->f->nodes[nd].type], 1, &q) ||
+		    q.bottleneck_gbps < c->req->min_bw_gbps)
+			continue;
+		int cpus;
+		int64_t mem;
+		pl_demand(c, t, 0, milli, &cpus, &mem);
+		if (!pl_fits_cpu_mem(p, nd, cpus, mem))
+			continue;
+		for (int g = 0; g < t->ngpus; g++) {
+			gpumask_t bit = (gpumask_t)1 << g;
+			if (!(n->shared & bit) || (n->bad & bit))
+				continue;
+			int rem = PL_MILLI - n->used[g];
+			if (rem < milli || rem > best_rem)
+				continue;
+			if (rem == best_rem) {
+				int cmp = pl_name_cmp(p, nd, *node);
+				if (cmp > 0 || (cmp == 0 && g > *gpu))
+					continue;
+			}
+			best_rem = rem;
+			*node = nd;
+			*gpu = g;
+		}
+	}
+	return *node >= 0;
+}

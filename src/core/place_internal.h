@@ -1,0 +1,143 @@
+/* place_internal.h - what the placer's files (place.c, place_index.c,
+ * place_gang.c, place_explain.c) share; nothing outside src/core/place*.c
+ * includes it.
+ *
+ * The placer keeps per-node state in a flat array and indexes nodes in groups
+ * of identical placement relevance: (site, owner, type, shareable, price hint).
+ * Two nodes of one group differ only by their free GPUs and their name, so a
+ * group can answer "the first node by name whose free mask is m" with a bitset
+ * per free mask (types of at most PTAB_EAGER_GPUS GPUs), and the request only
+ * has to visit groups, not nodes. */
+#ifndef SL_PLACE_INTERNAL_H
+#define SL_PLACE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "place.h"
+
+#define PL_SMALL_MASKS 256 /* free masks of a type of <= PTAB_EAGER_GPUS GPUs */
+#define PL_MILLI 1000      /* a whole GPU in thousandths */
+
+struct pl_node {
+	uint16_t used[TOPO_MAX_GPUS]; /* thousandths in use per GPU */
+	gpumask_t shared;  /* GPUs used by shares (0 < used, possibly 1000) */
+	gpumask_t bad;     /* GPUs out of service */
+	gpumask_t imask;   /* the free mask the index currently files it under */
+	int cpus_used;
+	int64_t mem_used;
+	bool usable;
+	int group, gpos;   /* its group and position (name order) inside it */
+	int partial_pos;   /* index in placer.partial, or -1 */
+};
+
+/* Distinct free masks of a group of a large type (> PTAB_EAGER_GPUS GPUs). */
+struct pl_mask_count {
+	gpumask_t mask;
+	int count;
+};
+
+struct pl_group {
+	int site, owner, type;
+	bool shareable;
+	int64_t price;
+	int n;           /* nodes */
+	int *nodes;      /* node indices, sorted by name */
+	bool small;      /* type has <= PTAB_EAGER_GPUS GPUs: bucket index */
+	int nwords;      /* 64-bit words per bucket bitset */
+	uint64_t *bits;  /* small: [PL_SMALL_MASKS][nwords] group positions */
+	int *count;      /* small: [PL_SMALL_MASKS] nodes per free mask */
+	struct pl_mask_count *masks; /* large: non-empty masks, unordered */
+	int nmasks, capmasks;
+	struct pl_mask_eval *eval;   /* large: scratch, capmasks entries */
+};
+
+/* A large group's free mask judged for one request size. */
+struct pl_mask_eval {
+	gpumask_t mask;
+	int pop;
+	struct node_pick pick;
+};
+
+struct placer {
+	const struct fleet *f;
+	struct ptab **ptabs;      /* per fleet type; NULL when no node has it */
+	struct pl_node *nodes;
+	struct pl_group *groups;
+	int ngroups;
+	int *partial;             /* nodes with a GPU partly used by shares */
+	int npartial;
+	/* Per-request scratch, sized once. */
+	bool *type_ok;            /* [ntypes] model and memory constraints pass */
+	bool *group_ok;           /* [ngroups] static constraints pass */
+	int nunits;               /* nleaves + ndomains + nnodes */
+	int *unit_count;          /* [nunits] zero between uses */
+	int *units;               /* [nunits] units touched */
+	int *set_count;           /* [1 << TOPO_MAX_GPUS] gang scratch, lazy */
+	struct pl_cand *cand;     /* [nnodes] gang candidates, lazy */
+	struct pl_cand *cand2;    /* [nnodes] scratch of the same size */
+};
+
+/* A node that can take a request, with the set it would get. */
+struct pl_cand {
+	int node;
+	struct node_pick pick;
+	int freecnt;   /* free GPUs before the pick */
+	int unit;      /* gang grouping key (leaf or domain) */
+	int freq;      /* gang: how many candidates share pick.set */
+	const char *name;
+	int64_t price;
+};
+
+/* A request after validation, with its constraints resolved to indices. */
+struct pl_ctx {
+	const struct place_request *req;
+	const char *region; /* NULL = any */
+	int site;           /* -1 = any */
+	int tenant_owner;   /* owner index of req->tenant, or -1 */
+	bool share;         /* gpu_milli request */
+	int k;              /* GPUs per node (single: gpus; share: 1) */
+};
+
+/* place.c */
+int pl_free_mask(const struct placer *p, int node);
+bool pl_node_static_ok(const struct placer *p, int node);
+bool pl_owner_ok(const struct pl_ctx *c, int owner);
+/* CPUs and memory a pick of k GPUs (or milli thousandths of one when k == 0)
+ * asks for on a node of type t. */
+void pl_demand(const struct pl_ctx *c, const struct node_type *t, int k, int milli,
+	       int *cpus, int64_t *mem);
+bool pl_fits_cpu_mem(const struct placer *p, int node, int cpus, int64_t mem);
+int pl_name_cmp(const struct placer *p, int a, int b);
+/* Orders candidates for a single-node choice: < 0 when a is better. */
+int pl_cand_cmp(const struct placer *p, const struct pl_cand *a, const struct pl_cand *b);
+void pl_fill_score(struct placer *p, struct placement *out);
+enum sl_err pl_add_pick(struct placement *out, const struct placer *p,
+			const struct pl_ctx *c, int node, gpumask_t set, int gpu,
+			int milli, const struct node_quality *q);
+
+/* place_index.c */
+enum sl_err pl_index_build(struct placer *p);
+void pl_index_free(struct placer *p);
+/* Refiles node after its state changed (never allocates: large groups
+ * reserve one mask slot per node when built). */
+void pl_index_update(struct placer *p, int node);
+void pl_partial_update(struct placer *p, int node);
+/* Best single node for k GPUs among groups with group_ok; false if none. */
+bool pl_index_best(struct placer *p, const struct pl_ctx *c, int k,
+		   struct pl_cand *best);
+/* Best partly used GPU for a share; false if none. */
+bool pl_share_best(struct placer *p, const struct pl_ctx *c, int *node, int *gpu);
+
+/* place_gang.c */
+enum sl_err pl_gang_place(struct placer *p, const struct pl_ctx *c, struct placement *out,
+			  struct sl_diag *d) SL_MUST_USE;
+/* per_node a gang request uses (given or inferred); 0 if no eligible type. */
+int pl_gang_per_node(const struct placer *p, const struct pl_ctx *c);
+int pl_max_eligible_gpus(const struct placer *p);
+
+/* place_explain.c: fills out->failed and out->why; returns SL_ENOSPACE. */
+enum sl_err pl_explain(struct placer *p, const struct pl_ctx *c, int per_node, int nnodes,
+		       const char *gang_why, struct placement *out);
+
+#endif
