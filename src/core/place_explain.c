@@ -305,6 +305,12 @@ enum sl_err pl_explain(struct placer *p, const struct pl_ctx *c, int per_node, i
 	}
 	out->npicks = 0;
 	int alive = p->f->nnodes;
+	if (alive < a.n) {
+		out->failed = PLACE_C_GANG;
+		snprintf(out->why, sizeof(out->why), "gang needs %d nodes; the fleet has %d",
+			 a.n, alive);
+		return SL_ENOSPACE;
+	}
 	for (int s = PLACE_C_REQUEST; s <= PLACE_C_CPU_MEM; s++) {
 		alive -= a.fail_at[s];
 		if (alive < a.n) {
