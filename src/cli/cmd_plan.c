@@ -159,6 +159,12 @@ static int plan_load_state(struct placer *p, const char *path)
 	return 0;
 }
 
+static int plan_max(int w, const char *s)
+{
+	int n = (int)strlen(s);
+	return n > w ? n : w;
+}
+
 static void plan_print(const struct fleet *f, const struct place_request *r,
 		       const struct placement *pl)
 {
@@ -176,21 +182,37 @@ static void plan_print(const struct fleet *f, const struct place_request *r,
 	       s->leaves == 1 ? "" : "es");
 	if (s->domains)
 		printf(", %d NVLink domain%s", s->domains, s->domains == 1 ? "" : "s");
-	printf(".\n\n  %-22s %-18s %-12s %-10s %-9s %10s\n", "NODE", "TYPE", "SITE", "LEAF", "GPUS",
-	       "BOTTLENECK");
+	printf(".\n\n");
+	int wn = 4, wt = 4, ws = 4, wl = 4;
+	for (int i = 0; i < pl->npicks; i++) {
+		const struct fleet_node *n = &f->nodes[pl->picks[i].node];
+		wn = plan_max(wn, n->name);
+		wt = plan_max(wt, f->types[n->type].name);
+		ws = plan_max(ws, f->sites[n->site].name);
+		wl = plan_max(wl, f->leaves[n->leaf].name);
+	}
+	printf("  %-*s  %-*s  %-*s  %-*s  %-9s  %s\n", wn, "NODE", wt, "TYPE", ws, "SITE", wl, "LEAF",
+	       "GPUS", "BOTTLENECK");
 	for (int i = 0; i < pl->npicks; i++) {
 		const struct place_pick *pk = &pl->picks[i];
 		const struct fleet_node *n = &f->nodes[pk->node];
 		if (pk->milli)
-			snprintf(gpus, sizeof(gpus), "%d (%d‰)", pk->gpu, pk->milli);
+			snprintf(gpus, sizeof(gpus), "%d (%d/1000)", pk->gpu, pk->milli);
 		else
 			cli_format_gpus(pk->gpus, gpus, sizeof(gpus));
-		printf("  %-22s %-18s %-12s %-10s %-9s %5d GB/s\n", n->name, f->types[n->type].name,
-		       f->sites[n->site].name, f->leaves[n->leaf].name, gpus, pk->q.bottleneck_gbps);
+		printf("  %-*s  %-*s  %-*s  %-*s  %-9s  %d GB/s\n", wn, n->name, wt,
+		       f->types[n->type].name, ws, f->sites[n->site].name, wl,
+		       f->leaves[n->leaf].name, gpus, pk->q.bottleneck_gbps);
 	}
 	printf("\nWhy these GPUs:\n");
-	printf("  bottleneck %d GB/s, total %d GB/s between the chosen GPUs%s\n", s->bottleneck_gbps,
-	       s->total_gbps, s->full_quality ? " (the best these node types offer)" : "");
+	if (r->gpu_milli)
+		printf("  a share of one GPU: packed onto a GPU already shared when one has room\n");
+	else if (total == s->nodes)
+		printf("  one GPU per node\n");
+	else
+		printf("  bottleneck %d GB/s, total %d GB/s between the chosen GPUs%s\n",
+		       s->bottleneck_gbps, s->total_gbps,
+		       s->full_quality ? " (the best these node types offer)" : "");
 	printf("  %d NUMA node%s spanned at most per node, %d NIC rail%s%s\n", s->numa_spanned,
 	       s->numa_spanned == 1 ? "" : "s", s->nics, s->nics == 1 ? "" : "s",
 	       s->nodes > 1 ? (s->rails_aligned ? ", rails aligned across nodes" : ", rails not aligned")

@@ -184,9 +184,9 @@ enum sl_err place_state_load(struct placer *p, const char *text, size_t len,
 		if (e == SL_OK) {
 			e = placer_claim(p, &done[i], d);
 			if (e != SL_OK && d) {
-				char msg[SL_DIAG_MSG];
-				snprintf(msg, sizeof(msg), "state entry %zu: %s", i, d->msg);
-				memcpy(d->msg, msg, sizeof(msg));
+				char why[SL_DIAG_MSG];
+				memcpy(why, d->msg, sizeof(why));
+				snprintf(d->msg, sizeof(d->msg), "state entry %zu: %.400s", i, why);
 			}
 		}
 		if (e == SL_OK)
