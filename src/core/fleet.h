@@ -133,7 +133,15 @@ static inline const struct node_type *fleet_node_type(const struct fleet *f, int
 /* Parses a fleet file from text (len bytes, need not be NUL-terminated) into f,
  * which must be fresh from fleet_init(). file names the source in diagnostics.
  * On any error f is left as fleet_init() made it and d says file, line, column
- * and what was expected. */
+ * and what was expected (d->hint: the nearest known key or name, when close).
+ * node_types are read first wherever they appear in the file, then sites, then
+ * nvlink_domains and owners (which name nodes by range). Errors: SL_EPARSE for
+ * YAML syntax, anchors, aliases, tags or a second document; SL_ELIMIT past
+ * FLEET_MAX_FILE, FLEET_MAX_DEPTH, FLEET_MAX_RANGE or FLEET_MAX_NODES; SL_EINVAL
+ * for unknown, missing or duplicate keys, wrong value types and bad values;
+ * SL_EEXIST for duplicate names; SL_ENOTFOUND for an unknown node in
+ * nvlink_domains or owners; SL_ECONFLICT for a node in two domains or owned by
+ * two tenants. */
 enum sl_err fleet_load_yaml(struct fleet *f, const char *text, size_t len,
 			    const char *file, struct sl_diag *d) SL_MUST_USE;
 

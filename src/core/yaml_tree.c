@@ -186,16 +186,24 @@ static enum sl_err on_event(struct builder *b, const yaml_event_t *ev, int *docs
 	}
 }
 
-static enum sl_err syntax_error(const yaml_parser_t *p, struct sl_diag *d)
+static enum sl_err syntax_error(const yaml_parser_t *p, const char *text, struct sl_diag *d)
 {
 	if (p->error == YAML_MEMORY_ERROR)
 		return sl_diag_set(d, SL_ENOMEM, "out of memory");
 	const char *problem = p->problem ? p->problem : "unknown problem";
 	yaml_mark_t m = p->problem_mark;
-	/* Reader errors (bad encoding) carry a byte offset, not a mark. */
+	/* Reader errors (bad encoding, control characters) carry a byte offset,
+	 * not a mark: count lines up to it. */
 	if (p->error == YAML_READER_ERROR) {
-		sl_diag_set(d, SL_EPARSE, "YAML: %s at byte %zu; expected UTF-8 text", problem,
-			    p->problem_offset);
+		int line = 1, col = 1;
+		for (size_t i = 0; i < p->problem_offset; i++, col++)
+			if (text[i] == '\n') {
+				line++;
+				col = 0;
+			}
+		sl_diag_at(d, SL_EPARSE, line, col,
+			   "YAML: %s (byte %zu); expected UTF-8 text without control characters",
+			   problem, p->problem_offset);
 		return SL_EPARSE;
 	}
 	if (p->context)
@@ -239,7 +247,7 @@ enum sl_err ytree_parse(struct ytree *t, const char *text, size_t len, int max_d
 	for (bool done = false; !done && e == SL_OK;) {
 		yaml_event_t ev;
 		if (!yaml_parser_parse(&p, &ev)) {
-			e = syntax_error(&p, d);
+			e = syntax_error(&p, text, d);
 			break;
 		}
 		e = on_event(&b, &ev, &docs);
@@ -281,6 +289,8 @@ const char *ytree_str(const struct ytree *t, const struct ynode *n)
 
 const char *ytree_kind_name(const struct ynode *n)
 {
+	if (n->kind == YN_SCALAR && n->style == YS_PLAIN && n->n == 0)
+		return "nothing";
 	switch (n->kind) {
 	case YN_MAP:
 		return "a mapping";

@@ -56,7 +56,7 @@ const struct ynode *ytree_kid(const struct ytree *t, const struct ynode *n, uint
 /* A scalar's text (NUL-terminated; may contain NULs when the YAML escaped one,
  * which callers detect by strlen(text) != n->n). */
 const char *ytree_str(const struct ytree *t, const struct ynode *n);
-/* "a mapping", "a list", "a scalar" for messages. */
+/* "a mapping", "a list", "a scalar" ("nothing" for an empty plain value) for messages. */
 const char *ytree_kind_name(const struct ynode *n);
 
 #endif

@@ -316,6 +316,10 @@ static const struct bad bad_files[] = {
 	 "unknown node type 'h100'", "declare 'h100' under node_types"},
 	{SITE_HEAD "        {name: \"n\\0x\", type: hgx-h100-8}]}]}\n", NULL, SL_EINVAL, 6, 16,
 	 "contains a NUL character", NULL},
+	{SITE_HEAD "        {range: \"a[000001-100000]\", type: pcie-l40s-8},\n"
+		   "        {range: \"b[000001-100000]\", type: pcie-l40s-8},\n"
+		   "        {name: c, type: pcie-l40s-8}]}]}\n", NULL, SL_ELIMIT, 8, 16,
+	 "a fleet holds at most 200000 nodes", NULL},
 	/* NVLink domains and owners */
 	{SITE_HEAD "        {range: \"h[1-2]\", type: hgx-h100-8}]}]}\n"
 		   "nvlink_domains:\n  - {name: d1, nodes: \"h[1-2]\"}\n", NULL, SL_EINVAL, 8, 23,
@@ -370,6 +374,10 @@ static const struct bad bad_files[] = {
 	 "expected a string for 'topo_matrix', got a list", NULL},
 	/* YAML itself and the bounds */
 	{"sites: [\n", NULL, SL_EPARSE, 2, 1, "YAML syntax error", NULL},
+	{"sites: []\nowners: [\xff]\n", NULL, SL_EPARSE, 2, 10, "expected UTF-8 text", NULL},
+	{"sites:\n", NULL, SL_EINVAL, 1, 7, "expected a list of sites for 'sites', got nothing", NULL},
+	{SITE_HEAD "        {range: \"a[000001-100000]\", type: l40s-pcie-8}]}]}\n", NULL, SL_EINVAL,
+	 6, 43, "unknown node type 'l40s-pcie-8'", "declare 'l40s-pcie-8' under node_types"},
 	{"sites:\n  - name: a\n   region: b\n", NULL, SL_EPARSE, 3, 4, "YAML syntax error", NULL},
 	{"sites:\n\t- name: a\n", NULL, SL_EPARSE, 2, 1, "YAML syntax error", NULL},
 	{"x: 1\n---\ny: 2\n", NULL, SL_EPARSE, 2, 1, "second YAML document", NULL},
@@ -466,6 +474,11 @@ static void test_text_is_bounded_by_len(void **state)
 	assert_int_equal(fleet_init(&f), SL_OK);
 	assert_int_equal(fleet_load_yaml(&f, text, 10, "x.yaml", &d), SL_OK);
 	assert_int_equal(fleet_load_yaml(&f, text, sizeof(text) - 1, "x.yaml", &d), SL_EINVAL);
+	/* Diagnostics are optional. */
+	assert_int_equal(fleet_load_yaml(&f, text, sizeof(text) - 1, "x.yaml", NULL), SL_EINVAL);
+	assert_int_equal(fleet_load_yaml(&f, "sites: [", 8, "x.yaml", NULL), SL_EPARSE);
+	assert_int_equal(fleet_load_yaml(&f, "a: [1-", 6, NULL, &d), SL_EPARSE);
+	assert_null(d.file);
 	fleet_release(&f);
 }
 
