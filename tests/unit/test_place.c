@@ -595,6 +595,49 @@ static void test_shares(void **state)
 	fleet_release(&x.f);
 }
 
+/* ---- score ------------------------------------------------------------- */
+
+static void test_score(void **state)
+{
+	(void)state;
+	struct fx x;
+	fx_init(&x);
+	int a = fx_node(&x, 0, "a", "pcie-l40s-8");
+	int b = fx_node(&x, 1, "b", "hgx-h100-8");
+	x.f.nodes[a].price_hint = 450;
+	struct placer *p;
+	assert_int_equal(placer_new(&x.f, &p), SL_OK);
+	use_mask(p, a, 0xf8); /* free {0,1,2}: the PIX pair {0,1} and GPU 2 */
+	use_mask(p, b, 0xff);
+	assert_int_equal(placer_node_stranded(p, a), 1);
+	struct place_request q = req_gpus(1);
+	struct placement pl;
+	placement_init(&pl);
+	assert_int_equal(place(p, &q, &pl), SL_OK);
+	assert_int_equal(pl.picks[0].gpus, 0x04);
+	const struct place_score *s = &pl.score;
+	assert_int_equal(s->free_after, 2);
+	assert_int_equal(s->stranded_after, 0);
+	assert_int_equal(s->price_hint, 450);
+	assert_int_equal(s->nodes, 1);
+	assert_int_equal(s->leaves, 1);
+	assert_int_equal(s->domains, 0);
+	assert_true(s->full_quality);
+	assert_true(s->rails_aligned);
+	assert_int_equal(s->numa_spanned, 1);
+	/* Two GPUs: only the pair is left at full quality. */
+	q.gpus = 2;
+	assert_int_equal(place(p, &q, &pl), SL_OK);
+	assert_int_equal(pl.picks[0].gpus, 0x03);
+	assert_int_equal(pl.score.stranded_after, 1);
+	assert_true(pl.score.total_gbps > 0);
+	assert_string_equal(place_constraint_name(PLACE_C_CPU_MEM), "cpu-memory");
+	assert_string_equal(place_constraint_name(PLACE_C_GANG), "gang");
+	placement_release(&pl);
+	placer_free(p);
+	fleet_release(&x.f);
+}
+
 /* ---- differential test against a full scan ------------------------------- */
 
 static uint64_t rng_next(uint64_t *s)
@@ -819,7 +862,7 @@ int main(void)
 		cmocka_unit_test(test_invalid),     cmocka_unit_test(test_owners),
 		cmocka_unit_test(test_exclusive),   cmocka_unit_test(test_claim_release),
 		cmocka_unit_test(test_unusable),    cmocka_unit_test(test_shares),
-		cmocka_unit_test(test_differential),
+		cmocka_unit_test(test_score),       cmocka_unit_test(test_differential),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
