@@ -158,7 +158,6 @@ void placer_free(struct placer *p)
 	free(p->units);
 	free(p->set_count);
 	free(p->cand);
-	free(p->cand2);
 	free(p);
 }
 
@@ -373,11 +372,6 @@ bool pl_owner_ok(const struct pl_ctx *c, int owner)
 	if (c->req->pool_owned)
 		return c->tenant_owner >= 0 && owner == c->tenant_owner;
 	return owner < 0 || owner == c->tenant_owner;
-}
-
-bool pl_node_static_ok(const struct placer *p, int node)
-{
-	return p->group_ok[p->nodes[node].group];
 }
 
 void pl_demand(const struct pl_ctx *c, const struct node_type *t, int k, int milli,

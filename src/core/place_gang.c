@@ -15,8 +15,8 @@
  *
  * Candidates able to give k GPUs at their type's full quality are tried first;
  * only when no gang can be formed from them are lesser sets accepted. Units
- * are grouped with a counting pass over a per-placer scratch array (zero
- * between uses), so no per-request hashing or sorting of the whole pool. */
+ * are counted in a per-placer scratch array (zero between uses) and only the
+ * last unit's candidates are sorted, so no per-request sort of the whole pool. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,14 +59,12 @@ static enum sl_err gang_scratch(struct placer *p)
 		return SL_OK;
 	size_t n = (size_t)p->f->nnodes + 1;
 	p->cand = malloc(n * sizeof(*p->cand));
-	p->cand2 = malloc(n * sizeof(*p->cand2));
 	p->set_count = calloc((size_t)1 << TOPO_MAX_GPUS, sizeof(*p->set_count));
-	if (p->cand && p->cand2 && p->set_count)
+	if (p->cand && p->set_count)
 		return SL_OK;
 	free(p->cand);
-	free(p->cand2);
 	free(p->set_count);
-	p->cand = p->cand2 = NULL;
+	p->cand = NULL;
 	p->set_count = NULL;
 	return SL_ENOMEM;
 }

@@ -75,7 +75,6 @@ struct placer {
 	int *units;               /* [nunits] units touched */
 	int *set_count;           /* [1 << TOPO_MAX_GPUS] gang scratch, lazy */
 	struct pl_cand *cand;     /* [nnodes] gang candidates, lazy */
-	struct pl_cand *cand2;    /* [nnodes] scratch of the same size */
 };
 
 /* A node that can take a request, with the set it would get. */
@@ -101,7 +100,6 @@ struct pl_ctx {
 
 /* place.c */
 int pl_free_mask(const struct placer *p, int node);
-bool pl_node_static_ok(const struct placer *p, int node);
 bool pl_owner_ok(const struct pl_ctx *c, int owner);
 /* CPUs and memory a pick of k GPUs (or milli thousandths of one when k == 0)
  * asks for on a node of type t. */
