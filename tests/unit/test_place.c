@@ -668,9 +668,10 @@ static bool ref_model_ok(const struct place_request *q, const struct node_type *
 	return false;
 }
 
-/* Best node by a full scan; returns the node or -1, with its pick. */
+/* Best node for k GPUs (or, when milli > 0, for breaking one whole GPU for a
+ * share) by a full scan; returns the node or -1, with its pick. */
 static int ref_best(struct ref *rf, struct placer *p, const struct place_request *q,
-		    struct node_pick *out, int *maxg)
+		    int k, int milli, struct node_pick *out, int *maxg)
 {
 	const struct fleet *f = rf->f;
 	int best = -1, bfree = 0;
@@ -687,17 +688,20 @@ static int ref_best(struct ref *rf, struct placer *p, const struct place_request
 			continue;
 		if (q->pool_owned && (tenant < 0 || fn->owner != tenant))
 			continue;
+		if (milli > 0 && !fn->shareable)
+			continue;
 		if (t->ngpus > *maxg)
 			*maxg = t->ngpus;
-		if (t->ngpus < q->gpus || !placer_node_usable(p, i))
+		if (t->ngpus < k || !placer_node_usable(p, i))
 			continue;
 		gpumask_t free = placer_free_mask(p, i);
 		struct node_pick pk;
-		if (!ptab_best(rf->pt[fn->type], free, q->gpus, &pk) ||
+		if (!ptab_best(rf->pt[fn->type], free, k, &pk) ||
 		    pk.q.bottleneck_gbps < q->min_bw_gbps)
 			continue;
-		int cpus = t->cpus * q->gpus / t->ngpus;
-		int64_t mem = (int64_t)t->mem_gib * 1024 * q->gpus / t->ngpus;
+		int64_t part = milli > 0 ? milli : k * 1000;
+		int cpus = (int)(t->cpus * part / (t->ngpus * 1000));
+		int64_t mem = (int64_t)t->mem_gib * 1024 * part / (t->ngpus * 1000);
 		if (placer_cpus_used(p, i) + cpus > t->cpus ||
 		    placer_mem_used_mib(p, i) + mem > (int64_t)t->mem_gib * 1024)
 			continue;
@@ -718,6 +722,45 @@ static int ref_best(struct ref *rf, struct placer *p, const struct place_request
 			best = i;
 			bfree = nfree;
 			*out = pk;
+		}
+	}
+	return best;
+}
+
+/* Best partly used GPU for a share by a full scan: least room that still
+ * fits, then node name, then GPU index. Returns the node or -1. */
+static int ref_share(struct ref *rf, struct placer *p, const struct place_request *q,
+		     const gpumask_t *bad, int *gpu)
+{
+	const struct fleet *f = rf->f;
+	int best = -1, brem = 0;
+	int tenant = q->tenant ? fleet_find_owner(f, q->tenant) : -1;
+	for (int i = 0; i < f->nnodes; i++) {
+		const struct fleet_node *fn = &f->nodes[i];
+		const struct node_type *t = &f->types[fn->type];
+		if (!fn->shareable || !placer_node_usable(p, i))
+			continue;
+		if (q->region && strcmp(f->sites[fn->site].region, q->region))
+			continue;
+		if ((fn->owner >= 0 && fn->owner != tenant) ||
+		    (q->pool_owned && (tenant < 0 || fn->owner != tenant)))
+			continue;
+		int cpus = t->cpus * q->gpu_milli / (t->ngpus * 1000);
+		int64_t mem = (int64_t)t->mem_gib * 1024 * q->gpu_milli / (t->ngpus * 1000);
+		if (placer_cpus_used(p, i) + cpus > t->cpus ||
+		    placer_mem_used_mib(p, i) + mem > (int64_t)t->mem_gib * 1024)
+			continue;
+		for (int g = 0; g < t->ngpus; g++) {
+			int used = placer_gpu_used_milli(p, i, g);
+			int rem = 1000 - used;
+			if (used == 0 || used == 1000 || (bad[i] >> g & 1) || rem < q->gpu_milli)
+				continue;
+			if (best < 0 || rem < brem ||
+			    (rem == brem && strcmp(fn->name, f->nodes[best].name) < 0)) {
+				best = i;
+				brem = rem;
+				*gpu = g;
+			}
 		}
 	}
 	return best;
@@ -751,6 +794,7 @@ static void diff_fleet(struct fx *x)
 		x->f.nodes[idx].price_hint = rng_below(&seed, 3) * 100;
 		if (rng_below(&seed, 10) == 0)
 			x->f.nodes[idx].owner = acme;
+		x->f.nodes[idx].shareable = t == 1 || t < 0 || rng_below(&seed, 5) == 0;
 	}
 }
 
@@ -774,8 +818,9 @@ static void test_differential(void **state)
 	static const int sizes[] = {1, 1, 2, 2, 3, 4, 4, 6, 8, 12, 16};
 	static const char *const models[] = {"h100-sxm", "l40s", "ascend-910", "gb200"};
 	uint64_t seed = 42;
-	int placed = 0, refused = 0;
-	for (int step = 0; step < 1500; step++) {
+	int placed = 0, refused = 0, shares = 0, packed = 0;
+	gpumask_t bad[64] = {0};
+	for (int step = 0; step < 2000; step++) {
 		int op = rng_below(&seed, 10);
 		if (op < 3 && nheld > 0) {
 			int i = rng_below(&seed, nheld);
@@ -790,8 +835,49 @@ static void test_differential(void **state)
 			int n = rng_below(&seed, x.f.nnodes);
 			if (rng_below(&seed, 2))
 				placer_set_node_usable(p, n, !placer_node_usable(p, n));
-			else
-				placer_set_gpu_usable(p, n, rng_below(&seed, 8), rng_below(&seed, 3) > 0);
+			else {
+				int g = rng_below(&seed, 8);
+				bool up = rng_below(&seed, 3) > 0;
+				placer_set_gpu_usable(p, n, g, up);
+				bad[n] = up ? bad[n] & ~(1u << g) : bad[n] | (1u << g);
+			}
+			continue;
+		}
+		if (op == 4) {
+			struct place_request q;
+			memset(&q, 0, sizeof(q));
+			q.gpu_milli = 100 * (1 + rng_below(&seed, 9));
+			if (rng_below(&seed, 5) == 0)
+				q.region = rng_below(&seed, 2) ? "r1" : "r2";
+			if (rng_below(&seed, 6) == 0)
+				q.tenant = "acme";
+			struct node_pick want;
+			int maxg, gpu = -1;
+			int rn = ref_share(&rf, p, &q, bad, &gpu);
+			if (rn >= 0)
+				packed++;
+			else if ((rn = ref_best(&rf, p, &q, 1, q.gpu_milli, &want, &maxg)) >= 0)
+				gpu = __builtin_ctz(want.set);
+			struct placement pl;
+			placement_init(&pl);
+			enum sl_err e = placer_place(p, &q, &pl, NULL);
+			if (rn < 0) {
+				assert_int_equal(e, SL_ENOSPACE);
+			} else {
+				assert_int_equal(e, SL_OK);
+				if (pl.picks[0].node != rn || pl.picks[0].gpu != gpu)
+					fail_msg("step %d: share %d placer %s/%d, reference %s/%d", step,
+						 q.gpu_milli, x.f.nodes[pl.picks[0].node].name,
+						 pl.picks[0].gpu, x.f.nodes[rn].name, gpu);
+				shares++;
+				if (nheld < HELD) {
+					assert_int_equal(placer_claim(p, &pl, NULL), SL_OK);
+					struct placement tmp = held[nheld];
+					held[nheld++] = pl;
+					pl = tmp;
+				}
+			}
+			placement_release(&pl);
 			continue;
 		}
 		struct place_request q = req_gpus(sizes[rng_below(&seed, 11)]);
@@ -809,7 +895,7 @@ static void test_differential(void **state)
 			q.pool_owned = true;
 		struct node_pick want;
 		int maxg;
-		int rn = ref_best(&rf, p, &q, &want, &maxg);
+		int rn = ref_best(&rf, p, &q, q.gpus, 0, &want, &maxg);
 		if (q.gpus > maxg)
 			continue; /* a gang: test_place_gang.c */
 		struct placement pl;
@@ -847,6 +933,7 @@ static void test_differential(void **state)
 	}
 	assert_true(placed > 300);
 	assert_true(refused > 20);
+	assert_true(shares > 50 && packed > 20);
 	for (int i = 0; i < HELD; i++)
 		placement_release(&held[i]);
 	for (int t = 0; t < x.f.ntypes; t++)
