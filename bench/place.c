@@ -451,12 +451,16 @@ static void report(FILE *o, struct result *r, int argc, char **argv)
 		u.release, u.version, u.machine, cpu);
 	for (int i = 0; i < argc; i++)
 		fprintf(o, " %s", argv[i]);
-	fprintf(o, "\n- build: gcc %s%s (CMake Release: -O3 -DNDEBUG)\n- online CPUs: %ld",
-		__VERSION__,
+	fprintf(o, "\n- build: gcc %s%s%s\n- online CPUs: %ld", __VERSION__,
 #ifdef __OPTIMIZE__
 		", optimised",
 #else
 		", NOT optimised",
+#endif
+#ifdef NDEBUG
+		", NDEBUG",
+#else
+		"",
 #endif
 		sysconf(_SC_NPROCESSORS_ONLN));
 	fprintf(o, "\n- fleet: %d nodes, %d GPUs, %d built-in 8-GPU types, %d sites in 2 "
