@@ -39,8 +39,8 @@ struct place_request {
 	int min_bw_gbps;  /* bottleneck pairwise bandwidth inside each node's set */
 	const char *region; /* NULL = any, borrowed */
 	const char *site;   /* NULL = any, borrowed */
-	const char *tenant; /* who asks (NULL = nobody special): colocated nodes
-			       serve only their owner, and only when pool_owned */
+	const char *tenant; /* who asks (NULL = nobody special): a colocated node
+			       serves only its owner */
 	bool pool_owned;    /* place only on nodes the tenant owns */
 	bool exclusive;     /* whole nodes: every GPU of each chosen node is taken */
 	int cpus;           /* per node; 0 = the node's share per GPU */
