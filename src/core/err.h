@@ -24,7 +24,11 @@
 	X(SL_EEXIST, "exists", "already exists", 409)                         \
 	X(SL_ECONFLICT, "conflict", "conflicts with the current state", 409)  \
 	X(SL_ENOSPACE, "no_capacity", "no capacity satisfies the request", 409) \
-	X(SL_EIO, "io_error", "input/output error", 500)
+	X(SL_EIO, "io_error", "input/output error", 500)                     \
+	X(SL_EUNAUTH, "unauthorized", "missing, unknown or revoked token", 401) \
+	X(SL_EFORBIDDEN, "forbidden", "this role may not do that", 403)       \
+	X(SL_EQUOTA, "quota", "the tenant's quota does not allow it", 403)    \
+	X(SL_EMETHOD, "method_not_allowed", "method not allowed on this path", 405)
 
 enum sl_err {
 #define SL_ERR_ENUM(name, code, msg, http) name,
