@@ -120,6 +120,7 @@ enum sl_err placer_new(const struct fleet *f, struct placer **out)
 	for (int i = 0; i < f->nnodes; i++) {
 		int t = f->nodes[i].type;
 		p->nodes[i].usable = true;
+		p->nodes[i].owner = f->nodes[i].owner;
 		p->nodes[i].partial_pos = -1;
 		if (!p->ptabs[t]) {
 			enum sl_err e = ptab_new(&f->types[t], &p->ptabs[t]);
@@ -158,6 +159,9 @@ void placer_free(struct placer *p)
 	free(p->units);
 	free(p->set_count);
 	free(p->cand);
+	for (int i = 0; i < p->npool_names; i++)
+		free(p->pool_names[i]);
+	free(p->pool_names);
 	free(p);
 }
 
@@ -246,6 +250,89 @@ int placer_node_stranded(struct placer *p, int node)
 	struct node_leftover l;
 	ptab_leftover(p->ptabs[p->f->nodes[node].type], (gpumask_t)pl_free_mask(p, node), &l);
 	return l.stranded;
+}
+
+/* ---- dynamic pools ------------------------------------------------------- */
+
+int pl_owner_find(const struct placer *p, const char *tenant)
+{
+	int o = fleet_find_owner(p->f, tenant);
+	for (int i = 0; o < 0 && i < p->npool_names; i++)
+		if (!strcmp(p->pool_names[i], tenant))
+			o = p->f->nowners + i;
+	return o;
+}
+
+/* The owner index for tenant, adding a pool name when the fleet has none. */
+static enum sl_err owner_intern(struct placer *p, const char *tenant, int *out)
+{
+	*out = pl_owner_find(p, tenant);
+	if (*out >= 0)
+		return SL_OK;
+	if (p->npool_names == p->cap_pool_names) {
+		int cap = p->cap_pool_names ? p->cap_pool_names * 2 : 4;
+		char **nn = realloc(p->pool_names, (size_t)cap * sizeof(*nn));
+		if (!nn)
+			return SL_ENOMEM;
+		p->pool_names = nn;
+		p->cap_pool_names = cap;
+	}
+	size_t len = strlen(tenant) + 1;
+	char *copy = malloc(len);
+	if (!copy)
+		return SL_ENOMEM;
+	memcpy(copy, tenant, len);
+	p->pool_names[p->npool_names] = copy;
+	*out = p->f->nowners + p->npool_names++;
+	return SL_OK;
+}
+
+enum sl_err placer_set_pool(struct placer *p, const int *nodes, int n, const char *tenant,
+			    struct sl_diag *d)
+{
+	if (!p || n < 0 || (n > 0 && !nodes))
+		return sl_diag_set(d, SL_EINVAL, "no placer or node list");
+	if (tenant && !fleet_name_valid(tenant))
+		return sl_diag_set(d, SL_EINVAL, "bad tenant name for a pool");
+	for (int i = 0; i < n; i++)
+		if (!node_ok(p, nodes[i]))
+			return sl_diag_set(d, SL_EINVAL, "node %d out of range 0..%d", nodes[i],
+					   p->f->nnodes - 1);
+	int owner = -1;
+	if (tenant && owner_intern(p, tenant, &owner) != SL_OK)
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	int *old = malloc(((size_t)n + 1) * sizeof(*old));
+	if (!old)
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	bool changed = false;
+	for (int i = 0; i < n; i++) {
+		struct pl_node *st = &p->nodes[nodes[i]];
+		old[i] = st->owner;
+		st->owner = tenant ? owner : p->f->nodes[nodes[i]].owner;
+		changed |= st->owner != old[i];
+	}
+	enum sl_err e = changed ? pl_index_rebuild(p) : SL_OK;
+	if (e != SL_OK) {
+		for (int i = n - 1; i >= 0; i--)
+			p->nodes[nodes[i]].owner = old[i];
+		sl_diag_set(d, e, "out of memory rebuilding the fleet index");
+	}
+	free(old);
+	return e;
+}
+
+enum sl_err placer_set_node_pool(struct placer *p, int node, const char *tenant,
+				 struct sl_diag *d)
+{
+	return placer_set_pool(p, &node, 1, tenant, d);
+}
+
+const char *placer_node_owner(const struct placer *p, int node)
+{
+	if (!node_ok(p, node) || p->nodes[node].owner < 0)
+		return NULL;
+	int o = p->nodes[node].owner;
+	return o < p->f->nowners ? p->f->owners[o] : p->pool_names[o - p->f->nowners];
 }
 
 /* ---- claim / release ----------------------------------------------------- */
@@ -586,7 +673,7 @@ static enum sl_err ctx_init(struct placer *p, const struct place_request *r,
 			return SL_EINVAL;
 		}
 	}
-	c->tenant_owner = r->tenant ? fleet_find_owner(f, r->tenant) : -1;
+	c->tenant_owner = r->tenant ? pl_owner_find(p, r->tenant) : -1;
 	c->share = r->gpu_milli > 0;
 	c->k = c->share ? 1 : r->gpus;
 	for (int t = 0; t < f->ntypes; t++) {

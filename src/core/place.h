@@ -138,6 +138,20 @@ bool placer_node_usable(const struct placer *p, int node);
 /* Takes single GPUs out of service (unhealthy) or back. */
 void placer_set_gpu_usable(struct placer *p, int node, int gpu, bool usable);
 
+/* Dynamic pools (reservations): the nodes count as owned by tenant for
+ * placement, exactly as colocated nodes of that tenant would, until set again
+ * (tenant NULL: back to the fleet file's owner, usually the provider). Work
+ * running on them stays. Changing owners rebuilds the fleet index (a sort of
+ * the nodes), so set a reservation's nodes in one call. SL_EINVAL for a bad
+ * node index or tenant name, SL_ENOMEM; on error nothing changed. */
+enum sl_err placer_set_pool(struct placer *p, const int *nodes, int n, const char *tenant,
+			    struct sl_diag *d) SL_MUST_USE;
+enum sl_err placer_set_node_pool(struct placer *p, int node, const char *tenant,
+				 struct sl_diag *d) SL_MUST_USE;
+/* The tenant node counts as owned by for placement (its pool, else the fleet
+ * file's owner); NULL for provider nodes. Borrowed, valid while p lives. */
+const char *placer_node_owner(const struct placer *p, int node);
+
 /* Whole GPUs of node that are free (not used, not shared, in service). */
 gpumask_t placer_free_mask(const struct placer *p, int node);
 /* Thousandths in use on a GPU (1000 = wholly used). */

@@ -86,7 +86,7 @@ static int node_stage(struct placer *p, struct ex_acc *a, int node)
 		return PLACE_C_REGION;
 	if (c->site >= 0 && fn->site != c->site)
 		return PLACE_C_SITE;
-	if (!pl_owner_ok(c, fn->owner))
+	if (!pl_owner_ok(c, st->owner))
 		return PLACE_C_OWNER;
 	if (t->ngpus < a->k) {
 		note(a, p, PLACE_C_SIZE, node, t->ngpus);

@@ -101,7 +101,7 @@ enum sl_err pl_index_build(struct placer *p)
 		return SL_ENOMEM;
 	for (int i = 0; i < nn; i++) {
 		const struct fleet_node *fn = &f->nodes[i];
-		k[i] = (struct key_node){fn->site, fn->owner, fn->type, fn->shareable,
+		k[i] = (struct key_node){fn->site, p->nodes[i].owner, fn->type, fn->shareable,
 					 fn->price_hint, fn->name, i};
 	}
 	qsort(k, (size_t)nn, sizeof(*k), key_cmp);
@@ -153,6 +153,56 @@ void pl_index_free(struct placer *p)
 	free(p->groups);
 	p->groups = NULL;
 	p->ngroups = 0;
+}
+
+/* Owners change rarely (a reservation window opens or closes), so the index is
+ * rebuilt whole rather than taught to move a node between groups: a rebuild is
+ * a sort of the nodes, and name order and bitset sizes stay simple. The old
+ * groups are kept until the new ones exist, so a failure changes nothing. */
+enum sl_err pl_index_rebuild(struct placer *p)
+{
+	int nn = p->f->nnodes;
+	struct pl_group *old = p->groups;
+	int oldn = p->ngroups;
+	int *save = malloc(((size_t)nn * 2 + 1) * sizeof(*save));
+	gpumask_t *savem = malloc(((size_t)nn + 1) * sizeof(*savem));
+	bool *ok = NULL;
+	enum sl_err e = save && savem ? SL_OK : SL_ENOMEM;
+	if (e == SL_OK) {
+		for (int i = 0; i < nn; i++) {
+			save[2 * i] = p->nodes[i].group;
+			save[2 * i + 1] = p->nodes[i].gpos;
+			savem[i] = p->nodes[i].imask;
+		}
+		p->groups = NULL;
+		p->ngroups = 0;
+		e = pl_index_build(p);
+		if (e == SL_OK) {
+			ok = calloc((size_t)p->ngroups + 1, sizeof(*ok));
+			e = ok ? SL_OK : SL_ENOMEM;
+		}
+		struct pl_group *fresh = p->groups;
+		int freshn = p->ngroups;
+		/* Free whichever index loses: the old one on success, the new one on failure. */
+		p->groups = e == SL_OK ? old : fresh;
+		p->ngroups = e == SL_OK ? oldn : freshn;
+		pl_index_free(p);
+		p->groups = e == SL_OK ? fresh : old;
+		p->ngroups = e == SL_OK ? freshn : oldn;
+		if (e == SL_OK) {
+			free(p->group_ok);
+			p->group_ok = ok;
+		} else {
+			for (int i = 0; i < nn; i++) {
+				p->nodes[i].group = save[2 * i];
+				p->nodes[i].gpos = save[2 * i + 1];
+				p->nodes[i].imask = savem[i];
+			}
+		}
+	}
+	free(save);
+	free(savem);
+	return e;
 }
 
 void pl_index_update(struct placer *p, int node)

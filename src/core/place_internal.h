@@ -27,6 +27,8 @@ struct pl_node {
 	int cpus_used;
 	int64_t mem_used;
 	bool usable;
+	int owner;         /* owner for placement: the fleet's, or a dynamic pool's
+			      (placer_set_pool) */
 	int group, gpos;   /* its group and position (name order) inside it */
 	int partial_pos;   /* index in placer.partial, or -1 */
 };
@@ -67,6 +69,10 @@ struct placer {
 	int ngroups;
 	int *partial;             /* nodes with a GPU partly used by shares */
 	int npartial;
+	/* Tenants named by dynamic pools that own no node in the fleet file; their
+	 * owner index is f->nowners + position. Names are kept until placer_free. */
+	char **pool_names;
+	int npool_names, cap_pool_names;
 	/* Per-request scratch, sized once. */
 	bool *type_ok;            /* [ntypes] model and memory constraints pass */
 	bool *group_ok;           /* [ngroups] static constraints pass */
@@ -100,6 +106,8 @@ struct pl_ctx {
 
 /* place.c */
 int pl_free_mask(const struct placer *p, int node);
+/* Owner index of tenant (fleet owners, then dynamic pool names), or -1. */
+int pl_owner_find(const struct placer *p, const char *tenant);
 bool pl_owner_ok(const struct pl_ctx *c, int owner);
 /* CPUs and memory a pick of k GPUs (or milli thousandths of one when k == 0)
  * asks for on a node of type t. */
@@ -117,6 +125,9 @@ enum sl_err pl_add_pick(struct placement *out, const struct placer *p,
 /* place_index.c */
 enum sl_err pl_index_build(struct placer *p);
 void pl_index_free(struct placer *p);
+/* Rebuilds the groups after nodes changed owner; on SL_ENOMEM the old index
+ * stays in place, unchanged. */
+enum sl_err pl_index_rebuild(struct placer *p);
 /* Refiles node after its state changed (never allocates: large groups
  * reserve one mask slot per node when built). */
 void pl_index_update(struct placer *p, int node);
