@@ -1,0 +1,372 @@
+/* store.c - the backend-independent front of the store.
+ *
+ * Everything a backend would otherwise repeat lives here, once: argument
+ * validation (so bad input is refused before any backend sees it and can never
+ * fail the store), transaction and scan bookkeeping, and the failed state. The
+ * failed state is kept here rather than in a backend because the rule behind it
+ * (an fsync error is never retried; the controller stops) is a property of the
+ * controller's durability contract, not of SQLite. */
+#include "store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_backend.h"
+
+struct store {
+	const struct store_ops *ops;
+	void *impl;
+	bool in_tx;
+	bool in_scan;
+	bool failed;
+	char fail_msg[SL_DIAG_MSG]; /* the error that failed the store */
+};
+
+static const char *const kind_names[STORE_KIND__COUNT] = {
+	[STORE_TENANTS] = "tenants",
+	[STORE_TOKENS] = "tokens",
+	[STORE_LEASES] = "leases",
+	[STORE_RESERVATIONS] = "reservations",
+	[STORE_NODES] = "nodes",
+	[STORE_FLEETS] = "fleets",
+	[STORE_IDEMPOTENCY] = "idempotency",
+};
+
+const char *store_kind_name(enum store_kind k)
+{
+	return (unsigned)k < STORE_KIND__COUNT ? kind_names[k] : NULL;
+}
+
+enum sl_err store_kind_parse(const char *name, enum store_kind *out, struct sl_diag *d)
+{
+	for (int k = 0; name && k < STORE_KIND__COUNT; k++) {
+		if (strcmp(name, kind_names[k]) == 0) {
+			*out = (enum store_kind)k;
+			return SL_OK;
+		}
+	}
+	sl_diag_set(d, SL_EINVAL, "unknown store kind '%.64s'", name ? name : "(null)");
+	sl_diag_hint(d, "kinds are tenants, tokens, leases, reservations, nodes, fleets, idempotency");
+	return SL_EINVAL;
+}
+
+/* Lets every function write details even when the caller passed no diag: the
+ * failed state needs the message either way. */
+static struct sl_diag *diag_or(struct sl_diag *d, struct sl_diag *scratch)
+{
+	if (!d)
+		d = scratch;
+	sl_diag_clear(d);
+	return d;
+}
+
+static enum sl_err check_usable(const struct store *s, struct sl_diag *d)
+{
+	if (!s)
+		return sl_diag_set(d, SL_EINVAL, "no store (NULL)");
+	if (s->failed) {
+		sl_diag_set(d, SL_EIO, "the store failed earlier and accepts no more calls: %s",
+			    s->fail_msg);
+		sl_diag_hint(d, "stop the controller; on restart it rebuilds from the last commit");
+		return SL_EIO;
+	}
+	if (s->in_scan)
+		return sl_diag_set(d, SL_EINVAL, "the store was called from a scan callback");
+	return SL_OK;
+}
+
+/* Enters the failed state when a backend error means the database can no longer
+ * be trusted to match what the caller believes; returns e unchanged. */
+static enum sl_err note_error(struct store *s, enum sl_err e, bool is_write, struct sl_diag *d)
+{
+	if (e == SL_OK || (e == SL_ENOTFOUND) || (!is_write && e != SL_EIO))
+		return e;
+	s->failed = true;
+	s->in_tx = false;
+	memcpy(s->fail_msg, d->msg, sizeof(s->fail_msg));
+	if (!d->hint[0])
+		sl_diag_hint(d, "the store is now failed; stop the controller, which rebuilds "
+				"from the last commit on restart");
+	return SL_EIO;
+}
+
+static enum sl_err check_kind(enum store_kind k, struct sl_diag *d)
+{
+	if ((unsigned)k >= STORE_KIND__COUNT)
+		return sl_diag_set(d, SL_EINVAL, "store kind %d is not a kind (0..%d)", (int)k,
+				   STORE_KIND__COUNT - 1);
+	return SL_OK;
+}
+
+/* ids and tenants show up in logs, URLs and error messages, so they are kept to
+ * visible ASCII; the bound keeps rows and messages small. */
+static enum sl_err check_name(const char *what, const char *v, struct sl_diag *d)
+{
+	if (!v)
+		return sl_diag_set(d, SL_EINVAL, "%s is missing (NULL)", what);
+	size_t n = strnlen(v, STORE_MAX_ID + 1);
+	if (n == 0)
+		return sl_diag_set(d, SL_EINVAL, "%s is empty", what);
+	if (n > STORE_MAX_ID) {
+		sl_diag_set(d, SL_ELIMIT, "%s '%.32s...' is longer than %d bytes", what, v,
+			    STORE_MAX_ID);
+		return SL_ELIMIT;
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)v[i];
+		if (c < 0x21 || c > 0x7e) {
+			sl_diag_set(d, SL_EINVAL, "%s has a byte 0x%02x at offset %zu", what, c, i);
+			sl_diag_hint(d, "ids are printable ASCII without spaces");
+			return SL_EINVAL;
+		}
+	}
+	return SL_OK;
+}
+
+static enum sl_err check_meta_key(const char *key, struct sl_diag *d)
+{
+	if (!key)
+		return sl_diag_set(d, SL_EINVAL, "meta key is missing (NULL)");
+	size_t n = strnlen(key, STORE_MAX_META_KEY + 1);
+	if (n == 0)
+		return sl_diag_set(d, SL_EINVAL, "meta key is empty");
+	if (n > STORE_MAX_META_KEY)
+		return sl_diag_set(d, SL_ELIMIT, "meta key '%.32s...' is longer than %d bytes",
+				   key, STORE_MAX_META_KEY);
+	for (size_t i = 0; i < n; i++) {
+		char c = key[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+		      c == '-')) {
+			sl_diag_set(d, SL_EINVAL, "meta key '%s' has '%c' at offset %zu", key,
+				    c >= 0x20 && c < 0x7f ? c : '?', i);
+			sl_diag_hint(d, "meta keys use a-z, 0-9, '_', '.' and '-'");
+			return SL_EINVAL;
+		}
+	}
+	return SL_OK;
+}
+
+enum sl_err store_open_with(const char *dir, const struct store_opts *opts, struct store **out,
+			    struct sl_diag *d)
+{
+	static const struct store_opts no_opts;
+	if (!out)
+		return sl_diag_set(d, SL_EINVAL, "store_open: no place for the result (NULL)");
+	*out = NULL;
+	if (!dir || !dir[0])
+		return sl_diag_set(d, SL_EINVAL, "store_open: no data directory given");
+	struct store *s = calloc(1, sizeof(*s));
+	if (!s)
+		return sl_diag_set(d, SL_ENOMEM, "out of memory opening the store");
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	s->ops = &store_sqlite_ops;
+	enum sl_err e = s->ops->open(dir, opts ? opts : &no_opts, &s->impl, d);
+	if (e != SL_OK) {
+		free(s);
+		return e;
+	}
+	*out = s;
+	return SL_OK;
+}
+
+enum sl_err store_open(const char *dir, struct store **out, struct sl_diag *d)
+{
+	return store_open_with(dir, NULL, out, d);
+}
+
+void store_close(struct store *s)
+{
+	if (!s)
+		return;
+	s->ops->close(s->impl, s->failed);
+	free(s);
+}
+
+bool store_failed(const struct store *s)
+{
+	return s && s->failed;
+}
+
+int store_schema_version(const struct store *s)
+{
+	return s ? s->ops->schema_version(s->impl) : 0;
+}
+
+enum sl_err store_begin(struct store *s, struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	enum sl_err e = check_usable(s, d);
+	if (e != SL_OK)
+		return e;
+	if (s->in_tx)
+		return sl_diag_set(d, SL_EINVAL, "store_begin: a transaction is already open");
+	e = note_error(s, s->ops->begin(s->impl, d), true, d);
+	s->in_tx = e == SL_OK;
+	return e;
+}
+
+enum sl_err store_commit(struct store *s, struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	enum sl_err e = check_usable(s, d);
+	if (e != SL_OK)
+		return e;
+	if (!s->in_tx)
+		return sl_diag_set(d, SL_EINVAL, "store_commit: no transaction is open");
+	s->in_tx = false;
+	return note_error(s, s->ops->commit(s->impl, d), true, d);
+}
+
+enum sl_err store_rollback(struct store *s, struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	enum sl_err e = check_usable(s, d);
+	if (e != SL_OK)
+		return e;
+	if (!s->in_tx)
+		return sl_diag_set(d, SL_EINVAL, "store_rollback: no transaction is open");
+	s->in_tx = false;
+	return note_error(s, s->ops->rollback(s->impl, d), true, d);
+}
+
+enum sl_err store_put(struct store *s, enum store_kind k, const char *id, const char *tenant,
+		      const char *json, int64_t updated_ns, struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	enum sl_err e = check_usable(s, d);
+	if (e == SL_OK)
+		e = check_kind(k, d);
+	if (e == SL_OK)
+		e = check_name("id", id, d);
+	if (e == SL_OK && tenant)
+		e = check_name("tenant", tenant, d);
+	if (e != SL_OK)
+		return e;
+	if (!json)
+		return sl_diag_set(d, SL_EINVAL, "%s '%s': body is missing (NULL)", kind_names[k], id);
+	size_t n = strnlen(json, (size_t)STORE_MAX_BODY + 1);
+	if (n == 0)
+		return sl_diag_set(d, SL_EINVAL, "%s '%s': body is empty", kind_names[k], id);
+	if (n > STORE_MAX_BODY)
+		return sl_diag_set(d, SL_ELIMIT, "%s '%s': body is longer than %u bytes",
+				   kind_names[k], id, STORE_MAX_BODY);
+	if (updated_ns < 0)
+		return sl_diag_set(d, SL_EINVAL, "%s '%s': updated_ns %lld is negative",
+				   kind_names[k], id, (long long)updated_ns);
+	return note_error(s, s->ops->put(s->impl, k, id, tenant, json, n, updated_ns, d), true, d);
+}
+
+enum sl_err store_delete(struct store *s, enum store_kind k, const char *id, struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	enum sl_err e = check_usable(s, d);
+	if (e == SL_OK)
+		e = check_kind(k, d);
+	if (e == SL_OK)
+		e = check_name("id", id, d);
+	if (e != SL_OK)
+		return e;
+	return note_error(s, s->ops->del(s->impl, k, id, d), true, d);
+}
+
+enum sl_err store_get(struct store *s, enum store_kind k, const char *id, char **json_out,
+		      struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	if (!json_out)
+		return sl_diag_set(d, SL_EINVAL, "store_get: no place for the result (NULL)");
+	*json_out = NULL;
+	enum sl_err e = check_usable(s, d);
+	if (e == SL_OK)
+		e = check_kind(k, d);
+	if (e == SL_OK)
+		e = check_name("id", id, d);
+	if (e != SL_OK)
+		return e;
+	return note_error(s, s->ops->get(s->impl, k, id, json_out, d), false, d);
+}
+
+/* Wraps the caller's callback so that its verdict is told apart from a backend
+ * error: only the latter may fail the store. */
+struct scan_relay {
+	store_scan_fn fn;
+	void *arg;
+	enum sl_err cb_err;
+	char at[64];
+};
+
+static enum sl_err scan_relay_row(void *arg, const char *id, const char *tenant,
+				  const char *json)
+{
+	struct scan_relay *r = arg;
+	enum sl_err e = r->fn(r->arg, id, tenant, json);
+	if (e != SL_OK) {
+		r->cb_err = e;
+		snprintf(r->at, sizeof(r->at), "%s", id);
+	}
+	return e;
+}
+
+enum sl_err store_scan(struct store *s, enum store_kind k, store_scan_fn fn, void *arg,
+		       struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	enum sl_err e = check_usable(s, d);
+	if (e == SL_OK)
+		e = check_kind(k, d);
+	if (e != SL_OK)
+		return e;
+	if (!fn)
+		return sl_diag_set(d, SL_EINVAL, "store_scan: no callback (NULL)");
+	struct scan_relay relay = {.fn = fn, .arg = arg, .cb_err = SL_OK};
+	s->in_scan = true;
+	e = s->ops->scan(s->impl, k, scan_relay_row, &relay, d);
+	s->in_scan = false;
+	if (relay.cb_err != SL_OK)
+		return sl_diag_set(d, relay.cb_err, "scan of %s stopped by the callback at id '%s': %s",
+				   kind_names[k], relay.at, sl_err_message(relay.cb_err));
+	return note_error(s, e, false, d);
+}
+
+enum sl_err store_meta_get(struct store *s, const char *key, char **value_out, struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	if (!value_out)
+		return sl_diag_set(d, SL_EINVAL, "store_meta_get: no place for the result (NULL)");
+	*value_out = NULL;
+	enum sl_err e = check_usable(s, d);
+	if (e == SL_OK)
+		e = check_meta_key(key, d);
+	if (e != SL_OK)
+		return e;
+	return note_error(s, s->ops->meta_get(s->impl, key, value_out, d), false, d);
+}
+
+enum sl_err store_meta_set(struct store *s, const char *key, const char *value,
+			   struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	enum sl_err e = check_usable(s, d);
+	if (e == SL_OK)
+		e = check_meta_key(key, d);
+	if (e != SL_OK)
+		return e;
+	if (!value)
+		return sl_diag_set(d, SL_EINVAL, "meta '%s': value is missing (NULL)", key);
+	size_t n = strnlen(value, STORE_MAX_META_VALUE + 1);
+	if (n > STORE_MAX_META_VALUE)
+		return sl_diag_set(d, SL_ELIMIT, "meta '%s': value is longer than %u bytes", key,
+				   STORE_MAX_META_VALUE);
+	return note_error(s, s->ops->meta_set(s->impl, key, value, n, d), true, d);
+}

@@ -1,0 +1,143 @@
+/* store.h - the controller's durable store: what makes in-memory state survive.
+ *
+ * The controller keeps all state in memory (DESIGN.md §8) and writes every change
+ * here before acknowledging it; on start it rebuilds memory by scanning the store.
+ * So the store is deliberately dumb: a few tables of objects, one per kind, each
+ * row an id, an optional owning tenant, a JSON body the controller wrote and a
+ * timestamp, plus a small key-value table ("meta") for singletons such as the
+ * admin token id or an epoch counter. The store never interprets bodies.
+ *
+ * Backends sit behind an operations table (store_backend.h). SQLite is the one
+ * backend today; a PostgreSQL one can follow without touching the controller.
+ *
+ * Transactions: store_begin() .. store_commit() groups changes (the controller
+ * commits once per event-loop turn: group commit). A put, delete or meta_set
+ * outside a transaction commits on its own. A store is used by one thread.
+ *
+ * Durability and the failed state: when a commit (or any other write) fails, the
+ * data may or may not have reached the disk, and after a failed fsync the kernel
+ * may already have dropped the dirty pages; retrying cannot make that right
+ * (PostgreSQL's "fsyncgate"). So the first such error puts the store into a
+ * FAILED state: that call and every later call except store_close() return
+ * SL_EIO carrying the original message, and nothing more is written. The
+ * controller must then exit without acknowledging the failed changes; on restart
+ * it rebuilds from the last good commit. A transaction whose commit failed is
+ * atomic: after a restart it is either wholly present or wholly absent.
+ * Validation errors (bad kind, id, size) are found before anything is written and
+ * never fail the store.
+ *
+ * One store per data directory: the SQLite backend holds an exclusive lock on
+ * the database while open, so a second controller on the same directory is
+ * refused with SL_ECONFLICT instead of silently forking the state. */
+#ifndef SL_STORE_H
+#define SL_STORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "err.h"
+
+#define STORE_MAX_ID 256              /* bound on an id's or tenant's length, bytes */
+#define STORE_MAX_BODY (128u << 20)   /* bound on a body: room for a 64 MiB fleet file quoted in JSON */
+#define STORE_MAX_META_KEY 64         /* bound on a meta key's length */
+#define STORE_MAX_META_VALUE (64u << 10) /* bound on a meta value's length */
+#define STORE_DB_FILE "suanli.db"     /* the SQLite file inside the data directory */
+
+/* The object tables. Names (store_kind_name) are stable: they are table names. */
+enum store_kind {
+	STORE_TENANTS,
+	STORE_TOKENS,
+	STORE_LEASES,
+	STORE_RESERVATIONS,
+	STORE_NODES,       /* per-node admin state (drained, reason) */
+	STORE_FLEETS,      /* loaded fleet file texts, one row per version */
+	STORE_IDEMPOTENCY, /* Idempotency-Key -> the saved answer */
+	STORE_KIND__COUNT
+};
+
+struct store;
+
+/* Options for store_open_with(); zero-initialise and set what you need. */
+struct store_opts {
+	/* Name of a registered SQLite VFS to use instead of the default; tests
+	 * use it to inject I/O faults. NULL: the default VFS. */
+	const char *sqlite_vfs;
+};
+
+/* Called once per row by store_scan(), in ascending id order. id and json are
+ * never NULL; tenant is NULL when the row has none. All three are borrowed for
+ * the duration of the call. Returning anything but SL_OK stops the scan, and
+ * store_scan() returns that value. The callback must not call the store
+ * (such calls fail with SL_EINVAL). */
+typedef enum sl_err (*store_scan_fn)(void *arg, const char *id, const char *tenant,
+				     const char *json);
+
+/* Stable lower-case name of a kind ("leases"), or NULL if k is not a kind. */
+const char *store_kind_name(enum store_kind k);
+/* Parses a kind name as given by store_kind_name(). SL_EINVAL if unknown. */
+enum sl_err store_kind_parse(const char *name, enum store_kind *out,
+			     struct sl_diag *d) SL_MUST_USE;
+
+/* Opens the store in directory dir, creating dir (mode 0700, one level) and the
+ * database DIR/suanli.db (mode 0600) if missing, and migrating its schema to the
+ * newest version this code knows, each migration step in its own transaction.
+ * Errors: SL_ECONFLICT if another process has the store open, or if the
+ * database's schema is newer than this code (the hint says what to do); SL_EIO
+ * for file-system errors or a file that is not a database; SL_ENOMEM.
+ * On success *out is a store to release with store_close(). */
+enum sl_err store_open(const char *dir, struct store **out,
+		       struct sl_diag *d) SL_MUST_USE;
+/* store_open() with options; opts may be NULL. */
+enum sl_err store_open_with(const char *dir, const struct store_opts *opts,
+			    struct store **out, struct sl_diag *d) SL_MUST_USE;
+/* Closes the store; an open transaction is rolled back. A failed store is closed
+ * without writing anything more. NULL is a no-op. */
+void store_close(struct store *s);
+
+/* True once the store has failed (see the top of this file). */
+bool store_failed(const struct store *s);
+/* Schema version of the open database (after migrations: the newest known). */
+int store_schema_version(const struct store *s);
+
+/* Starts a transaction. SL_EINVAL if one is already open. */
+enum sl_err store_begin(struct store *s, struct sl_diag *d) SL_MUST_USE;
+/* Commits the open transaction durably (fsync'd before it returns SL_OK).
+ * SL_EINVAL if none is open; SL_EIO if the commit failed: the store is then
+ * failed and the caller must not acknowledge anything of this transaction. */
+enum sl_err store_commit(struct store *s, struct sl_diag *d) SL_MUST_USE;
+/* Discards the open transaction. SL_EINVAL if none is open. */
+enum sl_err store_rollback(struct store *s, struct sl_diag *d) SL_MUST_USE;
+
+/* Inserts or replaces row id of kind k. tenant may be NULL; json is the body
+ * (non-empty, NUL-terminated, at most STORE_MAX_BODY bytes; not parsed here).
+ * ids and tenants are 1..STORE_MAX_ID printable ASCII characters without spaces.
+ * updated_ns >= 0. Errors: SL_EINVAL (bad kind, id, tenant, json or time),
+ * SL_ELIMIT (too long), both before anything is written; SL_EIO (store failed). */
+enum sl_err store_put(struct store *s, enum store_kind k, const char *id,
+		      const char *tenant, const char *json, int64_t updated_ns,
+		      struct sl_diag *d) SL_MUST_USE;
+/* Deletes row id of kind k. SL_ENOTFOUND if there is no such row (nothing
+ * changes and the store stays healthy). */
+enum sl_err store_delete(struct store *s, enum store_kind k, const char *id,
+			 struct sl_diag *d) SL_MUST_USE;
+/* Reads the body of row id of kind k into *json_out (NUL-terminated, the caller
+ * free()s it). SL_ENOTFOUND if there is no such row. Sees the open
+ * transaction's own changes. */
+enum sl_err store_get(struct store *s, enum store_kind k, const char *id,
+		      char **json_out, struct sl_diag *d) SL_MUST_USE;
+/* Calls fn for every row of kind k in ascending id order (byte order). Returns
+ * the callback's error if it stopped the scan (d says at which id). */
+enum sl_err store_scan(struct store *s, enum store_kind k, store_scan_fn fn, void *arg,
+		       struct sl_diag *d) SL_MUST_USE;
+
+/* Reads meta key into *value_out (NUL-terminated, the caller free()s it).
+ * Keys are 1..STORE_MAX_META_KEY characters of [a-z0-9_.-]. SL_ENOTFOUND if
+ * unset. */
+enum sl_err store_meta_get(struct store *s, const char *key, char **value_out,
+			   struct sl_diag *d) SL_MUST_USE;
+/* Sets meta key to value (at most STORE_MAX_META_VALUE bytes, may be empty);
+ * transactional like store_put(). */
+enum sl_err store_meta_set(struct store *s, const char *key, const char *value,
+			   struct sl_diag *d) SL_MUST_USE;
+
+#endif

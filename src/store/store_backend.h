@@ -1,0 +1,45 @@
+/* store_backend.h - what a store backend implements (internal to src/store).
+ *
+ * The front (store.c) validates every argument, tracks transaction and scan
+ * state and owns the failed state, so a backend only translates calls into its
+ * database and reports errors: SL_ENOMEM, SL_ENOTFOUND where the contract says
+ * so, and SL_EIO for anything else. The front treats any backend error on a
+ * write (other than SL_ENOTFOUND) and SL_EIO on a read as the end of the store.
+ * Arguments reach a backend already checked: valid kind, bounded ids, non-NULL
+ * json, d non-NULL. */
+#ifndef SL_STORE_BACKEND_H
+#define SL_STORE_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+
+struct store_ops {
+	const char *name;
+	enum sl_err (*open)(const char *dir, const struct store_opts *opts, void **impl,
+			    struct sl_diag *d);
+	/* failed: the store failed; write nothing more (no checkpoint). */
+	void (*close)(void *impl, bool failed);
+	int (*schema_version)(const void *impl);
+	enum sl_err (*begin)(void *impl, struct sl_diag *d);
+	enum sl_err (*commit)(void *impl, struct sl_diag *d);
+	enum sl_err (*rollback)(void *impl, struct sl_diag *d);
+	enum sl_err (*put)(void *impl, enum store_kind k, const char *id, const char *tenant,
+			   const char *json, size_t json_len, int64_t updated_ns,
+			   struct sl_diag *d);
+	enum sl_err (*del)(void *impl, enum store_kind k, const char *id, struct sl_diag *d);
+	enum sl_err (*get)(void *impl, enum store_kind k, const char *id, char **json_out,
+			   struct sl_diag *d);
+	enum sl_err (*scan)(void *impl, enum store_kind k, store_scan_fn fn, void *arg,
+			    struct sl_diag *d);
+	enum sl_err (*meta_get)(void *impl, const char *key, char **value_out,
+				struct sl_diag *d);
+	enum sl_err (*meta_set)(void *impl, const char *key, const char *value,
+				size_t value_len, struct sl_diag *d);
+};
+
+extern const struct store_ops store_sqlite_ops;
+
+#endif
