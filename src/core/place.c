@@ -374,8 +374,10 @@ static bool pick_apply(struct placer *p, const struct place_pick *k, bool claim)
 	const struct node_type *t = fleet_node_type(p->f, k->node);
 	int64_t memcap = (int64_t)t->mem_gib * 1024;
 	if (claim) {
-		if (!n->usable || n->cpus_used + k->cpus > t->cpus ||
-		    n->mem_used + k->mem_mib > memcap)
+		/* Compared as room left: a pick's CPUs and memory come from outside
+		 * (pick_check only ensures they are >= 0), and a sum could overflow. */
+		if (!n->usable || k->cpus > t->cpus - n->cpus_used ||
+		    k->mem_mib > memcap - n->mem_used)
 			return false;
 	} else if (n->cpus_used < k->cpus || n->mem_used < k->mem_mib) {
 		return false;
@@ -475,8 +477,9 @@ bool pl_fits_cpu_mem(const struct placer *p, int node, int cpus, int64_t mem)
 {
 	const struct node_type *t = fleet_node_type(p->f, node);
 	const struct pl_node *n = &p->nodes[node];
-	return n->cpus_used + (int64_t)cpus <= t->cpus &&
-	       n->mem_used + mem <= (int64_t)t->mem_gib * 1024;
+	/* Room left, not used + asked: a request may ask for up to INT64_MAX MiB. */
+	return cpus <= t->cpus - n->cpus_used &&
+	       mem <= (int64_t)t->mem_gib * 1024 - n->mem_used;
 }
 
 int pl_name_cmp(const struct placer *p, int a, int b)

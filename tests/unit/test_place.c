@@ -4,6 +4,7 @@
  * at the end checks the fleet index against a reference that scans every node
  * and asks ptab_best() directly, over a fixed-seed stream of claims, releases,
  * service changes and placements. */
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -463,6 +464,45 @@ static void test_claim_release(void **state)
 	placement_release(&bad);
 	placement_release(&dup);
 	placement_release(&two);
+	placement_release(&pl);
+	placer_free(p);
+	fleet_release(&x.f);
+}
+
+/* CPUs and memory asked from outside reach the placer as they are: a request
+ * for INT64_MAX MiB or INT_MAX CPUs on a node already partly in use is refused,
+ * not an arithmetic overflow (used + asked once overflowed), and so is a claim
+ * of such a pick. */
+static void test_huge_cpu_mem(void **state)
+{
+	(void)state;
+	struct fx x;
+	fx_init(&x);
+	int node = fx_node(&x, 0, "n0", "hgx-h100-8");
+	struct placer *p;
+	assert_int_equal(placer_new(&x.f, &p), SL_OK);
+	struct placement pl, big;
+	placement_init(&pl);
+	placement_init(&big);
+	struct place_request q = req_gpus(1);
+	assert_int_equal(place(p, &q, &pl), SL_OK);
+	assert_int_equal(placer_claim(p, &pl, NULL), SL_OK);
+	assert_true(placer_cpus_used(p, node) > 0 && placer_mem_used_mib(p, node) > 0);
+	struct place_request hm = req_gpus(1), hc = req_gpus(1);
+	hm.mem_mib = INT64_MAX;
+	hc.cpus = INT_MAX;
+	assert_int_equal(place(p, &hm, &big), SL_ENOSPACE);
+	assert_int_equal(big.failed, PLACE_C_CPU_MEM);
+	assert_int_equal(place(p, &hc, &big), SL_ENOSPACE);
+	assert_int_equal(big.failed, PLACE_C_CPU_MEM);
+	struct place_pick k = {.node = node, .gpus = 0x80, .gpu = -1, .cpus = INT_MAX};
+	assert_int_equal(placement_add(&big, &k), SL_OK);
+	assert_int_equal(placer_claim(p, &big, NULL), SL_ECONFLICT);
+	big.picks[0].cpus = 0;
+	big.picks[0].mem_mib = INT64_MAX;
+	assert_int_equal(placer_claim(p, &big, NULL), SL_ECONFLICT);
+	assert_int_equal(placer_free_mask(p, node), 0xff & ~pl.picks[0].gpus);
+	placement_release(&big);
 	placement_release(&pl);
 	placer_free(p);
 	fleet_release(&x.f);
@@ -949,6 +989,7 @@ int main(void)
 		cmocka_unit_test(test_invalid),     cmocka_unit_test(test_owners),
 		cmocka_unit_test(test_exclusive),   cmocka_unit_test(test_claim_release),
 		cmocka_unit_test(test_unusable),    cmocka_unit_test(test_shares),
+		cmocka_unit_test(test_huge_cpu_mem),
 		cmocka_unit_test(test_score),       cmocka_unit_test(test_differential),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
