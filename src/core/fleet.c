@@ -303,6 +303,16 @@ enum sl_err fleet_add_node(struct fleet *f, int leaf, const char *name, int type
 	return SL_OK;
 }
 
+/* GPUs of the listed nodes that exist, for the message of an oversized domain. */
+static long long domain_gpus_total(const struct fleet *f, const int *nodes, int nnodes)
+{
+	long long n = 0;
+	for (int i = 0; i < nnodes; i++)
+		if (nodes[i] >= 0 && nodes[i] < f->nnodes)
+			n += f->types[f->nodes[nodes[i]].type].ngpus;
+	return n;
+}
+
 /* The domain rules of fleet.h, checked before anything changes. */
 static enum sl_err fleet_check_domain(const struct fleet *f, const char *name, const int *nodes,
 				      int nnodes, struct sl_diag *d)
@@ -344,11 +354,15 @@ static enum sl_err fleet_check_domain(const struct fleet *f, const char *name, c
 		gpu = t->gpu;
 		site = node->site;
 		gpus += t->ngpus;
+		/* Checked as the nodes come, so a domain naming 100,000 nodes is
+		 * refused after a few dozen rather than after the quadratic duplicate
+		 * scan has run over all of them. */
+		if (gpus > gpu->domain_gpus)
+			return sl_diag_set(d, SL_EINVAL,
+					   "NVLink domain '%s' has %lld GPUs; a %s domain holds at most %d",
+					   name, domain_gpus_total(f, nodes, nnodes), gpu->name,
+					   gpu->domain_gpus);
 	}
-	if (gpus > gpu->domain_gpus)
-		return sl_diag_set(d, SL_EINVAL,
-				   "NVLink domain '%s' has %d GPUs; a %s domain holds at most %d",
-				   name, gpus, gpu->name, gpu->domain_gpus);
 	return SL_OK;
 }
 

@@ -327,6 +327,11 @@ static const struct bad bad_files[] = {
 	{SITE_HEAD "        {range: \"t[01-19]\", type: gb200-nvl72-tray}]}]}\n"
 		   "nvlink_domains:\n  - {name: d1, nodes: \"t[01-19]\"}\n", NULL, SL_EINVAL, 8, 23,
 	 "76 GPUs; a gb200 domain holds at most 72", NULL},
+	/* Refused after the first 19 trays, not after a quadratic scan of all
+	 * 100,000 (which took seconds); the message still counts every GPU. */
+	{SITE_HEAD "        {range: \"t[000001-100000]\", type: gb200-nvl72-tray}]}]}\n"
+		   "nvlink_domains:\n  - {name: d1, nodes: \"t[000001-100000]\"}\n", NULL, SL_EINVAL,
+	 8, 23, "400000 GPUs; a gb200 domain holds at most 72", NULL},
 	{SITE_HEAD "        {range: \"t[01-04]\", type: gb200-nvl72-tray}]}]}\n"
 		   "nvlink_domains:\n  - {name: d1, nodes: [\"t[01-02]\", t03]}\n"
 		   "  - {name: d2, nodes: [t04, t03]}\n", NULL, SL_ECONFLICT, 9, 23,
