@@ -177,6 +177,12 @@ enum sl_err fleet_add_type(struct fleet *f, const struct node_type *t, int *idx,
 	if (fleet_lookup(f, 'T', 0, t->name) >= 0)
 		return fleet_exists(d, "node type", t->name,
 				    " (built-in types and node_types share one namespace)");
+	/* A type is ~2 KiB from a 60-byte line: without a bound a fleet file
+	 * could ask for gigabytes. */
+	if (f->ntypes >= FLEET_MAX_TYPES)
+		return sl_diag_set(d, SL_ELIMIT,
+				   "node type '%s' is one too many; a fleet has at most %d node "
+				   "types, built-in ones included", t->name, FLEET_MAX_TYPES);
 	e = fleet_reserve(f, (void **)&f->types, f->ntypes, CAP_TYPES, sizeof(*f->types));
 	if (e == SL_OK)
 		e = fleet_register(f, 'T', 0, t->name, f->ntypes, d);
@@ -197,6 +203,10 @@ enum sl_err fleet_add_site(struct fleet *f, const char *name, const char *region
 		return e;
 	if (fleet_lookup(f, 'S', 0, name) >= 0)
 		return fleet_exists(d, "site", name, "");
+	/* Sites are compared pairwise (regions in fleet_summarize), so bound them. */
+	if (f->nsites >= FLEET_MAX_SITES)
+		return sl_diag_set(d, SL_ELIMIT, "site '%s' is one too many; a fleet has at most %d sites",
+				   name, FLEET_MAX_SITES);
 	char *n = fleet_strdup(name), *r = fleet_strdup(region);
 	e = n && r ? fleet_reserve(f, (void **)&f->sites, f->nsites, CAP_SITES, sizeof(*f->sites))
 		   : SL_ENOMEM;

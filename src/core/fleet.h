@@ -19,6 +19,8 @@
 
 #define FLEET_NAME_MAX 63          /* longest name of anything in a fleet */
 #define FLEET_MAX_NODES 200000     /* bound on nodes in one fleet */
+#define FLEET_MAX_SITES 4096       /* bound on sites in one fleet */
+#define FLEET_MAX_TYPES 4096       /* bound on node types, built-in ones included */
 #define FLEET_MAX_RANGE 100000     /* bound on nodes one range expression may produce */
 #define FLEET_MAX_FILE (64u << 20) /* bound on a fleet file's size */
 #define FLEET_MAX_DEPTH 32         /* bound on YAML nesting */
@@ -92,7 +94,8 @@ void fleet_release(struct fleet *f);
  * fabric. A node's site is its leaf's. Each returns SL_EEXIST for a duplicate name,
  * SL_EINVAL for a bad name or reference, SL_ELIMIT past FLEET_MAX_NODES, and
  * writes the new index to *idx when idx is not NULL. A name is 1..FLEET_NAME_MAX
- * characters of [A-Za-z0-9._-]. */
+ * characters of [A-Za-z0-9._-]. SL_ELIMIT also past FLEET_MAX_SITES sites or
+ * FLEET_MAX_TYPES types. */
 enum sl_err fleet_add_type(struct fleet *f, const struct node_type *t, int *idx,
 			   struct sl_diag *d) SL_MUST_USE;
 enum sl_err fleet_add_site(struct fleet *f, const char *name, const char *region,
@@ -137,7 +140,8 @@ static inline const struct node_type *fleet_node_type(const struct fleet *f, int
  * node_types are read first wherever they appear in the file, then sites, then
  * nvlink_domains and owners (which name nodes by range). Errors: SL_EPARSE for
  * YAML syntax, anchors, aliases, tags or a second document; SL_ELIMIT past
- * FLEET_MAX_FILE, FLEET_MAX_DEPTH, FLEET_MAX_RANGE or FLEET_MAX_NODES; SL_EINVAL
+ * FLEET_MAX_FILE, FLEET_MAX_DEPTH, FLEET_MAX_RANGE, FLEET_MAX_NODES,
+ * FLEET_MAX_SITES or FLEET_MAX_TYPES; SL_EINVAL
  * for unknown, missing or duplicate keys, wrong value types and bad values;
  * SL_EEXIST for duplicate names; SL_ENOTFOUND for an unknown node in
  * nvlink_domains or owners; SL_ECONFLICT for a node in two domains or owned by

@@ -264,6 +264,41 @@ static void test_many_nodes_and_node_limit(void **state)
 	assert_int_equal(fleet_find_node(&b->f, "one-more"), -1);
 }
 
+/* Sites and node types are bounded too: a type costs ~2 KiB from a short line
+ * of a fleet file, and sites are compared pairwise when summarised (200,000
+ * sites once took a minute in `fleet check`). Past the bound: SL_ELIMIT and
+ * nothing added. */
+static void test_site_and_type_limits(void **state)
+{
+	struct base *b = *state;
+	char name[32];
+	struct sl_diag d;
+	for (int i = b->f.nsites; i < FLEET_MAX_SITES; i++) {
+		snprintf(name, sizeof(name), "s%05d", i);
+		if (fleet_add_site(&b->f, name, name, NULL, NULL) != SL_OK)
+			fail_msg("site %d not added", i);
+	}
+	assert_int_equal(fleet_add_site(&b->f, "one-more", "r", NULL, &d), SL_ELIMIT);
+	assert_non_null(strstr(d.msg, "at most 4096 sites"));
+	assert_int_equal(b->f.nsites, FLEET_MAX_SITES);
+	assert_int_equal(fleet_find_site(&b->f, "one-more"), -1);
+	struct fleet_summary sum;
+	fleet_summarize(&b->f, &sum);
+	assert_int_equal(sum.regions, FLEET_MAX_SITES);
+
+	struct node_type t = b->f.types[b->h100];
+	for (int i = b->f.ntypes; i < FLEET_MAX_TYPES; i++) {
+		snprintf(t.name, sizeof(t.name), "t%05d", i);
+		if (fleet_add_type(&b->f, &t, NULL, NULL) != SL_OK)
+			fail_msg("type %d not added", i);
+	}
+	snprintf(t.name, sizeof(t.name), "one-more");
+	assert_int_equal(fleet_add_type(&b->f, &t, NULL, &d), SL_ELIMIT);
+	assert_non_null(strstr(d.msg, "at most 4096 node types"));
+	assert_int_equal(b->f.ntypes, FLEET_MAX_TYPES);
+	assert_int_equal(fleet_find_type(&b->f, "one-more"), -1);
+}
+
 static void test_owners(void **state)
 {
 	struct base *b = *state;
@@ -517,6 +552,7 @@ int main(void)
 		T(test_bad_names),
 		T(test_bad_references),
 		T(test_many_nodes_and_node_limit),
+		T(test_site_and_type_limits),
 		T(test_owners),
 		T(test_domain_accepts_a_full_rack),
 		T(test_domain_rules),
