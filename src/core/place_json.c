@@ -1,13 +1,15 @@
 /* place_json.c - placements to JSON and usage states from JSON.
  *
- * Loading a state goes through placer_claim, one placement per entry, so the
- * placer's own validation applies and a failure can be rolled back by
- * releasing what was claimed before it. */
+ * Loading a state goes through placer_claim, one single-pick placement per
+ * entry, so the placer's own validation applies and a failure can be rolled
+ * back by releasing what was claimed before it. */
 #include "place_json.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "json_limits.h"
 
 static json_t *gpu_list(gpumask_t m)
 {
@@ -137,18 +139,41 @@ static enum sl_err state_entry(const struct fleet *f, json_t *e, size_t idx,
 	return SL_OK;
 }
 
+/* Claims (or, to undo, releases) one pick as a placement of its own. */
+static enum sl_err state_apply(struct placer *p, struct place_pick *pk, bool claim,
+			       struct sl_diag *d)
+{
+	struct placement one;
+	placement_init(&one);
+	one.npicks = 1;
+	one.cap = 1;
+	one.picks = pk;
+	return claim ? placer_claim(p, &one, d) : placer_release(p, &one, d);
+}
+
 enum sl_err place_state_load(struct placer *p, const char *text, size_t len,
 			     struct sl_diag *d)
 {
 	const struct fleet *f = placer_fleet(p);
 	json_error_t jerr;
-	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-	struct placement *done;
-	size_t i, n, claimed = 0, inited = 0;
-	enum sl_err e = SL_OK;
+	json_t *root;
+	struct place_pick *done;
+	size_t i, n, claimed = 0;
+	enum sl_err e;
 
-	if (!root)
-		return sl_diag_at(d, SL_EPARSE, jerr.line, jerr.column, "state is not valid JSON: %s",
+	size_t sp = 0;
+	while (sp < len && strchr(" \t\r\n", text[sp]) && text[sp])
+		sp++;
+	if (sp == len)
+		return sl_diag_at(d, SL_EPARSE, 1, 1,
+				  "state is empty; expected a JSON list such as [] or "
+				  "[{\"node\": \"n1\", \"gpus\": [0, 3]}]");
+	/* jansson recurses per nesting level: refuse deep input before it does. */
+	if ((e = json_check_limits(text, len, JSON_MAX_DEPTH, d)) != SL_OK)
+		return e;
+	if (!(root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr)))
+		return sl_diag_at(d, SL_EPARSE, jerr.line > 0 ? jerr.line : 1,
+				  jerr.column > 0 ? jerr.column : 1, "state is not valid JSON: %s",
 				  jerr.text);
 	if (!json_is_array(root)) {
 		json_decref(root);
@@ -161,28 +186,25 @@ enum sl_err place_state_load(struct placer *p, const char *text, size_t len,
 		return sl_diag_set(d, SL_ELIMIT, "state has %zu entries; at most %d", n,
 				   PLACE_STATE_MAX_ENTRIES);
 	}
+	/* One pick per entry, kept so that a failure can release what came before
+	 * (a pick, not a whole struct placement: a million entries stay small). */
 	done = calloc(n ? n : 1, sizeof(*done));
 	if (!done) {
 		json_decref(root);
 		return sl_diag_set(d, SL_ENOMEM, "out of memory");
 	}
 	for (i = 0; i < n && e == SL_OK; i++) {
-		struct place_pick pk;
-		placement_init(&done[i]);
-		inited = i + 1;
-		e = state_entry(f, json_array_get(root, i), i, &pk, d);
-		if (e == SL_OK) {
-			const struct node_type *t = fleet_node_type(f, pk.node);
-			int k = pk.milli ? 1 : __builtin_popcount(pk.gpus);
+		struct place_pick *pk = &done[i];
+		e = state_entry(f, json_array_get(root, i), i, pk, d);
+		if (e == SL_OK && !pk->milli) {
 			/* The state records GPUs only: CPUs and memory follow the default share. */
-			if (!pk.milli) {
-				pk.cpus = t->cpus * k / t->ngpus;
-				pk.mem_mib = (int64_t)t->mem_gib * 1024 * k / t->ngpus;
-			}
-			e = placement_add(&done[i], &pk);
+			const struct node_type *t = fleet_node_type(f, pk->node);
+			int k = __builtin_popcount(pk->gpus);
+			pk->cpus = t->cpus * k / t->ngpus;
+			pk->mem_mib = (int64_t)t->mem_gib * 1024 * k / t->ngpus;
 		}
 		if (e == SL_OK) {
-			e = placer_claim(p, &done[i], d);
+			e = state_apply(p, pk, true, d);
 			if (e != SL_OK && d) {
 				char why[SL_DIAG_MSG];
 				memcpy(why, d->msg, sizeof(why));
@@ -192,12 +214,9 @@ enum sl_err place_state_load(struct placer *p, const char *text, size_t len,
 		if (e == SL_OK)
 			claimed = i + 1;
 	}
-	for (i = 0; i < inited; i++) {
-		/* Undo on failure; a release of what was just claimed cannot fail. */
-		if (e != SL_OK && i < claimed)
-			(void)!placer_release(p, &done[i], NULL);
-		placement_release(&done[i]);
-	}
+	/* Undo on failure, newest first; releasing what was just claimed cannot fail. */
+	for (i = claimed; e != SL_OK && i > 0; i--)
+		(void)!state_apply(p, &done[i - 1], false, NULL);
 	free(done);
 	json_decref(root);
 	return e;
