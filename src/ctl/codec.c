@@ -1,0 +1,511 @@
+/* codec.c - the controller's objects to JSON and back.
+ *
+ * One encoding serves both the API and the store: a lease row in the store is
+ * the lease object the API shows (minus the queue position, which is derived),
+ * so what an operator reads is what a restart rebuilds from, and there is no
+ * second format to drift. Decoding is strict because the store is only ever
+ * written by this code: anything unexpected is reported, not guessed. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "catalog.h"
+#include "ctl_int.h"
+#include "place_json.h"
+
+static const char *const state_names[LS__COUNT] = {
+	"pending", "active", "preempting", "released", "expired", "preempted", "failed",
+};
+static const char *const plan_names[PLAN__COUNT] = {"monthly", "hourly", "spot"};
+
+const char *lease_state_name(enum lease_state s)
+{
+	return (unsigned)s < LS__COUNT ? state_names[s] : "?";
+}
+
+const char *lease_plan_name(enum lease_plan p)
+{
+	return (unsigned)p < PLAN__COUNT ? plan_names[p] : "?";
+}
+
+int lease_plan_parse(const char *s)
+{
+	for (int i = 0; s && i < PLAN__COUNT; i++)
+		if (!strcmp(s, plan_names[i]))
+			return i;
+	return -1;
+}
+
+int lease_state_parse(const char *s)
+{
+	for (int i = 0; s && i < LS__COUNT; i++)
+		if (!strcmp(s, state_names[i]))
+			return i;
+	return -1;
+}
+
+/* ---- time ---- */
+
+void ctl_time_fmt(int64_t ns, char buf[32])
+{
+	time_t secs = (time_t)(ns / 1000000000);
+	int ms = (int)((ns % 1000000000) / 1000000);
+	struct tm tm;
+	gmtime_r(&secs, &tm);
+	/* The modulos only bound the fields for the compiler; real values fit. */
+	snprintf(buf, 32, "%04u-%02u-%02uT%02u:%02u:%02u.%03uZ",
+		 (unsigned)(tm.tm_year + 1900) % 10000u, (unsigned)(tm.tm_mon + 1) % 100u,
+		 (unsigned)tm.tm_mday % 100u, (unsigned)tm.tm_hour % 100u,
+		 (unsigned)tm.tm_min % 100u, (unsigned)tm.tm_sec % 100u, (unsigned)ms % 1000u);
+}
+
+json_t *ctl_time_json(int64_t ns)
+{
+	char buf[32];
+	if (ns <= 0)
+		return json_null();
+	ctl_time_fmt(ns, buf);
+	return json_string(buf);
+}
+
+static bool digits(const char *s, int n, int *out)
+{
+	int v = 0;
+	for (int i = 0; i < n; i++) {
+		if (!isdigit((unsigned char)s[i]))
+			return false;
+		v = v * 10 + (s[i] - '0');
+	}
+	*out = v;
+	return true;
+}
+
+bool ctl_time_parse(const char *s, int64_t *ns)
+{
+	int y, mo, d, h, mi, se, frac_ns = 0;
+	if (!s || strlen(s) < 20 || !digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &mo) ||
+	    s[7] != '-' || !digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't') ||
+	    !digits(s + 11, 2, &h) || s[13] != ':' || !digits(s + 14, 2, &mi) || s[16] != ':' ||
+	    !digits(s + 17, 2, &se))
+		return false;
+	if (y < 1970 || y > 9999 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 ||
+	    se > 60)
+		return false;
+	const char *p = s + 19;
+	if (*p == '.') {
+		int n = 0, scale = 100000000;
+		for (p++; isdigit((unsigned char)*p); p++, n++) {
+			if (n < 9) {
+				frac_ns += (*p - '0') * scale;
+				scale /= 10;
+			}
+		}
+		if (n == 0)
+			return false;
+	}
+	int off = 0;
+	if (*p == 'Z' || *p == 'z') {
+		p++;
+	} else if (*p == '+' || *p == '-') {
+		int oh, om;
+		if (!digits(p + 1, 2, &oh) || p[3] != ':' || !digits(p + 4, 2, &om) || oh > 23 ||
+		    om > 59)
+			return false;
+		off = (oh * 60 + om) * 60 * (*p == '-' ? -1 : 1);
+		p += 6;
+	} else {
+		return false;
+	}
+	if (*p)
+		return false;
+	struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d,
+			.tm_hour = h, .tm_min = mi, .tm_sec = se};
+	time_t t = timegm(&tm);
+	*ns = ((int64_t)t - off) * 1000000000 + frac_ns;
+	return true;
+}
+
+static int64_t time_field(const json_t *o, const char *name)
+{
+	int64_t ns = 0;
+	const json_t *v = json_object_get(o, name);
+	if (json_is_string(v) && !ctl_time_parse(json_string_value(v), &ns))
+		return -1;
+	return ns;
+}
+
+/* ---- tenants ---- */
+
+json_t *tenant_to_json(struct ctl *c, const struct ctl_tenant *t, bool usage)
+{
+	json_t *o = json_pack("{s:s, s:O, s:O, s:o}", "name", t->name, "regions", t->regions,
+			      "quotas", t->quotas, "created_at", ctl_time_json(t->created_ns));
+	if (!o || !usage)
+		return o;
+	json_t *u = json_object();
+	for (int i = 0; u && i < c->nleases; i++) {
+		const struct ctl_lease *l = &c->leases[i];
+		if ((l->state != LS_ACTIVE && l->state != LS_PREEMPTING) ||
+		    strcmp(l->tenant, t->name))
+			continue;
+		for (int k = 0; k < l->pl.npicks; k++) {
+			const char *m = fleet_node_type(c->fleet, l->pl.picks[k].node)->gpu->name;
+			int n = __builtin_popcount(l->pl.picks[k].gpus);
+			json_t *cur = json_object_get(u, m);
+			json_object_set_new(u, m, json_integer((cur ? json_integer_value(cur) : 0) + n));
+		}
+	}
+	json_object_set_new(o, "usage", u);
+	return o;
+}
+
+enum sl_err tenant_from_json(const json_t *o, struct ctl_tenant *t, struct sl_diag *d)
+{
+	const char *name = json_string_value(json_object_get(o, "name"));
+	json_t *regions = json_object_get(o, "regions"), *quotas = json_object_get(o, "quotas");
+	memset(t, 0, sizeof(*t));
+	if (!name || strlen(name) > CTL_NAME_MAX || !json_is_array(regions) ||
+	    !json_is_object(quotas))
+		return sl_diag_set(d, SL_EPARSE, "tenant record lacks name, regions or quotas");
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	t->regions = json_incref(regions);
+	t->quotas = json_incref(quotas);
+	t->created_ns = time_field(o, "created_at");
+	return SL_OK;
+}
+
+/* ---- tokens ---- */
+
+json_t *token_to_json(const struct ctl_token *t, bool store)
+{
+	json_t *o = json_pack("{s:s, s:s, s:o, s:s, s:o, s:o}", "id", t->id, "role",
+			      ctl_role_name(t->role), "tenant",
+			      t->tenant[0] ? json_string(t->tenant) : json_null(), "user", t->user,
+			      "created_at", ctl_time_json(t->created_ns), "revoked_at",
+			      ctl_time_json(t->revoked_ns));
+	if (o && store)
+		json_object_set_new(o, "sha256", json_string(t->hash));
+	return o;
+}
+
+enum sl_err token_from_json(const json_t *o, struct ctl_token *t, struct sl_diag *d)
+{
+	const char *id = json_string_value(json_object_get(o, "id"));
+	const char *role = json_string_value(json_object_get(o, "role"));
+	const char *tenant = json_string_value(json_object_get(o, "tenant"));
+	const char *user = json_string_value(json_object_get(o, "user"));
+	const char *hash = json_string_value(json_object_get(o, "sha256"));
+	memset(t, 0, sizeof(*t));
+	if (!id || strlen(id) != CTL_TOKEN_ID_LEN || ctl_role_parse(role) < 0 || !hash ||
+	    strlen(hash) != CTL_HASH_HEX || !user || strlen(user) > CTL_USER_MAX ||
+	    (tenant && strlen(tenant) > CTL_NAME_MAX))
+		return sl_diag_set(d, SL_EPARSE, "token record is malformed");
+	memcpy(t->id, id, CTL_TOKEN_ID_LEN + 1);
+	memcpy(t->hash, hash, CTL_HASH_HEX + 1);
+	t->role = (enum ctl_role)ctl_role_parse(role);
+	snprintf(t->tenant, sizeof(t->tenant), "%s", tenant ? tenant : "");
+	snprintf(t->user, sizeof(t->user), "%s", user);
+	t->created_ns = time_field(o, "created_at");
+	t->revoked_ns = time_field(o, "revoked_at");
+	return SL_OK;
+}
+
+/* ---- lease requests ---- */
+
+static bool get_int(const json_t *o, const char *k, int64_t lo, int64_t hi, int64_t *out,
+		    struct sl_diag *d, enum sl_err *e)
+{
+	const json_t *v = json_object_get(o, k);
+	if (!v)
+		return false;
+	if (!json_is_integer(v)) {
+		*e = sl_diag_set(d, SL_EINVAL, "field '%s' must be an integer", k);
+		return false;
+	}
+	json_int_t x = json_integer_value(v);
+	if (x < lo || x > hi) {
+		*e = sl_diag_set(d, SL_EINVAL, "field '%s' is %lld; expected %lld..%lld", k,
+				 (long long)x, (long long)lo, (long long)hi);
+		return false;
+	}
+	*out = x;
+	return true;
+}
+
+static enum sl_err name_field(const json_t *o, const char *k, char *out, size_t cap,
+			      struct sl_diag *d)
+{
+	const json_t *v = json_object_get(o, k);
+	if (!v)
+		return SL_OK;
+	const char *s = json_string_value(v);
+	if (!s)
+		return sl_diag_set(d, SL_EINVAL, "field '%s' must be a string", k);
+	if (!fleet_name_valid(s) || strlen(s) >= cap) {
+		sl_diag_hint(d, "names are 1..%d characters of [A-Za-z0-9._-]", CTL_NAME_MAX);
+		return sl_diag_set(d, SL_EINVAL, "field '%s' is not a valid name", k);
+	}
+	snprintf(out, cap, "%s", s);
+	return SL_OK;
+}
+
+enum sl_err lease_req_parse(const json_t *o, struct lease_req *r, struct sl_diag *d)
+{
+	enum sl_err e = SL_OK;
+	int64_t v;
+	memset(r, 0, sizeof(*r));
+	r->plan = PLAN_HOURLY;
+	if (!get_int(o, "gpus", 1, PLACE_MAX_GPUS, &v, d, &e))
+		return e ? e : sl_diag_set(d, SL_EINVAL, "field 'gpus' is required");
+	r->gpus = (int)v;
+	if (get_int(o, "per_node", 1, TOPO_MAX_GPUS, &v, d, &e))
+		r->per_node = (int)v;
+	if (!e && get_int(o, "min_bw_gbps", 0, FLEET_MAX_GBPS * 100, &v, d, &e))
+		r->min_bw_gbps = (int)v;
+	if (!e && get_int(o, "min_mem_gib", 0, 1 << 20, &v, d, &e))
+		r->min_mem_gib = (int)v;
+	if (!e && get_int(o, "duration_s", 1, CTL_MAX_DURATION_S, &v, d, &e))
+		r->duration_s = v;
+	if (e)
+		return e;
+	if ((e = name_field(o, "region", r->region, sizeof(r->region), d)) ||
+	    (e = name_field(o, "site", r->site, sizeof(r->site), d)) ||
+	    (e = name_field(o, "tenant", r->tenant, sizeof(r->tenant), d)))
+		return e;
+	const json_t *models = json_object_get(o, "models");
+	if (models) {
+		size_t i;
+		const json_t *m;
+		if (!json_is_array(models))
+			return sl_diag_set(d, SL_EINVAL, "field 'models' must be an array of strings");
+		if (json_array_size(models) > PLACE_MAX_MODELS)
+			return sl_diag_set(d, SL_ELIMIT, "field 'models' lists %zu models; at most %d",
+					   json_array_size(models), PLACE_MAX_MODELS);
+		json_array_foreach(models, i, m) {
+			const char *s = json_string_value(m);
+			if (!s)
+				return sl_diag_set(d, SL_EINVAL, "field 'models' must be an array of strings");
+			if (!catalog_gpu_find(s)) {
+				sl_diag_hint(d, "GET /v1/catalog lists the models");
+				return sl_diag_set(d, SL_EINVAL, "unknown GPU model '%.64s'", s);
+			}
+			snprintf(r->models[r->nmodels++], sizeof(r->models[0]), "%s", s);
+		}
+	}
+	const json_t *plan = json_object_get(o, "plan");
+	if (plan) {
+		int p = lease_plan_parse(json_string_value(plan));
+		if (p < 0) {
+			sl_diag_hint(d, "plans: monthly, hourly, spot");
+			return sl_diag_set(d, SL_EINVAL, "field 'plan' must be one of monthly, hourly, spot");
+		}
+		r->plan = (enum lease_plan)p;
+	}
+	const json_t *ex = json_object_get(o, "exclusive");
+	if (ex) {
+		if (!json_is_boolean(ex))
+			return sl_diag_set(d, SL_EINVAL, "field 'exclusive' must be a boolean");
+		r->exclusive = json_is_true(ex);
+	}
+	const json_t *el = json_object_get(o, "elastic");
+	if (el) {
+		int64_t mn = 0, mx = 0;
+		if (!json_is_object(el) || json_object_size(el) != 2 ||
+		    !get_int(el, "min", 1, PLACE_MAX_GPUS, &mn, d, &e) ||
+		    !get_int(el, "max", 1, PLACE_MAX_GPUS, &mx, d, &e))
+			return e ? e : sl_diag_set(d, SL_EINVAL,
+						   "field 'elastic' must be {\"min\": N, \"max\": M}");
+		if (mn > r->gpus || mx < r->gpus)
+			return sl_diag_set(d, SL_EINVAL,
+					   "elastic bounds %lld..%lld must include gpus (%d)",
+					   (long long)mn, (long long)mx, r->gpus);
+		r->el_min = (int)mn;
+		r->el_max = (int)mx;
+	}
+	return SL_OK;
+}
+
+void lease_req_to_place(const struct lease_req *r, const char *tenant, struct place_request *pr)
+{
+	memset(pr, 0, sizeof(*pr));
+	pr->gpus = r->gpus;
+	pr->per_node = r->per_node;
+	pr->nmodels = r->nmodels;
+	for (int i = 0; i < r->nmodels; i++)
+		pr->models[i] = r->models[i];
+	pr->min_mem_gib = r->min_mem_gib;
+	pr->min_bw_gbps = r->min_bw_gbps;
+	pr->region = r->region[0] ? r->region : NULL;
+	pr->site = r->site[0] ? r->site : NULL;
+	pr->tenant = tenant;
+	pr->exclusive = r->exclusive;
+}
+
+/* ---- placements ---- */
+
+enum sl_err placement_from_json(const struct fleet *f, const json_t *arr, struct placement *pl,
+				struct sl_diag *d)
+{
+	size_t i;
+	const json_t *e;
+	if (!json_is_array(arr))
+		return sl_diag_set(d, SL_EPARSE, "placement must be an array");
+	json_array_foreach(arr, i, e) {
+		struct place_pick pk;
+		memset(&pk, 0, sizeof(pk));
+		const char *node = json_string_value(json_object_get(e, "node"));
+		const json_t *gpus = json_object_get(e, "gpus"), *g;
+		size_t k;
+		pk.node = node ? fleet_find_node(f, node) : -1;
+		if (pk.node < 0)
+			return sl_diag_set(d, SL_ENOTFOUND, "placement names node '%s', not in the fleet",
+					   node ? node : "?");
+		json_array_foreach(gpus, k, g) {
+			json_int_t x = json_integer_value(g);
+			if (x < 0 || x >= fleet_node_type(f, pk.node)->ngpus)
+				return sl_diag_set(d, SL_EPARSE, "GPU %lld out of range on %s",
+						   (long long)x, node);
+			pk.gpus |= 1u << x;
+		}
+		const json_t *gpu = json_object_get(e, "gpu");
+		pk.gpu = gpu ? (int)json_integer_value(gpu) : -1;
+		pk.milli = (int)json_integer_value(json_object_get(e, "milli"));
+		pk.cpus = (int)json_integer_value(json_object_get(e, "cpus"));
+		pk.mem_mib = json_integer_value(json_object_get(e, "mem_mib"));
+		const json_t *q = json_object_get(e, "quality");
+		pk.q.bottleneck_gbps = (int)json_integer_value(json_object_get(q, "bottleneck_gbps"));
+		pk.q.total_gbps = (int)json_integer_value(json_object_get(q, "total_gbps"));
+		pk.q.numa_spanned = (int)json_integer_value(json_object_get(q, "numa_spanned"));
+		pk.q.nics = (int)json_integer_value(json_object_get(q, "nic_rails"));
+		if (placement_add(pl, &pk))
+			return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	}
+	return SL_OK;
+}
+
+/* ---- leases ---- */
+
+static int queue_position(const struct ctl *c, const struct ctl_lease *l)
+{
+	for (int i = 0; i < c->nqueue; i++)
+		if (&c->leases[c->queue[i]] == l)
+			return i + 1;
+	return 0;
+}
+
+json_t *lease_to_json(struct ctl *c, const struct ctl_lease *l)
+{
+	json_t *o = json_object(), *placed;
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "id", json_string(l->id));
+	json_object_set_new(o, "tenant", json_string(l->tenant));
+	json_object_set_new(o, "user", json_string(l->user));
+	json_object_set_new(o, "plan", json_string(lease_plan_name(l->req.plan)));
+	json_object_set_new(o, "state", json_string(lease_state_name(l->state)));
+	json_object_set_new(o, "gpus", json_integer(l->gpus));
+	json_object_set_new(o, "request", json_incref(l->request));
+	placed = place_to_json(c->fleet, &l->pl);
+	json_object_set(o, "placement", json_object_get(placed, "placement"));
+	json_decref(placed);
+	if (l->score)
+		json_object_set(o, "score", l->score);
+	if (l->state == LS_PENDING)
+		json_object_set_new(o, "queue", json_pack("{s:i, s:s}", "position",
+							  queue_position(c, l), "reason", l->reason));
+	json_object_set_new(o, "created_at", ctl_time_json(l->created_ns));
+	json_object_set_new(o, "started_at", ctl_time_json(l->started_ns));
+	json_object_set_new(o, "ended_at", ctl_time_json(l->ended_ns));
+	json_object_set_new(o, "expires_at", ctl_time_json(l->expires_ns));
+	if (l->state == LS_PREEMPTING)
+		json_object_set_new(o, "preempt_deadline", ctl_time_json(l->preempt_ns));
+	json_object_set(o, "history", l->history);
+	json_object_set_new(o, "epoch", json_integer(l->epoch));
+	json_object_set_new(o, "simulated", json_boolean(l->simulated));
+	return o;
+}
+
+void lease_release_mem(struct ctl_lease *l)
+{
+	placement_release(&l->pl);
+	json_decref(l->request);
+	json_decref(l->score);
+	json_decref(l->history);
+	l->request = l->score = l->history = NULL;
+}
+
+enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
+			    struct sl_diag *d)
+{
+	const char *id = json_string_value(json_object_get(o, "id"));
+	const char *tenant = json_string_value(json_object_get(o, "tenant"));
+	const char *user = json_string_value(json_object_get(o, "user"));
+	int st = lease_state_parse(json_string_value(json_object_get(o, "state")));
+	json_t *req = json_object_get(o, "request"), *hist = json_object_get(o, "history");
+	unsigned long long seq;
+	char tail;
+	memset(l, 0, sizeof(*l));
+	placement_init(&l->pl);
+	if (!id || sscanf(id, "ls-%llu%c", &seq, &tail) != 1 || seq == 0 || !tenant ||
+	    strlen(tenant) > CTL_NAME_MAX || !user || strlen(user) > CTL_USER_MAX || st < 0 ||
+	    !json_is_object(req) || !json_is_array(hist))
+		return sl_diag_set(d, SL_EPARSE, "lease record %s is malformed", id ? id : "?");
+	enum sl_err e = lease_req_parse(req, &l->req, d);
+	if (e)
+		return e;
+	l->seq = seq;
+	snprintf(l->id, sizeof(l->id), "%s", id);
+	snprintf(l->tenant, sizeof(l->tenant), "%s", tenant);
+	snprintf(l->user, sizeof(l->user), "%s", user);
+	l->state = (enum lease_state)st;
+	l->gpus = (int)json_integer_value(json_object_get(o, "gpus"));
+	l->request = json_incref(req);
+	l->history = json_incref(hist);
+	l->score = json_incref(json_object_get(o, "score"));
+	l->created_ns = time_field(o, "created_at");
+	l->started_ns = time_field(o, "started_at");
+	l->ended_ns = time_field(o, "ended_at");
+	l->expires_ns = time_field(o, "expires_at");
+	l->preempt_ns = time_field(o, "preempt_deadline");
+	l->epoch = json_integer_value(json_object_get(o, "epoch"));
+	l->simulated = json_is_true(json_object_get(o, "simulated"));
+	const json_t *q = json_object_get(o, "queue");
+	snprintf(l->reason, sizeof(l->reason), "%s",
+		 json_string_value(json_object_get(q, "reason")) ? json_string_value(json_object_get(q, "reason")) : "");
+	if (l->state == LS_ACTIVE || l->state == LS_PREEMPTING)
+		e = placement_from_json(c->fleet, json_object_get(o, "placement"), &l->pl, d);
+	if (e) {
+		lease_release_mem(l);
+		return e;
+	}
+	return SL_OK;
+}
+
+/* ---- reservations ---- */
+
+json_t *resv_to_json(const struct ctl_resv *r)
+{
+	return json_pack("{s:s, s:s, s:O, s:o, s:o, s:o}", "id", r->id, "tenant", r->tenant,
+			 "nodes", r->nodes, "start", ctl_time_json(r->start_ns), "end",
+			 ctl_time_json(r->end_ns), "created_at", ctl_time_json(r->created_ns));
+}
+
+enum sl_err resv_from_json(const json_t *o, struct ctl_resv *r, struct sl_diag *d)
+{
+	const char *id = json_string_value(json_object_get(o, "id"));
+	const char *tenant = json_string_value(json_object_get(o, "tenant"));
+	json_t *nodes = json_object_get(o, "nodes");
+	memset(r, 0, sizeof(*r));
+	if (!id || strlen(id) >= sizeof(r->id) || !tenant || strlen(tenant) > CTL_NAME_MAX ||
+	    !json_is_array(nodes))
+		return sl_diag_set(d, SL_EPARSE, "reservation record is malformed");
+	snprintf(r->id, sizeof(r->id), "%s", id);
+	snprintf(r->tenant, sizeof(r->tenant), "%s", tenant);
+	r->nodes = json_incref(nodes);
+	r->start_ns = time_field(o, "start");
+	r->end_ns = time_field(o, "end");
+	r->created_ns = time_field(o, "created_at");
+	return SL_OK;
+}

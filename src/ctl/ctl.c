@@ -1,0 +1,744 @@
+/* ctl.c - the controller's lifecycle and its loop.
+ *
+ * Why one loop and queued answers: every change a handler makes goes to memory
+ * and into the turn's open store transaction; the answers wait in c->answers.
+ * At the end of the turn one commit makes the whole turn durable (group
+ * commit) and only then are the answers sent, so an acknowledged change is
+ * always on disk. If the commit fails, memory is ahead of disk and nothing
+ * can make that right in-process: ctl_run returns SL_EIO and main exits
+ * without answering anyone. Reads in a turn with writes wait too, so nobody
+ * sees a change that might not survive. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl_int.h"
+#include "file.h"
+#include "log.h"
+
+static int64_t realtime_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- answers ---- */
+
+void ctl_answer(struct ctl_call *call, int status, const char *ctype, char *body_take,
+		size_t len)
+{
+	struct ctl *c = call->ctl;
+	if (call->answered) {
+		free(body_take);
+		return;
+	}
+	call->answered = true;
+	call->status = status;
+	if (c->nanswers == c->cap_answers) {
+		int cap = c->cap_answers ? c->cap_answers * 2 : 64;
+		struct ctl_answer *n = realloc(c->answers, (size_t)cap * sizeof(*n));
+		if (!n) {
+			free(body_take);
+			http_respond_error(call->req, SL_ENOMEM, NULL, NULL);
+			return;
+		}
+		c->answers = n;
+		c->cap_answers = cap;
+	}
+	c->answers[c->nanswers++] = (struct ctl_answer){call->req, status, body_take, len, ctype};
+	call->answer_body = body_take;
+	call->answer_len = len;
+}
+
+void ctl_answer_json(struct ctl_call *call, int status, json_t *body_take)
+{
+	char *s = body_take ? json_dumps(body_take, JSON_COMPACT) : NULL;
+	json_decref(body_take);
+	if (!s) {
+		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
+		return;
+	}
+	size_t n = strlen(s);
+	char *withnl = realloc(s, n + 2);
+	if (withnl) {
+		withnl[n++] = '\n';
+		withnl[n] = 0;
+		s = withnl;
+	}
+	ctl_answer(call, status, "application/json", s, n);
+}
+
+void ctl_answer_error(struct ctl_call *call, enum sl_err e, const char *message,
+		      const char *hint)
+{
+	json_t *doc = http_error_json(e, message, hint);
+	char *s = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	json_decref(doc);
+	if (!s) {
+		call->answered = true;
+		http_respond_error(call->req, SL_ENOMEM, NULL, NULL);
+		return;
+	}
+	ctl_answer(call, sl_err_http_status(e), "application/json", s, strlen(s));
+}
+
+void ctl_answer_diag(struct ctl_call *call, enum sl_err e, const struct sl_diag *d)
+{
+	ctl_answer_error(call, e, d && d->msg[0] ? d->msg : NULL, d ? d->hint : NULL);
+}
+
+/* ---- store writes ---- */
+
+static bool tx_ensure(struct ctl *c)
+{
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	if (c->fatal)
+		return false;
+	if (c->tx_open)
+		return true;
+	if (store_begin(c->store, &d)) {
+		sl_log_error("store begin failed", "error=%s", d.msg);
+		c->fatal = true;
+		return false;
+	}
+	c->tx_open = true;
+	return true;
+}
+
+bool ctl_put(struct ctl *c, enum store_kind k, const char *id, const char *tenant, json_t *doc)
+{
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	char *s = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	json_decref(doc);
+	if (!s || !tx_ensure(c)) {
+		free(s);
+		c->fatal = true;
+		return false;
+	}
+	enum sl_err e = store_put(c->store, k, id, tenant, s, c->now_ns, &d);
+	free(s);
+	if (e) {
+		sl_log_error("store write failed", "kind=%s id=%s error=%s", store_kind_name(k), id,
+			     d.msg);
+		c->fatal = true;
+		return false;
+	}
+	return true;
+}
+
+bool ctl_meta_set(struct ctl *c, const char *key, const char *value)
+{
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	if (!tx_ensure(c))
+		return false;
+	if (store_meta_set(c->store, key, value, &d)) {
+		sl_log_error("store write failed", "meta=%s error=%s", key, d.msg);
+		c->fatal = true;
+		return false;
+	}
+	return true;
+}
+
+/* ---- body validation ---- */
+
+static const char *const ftype_names[] = {"a string", "an integer", "a boolean", "an array",
+					  "an object"};
+
+static bool ftype_ok(enum ctl_ftype t, const json_t *v)
+{
+	switch (t) {
+	case FT_STRING: return json_is_string(v);
+	case FT_INT: return json_is_integer(v);
+	case FT_BOOL: return json_is_boolean(v);
+	case FT_ARRAY: return json_is_array(v);
+	case FT_OBJECT: return json_is_object(v);
+	}
+	return false;
+}
+
+static const char *json_kind(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "an object";
+	case JSON_ARRAY: return "an array";
+	case JSON_STRING: return "a string";
+	case JSON_INTEGER: return "an integer";
+	case JSON_REAL: return "a number with a fraction";
+	case JSON_TRUE:
+	case JSON_FALSE: return "a boolean";
+	case JSON_NULL: return "null";
+	}
+	return "?";
+}
+
+bool ctl_check_fields(struct ctl_call *call, const json_t *body, const struct ctl_field *f,
+		      size_t n, const char *where)
+{
+	const char *key;
+	const json_t *v;
+	char msg[SL_DIAG_MSG], hint[SL_DIAG_HINT];
+	json_object_foreach((json_t *)body, key, v) {
+		size_t i;
+		for (i = 0; i < n && strcmp(f[i].name, key); i++)
+			;
+		if (i == n) {
+			size_t off = (size_t)snprintf(hint, sizeof(hint), "known fields:");
+			for (size_t k = 0; k < n && off < sizeof(hint); k++)
+				off += (size_t)snprintf(hint + off, sizeof(hint) - off, "%s %s",
+							k ? "," : "", f[k].name);
+			snprintf(msg, sizeof(msg), "unknown field '%.64s' in %s", key, where);
+			ctl_answer_error(call, SL_EINVAL, msg, hint);
+			return false;
+		}
+		if (!ftype_ok(f[i].type, v)) {
+			snprintf(msg, sizeof(msg), "field '%s' must be %s, got %s", key,
+				 ftype_names[f[i].type], json_kind(v));
+			ctl_answer_error(call, SL_EINVAL, msg, NULL);
+			return false;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		if (f[i].required && !json_object_get(body, f[i].name)) {
+			snprintf(msg, sizeof(msg), "field '%s' is required in %s", f[i].name, where);
+			ctl_answer_error(call, SL_EINVAL, msg, NULL);
+			return false;
+		}
+	return true;
+}
+
+const char *ctl_str_field(struct ctl_call *call, const json_t *o, const char *name, size_t max,
+			  bool *bad)
+{
+	const char *s = json_string_value(json_object_get(o, name));
+	char msg[SL_DIAG_MSG];
+	if (!s)
+		return NULL;
+	size_t len = strlen(s);
+	if (len == 0 || len > max) {
+		snprintf(msg, sizeof(msg), "field '%s' must be 1..%zu bytes, got %zu", name, max, len);
+		ctl_answer_error(call, len ? SL_ELIMIT : SL_EINVAL, msg, NULL);
+		*bad = true;
+		return NULL;
+	}
+	return s;
+}
+
+/* ---- init ---- */
+
+static char *path_join(const char *dir, const char *name)
+{
+	size_t n = strlen(dir) + strlen(name) + 2;
+	char *p = malloc(n);
+	if (p)
+		snprintf(p, n, "%s/%s", dir, name);
+	return p;
+}
+
+static bool file_exists(const char *dir, const char *name)
+{
+	char *p = path_join(dir, name);
+	struct stat st;
+	bool r = p && stat(p, &st) == 0;
+	free(p);
+	return r;
+}
+
+static enum sl_err write_secret_file(const char *dir, const char *secret, struct sl_diag *d)
+{
+	char *p = path_join(dir, CTL_ADMIN_TOKEN_FILE);
+	if (!p)
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	enum sl_err e = SL_OK;
+	if (fd < 0) {
+		e = sl_diag_set(d, SL_EIO, "cannot create %s: %s", p, strerror(errno));
+	} else {
+		size_t n = strlen(secret);
+		if (write(fd, secret, n) != (ssize_t)n || write(fd, "\n", 1) != 1 || fsync(fd))
+			e = sl_diag_set(d, SL_EIO, "cannot write %s: %s", p, strerror(errno));
+		close(fd);
+	}
+	free(p);
+	return e;
+}
+
+enum sl_err ctl_init_data(const char *dir, int64_t now_ns, char **token_out, struct sl_diag *d)
+{
+	struct store *s = NULL;
+	struct ctl_token t;
+	char secret[64];
+	*token_out = NULL;
+	if (sodium_init() < 0)
+		return sl_diag_set(d, SL_EIO, "libsodium failed to initialise");
+	if (file_exists(dir, STORE_DB_FILE) || file_exists(dir, CTL_ADMIN_TOKEN_FILE)) {
+		sl_diag_hint(d, "serve it with 'suanlid serve --data %.200s', or choose a new directory",
+			     dir);
+		return sl_diag_set(d, SL_EEXIST, "%.200s already holds a suanli store", dir);
+	}
+	enum sl_err e = store_open(dir, &s, d);
+	if (e)
+		return e;
+	memset(&t, 0, sizeof(t));
+	auth_token_generate(&t, secret);
+	t.role = CTL_ROLE_ADMIN;
+	snprintf(t.user, sizeof(t.user), "admin");
+	t.created_ns = now_ns;
+	json_t *doc = token_to_json(&t, true);
+	char *js = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	char when[32];
+	ctl_time_fmt(now_ns, when);
+	json_decref(doc);
+	if (!js)
+		e = sl_diag_set(d, SL_ENOMEM, "out of memory");
+	if (!e)
+		e = store_begin(s, d);
+	if (!e)
+		e = store_put(s, STORE_TOKENS, t.id, NULL, js, now_ns, d);
+	if (!e)
+		e = store_meta_set(s, "initialized_at", when, d);
+	if (!e)
+		e = store_commit(s, d);
+	free(js);
+	store_close(s);
+	if (!e)
+		e = write_secret_file(dir, secret, d);
+	if (!e) {
+		*token_out = strdup(secret);
+		if (!*token_out)
+			e = sl_diag_set(d, SL_ENOMEM, "out of memory");
+	}
+	sodium_memzero(secret, sizeof(secret));
+	return e;
+}
+
+/* ---- loading ---- */
+
+static enum sl_err grow(void **arr, int *cap, int need, size_t elem)
+{
+	if (need <= *cap)
+		return SL_OK;
+	int ncap = *cap ? *cap : 16;
+	while (ncap < need)
+		ncap *= 2;
+	void *n = realloc(*arr, (size_t)ncap * elem);
+	if (!n)
+		return SL_ENOMEM;
+	*arr = n;
+	*cap = ncap;
+	return SL_OK;
+}
+
+enum sl_err ctl_tenant_add(struct ctl *c, const struct ctl_tenant *t)
+{
+	if (grow((void **)&c->tenants, &c->cap_tenants, c->ntenants + 1, sizeof(*t)))
+		return SL_ENOMEM;
+	enum sl_err e = strmap_add(c->tenant_by_name, t->name, c->ntenants);
+	if (e)
+		return e;
+	c->tenants[c->ntenants++] = *t;
+	return SL_OK;
+}
+
+struct ctl_tenant *ctl_tenant_find(struct ctl *c, const char *name)
+{
+	int i = name ? strmap_get(c->tenant_by_name, name, -1) : -1;
+	return i >= 0 ? &c->tenants[i] : NULL;
+}
+
+struct load_arg {
+	struct ctl *c;
+	struct sl_diag *d;
+};
+
+static json_t *load_json(const char *text, struct sl_diag *d)
+{
+	json_error_t je;
+	json_t *o = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+	if (!o || !json_is_object(o)) {
+		json_decref(o);
+		sl_diag_set(d, SL_EPARSE, "stored record is not a JSON object: %s", je.text);
+		return NULL;
+	}
+	return o;
+}
+
+static enum sl_err load_tenant(void *arg, const char *id, const char *tenant, const char *json)
+{
+	struct load_arg *a = arg;
+	struct ctl_tenant t;
+	(void)id;
+	(void)tenant;
+	json_t *o = load_json(json, a->d);
+	if (!o)
+		return SL_EPARSE;
+	enum sl_err e = tenant_from_json(o, &t, a->d);
+	json_decref(o);
+	if (!e && (e = ctl_tenant_add(a->c, &t))) {
+		json_decref(t.regions);
+		json_decref(t.quotas);
+	}
+	return e;
+}
+
+static enum sl_err load_token(void *arg, const char *id, const char *tenant, const char *json)
+{
+	struct load_arg *a = arg;
+	struct ctl_token t;
+	(void)id;
+	(void)tenant;
+	json_t *o = load_json(json, a->d);
+	if (!o)
+		return SL_EPARSE;
+	enum sl_err e = token_from_json(o, &t, a->d);
+	json_decref(o);
+	return e ? e : ctl_token_add(a->c, &t);
+}
+
+static enum sl_err load_node(void *arg, const char *id, const char *tenant, const char *json)
+{
+	struct load_arg *a = arg;
+	(void)tenant;
+	json_t *o = load_json(json, a->d);
+	if (!o)
+		return SL_EPARSE;
+	if (json_is_true(json_object_get(o, "drained")))
+		json_object_set(a->c->drains, id, o);
+	json_decref(o);
+	return SL_OK;
+}
+
+static enum sl_err load_resv(void *arg, const char *id, const char *tenant, const char *json)
+{
+	struct load_arg *a = arg;
+	struct ctl *c = a->c;
+	(void)id;
+	(void)tenant;
+	json_t *o = load_json(json, a->d);
+	if (!o)
+		return SL_EPARSE;
+	if (grow((void **)&c->resvs, &c->cap_resvs, c->nresvs + 1, sizeof(*c->resvs))) {
+		json_decref(o);
+		return SL_ENOMEM;
+	}
+	enum sl_err e = resv_from_json(o, &c->resvs[c->nresvs], a->d);
+	json_decref(o);
+	if (!e)
+		c->nresvs++;
+	return e;
+}
+
+static enum sl_err load_lease(void *arg, const char *id, const char *tenant, const char *json)
+{
+	struct load_arg *a = arg;
+	struct ctl *c = a->c;
+	struct ctl_lease l;
+	(void)tenant;
+	json_t *o = load_json(json, a->d);
+	if (!o)
+		return SL_EPARSE;
+	enum sl_err e = lease_from_json(c, o, &l, a->d);
+	json_decref(o);
+	if (e)
+		return e;
+	if (l.seq > (uint64_t)INT32_MAX ||
+	    grow((void **)&c->leases, &c->cap_leases, (int)l.seq, sizeof(l))) {
+		lease_release_mem(&l);
+		return sl_diag_set(a->d, SL_ELIMIT, "lease %s: id out of range", id);
+	}
+	/* Slots between the highest seen and this one are filled as they come;
+	 * ids are dense because a failed commit kills the process. */
+	while (c->nleases < (int)l.seq) {
+		memset(&c->leases[c->nleases], 0, sizeof(l));
+		placement_init(&c->leases[c->nleases].pl);
+		c->nleases++;
+	}
+	c->leases[l.seq - 1] = l;
+	return SL_OK;
+}
+
+static int queue_cmp_ctl(const struct ctl *c, int a, int b)
+{
+	const struct ctl_lease *x = &c->leases[a], *y = &c->leases[b];
+	if (x->req.plan != y->req.plan)
+		return x->req.plan < y->req.plan ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Re-claims active placements and rebuilds the queue and the expiry heap. */
+static enum sl_err leases_rebuild(struct ctl *c, struct sl_diag *d)
+{
+	/* Claims first with every node in service (the placer refuses claims
+	 * on nodes out of service), then the real service state. */
+	for (int n = 0; n < c->fleet->nnodes; n++)
+		placer_set_node_usable(c->placer, n, true);
+	for (int i = 0; i < c->nleases; i++) {
+		struct ctl_lease *l = &c->leases[i];
+		if (l->seq == 0)
+			return sl_diag_set(d, SL_EPARSE, "lease ls-%06d is missing from the store", i + 1);
+		if (l->state == LS_ACTIVE || l->state == LS_PREEMPTING) {
+			enum sl_err e = placer_claim(c->placer, &l->pl, d);
+			if (e) {
+				char why[SL_DIAG_MSG];
+				snprintf(why, sizeof(why), "%s", d->msg);
+				sl_diag_hint(d, "the store holds two leases on one GPU, or a lease on a node the fleet no longer has");
+				return sl_diag_set(d, SL_ECONFLICT, "lease %s cannot be re-claimed: %.400s",
+						   l->id, why);
+			}
+			c->nactive++;
+			if (l->expires_ns && ctl_expiry_push(c, l->expires_ns, i))
+				return SL_ENOMEM;
+		} else if (l->state == LS_PENDING) {
+			if (ctl_queue_push(c, i))
+				return SL_ENOMEM;
+		}
+	}
+	ctl_apply_usable(c);
+	/* Insertion sort is fine here: the queue comes out of the store in
+	 * seq order already, so only plan priority moves entries. */
+	for (int i = 1; i < c->nqueue; i++)
+		for (int k = i; k > 0 && queue_cmp_ctl(c, c->queue[k - 1], c->queue[k]) > 0; k--) {
+			int t = c->queue[k];
+			c->queue[k] = c->queue[k - 1];
+			c->queue[k - 1] = t;
+		}
+	return SL_OK;
+}
+
+static enum sl_err load_stored_fleet(struct ctl *c, struct sl_diag *d)
+{
+	char *cur = NULL, *row = NULL;
+	enum sl_err e = store_meta_get(c->store, "fleet.current", &cur, d);
+	if (e == SL_ENOTFOUND) {
+		sl_diag_clear(d);
+		return SL_OK;
+	}
+	if (!e)
+		e = store_get(c->store, STORE_FLEETS, cur, &row, d);
+	json_t *o = !e ? load_json(row, d) : NULL;
+	if (!e && !o)
+		e = SL_EPARSE;
+	if (!e) {
+		const char *yaml = json_string_value(json_object_get(o, "yaml"));
+		c->fleet_version = json_integer_value(json_object_get(o, "version"));
+		snprintf(c->fleet_id, sizeof(c->fleet_id), "%s", cur);
+		e = yaml ? ctl_fleet_replace(c, yaml, strlen(yaml), "stored fleet", false, d)
+			 : sl_diag_set(d, SL_EPARSE, "stored fleet %s has no text", cur);
+	}
+	json_decref(o);
+	free(cur);
+	free(row);
+	return e;
+}
+
+static void gone_cb(struct http_request *req, void *ctx)
+{
+	/* The answer is queued for the end of the turn (or this is shutdown);
+	 * an answer to a gone request sends nothing and frees it. */
+	struct ctl *c = ctx;
+	for (int i = 0; i < c->nanswers; i++)
+		if (c->answers[i].req == req)
+			return;
+	http_respond_error(req, SL_EIO, "the controller is stopping", NULL);
+}
+
+static void handle_cb(struct http_request *req, void *ctx)
+{
+	ctl_dispatch(ctx, req);
+}
+
+static enum sl_err ctl_load(struct ctl *c, const struct ctl_opts *o, struct sl_diag *d)
+{
+	struct load_arg a = {c, d};
+	enum sl_err e;
+	if ((e = store_scan(c->store, STORE_TENANTS, load_tenant, &a, d)) ||
+	    (e = store_scan(c->store, STORE_TOKENS, load_token, &a, d)) ||
+	    (e = store_scan(c->store, STORE_NODES, load_node, &a, d)) ||
+	    (e = store_scan(c->store, STORE_RESERVATIONS, load_resv, &a, d)) ||
+	    (e = load_stored_fleet(c, d)))
+		return e;
+	if ((e = store_scan(c->store, STORE_LEASES, load_lease, &a, d)) ||
+	    (e = leases_rebuild(c, d)))
+		return e;
+	if (o->fleet_file) {
+		char *text = NULL;
+		size_t len = 0;
+		if ((e = sl_read_file(o->fleet_file, FLEET_MAX_FILE, &text, &len, d)))
+			return e;
+		e = ctl_fleet_replace(c, text, len, o->fleet_file, true, d);
+		free(text);
+		if (e)
+			return e;
+		if (c->tx_open && (e = store_commit(c->store, d)))
+			return e;
+		c->tx_open = false;
+		if (c->fatal)
+			return sl_diag_set(d, SL_EIO, "could not store the fleet");
+	}
+	return SL_OK;
+}
+
+enum sl_err ctl_new(const struct ctl_opts *o, int64_t now_ns, struct ctl **out,
+		    struct sl_diag *d)
+{
+	*out = NULL;
+	if (!o->data_dir)
+		return sl_diag_set(d, SL_EINVAL, "no data directory given");
+	if (!file_exists(o->data_dir, STORE_DB_FILE)) {
+		sl_diag_hint(d, "create it with 'suanlid init --data %.200s'", o->data_dir);
+		return sl_diag_set(d, SL_ENOTFOUND, "%.200s holds no suanli store", o->data_dir);
+	}
+	if (sodium_init() < 0)
+		return sl_diag_set(d, SL_EIO, "libsodium failed to initialise");
+	struct ctl *c = calloc(1, sizeof(*c));
+	if (!c)
+		return SL_ENOMEM;
+	c->now_ns = now_ns;
+	c->simulate = o->simulate;
+	c->data_dir = strdup(o->data_dir);
+	c->drains = json_object();
+	c->fleet = calloc(1, sizeof(*c->fleet));
+	enum sl_err e = (!c->data_dir || !c->drains || !c->fleet) ? SL_ENOMEM : SL_OK;
+	if (!e && (e = fleet_init(c->fleet)) == SL_OK)
+		c->fleet_ok = true;
+	if (!e)
+		e = placer_new(c->fleet, &c->placer);
+	if (!e && (e = strmap_new(&c->tenant_by_name)) == SL_OK &&
+	    (e = strmap_new(&c->token_by_hash)) == SL_OK)
+		e = strmap_new(&c->token_by_id);
+	if (e) {
+		sl_diag_set(d, e, "out of memory");
+		ctl_free(c);
+		return e;
+	}
+	if ((e = store_open(o->data_dir, &c->store, d)) || (e = ctl_load(c, o, d))) {
+		ctl_free(c);
+		return e;
+	}
+	struct http_callbacks cb = {handle_cb, gone_cb, ctl_metrics_done, c};
+	if ((e = http_server_new(o->listen ? o->listen : "127.0.0.1:7400", NULL, &cb, &c->http, d))) {
+		ctl_free(c);
+		return e;
+	}
+	*out = c;
+	return SL_OK;
+}
+
+uint16_t ctl_port(const struct ctl *c)
+{
+	return http_server_port(c->http);
+}
+
+void ctl_free(struct ctl *c)
+{
+	if (!c)
+		return;
+	http_server_free(c->http);
+	for (int i = 0; i < c->nanswers; i++)
+		free(c->answers[i].body);
+	free(c->answers);
+	for (int i = 0; i < c->nleases; i++)
+		lease_release_mem(&c->leases[i]);
+	free(c->leases);
+	free(c->queue);
+	free(c->expiry);
+	for (int i = 0; i < c->ntenants; i++) {
+		json_decref(c->tenants[i].regions);
+		json_decref(c->tenants[i].quotas);
+	}
+	free(c->tenants);
+	free(c->tokens);
+	for (int i = 0; i < c->nresvs; i++)
+		json_decref(c->resvs[i].nodes);
+	free(c->resvs);
+	strmap_free(c->tenant_by_name);
+	strmap_free(c->token_by_hash);
+	strmap_free(c->token_by_id);
+	placer_free(c->placer);
+	if (c->fleet_ok)
+		fleet_release(c->fleet);
+	free(c->fleet);
+	json_decref(c->drains);
+	free(c->mreq);
+	if (c->store) {
+		if (c->tx_open) {
+			struct sl_diag d;
+			if (store_rollback(c->store, &d))
+				sl_log_warn("store rollback failed", "error=%s", d.msg);
+		}
+		store_close(c->store);
+	}
+	free(c->data_dir);
+	free(c);
+}
+
+/* ---- the loop ---- */
+
+/* Commits the turn and sends its answers. SL_EIO: nothing may be sent. */
+static enum sl_err end_turn(struct ctl *c, struct sl_diag *d)
+{
+	if (c->fatal)
+		return sl_diag_set(d, SL_EIO, "a store write failed in this turn");
+	if (c->tx_open) {
+		enum sl_err e = store_commit(c->store, d);
+		c->tx_open = false;
+		if (e) {
+			c->fatal = true;
+			return e;
+		}
+	}
+	for (int i = 0; i < c->nanswers; i++) {
+		struct ctl_answer *a = &c->answers[i];
+		http_respond(a->req, a->status, a->ctype, a->body, a->len);
+		free(a->body);
+	}
+	c->nanswers = 0;
+	return SL_OK;
+}
+
+enum sl_err ctl_run(struct ctl *c, int stop_fd, struct sl_diag *d)
+{
+	bool stop = false, flush = false;
+	while (!stop) {
+		struct pollfd p[2] = {{http_server_fd(c->http), POLLIN, 0}, {stop_fd, POLLIN, 0}};
+		int tmo = http_server_timeout_ms(c->http);
+		int64_t next = c->next_deadline;
+		if (next) {
+			int64_t ms = (next - realtime_ns()) / 1000000 + 1;
+			if (ms < 0)
+				ms = 0;
+			if (tmo < 0 || ms < tmo)
+				tmo = ms > 60000 ? 60000 : (int)ms;
+		}
+		if (flush)
+			tmo = 0;
+		if (poll(p, stop_fd >= 0 ? 2 : 1, tmo) < 0 && errno != EINTR)
+			return sl_diag_set(d, SL_EIO, "poll: %s", strerror(errno));
+		if (stop_fd >= 0 && (p[1].revents & POLLIN))
+			stop = true;
+		c->now_ns = realtime_ns();
+		enum sl_err e = http_server_run(c->http);
+		if (e)
+			sl_log_error("http server error", "error=%s", sl_err_message(e));
+		c->next_deadline = ctl_expire(c);
+		if (c->queue_dirty)
+			ctl_queue_run(c);
+		flush = c->nanswers > 0;
+		if ((e = end_turn(c, d))) {
+			sl_log_error("commit failed; stopping without answering", "error=%s", d->msg);
+			return SL_EIO;
+		}
+	}
+	sl_log_info("stopping", "leases_active=%d queue=%d", c->nactive, c->nqueue);
+	return SL_OK;
+}

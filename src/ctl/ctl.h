@@ -1,0 +1,94 @@
+/* ctl.h - the controller (suanlid): its state, its loop and its route table.
+ *
+ * One struct ctl owns everything the daemon knows: the store, the fleet and
+ * its placer, tenants, tokens, leases, the queue, reservations, drained nodes
+ * and the HTTP server. One thread drives it (DESIGN.md §8): ctl_run() polls
+ * the server and the scheduler's next deadline, lets the handlers apply
+ * changes to memory and to the store inside the turn's transaction, commits
+ * once per turn (group commit) and only then sends that turn's answers. */
+#ifndef SL_CTL_H
+#define SL_CTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+#define CTL_VERSION "0.3.0"
+#define CTL_ADMIN_TOKEN_FILE "admin.token" /* inside the data directory, mode 0600 */
+
+struct ctl;
+
+/* What `suanlid serve` was asked for. Strings are borrowed for ctl_new only. */
+struct ctl_opts {
+	const char *data_dir;   /* required: an initialised data directory */
+	const char *listen;     /* "127.0.0.1:7400"; port 0 picks a free port */
+	const char *fleet_file; /* NULL: keep the stored fleet */
+	bool simulate;          /* fleet nodes count as present and healthy */
+};
+
+/* Creates data_dir (0700), its store and the first admin token, whose secret
+ * is written to *token_out (caller frees) and to data_dir/admin.token (0600).
+ * SL_EEXIST if the directory already holds a store (nothing is touched);
+ * SL_EIO for file-system errors. now_ns: wall-clock time for created_at. */
+enum sl_err ctl_init_data(const char *data_dir, int64_t now_ns, char **token_out,
+			  struct sl_diag *d) SL_MUST_USE;
+
+/* Opens the store, rebuilds memory from it (loading opts->fleet_file first when
+ * given), and starts listening. Errors: SL_ENOTFOUND when data_dir holds no
+ * store ("run suanlid init"), SL_ECONFLICT when another daemon has it open or
+ * a new fleet would drop nodes that active leases use, SL_EPARSE/SL_EINVAL for
+ * a bad fleet file or stored state, SL_EIO. */
+enum sl_err ctl_new(const struct ctl_opts *opts, int64_t now_ns, struct ctl **out,
+		    struct sl_diag *d) SL_MUST_USE;
+
+/* Stops listening and frees everything (answers pending requests with 503
+ * first). NULL is allowed. */
+void ctl_free(struct ctl *c);
+
+/* The port the server is bound to. */
+uint16_t ctl_port(const struct ctl *c);
+
+/* Runs the loop until stop_fd (a signalfd or pipe; -1 for none) becomes
+ * readable, then finishes the turn and returns SL_OK. Returns SL_EIO when a
+ * commit failed: memory is then ahead of disk and nothing of that turn has been
+ * answered; the caller must exit at once without acknowledging anything. */
+enum sl_err ctl_run(struct ctl *c, int stop_fd, struct sl_diag *d) SL_MUST_USE;
+
+/* ---- the route table, as data ---- */
+
+enum ctl_role {
+	CTL_ROLE_ADMIN,
+	CTL_ROLE_OPERATOR,
+	CTL_ROLE_TENANT_ADMIN,
+	CTL_ROLE_TENANT,
+	CTL_ROLE_AUDITOR,
+	CTL_ROLE_AGENT,
+	CTL_ROLE__COUNT
+};
+#define CTL_ROLE_BIT(r) (1u << (r))
+
+/* "admin", "operator", "tenant-admin", "tenant", "auditor", "agent". */
+const char *ctl_role_name(enum ctl_role r);
+/* -1 when name is not a role. */
+int ctl_role_parse(const char *name);
+
+struct ctl_call;
+typedef void (*ctl_handler_fn)(struct ctl_call *call);
+
+struct ctl_route {
+	const char *method;
+	const char *pattern; /* "/v1/leases/{id}/release": {x} matches one segment */
+	const char *label;   /* metrics label ("lease_release") */
+	bool auth;           /* false: no token needed (healthz) */
+	unsigned roles;      /* CTL_ROLE_BIT set of roles allowed (before scoping) */
+	bool mutates;        /* changes state (goes through the turn's commit) */
+	bool json_body;      /* the body is a JSON object (may be empty: {}) */
+	ctl_handler_fn fn;
+};
+
+/* The route table (static data); *n gets its length. */
+const struct ctl_route *ctl_routes(size_t *n);
+
+#endif

@@ -1,0 +1,333 @@
+/* ctl_int.h - the controller's state and the helpers its handler files share.
+ *
+ * Private to src/ctl. Everything here is touched by the loop's one thread only.
+ * Objects live in growable arrays owned by struct ctl and are never removed
+ * (a released lease or a revoked token stays, as history), so an index into an
+ * array is a stable handle; name -> index maps give O(1) lookups. */
+#ifndef SL_CTL_INT_H
+#define SL_CTL_INT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ctl.h"
+#include "fleet.h"
+#include "http.h"
+#include "place.h"
+#include "store.h"
+#include "strmap.h"
+
+/* Bounds on outside input (DESIGN.md §10.6). */
+#define CTL_NAME_MAX 63          /* tenant names: [A-Za-z0-9._-], like fleet names */
+#define CTL_USER_MAX 64          /* user labels on tokens */
+#define CTL_REASON_MAX 256       /* drain reasons */
+#define CTL_MAX_REGIONS 16       /* regions per tenant */
+#define CTL_MAX_QUOTAS 32        /* quota entries per tenant */
+#define CTL_IDEM_KEY_MAX 128     /* Idempotency-Key header */
+#define CTL_MAX_DURATION_S (10LL * 366 * 86400) /* duration_s, by_s */
+#define CTL_MAX_HISTORY 1000     /* history entries kept per lease */
+#define CTL_MAX_RESV_NODES 10000 /* nodes in one reservation */
+#define CTL_MAX_PARAMS 2         /* {x} segments in one route pattern */
+#define CTL_TOKEN_ID_LEN 16      /* "tok_" + 12 hex */
+#define CTL_HASH_HEX 64          /* SHA-256 as hex */
+#define CTL_MAX_TOKEN_LEN 128    /* longest bearer token looked at */
+
+enum lease_state {
+	LS_PENDING,
+	LS_ACTIVE,
+	LS_PREEMPTING,
+	LS_RELEASED,
+	LS_EXPIRED,
+	LS_PREEMPTED,
+	LS_FAILED,
+	LS__COUNT
+};
+enum lease_plan { PLAN_MONTHLY, PLAN_HOURLY, PLAN_SPOT, PLAN__COUNT };
+
+struct ctl_tenant {
+	char name[CTL_NAME_MAX + 1];
+	json_t *regions; /* array of strings */
+	json_t *quotas;  /* object model -> integer */
+	int64_t created_ns;
+};
+
+struct ctl_token {
+	char id[CTL_TOKEN_ID_LEN + 1];
+	char hash[CTL_HASH_HEX + 1];
+	enum ctl_role role;
+	char tenant[CTL_NAME_MAX + 1]; /* "" for provider roles */
+	char user[CTL_USER_MAX + 1];
+	int64_t created_ns, revoked_ns; /* revoked_ns 0: live */
+};
+
+/* A lease request, validated (the JSON as posted is kept beside it). */
+struct lease_req {
+	int gpus;
+	int nmodels;
+	char models[PLACE_MAX_MODELS][32];
+	int per_node, min_bw_gbps, min_mem_gib;
+	char region[CTL_NAME_MAX + 1], site[CTL_NAME_MAX + 1];
+	enum lease_plan plan;
+	int64_t duration_s; /* 0: none */
+	int el_min, el_max; /* 0, 0: not elastic */
+	bool exclusive;
+	char tenant[CTL_NAME_MAX + 1];
+};
+
+struct ctl_lease {
+	uint64_t seq;
+	char id[24];
+	char tenant[CTL_NAME_MAX + 1];
+	char user[CTL_USER_MAX + 1];
+	struct lease_req req;
+	json_t *request; /* as posted (validated) */
+	enum lease_state state;
+	int gpus;        /* GPUs held now (elastic leases change it) */
+	struct placement pl; /* picks while active/preempting */
+	json_t *score;   /* placement score, NULL when never placed */
+	char reason[512]; /* why it waits (pending) */
+	int64_t created_ns, started_ns, ended_ns, expires_ns, preempt_ns;
+	json_t *history; /* [{"at","state","reason"}] */
+	int64_t epoch;
+	bool simulated;
+};
+
+struct ctl_resv {
+	char id[24];
+	char tenant[CTL_NAME_MAX + 1];
+	json_t *nodes; /* array of node names */
+	int64_t start_ns, end_ns, created_ns;
+};
+
+struct ctl_answer {
+	struct http_request *req;
+	int status;
+	char *body;
+	size_t len;
+	const char *ctype;
+};
+
+struct ctl_expiry {
+	int64_t at;
+	int lease;
+};
+
+struct ctl_metric_req {
+	const char *route;
+	int status;
+	uint64_t count;
+};
+
+#define CTL_HIST_BUCKETS 14
+
+struct ctl {
+	struct store *store;
+	struct http_server *http;
+	char *data_dir;
+	bool simulate;
+
+	struct fleet *fleet; /* heap, so the placer's borrow stays valid */
+	struct placer *placer;
+	int64_t fleet_version;
+	char fleet_id[32];
+	bool fleet_ok;       /* fleet initialised (to release) */
+	json_t *drains;      /* node name -> {"drained":true,"reason","at"} */
+
+	struct ctl_tenant *tenants;
+	int ntenants, cap_tenants;
+	struct strmap *tenant_by_name;
+
+	struct ctl_token *tokens;
+	int ntokens, cap_tokens;
+	struct strmap *token_by_hash; /* first 16 hex chars of the hash -> index */
+	struct strmap *token_by_id;
+
+	struct ctl_lease *leases; /* index = seq - 1 */
+	int nleases, cap_leases;
+	int *queue; /* pending lease indices, in order */
+	int nqueue, cap_queue;
+	bool queue_dirty; /* capacity changed: try the queue at the end of the turn */
+	int nactive;
+	struct ctl_expiry *expiry; /* min-heap by time; stale entries skipped */
+	int nexpiry, cap_expiry;
+	int64_t next_deadline;     /* 0: none */
+
+	struct ctl_resv *resvs;
+	int nresvs, cap_resvs;
+
+	/* The turn. */
+	bool tx_open;
+	bool fatal;   /* a store write failed: the turn must not be committed */
+	struct ctl_answer *answers;
+	int nanswers, cap_answers;
+	int64_t now_ns;
+
+	/* Metrics. */
+	struct ctl_metric_req *mreq;
+	int nmreq, cap_mreq;
+	uint64_t hist[CTL_HIST_BUCKETS + 1];
+	double hist_sum;
+	uint64_t hist_count;
+};
+
+/* One request being handled. */
+struct ctl_call {
+	struct ctl *ctl;
+	struct http_request *req;
+	const struct ctl_route *route;
+	const struct ctl_token *tok; /* NULL for routes without auth */
+	const char *param[CTL_MAX_PARAMS];
+	char parambuf[CTL_MAX_PARAMS][STORE_MAX_ID + 1];
+	json_t *body; /* the JSON body object for json_body routes */
+	bool answered;
+	int status;   /* of the answer queued */
+	const char *answer_body;
+	size_t answer_len;
+};
+
+/* ---- answers (queued; sent after the turn's commit) ---- */
+void ctl_answer(struct ctl_call *c, int status, const char *ctype, char *body_take, size_t len);
+void ctl_answer_json(struct ctl_call *c, int status, json_t *body_take);
+void ctl_answer_error(struct ctl_call *c, enum sl_err e, const char *message, const char *hint);
+void ctl_answer_diag(struct ctl_call *c, enum sl_err e, const struct sl_diag *d);
+
+/* ---- store writes in the turn's transaction; a failure marks the turn
+ * fatal (the loop then exits without committing or answering) ---- */
+bool ctl_put(struct ctl *c, enum store_kind k, const char *id, const char *tenant, json_t *doc);
+bool ctl_meta_set(struct ctl *c, const char *key, const char *value);
+
+/* ---- body validation ---- */
+enum ctl_ftype { FT_STRING, FT_INT, FT_BOOL, FT_ARRAY, FT_OBJECT };
+struct ctl_field {
+	const char *name;
+	enum ctl_ftype type;
+	bool required;
+};
+/* Checks that body has only the listed fields, each of its type, and the
+ * required ones; otherwise answers 400 naming the field and returns false. */
+bool ctl_check_fields(struct ctl_call *c, const json_t *body, const struct ctl_field *f,
+		      size_t n, const char *where);
+/* A string field of at most max bytes (and at least 1); NULL when absent.
+ * Answers 400 and sets *bad when too long or empty. */
+const char *ctl_str_field(struct ctl_call *c, const json_t *o, const char *name,
+			  size_t max, bool *bad);
+
+/* ---- time ---- */
+/* RFC 3339 UTC with milliseconds; JSON null for 0. */
+json_t *ctl_time_json(int64_t ns);
+void ctl_time_fmt(int64_t ns, char buf[32]);
+/* Parses RFC 3339 ("2026-11-30T05:33:12Z", fraction and offset allowed). */
+bool ctl_time_parse(const char *s, int64_t *ns);
+
+/* ---- auth (auth.c) ---- */
+/* Fills a new token's id, secret ("sl_..."; out 48 bytes) and hash. */
+void auth_token_generate(struct ctl_token *t, char secret[64]);
+/* SHA-256 hex of a secret. */
+void auth_hash_hex(const char *secret, size_t len, char out[CTL_HASH_HEX + 1]);
+/* Finds the live token for "Bearer ..." header; NULL if none matches. */
+const struct ctl_token *auth_lookup(struct ctl *c, const char *header);
+/* Adds t to memory (index maps included). */
+enum sl_err ctl_token_add(struct ctl *c, const struct ctl_token *t) SL_MUST_USE;
+bool ctl_role_is_tenant(enum ctl_role r);
+/* The caller's tenant when its role is tenant-scoped, else NULL. */
+const char *ctl_call_tenant(const struct ctl_call *c);
+
+/* ---- codec.c: objects <-> JSON ---- */
+json_t *tenant_to_json(struct ctl *c, const struct ctl_tenant *t, bool usage);
+enum sl_err tenant_from_json(const json_t *o, struct ctl_tenant *t, struct sl_diag *d) SL_MUST_USE;
+json_t *token_to_json(const struct ctl_token *t, bool store);
+enum sl_err token_from_json(const json_t *o, struct ctl_token *t, struct sl_diag *d) SL_MUST_USE;
+/* viewer_tenant: NULL for provider roles; otherwise lease ids of other tenants
+ * are hidden where they appear. */
+json_t *lease_to_json(struct ctl *c, const struct ctl_lease *l);
+enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
+			    struct sl_diag *d) SL_MUST_USE;
+void lease_release_mem(struct ctl_lease *l);
+json_t *resv_to_json(const struct ctl_resv *r);
+enum sl_err resv_from_json(const json_t *o, struct ctl_resv *r, struct sl_diag *d) SL_MUST_USE;
+const char *lease_state_name(enum lease_state s);
+const char *lease_plan_name(enum lease_plan p);
+int lease_plan_parse(const char *s);
+int lease_state_parse(const char *s);
+/* Parses a lease request body (already field-checked) into r; answers nothing. */
+enum sl_err lease_req_parse(const json_t *o, struct lease_req *r, struct sl_diag *d) SL_MUST_USE;
+/* place_request view of r (borrows r's strings). */
+void lease_req_to_place(const struct lease_req *r, const char *tenant, struct place_request *pr);
+/* Picks of a placement from a JSON "placement" array, nodes by name. */
+enum sl_err placement_from_json(const struct fleet *f, const json_t *arr, struct placement *pl,
+				struct sl_diag *d) SL_MUST_USE;
+
+/* ---- state helpers (ctl.c, h_*.c) ---- */
+struct ctl_tenant *ctl_tenant_find(struct ctl *c, const char *name);
+struct ctl_lease *ctl_lease_find(struct ctl *c, const char *id);
+struct ctl_token *ctl_token_find_id(struct ctl *c, const char *id);
+enum sl_err ctl_tenant_add(struct ctl *c, const struct ctl_tenant *t) SL_MUST_USE;
+/* Saves lease l to the store in the open transaction. */
+bool ctl_lease_save(struct ctl *c, struct ctl_lease *l);
+/* Appends a history entry and changes state. */
+void ctl_lease_set_state(struct ctl *c, struct ctl_lease *l, enum lease_state s,
+			 const char *reason);
+/* Tries to place a pending lease now (the placement step that the scheduler
+ * will take over). SL_OK: claimed and active; SL_ENOSPACE: stays pending with
+ * l->reason set; SL_EQUOTA: never fits the tenant's quota; others: refused. */
+enum sl_err ctl_lease_place(struct ctl *c, struct ctl_lease *l, struct sl_diag *d) SL_MUST_USE;
+/* Grows or shrinks an active elastic lease to gpus GPUs (bounds checked by
+ * the caller). SL_ENOSPACE (d says why) leaves it unchanged. */
+enum sl_err ctl_lease_scale(struct ctl *c, struct ctl_lease *l, int gpus, struct sl_diag *d) SL_MUST_USE;
+/* Releases an active lease's GPUs and ends it in state s. */
+void ctl_lease_end(struct ctl *c, struct ctl_lease *l, enum lease_state s, const char *reason);
+void ctl_queue_remove(struct ctl *c, int idx);
+enum sl_err ctl_queue_push(struct ctl *c, int idx) SL_MUST_USE;
+/* Schedules an expiry check for lease index idx at time at. */
+enum sl_err ctl_expiry_push(struct ctl *c, int64_t at, int idx) SL_MUST_USE;
+/* Runs the queue: places whatever fits, in order. */
+void ctl_queue_run(struct ctl *c);
+/* Expires leases whose time is up; returns the next deadline (0: none). */
+int64_t ctl_expire(struct ctl *c);
+/* Replaces the fleet (text is the YAML). Validates that active leases keep
+ * their nodes; on error nothing changes. */
+enum sl_err ctl_fleet_replace(struct ctl *c, const char *text, size_t len, const char *file,
+			      bool save, struct sl_diag *d) SL_MUST_USE;
+/* Sets every node's service state on the placer: present (simulated until
+ * agents exist) and not drained. */
+void ctl_apply_usable(struct ctl *c);
+/* Node's state name and free GPU count. */
+const char *ctl_node_state(struct ctl *c, int node, const char **reason);
+int ctl_node_free_gpus(struct ctl *c, int node);
+/* True when the node is visible to a tenant-scoped caller of tenant (NULL: all). */
+bool ctl_node_visible(struct ctl *c, int node, const char *tenant);
+/* Placement latency for the histogram. */
+void ctl_metrics_observe(struct ctl *c, double seconds);
+void ctl_metrics_done(const struct http_done_info *info, void *ctx);
+
+/* handlers */
+void h_healthz(struct ctl_call *c);
+void h_metrics(struct ctl_call *c);
+void h_catalog(struct ctl_call *c);
+void h_fleet_get(struct ctl_call *c);
+void h_fleet_put(struct ctl_call *c);
+void h_nodes(struct ctl_call *c);
+void h_node_show(struct ctl_call *c);
+void h_node_drain(struct ctl_call *c);
+void h_node_resume(struct ctl_call *c);
+void h_tenant_create(struct ctl_call *c);
+void h_tenant_list(struct ctl_call *c);
+void h_tenant_show(struct ctl_call *c);
+void h_token_create(struct ctl_call *c);
+void h_token_list(struct ctl_call *c);
+void h_token_revoke(struct ctl_call *c);
+void h_lease_create(struct ctl_call *c);
+void h_lease_list(struct ctl_call *c);
+void h_lease_show(struct ctl_call *c);
+void h_lease_release(struct ctl_call *c);
+void h_lease_extend(struct ctl_call *c);
+void h_lease_scale(struct ctl_call *c);
+void h_queue(struct ctl_call *c);
+void h_resv_create(struct ctl_call *c);
+void h_resv_list(struct ctl_call *c);
+
+/* Dispatches one request (routes.c). */
+void ctl_dispatch(struct ctl *c, struct http_request *req);
+
+#endif

@@ -1,0 +1,286 @@
+/* h_leases.c - leases: create, list, show, release, extend, scale.
+ *
+ * Each handler validates everything first and mutates only after, so a
+ * refused request leaves nothing behind; the one exception, a lease that the
+ * placement step refuses (quota, a request the placer calls impossible), is
+ * undone by popping it off the end of the lease array before anything was
+ * written. Tenant-scoped callers get 404 for other tenants' leases, the same
+ * answer as for a lease that does not exist. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl_int.h"
+#include "log.h"
+
+static const struct ctl_field lease_fields[] = {
+	{"gpus", FT_INT, true},        {"models", FT_ARRAY, false},
+	{"per_node", FT_INT, false},   {"min_bw_gbps", FT_INT, false},
+	{"min_mem_gib", FT_INT, false}, {"region", FT_STRING, false},
+	{"site", FT_STRING, false},    {"plan", FT_STRING, false},
+	{"duration_s", FT_INT, false}, {"elastic", FT_OBJECT, false},
+	{"exclusive", FT_BOOL, false}, {"tenant", FT_STRING, false},
+};
+
+static bool region_allowed(const struct ctl_tenant *t, const char *region)
+{
+	if (!region[0] || json_array_size(t->regions) == 0)
+		return true;
+	for (size_t i = 0; i < json_array_size(t->regions); i++)
+		if (!strcmp(region, json_string_value(json_array_get(t->regions, i))))
+			return true;
+	return false;
+}
+
+void h_lease_create(struct ctl_call *call)
+{
+	struct ctl *c = call->ctl;
+	struct lease_req r;
+	struct sl_diag d;
+	char msg[SL_DIAG_MSG];
+	sl_diag_clear(&d);
+	if (!ctl_check_fields(call, call->body, lease_fields,
+			      sizeof(lease_fields) / sizeof(lease_fields[0]), "a lease request"))
+		return;
+	enum sl_err e = lease_req_parse(call->body, &r, &d);
+	if (e) {
+		ctl_answer_diag(call, e, &d);
+		return;
+	}
+	const char *own = ctl_call_tenant(call);
+	if (own && r.tenant[0] && strcmp(own, r.tenant)) {
+		ctl_answer_error(call, SL_EFORBIDDEN, "a tenant's token creates leases only for its own tenant",
+				 "leave out \"tenant\"");
+		return;
+	}
+	if (!own && !r.tenant[0]) {
+		ctl_answer_error(call, SL_EINVAL, "field 'tenant' is required when the provider creates a lease",
+				 "add \"tenant\": \"NAME\"");
+		return;
+	}
+	const struct ctl_tenant *t = ctl_tenant_find(c, own ? own : r.tenant);
+	if (!t) {
+		snprintf(msg, sizeof(msg), "no tenant called '%s'", own ? own : r.tenant);
+		ctl_answer_error(call, SL_ENOTFOUND, msg, "create it with POST /v1/tenants");
+		return;
+	}
+	if (!region_allowed(t, r.region)) {
+		snprintf(msg, sizeof(msg), "tenant %s may not use region %s", t->name, r.region);
+		ctl_answer_error(call, SL_EFORBIDDEN, msg, "GET /v1/tenants/NAME shows its regions");
+		return;
+	}
+	if (c->nleases == c->cap_leases) {
+		int cap = c->cap_leases ? c->cap_leases * 2 : 256;
+		struct ctl_lease *n = realloc(c->leases, (size_t)cap * sizeof(*n));
+		if (!n) {
+			ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
+			return;
+		}
+		c->leases = n;
+		c->cap_leases = cap;
+	}
+	struct ctl_lease *l = &c->leases[c->nleases];
+	memset(l, 0, sizeof(*l));
+	placement_init(&l->pl);
+	l->seq = (uint64_t)c->nleases + 1;
+	snprintf(l->id, sizeof(l->id), "ls-%06llu", (unsigned long long)l->seq);
+	snprintf(l->tenant, sizeof(l->tenant), "%s", t->name);
+	snprintf(l->user, sizeof(l->user), "%s", call->tok->user);
+	l->req = r;
+	snprintf(l->req.tenant, sizeof(l->req.tenant), "%s", t->name);
+	l->request = json_incref(call->body);
+	l->history = json_array();
+	l->gpus = r.gpus;
+	l->created_ns = c->now_ns;
+	l->state = LS_PENDING;
+	c->nleases++;
+	e = ctl_lease_place(c, l, &d);
+	if (e && e != SL_ENOSPACE) {
+		/* Refused: undo the lease (nothing was claimed or written). */
+		if (e == SL_EQUOTA)
+			snprintf(msg, sizeof(msg), "%s", d.msg);
+		c->nleases--;
+		lease_release_mem(l);
+		if (e == SL_EQUOTA)
+			ctl_answer_error(call, SL_EQUOTA, msg, "release a lease or ask the operator for more quota");
+		else
+			ctl_answer_diag(call, e == SL_EINVAL ? SL_EINVAL : e, &d);
+		return;
+	}
+	if (e == SL_ENOSPACE) {
+		json_array_append_new(l->history,
+				      json_pack("{s:o, s:s, s:s}", "at", ctl_time_json(c->now_ns),
+						"state", "pending", "reason", l->reason));
+		if (ctl_queue_push(c, (int)(l->seq - 1))) {
+			c->nleases--;
+			lease_release_mem(l);
+			ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
+			return;
+		}
+		sl_log_info("lease state", "lease=%s tenant=%s state=pending gpus=%d reason=%s", l->id,
+			    l->tenant, l->gpus, l->reason);
+	}
+	ctl_lease_save(c, l);
+	ctl_answer_json(call, 201, lease_to_json(c, l));
+}
+
+/* The lease named in the path, visible to the caller; NULL after a 404. */
+static struct ctl_lease *path_lease(struct ctl_call *call)
+{
+	struct ctl_lease *l = ctl_lease_find(call->ctl, call->param[0]);
+	const char *own = ctl_call_tenant(call);
+	if (!l || (own && strcmp(own, l->tenant))) {
+		char msg[SL_DIAG_MSG];
+		snprintf(msg, sizeof(msg), "no lease with id '%.64s'", call->param[0]);
+		ctl_answer_error(call, SL_ENOTFOUND, msg, "GET /v1/leases lists yours");
+		return NULL;
+	}
+	return l;
+}
+
+void h_lease_list(struct ctl_call *call)
+{
+	struct ctl *c = call->ctl;
+	const char *own = ctl_call_tenant(call);
+	const char *state = http_request_param(call->req, "state");
+	const char *tenant = http_request_param(call->req, "tenant");
+	int st = -1;
+	if (state && (st = lease_state_parse(state)) < 0) {
+		ctl_answer_error(call, SL_EINVAL, "unknown lease state in ?state=",
+				 "states: pending, active, preempting, released, expired, preempted, failed");
+		return;
+	}
+	json_t *a = json_array();
+	for (int i = 0; a && i < c->nleases; i++) {
+		const struct ctl_lease *l = &c->leases[i];
+		if ((own && strcmp(own, l->tenant)) || (tenant && strcmp(tenant, l->tenant)) ||
+		    (st >= 0 && (int)l->state != st))
+			continue;
+		json_array_append_new(a, lease_to_json(c, l));
+	}
+	ctl_answer_json(call, 200, a);
+}
+
+void h_lease_show(struct ctl_call *call)
+{
+	struct ctl_lease *l = path_lease(call);
+	if (l)
+		ctl_answer_json(call, 200, lease_to_json(call->ctl, l));
+}
+
+static bool lease_live(const struct ctl_lease *l)
+{
+	return l->state == LS_PENDING || l->state == LS_ACTIVE || l->state == LS_PREEMPTING;
+}
+
+static void answer_ended(struct ctl_call *call, const struct ctl_lease *l)
+{
+	char msg[SL_DIAG_MSG];
+	snprintf(msg, sizeof(msg), "lease %s has already ended (%s)", l->id, lease_state_name(l->state));
+	ctl_answer_error(call, SL_ECONFLICT, msg, NULL);
+}
+
+void h_lease_release(struct ctl_call *call)
+{
+	struct ctl *c = call->ctl;
+	struct ctl_lease *l = path_lease(call);
+	if (!l || !ctl_check_fields(call, call->body, NULL, 0, "a release request"))
+		return;
+	if (l->state == LS_RELEASED) {
+		ctl_answer_json(call, 200, lease_to_json(c, l));
+		return;
+	}
+	if (!lease_live(l)) {
+		answer_ended(call, l);
+		return;
+	}
+	char why[64];
+	snprintf(why, sizeof(why), "released by %s", call->tok->id);
+	ctl_lease_end(c, l, LS_RELEASED, why);
+	ctl_lease_save(c, l);
+	ctl_answer_json(call, 200, lease_to_json(c, l));
+}
+
+void h_lease_extend(struct ctl_call *call)
+{
+	static const struct ctl_field fields[] = {{"by_s", FT_INT, true}};
+	struct ctl *c = call->ctl;
+	struct ctl_lease *l = path_lease(call);
+	char msg[SL_DIAG_MSG];
+	if (!l || !ctl_check_fields(call, call->body, fields, 1, "an extend request"))
+		return;
+	json_int_t by = json_integer_value(json_object_get(call->body, "by_s"));
+	if (by < 1 || by > CTL_MAX_DURATION_S) {
+		snprintf(msg, sizeof(msg), "field 'by_s' must be 1..%lld", (long long)CTL_MAX_DURATION_S);
+		ctl_answer_error(call, SL_EINVAL, msg, NULL);
+		return;
+	}
+	if (!lease_live(l)) {
+		answer_ended(call, l);
+		return;
+	}
+	if (!l->req.duration_s) {
+		snprintf(msg, sizeof(msg), "lease %s has no duration, so there is no end to extend", l->id);
+		ctl_answer_error(call, SL_ECONFLICT, msg, NULL);
+		return;
+	}
+	if (l->req.duration_s + by > CTL_MAX_DURATION_S) {
+		snprintf(msg, sizeof(msg), "the duration would pass %lld s", (long long)CTL_MAX_DURATION_S);
+		ctl_answer_error(call, SL_ELIMIT, msg, NULL);
+		return;
+	}
+	l->req.duration_s += by;
+	json_object_set_new(l->request, "duration_s", json_integer(l->req.duration_s));
+	if (l->expires_ns) {
+		l->expires_ns += by * 1000000000;
+		if (ctl_expiry_push(c, l->expires_ns, (int)(l->seq - 1)))
+			c->fatal = true;
+	}
+	snprintf(msg, sizeof(msg), "extended by %lld s", (long long)by);
+	ctl_lease_set_state(c, l, l->state, msg);
+	ctl_lease_save(c, l);
+	ctl_answer_json(call, 200, lease_to_json(c, l));
+}
+
+void h_lease_scale(struct ctl_call *call)
+{
+	static const struct ctl_field fields[] = {{"gpus", FT_INT, true}};
+	struct ctl *c = call->ctl;
+	struct ctl_lease *l = path_lease(call);
+	char msg[SL_DIAG_MSG];
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	if (!l || !ctl_check_fields(call, call->body, fields, 1, "a scale request"))
+		return;
+	json_int_t gpus = json_integer_value(json_object_get(call->body, "gpus"));
+	if (!l->req.el_max) {
+		snprintf(msg, sizeof(msg), "lease %s is not elastic", l->id);
+		ctl_answer_error(call, SL_ECONFLICT, msg, "create it with \"elastic\": {\"min\": N, \"max\": M}");
+		return;
+	}
+	if (gpus < l->req.el_min || gpus > l->req.el_max) {
+		snprintf(msg, sizeof(msg), "lease %s scales between %d and %d GPUs, not %lld", l->id,
+			 l->req.el_min, l->req.el_max, (long long)gpus);
+		ctl_answer_error(call, SL_EINVAL, msg, NULL);
+		return;
+	}
+	if (!lease_live(l)) {
+		answer_ended(call, l);
+		return;
+	}
+	if (gpus != l->gpus) {
+		if (l->state == LS_PENDING) {
+			snprintf(msg, sizeof(msg), "asked to scale to %lld GPUs while waiting", (long long)gpus);
+			l->gpus = (int)gpus;
+			ctl_lease_set_state(c, l, l->state, msg);
+		} else {
+			enum sl_err e = ctl_lease_scale(c, l, (int)gpus, &d);
+			if (e) {
+				ctl_answer_diag(call, e, &d);
+				return;
+			}
+		}
+		ctl_lease_save(c, l);
+	}
+	ctl_answer_json(call, 200, lease_to_json(c, l));
+}

@@ -1,0 +1,304 @@
+/* main.c - the suanlid command: init, serve, routes.
+ *
+ * Only main decides to exit (DESIGN.md §10.5). Signals come in through a
+ * signalfd that the loop polls beside the HTTP server, so SIGTERM finishes
+ * the current turn (commit, answers) before the daemon stops; there is no
+ * async-signal-unsafe work in a handler because there is no handler. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl.h"
+#include "file.h"
+#include "log.h"
+
+#define CONFIG_MAX_FILE (64u << 10) /* bound on a config file */
+#define CONFIG_MAX_LINE 1024        /* bound on one config line */
+
+static const char usage[] =
+	"usage: suanlid init --data DIR\n"
+	"       suanlid serve --data DIR [--listen ADDR] [--fleet FILE] [--simulate]\n"
+	"                     [--config FILE] [--log-level LEVEL]\n"
+	"       suanlid routes --json\n\n"
+	"The suanli controller. 'init' creates a data directory with its store and\n"
+	"prints a one-time admin token (also written to DIR/admin.token, mode 0600).\n"
+	"'serve' serves the HTTP API (default 127.0.0.1:7400; port 0 picks a free one).\n\n"
+	"  --data DIR         data directory (store, admin token)\n"
+	"  --listen ADDR      HOST:PORT, [V6]:PORT or :PORT\n"
+	"  --fleet FILE       load this fleet file at start, replacing the stored one\n"
+	"  --simulate         count fleet nodes as present and healthy (no agents)\n"
+	"  --config FILE      'key = value' lines with the same names as these\n"
+	"                     options (data, listen, fleet, simulate, log-level);\n"
+	"                     options given on the command line win\n"
+	"  --log-level LEVEL  debug, info, warn or error (default info)\n"
+	"'routes --json' prints the API's route table with the roles of each route.\n";
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void fail(const char *what, const struct sl_diag *d)
+{
+	char buf[SL_DIAG_MSG + 256];
+	sl_diag_format(d, buf, sizeof(buf));
+	fprintf(stderr, "suanlid: %s: %s\n", what, buf);
+	if (d->hint[0])
+		fprintf(stderr, "  hint: %s\n", d->hint);
+}
+
+struct settings {
+	char *data, *listen, *fleet, *level;
+	int simulate; /* -1 unset */
+};
+
+static void settings_free(struct settings *s)
+{
+	free(s->data), free(s->listen), free(s->fleet), free(s->level);
+}
+
+static char *trim(char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	char *e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+		*--e = 0;
+	return s;
+}
+
+static int parse_bool(const char *v)
+{
+	if (!strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "1") || !strcmp(v, "on"))
+		return 1;
+	if (!strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "0") || !strcmp(v, "off"))
+		return 0;
+	return -1;
+}
+
+/* Fills the settings that are still unset from a config file. */
+static int read_config(const char *path, struct settings *s)
+{
+	char *text = NULL;
+	size_t len = 0;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	if (sl_read_file(path, CONFIG_MAX_FILE, &text, &len, &d)) {
+		fail("config", &d);
+		return -1;
+	}
+	int line = 0, rc = 0;
+	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && !rc;
+	     l = strtok_r(NULL, "\n", &save)) {
+		line++;
+		if (strlen(l) > CONFIG_MAX_LINE) {
+			fprintf(stderr, "suanlid: %s:%d: line longer than %d bytes\n", path, line,
+				CONFIG_MAX_LINE);
+			rc = -1;
+			break;
+		}
+		char *t = trim(l);
+		if (!*t || *t == '#')
+			continue;
+		char *eq = strchr(t, '=');
+		if (!eq) {
+			fprintf(stderr, "suanlid: %s:%d: expected 'key = value'\n", path, line);
+			rc = -1;
+			break;
+		}
+		*eq = 0;
+		char *k = trim(t), *v = trim(eq + 1);
+		char **slot = !strcmp(k, "data") ? &s->data : !strcmp(k, "listen") ? &s->listen :
+			      !strcmp(k, "fleet") ? &s->fleet : !strcmp(k, "log-level") ? &s->level : NULL;
+		if (slot) {
+			if (!*slot && !(*slot = strdup(v)))
+				rc = -1;
+		} else if (!strcmp(k, "simulate")) {
+			int b = parse_bool(v);
+			if (b < 0) {
+				fprintf(stderr, "suanlid: %s:%d: simulate must be true or false\n", path, line);
+				rc = -1;
+			} else if (s->simulate < 0) {
+				s->simulate = b;
+			}
+		} else {
+			fprintf(stderr, "suanlid: %s:%d: unknown key '%s'\n  hint: keys are data, listen, fleet, simulate, log-level\n",
+				path, line, k);
+			rc = -1;
+		}
+	}
+	free(text);
+	return rc;
+}
+
+static int cmd_init(const char *data)
+{
+	struct sl_diag d;
+	char *token = NULL;
+	sl_diag_clear(&d);
+	if (!data) {
+		fputs("suanlid: init needs --data DIR\n", stderr);
+		return 2;
+	}
+	if (ctl_init_data(data, now_ns(), &token, &d)) {
+		fail("init", &d);
+		return 1;
+	}
+	printf("Initialised %s.\nAdmin token (shown once; also in %s/%s, mode 0600):\n%s\n", data,
+	       data, CTL_ADMIN_TOKEN_FILE, token);
+	free(token);
+	return 0;
+}
+
+static int cmd_serve(struct settings *s)
+{
+	struct sl_diag d;
+	struct ctl *c = NULL;
+	sl_diag_clear(&d);
+	if (!s->data) {
+		fputs("suanlid: serve needs --data DIR (or 'data' in --config)\n", stderr);
+		return 2;
+	}
+	if (s->level) {
+		enum sl_log_level lv;
+		if (sl_log_level_parse(s->level, &lv, &d)) {
+			fail("--log-level", &d);
+			return 2;
+		}
+		sl_log_init(NULL, lv);
+	}
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	signal(SIGPIPE, SIG_IGN);
+	if (sigprocmask(SIG_BLOCK, &set, NULL)) {
+		perror("suanlid: sigprocmask");
+		return 1;
+	}
+	int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0) {
+		perror("suanlid: signalfd");
+		return 1;
+	}
+	struct ctl_opts o = {s->data, s->listen ? s->listen : "127.0.0.1:7400", s->fleet,
+			     s->simulate > 0};
+	if (ctl_new(&o, now_ns(), &c, &d)) {
+		char buf[SL_DIAG_MSG + 256];
+		sl_diag_format(&d, buf, sizeof(buf));
+		sl_log_error("cannot start", "error=%s hint=%s", buf, d.hint);
+		close(sfd);
+		return 1;
+	}
+	sl_log_info("listening", "listen=%s port=%u data=%s simulate=%d version=%s", o.listen,
+		    (unsigned)ctl_port(c), o.data_dir, (int)o.simulate, CTL_VERSION);
+	enum sl_err e = ctl_run(c, sfd, &d);
+	if (e) {
+		/* Memory is ahead of disk: die now, answer nobody, never retry. */
+		fflush(stderr);
+		_exit(1);
+	}
+	ctl_free(c);
+	close(sfd);
+	sl_log_info("stopped", NULL);
+	return 0;
+}
+
+static int cmd_routes(void)
+{
+	size_t n;
+	const struct ctl_route *r = ctl_routes(&n);
+	printf("[\n");
+	for (size_t i = 0; i < n; i++) {
+		printf("  {\"method\": \"%s\", \"path\": \"%s\", \"label\": \"%s\", \"auth\": %s, "
+		       "\"mutates\": %s, \"roles\": [",
+		       r[i].method, r[i].pattern, r[i].label, r[i].auth ? "true" : "false",
+		       r[i].mutates ? "true" : "false");
+		int first = 1;
+		for (int k = 0; k < CTL_ROLE__COUNT; k++)
+			if (r[i].roles & CTL_ROLE_BIT(k)) {
+				printf("%s\"%s\"", first ? "" : ", ", ctl_role_name((enum ctl_role)k));
+				first = 0;
+			}
+		printf("]}%s\n", i + 1 < n ? "," : "");
+	}
+	printf("]\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"data", required_argument, NULL, 'd'},   {"listen", required_argument, NULL, 'l'},
+		{"fleet", required_argument, NULL, 'f'},  {"simulate", no_argument, NULL, 's'},
+		{"config", required_argument, NULL, 'c'}, {"log-level", required_argument, NULL, 'L'},
+		{"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
+		{0, 0, 0, 0}};
+	struct settings s = {.simulate = -1};
+	const char *config = NULL;
+	int ch, rc;
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+	    !strcmp(argv[1], "help")) {
+		fputs(usage, argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("suanlid %s\n", CTL_VERSION);
+		return 0;
+	}
+	const char *cmd = argv[1];
+	if (strcmp(cmd, "init") && strcmp(cmd, "serve") && strcmp(cmd, "routes")) {
+		fprintf(stderr, "suanlid: unknown command '%s'\n\n%s", cmd, usage);
+		return 2;
+	}
+	optind = 2;
+	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		char **slot = NULL;
+		switch (ch) {
+		case 'd': slot = &s.data; break;
+		case 'l': slot = &s.listen; break;
+		case 'f': slot = &s.fleet; break;
+		case 'L': slot = &s.level; break;
+		case 's': s.simulate = 1; break;
+		case 'c': config = optarg; break;
+		case 'j': break;
+		case 'h':
+			fputs(usage, stdout);
+			settings_free(&s);
+			return 0;
+		default:
+			fputs(usage, stderr);
+			settings_free(&s);
+			return 2;
+		}
+		if (slot) {
+			free(*slot);
+			*slot = strdup(optarg);
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "suanlid: unexpected argument '%s'\n", argv[optind]);
+		settings_free(&s);
+		return 2;
+	}
+	if (config && read_config(config, &s)) {
+		settings_free(&s);
+		return 2;
+	}
+	if (!strcmp(cmd, "init"))
+		rc = cmd_init(s.data);
+	else if (!strcmp(cmd, "routes"))
+		rc = cmd_routes();
+	else
+		rc = cmd_serve(&s);
+	settings_free(&s);
+	return rc;
+}

@@ -1,0 +1,268 @@
+/* routes.c - the route table and the path from a request to its handler.
+ *
+ * The table is data: method, pattern, metrics label, roles, whether it changes
+ * state and whether its body is JSON. Keeping permissions here (rather than in
+ * each handler) lets `suanlid routes --json` print them and the end-to-end test
+ * check every route against its own role table. Handlers add only what the
+ * table cannot say: tenant scoping (another tenant's object is 404) and rules
+ * that depend on the body (which roles a token may be created with).
+ *
+ * Order of checks: route (404/405), token (401), role (403), Idempotency-Key
+ * replay, body (400/413), handler. A replayed POST answers the saved bytes
+ * without running the handler. */
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl_int.h"
+#include "json_limits.h"
+#include "log.h"
+
+#define R_ALL_BUT_AGENT                                                                     \
+	(CTL_ROLE_BIT(CTL_ROLE_ADMIN) | CTL_ROLE_BIT(CTL_ROLE_OPERATOR) |                   \
+	 CTL_ROLE_BIT(CTL_ROLE_TENANT_ADMIN) | CTL_ROLE_BIT(CTL_ROLE_TENANT) |              \
+	 CTL_ROLE_BIT(CTL_ROLE_AUDITOR))
+#define R_PROVIDER (CTL_ROLE_BIT(CTL_ROLE_ADMIN) | CTL_ROLE_BIT(CTL_ROLE_OPERATOR))
+#define R_AUDIT (R_PROVIDER | CTL_ROLE_BIT(CTL_ROLE_AUDITOR))
+#define R_TENANTS (CTL_ROLE_BIT(CTL_ROLE_TENANT_ADMIN) | CTL_ROLE_BIT(CTL_ROLE_TENANT))
+#define R_LEASE_WRITE (R_PROVIDER | R_TENANTS)
+
+static const struct ctl_route routes[] = {
+	{"GET", "/healthz", "healthz", false, 0, false, false, h_healthz},
+	{"GET", "/metrics", "metrics", true, R_AUDIT, false, false, h_metrics},
+	{"GET", "/v1/catalog", "catalog", true, R_ALL_BUT_AGENT, false, false, h_catalog},
+	{"GET", "/v1/fleet", "fleet_get", true, R_ALL_BUT_AGENT, false, false, h_fleet_get},
+	{"PUT", "/v1/fleet", "fleet_put", true, R_PROVIDER, true, false, h_fleet_put},
+	{"GET", "/v1/nodes", "node_list", true, R_ALL_BUT_AGENT, false, false, h_nodes},
+	{"GET", "/v1/nodes/{name}", "node_show", true, R_ALL_BUT_AGENT, false, false, h_node_show},
+	{"POST", "/v1/nodes/{name}/drain", "node_drain", true, R_PROVIDER, true, true, h_node_drain},
+	{"POST", "/v1/nodes/{name}/resume", "node_resume", true, R_PROVIDER, true, true, h_node_resume},
+	{"POST", "/v1/tenants", "tenant_create", true, R_PROVIDER, true, true, h_tenant_create},
+	{"GET", "/v1/tenants", "tenant_list", true, R_AUDIT, false, false, h_tenant_list},
+	{"GET", "/v1/tenants/{name}", "tenant_show", true, R_AUDIT | R_TENANTS, false, false,
+	 h_tenant_show},
+	{"POST", "/v1/tokens", "token_create", true, R_PROVIDER | CTL_ROLE_BIT(CTL_ROLE_TENANT_ADMIN),
+	 true, true, h_token_create},
+	{"GET", "/v1/tokens", "token_list", true, R_AUDIT | CTL_ROLE_BIT(CTL_ROLE_TENANT_ADMIN),
+	 false, false, h_token_list},
+	{"DELETE", "/v1/tokens/{id}", "token_revoke", true,
+	 R_PROVIDER | CTL_ROLE_BIT(CTL_ROLE_TENANT_ADMIN), true, false, h_token_revoke},
+	{"POST", "/v1/leases", "lease_create", true, R_LEASE_WRITE, true, true, h_lease_create},
+	{"GET", "/v1/leases", "lease_list", true, R_ALL_BUT_AGENT, false, false, h_lease_list},
+	{"GET", "/v1/leases/{id}", "lease_show", true, R_ALL_BUT_AGENT, false, false, h_lease_show},
+	{"POST", "/v1/leases/{id}/release", "lease_release", true, R_LEASE_WRITE, true, true,
+	 h_lease_release},
+	{"POST", "/v1/leases/{id}/extend", "lease_extend", true, R_LEASE_WRITE, true, true,
+	 h_lease_extend},
+	{"POST", "/v1/leases/{id}/scale", "lease_scale", true, R_LEASE_WRITE, true, true,
+	 h_lease_scale},
+	{"GET", "/v1/queue", "queue", true, R_ALL_BUT_AGENT, false, false, h_queue},
+	{"POST", "/v1/reservations", "reservation_create", true, R_PROVIDER, true, true,
+	 h_resv_create},
+	{"GET", "/v1/reservations", "reservation_list", true, R_AUDIT | R_TENANTS, false, false,
+	 h_resv_list},
+};
+
+const struct ctl_route *ctl_routes(size_t *n)
+{
+	*n = sizeof(routes) / sizeof(routes[0]);
+	return routes;
+}
+
+/* Matches path against pattern, copying {x} segments into call->param. */
+static bool match(const char *pattern, const char *path, struct ctl_call *call)
+{
+	int np = 0;
+	const char *p = pattern, *s = path;
+	while (*p && *s) {
+		if (*p == '{') {
+			const char *end = strchr(s, '/');
+			size_t len = end ? (size_t)(end - s) : strlen(s);
+			if (len == 0 || len > STORE_MAX_ID || np >= CTL_MAX_PARAMS)
+				return false;
+			memcpy(call->parambuf[np], s, len);
+			call->parambuf[np][len] = 0;
+			call->param[np] = call->parambuf[np];
+			np++;
+			s += len;
+			p = strchr(p, '}') + 1;
+			continue;
+		}
+		if (*p != *s)
+			return false;
+		p++;
+		s++;
+	}
+	return *p == 0 && *s == 0;
+}
+
+static void idem_id(const struct ctl_token *t, const char *key, char out[STORE_MAX_ID + 1])
+{
+	char h[CTL_HASH_HEX + 1];
+	auth_hash_hex(key, strlen(key), h);
+	snprintf(out, STORE_MAX_ID + 1, "%s.%s", t->id, h);
+}
+
+/* SL_OK: answered from the saved copy; SL_ENOTFOUND: go on; other: answered. */
+static enum sl_err idem_replay(struct ctl_call *call, const char *key)
+{
+	struct ctl *c = call->ctl;
+	char id[STORE_MAX_ID + 1], *row = NULL;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	idem_id(call->tok, key, id);
+	enum sl_err e = store_get(c->store, STORE_IDEMPOTENCY, id, &row, &d);
+	if (e == SL_ENOTFOUND)
+		return e;
+	if (e) {
+		ctl_answer_diag(call, e, &d);
+		return e;
+	}
+	json_t *o = json_loads(row, 0, NULL);
+	free(row);
+	const char *path = json_string_value(json_object_get(o, "path"));
+	const char *body = json_string_value(json_object_get(o, "body"));
+	if (!path || !body) {
+		json_decref(o);
+		ctl_answer_error(call, SL_EIO, "stored idempotent answer is malformed", NULL);
+		return SL_EIO;
+	}
+	if (strcmp(path, http_request_path(call->req))) {
+		char msg[SL_DIAG_MSG];
+		snprintf(msg, sizeof(msg), "Idempotency-Key was first used for POST %.200s", path);
+		ctl_answer_error(call, SL_ECONFLICT, msg, "use a new key for a new request");
+		json_decref(o);
+		return SL_ECONFLICT;
+	}
+	char *copy = strdup(body);
+	int status = (int)json_integer_value(json_object_get(o, "status"));
+	json_decref(o);
+	if (!copy) {
+		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
+		return SL_ENOMEM;
+	}
+	ctl_answer(call, status, "application/json", copy, strlen(copy));
+	return SL_OK;
+}
+
+static void idem_save(struct ctl_call *call, const char *key)
+{
+	char id[STORE_MAX_ID + 1];
+	idem_id(call->tok, key, id);
+	json_t *o = json_pack("{s:s, s:s, s:i, s:s%, s:o}", "token", call->tok->id, "path",
+			      http_request_path(call->req), "status", call->status, "body",
+			      call->answer_body, call->answer_len, "at",
+			      ctl_time_json(call->ctl->now_ns));
+	ctl_put(call->ctl, STORE_IDEMPOTENCY, id, NULL, o);
+}
+
+static bool parse_body(struct ctl_call *call)
+{
+	size_t len;
+	const char *body = http_request_body(call->req, &len);
+	struct sl_diag d;
+	json_error_t je;
+	sl_diag_clear(&d);
+	if (!body || len == 0) {
+		call->body = json_object();
+		return call->body != NULL;
+	}
+	if (json_check_limits(body, len, JSON_MAX_DEPTH, &d)) {
+		ctl_answer_diag(call, SL_ELIMIT, &d);
+		return false;
+	}
+	call->body = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+	if (!call->body) {
+		char msg[SL_DIAG_MSG];
+		snprintf(msg, sizeof(msg), "request body is not valid JSON: %s at line %d column %d",
+			 je.text, je.line, je.column);
+		ctl_answer_error(call, SL_EPARSE, msg, "send a JSON object");
+		return false;
+	}
+	if (!json_is_object(call->body)) {
+		ctl_answer_error(call, SL_EINVAL, "request body must be a JSON object", NULL);
+		return false;
+	}
+	return true;
+}
+
+void ctl_dispatch(struct ctl *c, struct http_request *req)
+{
+	struct ctl_call call;
+	const char *method = http_request_method(req), *path = http_request_path(req);
+	bool path_known = false;
+	memset(&call, 0, sizeof(call));
+	call.ctl = c;
+	call.req = req;
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		if (!match(routes[i].pattern, path, &call))
+			continue;
+		path_known = true;
+		if (!strcmp(routes[i].method, method)) {
+			call.route = &routes[i];
+			break;
+		}
+	}
+	if (!call.route) {
+		http_request_set_route(req, path_known ? "method_not_allowed" : "not_found");
+		if (path_known)
+			ctl_answer_error(&call, SL_EMETHOD, NULL, NULL);
+		else
+			ctl_answer_error(&call, SL_ENOTFOUND, "no such API path",
+					 "paths are listed in docs/api.md");
+		return;
+	}
+	http_request_set_route(req, call.route->label);
+	if (call.route->auth) {
+		call.tok = auth_lookup(c, http_request_header(req, "Authorization"));
+		if (!call.tok) {
+			ctl_answer_error(&call, SL_EUNAUTH,
+					 http_request_header(req, "Authorization")
+						 ? "the bearer token is unknown or revoked"
+						 : "this API needs a bearer token",
+					 "send 'Authorization: Bearer sl_...'");
+			return;
+		}
+		if (!(call.route->roles & CTL_ROLE_BIT(call.tok->role))) {
+			char msg[SL_DIAG_MSG];
+			snprintf(msg, sizeof(msg), "role %s may not %s %s", ctl_role_name(call.tok->role),
+				 method, call.route->pattern);
+			ctl_answer_error(&call, SL_EFORBIDDEN, msg, NULL);
+			return;
+		}
+	}
+	if (c->fatal) {
+		ctl_answer_error(&call, SL_EIO, "the controller is stopping", NULL);
+		return;
+	}
+	const char *key = NULL;
+	if (!strcmp(method, "POST") && call.tok)
+		key = http_request_header(req, "Idempotency-Key");
+	if (key) {
+		size_t kl = strlen(key);
+		if (kl == 0 || kl > CTL_IDEM_KEY_MAX) {
+			char msg[SL_DIAG_MSG];
+			snprintf(msg, sizeof(msg), "Idempotency-Key must be 1..%d characters, got %zu",
+				 CTL_IDEM_KEY_MAX, kl);
+			ctl_answer_error(&call, kl ? SL_ELIMIT : SL_EINVAL, msg, NULL);
+			return;
+		}
+		if (idem_replay(&call, key) != SL_ENOTFOUND)
+			return;
+	}
+	if (call.route->json_body && !parse_body(&call)) {
+		json_decref(call.body);
+		if (!call.answered)
+			ctl_answer_error(&call, SL_ENOMEM, NULL, NULL);
+		return;
+	}
+	call.route->fn(&call);
+	json_decref(call.body);
+	if (!call.answered) {
+		sl_log_error("handler did not answer", "route=%s", call.route->label);
+		ctl_answer_error(&call, SL_EIO, "internal error: no answer", NULL);
+	}
+	if (key && call.status >= 200 && call.status < 300 && call.answer_body)
+		idem_save(&call, key);
+}
