@@ -61,8 +61,10 @@ long cli_parse_int(const char *cmd, const char *opt, const char *s, long min, lo
 	long v;
 
 	errno = 0;
+	/* strtol alone would also take " 8" and "+8". */
 	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max) {
+	if (errno || end == s || *end || !(*s == '-' || (*s >= '0' && *s <= '9')) || v < min ||
+	    v > max) {
 		cli_usage_error(cmd, "%s expects a whole number from %ld to %ld, not '%s'", opt,
 				min, max, s);
 		return -1;

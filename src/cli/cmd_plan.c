@@ -122,13 +122,27 @@ static int plan_parse(int argc, char **argv, struct plan_args *a)
 		cli_usage_error("plan", "give either --gpus N or --gpu-milli M");
 		return -1;
 	}
+	if (r->pool_owned && !r->tenant) {
+		cli_usage_error("plan", "--owned needs --tenant T (whose servers?)");
+		return -1;
+	}
 	return 0;
 }
 
-/* Splits "a,b" into req->models in place (the string is modified). */
+/* Splits "a,b" into req->models in place (the string is modified). An empty
+ * name is an error: strtok would skip it, and `--model ''` would then mean
+ * "any model", the opposite of what was typed. */
 static int plan_models(char *list, struct place_request *r)
 {
-	for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+	for (char *tok = list, *next; tok; tok = next) {
+		next = strchr(tok, ',');
+		if (next)
+			*next++ = '\0';
+		if (!*tok) {
+			cli_usage_error("plan", "--model has an empty model name; expected names "
+					"separated by commas, such as h100-sxm,h800-sxm");
+			return -1;
+		}
 		if (r->nmodels == PLACE_MAX_MODELS) {
 			cli_usage_error("plan", "--model takes at most %d models", PLACE_MAX_MODELS);
 			return -1;

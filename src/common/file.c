@@ -41,9 +41,12 @@ enum sl_err sl_read_file(const char *path, size_t max, char **out, size_t *len,
 			break;
 	}
 	if (ferror(fp)) {
+		/* fopen succeeds on a directory; the read then fails with EISDIR,
+		 * which is the useful part of the message. */
+		int err = errno;
 		free(buf);
 		fclose(fp);
-		return sl_diag_set(d, SL_EIO, "read error");
+		return sl_diag_set(d, SL_EIO, "cannot read: %s", strerror(err));
 	}
 	fclose(fp);
 	if (n > max) {

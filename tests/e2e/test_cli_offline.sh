@@ -100,4 +100,56 @@ expect_match "plan unknown model: names it" "$ERR" "h1000"
 run "$SUANLI" plan --help
 expect_match "plan --help" "$OUT" "usage: suanli plan"
 
+# --- hostile input: each a clear message on stderr and a non-zero exit
+plan --gpus 100000
+expect_eq "plan --gpus 100000 (the bound): refused, exit 1" "$RC" 1
+expect_eq "plan --gpus 100000: a gang larger than the fleet" "$(jq -r '.refused.constraint' <<<"$OUT")" gang
+run "$SUANLI" plan --fleet "$DEMO" --gpus 100001
+expect_eq "plan --gpus past the bound: exit 2" "$RC" 2
+expect_match "plan --gpus past the bound: says the range" "$ERR" "from 1 to 100000"
+run "$SUANLI" plan --fleet "$DEMO" --gpus 99999999999999999999999
+expect_eq "plan --gpus beyond long: exit 2" "$RC" 2
+run "$SUANLI" plan --fleet "$DEMO" --gpus " 8"
+expect_eq "plan --gpus with a leading space: exit 2" "$RC" 2
+run "$SUANLI" plan --fleet "$DEMO" --gpus 8 --model a,b,c,d,e,f,g,h,i
+expect_eq "plan 9 models: exit 2" "$RC" 2
+expect_match "plan 9 models: says the bound" "$ERR" "at most 8 models"
+run "$SUANLI" plan --fleet "$DEMO" --gpus 8 --model h100-sxm,,l40s
+expect_eq "plan empty model name: exit 2 (not 'any model')" "$RC" 2
+expect_match "plan empty model name: says so" "$ERR" "empty model name"
+run "$SUANLI" plan --fleet "$DEMO" --gpus 8 --owned
+expect_eq "plan --owned without --tenant: exit 2" "$RC" 2
+run "$SUANLI" plan --fleet "$TMP/no-such.yaml" --gpus 1
+expect_eq "plan missing fleet file: exit 1" "$RC" 1
+expect_match "plan missing fleet file: says why" "$ERR" "no-such.yaml: cannot open: No such file"
+run "$SUANLI" fleet check "$TMP"
+expect_eq "fleet check a directory: exit 1" "$RC" 1
+expect_match "fleet check a directory: says so" "$ERR" "Is a directory"
+: >"$TMP/empty.yaml"
+run "$SUANLI" fleet check "$TMP/empty.yaml"
+expect_eq "fleet check empty file: exit 1" "$RC" 1
+expect_match "fleet check empty file: says so at 1:1" "$ERR" "empty.yaml:1:1: the fleet file is empty"
+printf 'sites:\n  - name: s\xff1\n    region: r\n' >"$TMP/latin1.yaml"
+run "$SUANLI" fleet check "$TMP/latin1.yaml"
+expect_eq "fleet check non-UTF-8: exit 1" "$RC" 1
+expect_match "fleet check non-UTF-8: position and what was expected" "$ERR" \
+	"latin1.yaml:2:[0-9]+: .*expected UTF-8"
+: >"$TMP/empty.json"
+plan --gpus 1 --state "$TMP/empty.json"
+expect_eq "plan empty state: exit 1" "$RC" 1
+expect_match "plan empty state: says so" "$ERR" "state is empty"
+printf '[{"node": "fza-h100-001", "gpus": [0]}, {"node": "\xff"}]' >"$TMP/latin1.json"
+plan --gpus 1 --state "$TMP/latin1.json"
+expect_eq "plan non-UTF-8 state: exit 1" "$RC" 1
+expect_match "plan non-UTF-8 state: position" "$ERR" "latin1.json:1:[0-9]+: state is not valid JSON"
+printf '%.0s[' $(seq 40) >"$TMP/deep.json"
+plan --gpus 1 --state "$TMP/deep.json"
+expect_eq "plan deeply nested state: exit 1" "$RC" 1
+expect_match "plan deeply nested state: refused before parsing" "$ERR" "deeper than 32 levels"
+# 1,000,001 entries: one past PLACE_STATE_MAX_ENTRIES.
+{ printf '['; yes '1,' | head -n 1000000 | tr -d '\n'; printf '1]'; } >"$TMP/huge.json"
+plan --gpus 1 --state "$TMP/huge.json"
+expect_eq "plan state past the entry bound: exit 1" "$RC" 1
+expect_match "plan state past the entry bound: says the bound" "$ERR" "1000001 entries; at most 1000000"
+
 finish
