@@ -19,6 +19,7 @@ trap ctl_cleanup EXIT
 start_daemon() {
 	local log=$1
 	shift
+	: >"$log"
 	"$SUANLID" serve --listen 127.0.0.1:0 "$@" 2>"$log" &
 	DAEMON_PID=$!
 	for _ in $(seq 1 100); do
