@@ -1,0 +1,339 @@
+/* http_client.c - a small JSON-over-HTTP client on libcurl's easy interface.
+ *
+ * The handle is reset before each request (curl_easy_reset keeps the
+ * connection cache), so no option from one request leaks into the next. The
+ * answer is collected in a buffer that refuses to grow past the named bound,
+ * and curl's failure codes are turned into the few situations a CLI user can
+ * act on: the controller is not there, did not answer in time, or the URL is
+ * wrong. */
+#include "http_client.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+/* Bytes of an unexpected body quoted in a diag. */
+#define BODY_QUOTE 120
+
+struct http_client {
+	CURL *curl;
+	char *server; /* without trailing '/' */
+	char *auth;   /* "Authorization: Bearer ..." or NULL */
+};
+
+struct sink {
+	char *buf;
+	size_t len, cap;
+	int too_large, no_mem;
+};
+
+enum sl_err http_client_global_init(struct sl_diag *d)
+{
+	CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (rc != CURLE_OK)
+		return sl_diag_set(d, SL_EIO, "cannot initialise libcurl: %s",
+				   curl_easy_strerror(rc));
+	return SL_OK;
+}
+
+void http_client_global_cleanup(void)
+{
+	curl_global_cleanup();
+}
+
+/* True if s has a control character, or a space when spaces are refused. */
+static int has_ctl(const char *s, int no_space)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c < 0x20 || c == 0x7f || (no_space && c == ' '))
+			return 1;
+	}
+	return 0;
+}
+
+enum sl_err http_client_new(const char *server, const char *token,
+			    struct http_client **out, struct sl_diag *d)
+{
+	struct http_client *c;
+	size_t n;
+
+	*out = NULL;
+	if (!server || (strncmp(server, "http://", 7) != 0 &&
+			strncmp(server, "https://", 8) != 0) ||
+	    has_ctl(server, 1) || strlen(server) >= HTTP_CLIENT_URL_MAX) {
+		sl_diag_hint(d, "give the controller's URL, as http://127.0.0.1:7400, "
+				"with --server or SUANLI_SERVER");
+		return sl_diag_set(d, SL_EINVAL, "bad server URL '%.200s'",
+				   server ? server : "");
+	}
+	if (token && (has_ctl(token, 1) || strlen(token) >= HTTP_CLIENT_HEADER_MAX ||
+		      !*token)) {
+		sl_diag_hint(d, "check --token or SUANLI_TOKEN");
+		return sl_diag_set(d, SL_EINVAL, "the token is empty, too long or has "
+						 "spaces or control characters");
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	c->server = strdup(server);
+	c->curl = curl_easy_init();
+	if (token) {
+		size_t al = strlen(token) + sizeof("Authorization: Bearer ");
+		c->auth = malloc(al);
+		if (c->auth)
+			snprintf(c->auth, al, "Authorization: Bearer %s", token);
+	}
+	if (!c->server || !c->curl || (token && !c->auth)) {
+		http_client_free(c);
+		return sl_diag_set(d, SL_ENOMEM, "out of memory (or libcurl failed)");
+	}
+	n = strlen(c->server);
+	while (n > 0 && c->server[n - 1] == '/')
+		c->server[--n] = '\0';
+	*out = c;
+	return SL_OK;
+}
+
+void http_client_free(struct http_client *c)
+{
+	if (!c)
+		return;
+	if (c->curl)
+		curl_easy_cleanup(c->curl);
+	free(c->server);
+	free(c->auth);
+	free(c);
+}
+
+void http_response_release(struct http_response *resp)
+{
+	if (!resp)
+		return;
+	free(resp->body);
+	memset(resp, 0, sizeof(*resp));
+}
+
+static size_t sink_write(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct sink *s = arg;
+	size_t n = size * nmemb;
+	if (n > HTTP_CLIENT_MAX_RESPONSE - s->len) {
+		s->too_large = 1;
+		return 0;
+	}
+	if (s->len + n + 1 > s->cap) {
+		size_t cap = s->cap ? s->cap : 4096;
+		while (cap < s->len + n + 1)
+			cap *= 2;
+		char *b = realloc(s->buf, cap);
+		if (!b) {
+			s->no_mem = 1;
+			return 0;
+		}
+		s->buf = b;
+		s->cap = cap;
+	}
+	memcpy(s->buf + s->len, data, n);
+	s->len += n;
+	s->buf[s->len] = '\0';
+	return n;
+}
+
+static enum sl_err transport_error(struct http_client *c, CURLcode rc,
+				   const char *errbuf, long timeout_ms,
+				   struct sl_diag *d)
+{
+	long os_errno = 0;
+	(void)curl_easy_getinfo(c->curl, CURLINFO_OS_ERRNO, &os_errno);
+	switch (rc) {
+	case CURLE_COULDNT_CONNECT:
+		sl_diag_hint(d, "is suanlid running? set --server or SUANLI_SERVER");
+		return sl_diag_set(d, SL_EIO, "cannot reach the controller at %s: %s",
+				   c->server,
+				   os_errno == ECONNREFUSED ? "connection refused"
+				   : os_errno ? strerror((int)os_errno)
+					      : "cannot connect");
+	case CURLE_COULDNT_RESOLVE_HOST:
+		sl_diag_hint(d, "check the host name in --server or SUANLI_SERVER");
+		return sl_diag_set(d, SL_EIO, "cannot reach the controller at %s: "
+					      "unknown host", c->server);
+	case CURLE_OPERATION_TIMEDOUT:
+		sl_diag_hint(d, "the controller may be overloaded or unreachable; "
+				"retry, or allow more time");
+		return sl_diag_set(d, SL_EIO, "no answer from the controller at %s "
+					      "within %ld ms", c->server, timeout_ms);
+	case CURLE_URL_MALFORMAT:
+	case CURLE_UNSUPPORTED_PROTOCOL:
+		sl_diag_hint(d, "give the controller's URL, as http://127.0.0.1:7400");
+		return sl_diag_set(d, SL_EINVAL, "bad server URL '%s': %s", c->server,
+				   errbuf[0] ? errbuf : curl_easy_strerror(rc));
+	case CURLE_FILESIZE_EXCEEDED:
+		return sl_diag_set(d, SL_ELIMIT, "the controller's answer is larger "
+						 "than %zu bytes",
+				   HTTP_CLIENT_MAX_RESPONSE);
+	default:
+		sl_diag_hint(d, "retry; if it persists, check the controller's log");
+		return sl_diag_set(d, SL_EIO, "request to the controller at %s failed: %s",
+				   c->server, errbuf[0] ? errbuf : curl_easy_strerror(rc));
+	}
+}
+
+static int method_ok(const char *m)
+{
+	static const char *const ok[] = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"};
+	for (size_t i = 0; m && i < sizeof(ok) / sizeof(ok[0]); i++)
+		if (strcmp(m, ok[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* Adds one header to *list; -1 when out of memory. */
+static int add_header(struct curl_slist **list, const char *h)
+{
+	struct curl_slist *n = curl_slist_append(*list, h);
+	if (!n)
+		return -1;
+	*list = n;
+	return 0;
+}
+
+static enum sl_err build_headers(struct http_client *c, const char *body,
+				 const char *idem, struct curl_slist **out,
+				 struct sl_diag *d)
+{
+	char line[HTTP_CLIENT_HEADER_MAX + 32];
+	struct curl_slist *h = NULL;
+	int bad = add_header(&h, "Accept: application/json") ||
+		  add_header(&h, "Expect:") ||
+		  (body && add_header(&h, "Content-Type: application/json")) ||
+		  (c->auth && add_header(&h, c->auth));
+	if (!bad && idem) {
+		snprintf(line, sizeof(line), "Idempotency-Key: %s", idem);
+		bad = add_header(&h, line);
+	}
+	*out = h;
+	return bad ? sl_diag_set(d, SL_ENOMEM, "out of memory") : SL_OK;
+}
+
+enum sl_err http_client_request(struct http_client *c, const char *method,
+				const char *path, const char *body, size_t body_len,
+				const char *idempotency_key, long timeout_ms,
+				struct http_response *resp, struct sl_diag *d)
+{
+	char url[2 * HTTP_CLIENT_URL_MAX];
+	char errbuf[CURL_ERROR_SIZE] = "";
+	struct curl_slist *hdrs = NULL;
+	struct sink sink = {0};
+	enum sl_err e;
+	CURLcode rc;
+
+	memset(resp, 0, sizeof(*resp));
+	if (!method_ok(method))
+		return sl_diag_set(d, SL_EINVAL, "unsupported HTTP method '%s'",
+				   method ? method : "");
+	if (!path || path[0] != '/' || has_ctl(path, 1) ||
+	    strlen(path) >= HTTP_CLIENT_URL_MAX)
+		return sl_diag_set(d, SL_EINVAL, "bad request path '%.200s'",
+				   path ? path : "");
+	if (idempotency_key && (!*idempotency_key || has_ctl(idempotency_key, 0) ||
+				strlen(idempotency_key) >= HTTP_CLIENT_HEADER_MAX))
+		return sl_diag_set(d, SL_EINVAL, "bad Idempotency-Key (empty, too long "
+						 "or with control characters)");
+	if (timeout_ms <= 0)
+		timeout_ms = HTTP_CLIENT_DEFAULT_TIMEOUT_MS;
+	snprintf(url, sizeof(url), "%s%s", c->server, path);
+	e = build_headers(c, body, idempotency_key, &hdrs, d);
+	if (e != SL_OK) {
+		curl_slist_free_all(hdrs);
+		return e;
+	}
+
+	CURL *h = c->curl;
+	curl_easy_reset(h);
+	(void)curl_easy_setopt(h, CURLOPT_URL, url);
+	(void)curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	(void)curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	(void)curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+	(void)curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+	(void)curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	(void)curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink_write);
+	(void)curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
+	(void)curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE,
+			       (curl_off_t)HTTP_CLIENT_MAX_RESPONSE);
+	if (strcmp(method, "HEAD") == 0)
+		(void)curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+	else if (strcmp(method, "GET") != 0)
+		(void)curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	if (body) {
+		(void)curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+		(void)curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	}
+	rc = curl_easy_perform(h);
+	curl_slist_free_all(hdrs);
+	/* the handle keeps pointers to these; drop them before they go away */
+	(void)curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
+	(void)curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+
+	if (sink.too_large || sink.no_mem || rc != CURLE_OK) {
+		free(sink.buf);
+		if (sink.too_large)
+			return sl_diag_set(d, SL_ELIMIT, "the controller's answer is "
+							 "larger than %zu bytes",
+					   HTTP_CLIENT_MAX_RESPONSE);
+		if (sink.no_mem)
+			return sl_diag_set(d, SL_ENOMEM, "out of memory reading the answer");
+		return transport_error(c, rc, errbuf, timeout_ms, d);
+	}
+	long status = 0;
+	(void)curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	if (!sink.buf && !(sink.buf = calloc(1, 1)))
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	resp->status = (int)status;
+	resp->body = sink.buf;
+	resp->len = sink.len;
+	return SL_OK;
+}
+
+static enum sl_err err_from_code(const char *code)
+{
+	for (int i = 0; i < SL_ERR__COUNT; i++)
+		if (strcmp(code, sl_err_code((enum sl_err)i)) == 0)
+			return (enum sl_err)i;
+	return SL_EIO;
+}
+
+enum sl_err http_client_error_diag(const struct http_response *resp,
+				   struct sl_diag *d)
+{
+	json_t *doc = resp->body ? json_loadb(resp->body, resp->len, 0, NULL) : NULL;
+	json_t *err = json_object_get(doc, "error");
+	const char *code = json_string_value(json_object_get(err, "code"));
+	const char *msg = json_string_value(json_object_get(err, "message"));
+	const char *hint = json_string_value(json_object_get(err, "hint"));
+	enum sl_err e;
+
+	if (!code || !msg) {
+		char quote[BODY_QUOTE + 1];
+		size_t n = 0;
+		for (size_t i = 0; resp->body && i < resp->len && n < BODY_QUOTE; i++)
+			quote[n++] = isprint((unsigned char)resp->body[i]) ? resp->body[i] : ' ';
+		quote[n] = '\0';
+		json_decref(doc);
+		return sl_diag_set(d, SL_EIO, "the controller answered %d%s%s", resp->status,
+				   n ? ": " : "", quote);
+	}
+	e = err_from_code(code);
+	if (e == SL_OK)
+		e = SL_EIO;
+	sl_diag_set(d, e, "%s", msg);
+	if (hint && *hint)
+		sl_diag_hint(d, "%s", hint);
+	json_decref(doc);
+	return e;
+}

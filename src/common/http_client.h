@@ -1,0 +1,77 @@
+/* http_client.h - the CLI's HTTP client for the controller's JSON API, over
+ * libcurl's easy interface.
+ *
+ * One struct http_client per server and token; it keeps one curl handle, so
+ * consecutive requests reuse the connection. Not thread-safe: one client per
+ * thread. Transport problems (refused, timed out, bad URL, answer too large)
+ * are errors with a diag that says what to do; any HTTP status, 4xx and 5xx
+ * included, is a successful exchange whose status the caller inspects
+ * (http_client_error_diag turns an error document into a diag).
+ *
+ * The program's main() calls http_client_global_init() once before any
+ * other call, while it is still single-threaded, and
+ * http_client_global_cleanup() once at the end (curl requires both). */
+#ifndef SL_HTTP_CLIENT_H
+#define SL_HTTP_CLIENT_H
+
+#include <stddef.h>
+
+#include "err.h"
+
+/* Largest answer accepted (16 MiB); larger is SL_ELIMIT, not a truncation. */
+#define HTTP_CLIENT_MAX_RESPONSE ((size_t)16 << 20)
+/* Longest server URL, path and header value (token, idempotency key). */
+#define HTTP_CLIENT_URL_MAX 2048u
+#define HTTP_CLIENT_HEADER_MAX 1024u
+/* Timeout used when a request passes 0. */
+#define HTTP_CLIENT_DEFAULT_TIMEOUT_MS 30000L
+
+struct http_client;
+
+/* An answer: status and body (malloc'd, NUL-terminated, may be empty). */
+struct http_response {
+	int status;
+	char *body;
+	size_t len;
+};
+
+/* curl_global_init; SL_EIO if curl cannot initialise. */
+enum sl_err http_client_global_init(struct sl_diag *d) SL_MUST_USE;
+void http_client_global_cleanup(void);
+
+/* A client for server ("http://127.0.0.1:7400", a trailing '/' is allowed)
+ * with a bearer token (NULL for none; copied). SL_EINVAL for a URL that is not
+ * http:// or https://, or a token with control characters or too long;
+ * SL_ENOMEM. */
+enum sl_err http_client_new(const char *server, const char *token,
+			    struct http_client **out, struct sl_diag *d) SL_MUST_USE;
+void http_client_free(struct http_client *c);
+
+/* Sends method (GET, POST, PUT, PATCH, DELETE) to path ("/v1/leases?x=1",
+ * must start with '/'), with body (JSON, sent as application/json; NULL for
+ * none) and idempotency_key (NULL for none) as the Idempotency-Key header,
+ * waiting at most timeout_ms in all (0: the default). On SL_OK *resp holds the
+ * answer (release it with http_response_release). Errors, each with a
+ * message naming the server and a hint:
+ *   SL_EIO     cannot connect (refused, unreachable, no such host), timed out,
+ *              or the exchange broke;
+ *   SL_EINVAL  bad path, method or header value;
+ *   SL_ELIMIT  the answer is larger than HTTP_CLIENT_MAX_RESPONSE;
+ *   SL_ENOMEM. */
+enum sl_err http_client_request(struct http_client *c, const char *method,
+				const char *path, const char *body, size_t body_len,
+				const char *idempotency_key, long timeout_ms,
+				struct http_response *resp,
+				struct sl_diag *d) SL_MUST_USE;
+
+/* Frees resp's body and zeroes it; NULL is allowed. */
+void http_response_release(struct http_response *resp);
+
+/* Reads an error document {"error": {"code", "message", "hint"}} from resp
+ * into d (message and hint) and returns the sl_err whose code it names. If the
+ * body is not such a document, d says "the controller answered STATUS" with
+ * the start of the body, and the result is SL_EIO. */
+enum sl_err http_client_error_diag(const struct http_response *resp,
+				   struct sl_diag *d) SL_MUST_USE;
+
+#endif

@@ -1,0 +1,974 @@
+/* http.c - the HTTP server layer over libmicrohttpd, for a single-threaded
+ * event loop.
+ *
+ * Why it is built this way:
+ * - MHD runs in external epoll mode, so the controller's one thread owns every
+ *   callback and no lock is needed anywhere. Deferred answers use MHD's
+ *   suspend/resume: a suspended connection costs a socket and a small struct.
+ * - MHD does not watch suspended connections, so a long poll whose client
+ *   left would wait for its answer forever. We therefore keep our own epoll
+ *   set holding MHD's epoll fd plus, for each suspended request, its socket
+ *   with EPOLLRDHUP only (pipelined bytes do not wake us). That outer set is
+ *   the one fd the owner polls.
+ * - A request object is made in MHD's URI-log callback (the earliest point, so
+ *   every request MHD later completes has one) and lives until both MHD has
+ *   completed it and its answer has been given, in either order. Every
+ *   allocated request sits in one list so that http_server_free can release
+ *   what neither side will.
+ * - Headers and query parameters are copied out of MHD at the first callback:
+ *   a deferred request may outlive its connection (client gone), and its
+ *   owner may still look at it then. */
+#include "http.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include <microhttpd.h>
+
+#include "log.h"
+
+/* Events taken from the outer epoll set per run. */
+#define RUN_EVENTS 64
+/* Bytes of an MHD log message kept. */
+#define MHD_LOG_MAX 512
+#define METHOD_MAX 32
+
+struct field {
+	char *name; /* name\0value\0 in one allocation */
+	const char *value;
+};
+
+struct http_request {
+	struct http_server *srv;
+	struct http_request *prev, *next; /* every allocated request */
+	struct MHD_Connection *conn;
+	char *uri;   /* the request target as sent */
+	char *path;  /* uri up to '?' */
+	const char *query; /* into uri, or "" */
+	char method[METHOD_MAX];
+	struct field *hdrs, *params;
+	size_t nhdrs, nparams;
+	char *body;
+	size_t body_len, body_cap;
+	uint64_t discarded;
+	char peer[INET6_ADDRSTRLEN + 16];
+	const char *route;
+	void *user;
+	int64_t start_ns;
+	int fd;
+	struct MHD_Response *resp;
+	int status;
+	size_t out_len;
+	struct field rhdrs[HTTP_MAX_RESPONSE_HEADERS];
+	unsigned nrhdrs;
+	unsigned started : 1, too_large : 1, dispatched : 1, answered : 1,
+		suspended : 1, watched : 1, gone : 1, completed : 1, queued : 1,
+		close_only : 1; /* answer by closing (no response could be made) */
+};
+
+struct http_server {
+	struct MHD_Daemon *mhd;
+	int ep; /* outer epoll set: MHD's set plus watched sockets */
+	uint16_t port;
+	struct http_callbacks cb;
+	struct http_limits lim;
+	struct http_request *reqs;
+	size_t pending;
+	int closing;
+};
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- listen addresses ---- */
+
+static enum sl_err listen_error(struct sl_diag *d, const char *where,
+				const char *why)
+{
+	sl_diag_hint(d, "use HOST:PORT such as 127.0.0.1:7400, [::1]:7400 or :7400 "
+			"(every address)");
+	return sl_diag_set(d, SL_EINVAL, "bad listen address '%s': %s", where, why);
+}
+
+static int parse_port(const char *p, uint16_t *port)
+{
+	unsigned long v = 0;
+	if (!*p)
+		return -1;
+	for (; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		v = v * 10 + (unsigned long)(*p - '0');
+		if (v > 65535)
+			return -1;
+	}
+	*port = (uint16_t)v;
+	return 0;
+}
+
+enum sl_err http_parse_listen(const char *where, void *ss, size_t *sslen,
+			      int *any, struct sl_diag *d)
+{
+	char host[HTTP_LISTEN_MAX];
+	const char *colon;
+	uint16_t port;
+	size_t hlen;
+
+	if (!where || !*where)
+		return listen_error(d, "", "empty");
+	if (strlen(where) >= HTTP_LISTEN_MAX)
+		return listen_error(d, "...", "longer than the limit");
+	*any = 0;
+	if (where[0] == '[') {
+		const char *close = strchr(where, ']');
+		if (!close)
+			return listen_error(d, where, "missing ']' after the IPv6 address");
+		if (close[1] != ':')
+			return listen_error(d, where, "expected ':PORT' after ']'");
+		hlen = (size_t)(close - where - 1);
+		memcpy(host, where + 1, hlen);
+		colon = close + 1;
+	} else {
+		colon = strrchr(where, ':');
+		if (!colon)
+			return listen_error(d, where, "no port");
+		hlen = (size_t)(colon - where);
+		memcpy(host, where, hlen);
+		if (memchr(host, ':', hlen))
+			return listen_error(d, where, "IPv6 addresses go in brackets, as [::1]:7400");
+	}
+	host[hlen] = '\0';
+	if (parse_port(colon + 1, &port) < 0)
+		return listen_error(d, where, "the port must be a number from 0 to 65535");
+
+	memset(ss, 0, sizeof(struct sockaddr_storage));
+	struct sockaddr_in *v4 = ss;
+	struct sockaddr_in6 *v6 = ss;
+	if (where[0] == '[') {
+		if (inet_pton(AF_INET6, host, &v6->sin6_addr) != 1)
+			return listen_error(d, where, "not an IPv6 address");
+		v6->sin6_family = AF_INET6;
+		v6->sin6_port = htons(port);
+		*sslen = sizeof(*v6);
+		return SL_OK;
+	}
+	if (hlen == 0) {
+		*any = 1;
+		v6->sin6_family = AF_INET6;
+		v6->sin6_addr = in6addr_any;
+		v6->sin6_port = htons(port);
+		*sslen = sizeof(*v6);
+		return SL_OK;
+	}
+	if (strcmp(host, "localhost") == 0)
+		strcpy(host, "127.0.0.1");
+	if (inet_pton(AF_INET, host, &v4->sin_addr) != 1)
+		return listen_error(d, where, "not an IPv4 address (host names other "
+					       "than localhost are not resolved)");
+	v4->sin_family = AF_INET;
+	v4->sin_port = htons(port);
+	*sslen = sizeof(*v4);
+	return SL_OK;
+}
+
+/* Makes the listening socket ourselves so that a failure says why. */
+static enum sl_err open_listener(const char *where, int *out, uint16_t *port,
+				 struct sl_diag *d)
+{
+	struct sockaddr_storage ss;
+	size_t sslen;
+	int any, one = 1, zero = 0;
+	enum sl_err e = http_parse_listen(where, &ss, &sslen, &any, d);
+	if (e != SL_OK)
+		return e;
+
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 && any && (errno == EAFNOSUPPORT)) {
+		/* no IPv6 on this host: every IPv4 address then */
+		struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
+		in_port_t p = ((struct sockaddr_in6 *)&ss)->sin6_port;
+		memset(&ss, 0, sizeof(ss));
+		v4->sin_family = AF_INET;
+		v4->sin_addr.s_addr = htonl(INADDR_ANY);
+		v4->sin_port = p;
+		sslen = sizeof(*v4);
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	}
+	if (fd < 0)
+		return sl_diag_set(d, SL_EIO, "cannot listen on %s: %s", where,
+				   strerror(errno));
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (any && ss.ss_family == AF_INET6)
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	if (bind(fd, (struct sockaddr *)&ss, (socklen_t)sslen) < 0 ||
+	    listen(fd, SOMAXCONN) < 0) {
+		int err = errno;
+		close(fd);
+		if (err == EADDRINUSE)
+			sl_diag_hint(d, "another program (or suanlid) already listens "
+					"there; choose another port with --listen");
+		return sl_diag_set(d, SL_EIO, "cannot listen on %s: %s", where,
+				   strerror(err));
+	}
+	socklen_t len = sizeof(ss);
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0)
+		*port = ntohs(ss.ss_family == AF_INET6
+				      ? ((struct sockaddr_in6 *)&ss)->sin6_port
+				      : ((struct sockaddr_in *)&ss)->sin_port);
+	*out = fd;
+	return SL_OK;
+}
+
+/* ---- request objects ---- */
+
+static void fields_free(struct field *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(f[i].name);
+	free(f);
+}
+
+static void req_free(struct http_request *r)
+{
+	struct http_server *s = r->srv;
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		s->reqs = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	if (r->resp)
+		MHD_destroy_response(r->resp);
+	for (unsigned i = 0; i < r->nrhdrs; i++)
+		free(r->rhdrs[i].name);
+	fields_free(r->hdrs, r->nhdrs);
+	fields_free(r->params, r->nparams);
+	free(r->body);
+	free(r->path);
+	free(r->uri);
+	free(r);
+}
+
+/* Frees r once neither MHD nor the handler will use it again. While the
+ * server is being freed, freeing waits for the end (callbacks then may answer
+ * requests that sit next to each other in the list). */
+static void req_maybe_free(struct http_request *r)
+{
+	if (r->completed && (r->answered || !r->dispatched) && !r->srv->closing)
+		req_free(r);
+}
+
+static void unwatch(struct http_request *r)
+{
+	if (r->watched) {
+		(void)epoll_ctl(r->srv->ep, EPOLL_CTL_DEL, r->fd, NULL);
+		r->watched = 0;
+	}
+}
+
+/* Watches a suspended request's socket for the client hanging up. If the
+ * socket cannot be watched the request simply waits for its answer. */
+static void watch(struct http_request *r)
+{
+	struct epoll_event ev = {.events = EPOLLRDHUP, .data.ptr = r};
+	if (r->fd >= 0 && epoll_ctl(r->srv->ep, EPOLL_CTL_ADD, r->fd, &ev) == 0)
+		r->watched = 1;
+}
+
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	struct http_server *s = cls;
+	struct http_request *r = calloc(1, sizeof(*r));
+	(void)conn;
+	if (!r)
+		return NULL;
+	r->srv = s;
+	r->fd = -1;
+	r->start_ns = now_ns();
+	r->uri = strdup(uri ? uri : "");
+	if (r->uri) {
+		char *q = strchr(r->uri, '?');
+		size_t plen = q ? (size_t)(q - r->uri) : strlen(r->uri);
+		r->query = q ? q + 1 : "";
+		r->path = strndup(r->uri, plen);
+	}
+	if (!r->uri || !r->path) {
+		free(r->uri);
+		free(r);
+		return NULL;
+	}
+	r->next = s->reqs;
+	if (s->reqs)
+		s->reqs->prev = r;
+	s->reqs = r;
+	return r;
+}
+
+struct collect {
+	struct field *f;
+	size_t n, cap;
+	int failed;
+};
+
+static enum MHD_Result collect_one(void *cls, enum MHD_ValueKind kind,
+				   const char *key, const char *value)
+{
+	struct collect *c = cls;
+	(void)kind;
+	if (c->n == c->cap) {
+		c->failed = 1;
+		return MHD_NO;
+	}
+	size_t kl = strlen(key), vl = value ? strlen(value) : 0;
+	char *m = malloc(kl + vl + 2);
+	if (!m) {
+		c->failed = 1;
+		return MHD_NO;
+	}
+	memcpy(m, key, kl + 1);
+	memcpy(m + kl + 1, value ? value : "", vl + 1);
+	c->f[c->n].name = m;
+	c->f[c->n].value = m + kl + 1;
+	c->n++;
+	return MHD_YES;
+}
+
+/* Copies one kind of MHD's values; -1 past HTTP_MAX_FIELDS or out of memory. */
+static int collect(struct MHD_Connection *conn, enum MHD_ValueKind kind,
+		   struct field **out, size_t *n)
+{
+	int total = MHD_get_connection_values(conn, kind, NULL, NULL);
+	struct collect c = {NULL, 0, 0, 0};
+	*out = NULL;
+	*n = 0;
+	if (total <= 0)
+		return 0;
+	if ((unsigned)total > HTTP_MAX_FIELDS)
+		return -1;
+	c.cap = (size_t)total;
+	c.f = calloc(c.cap, sizeof(*c.f));
+	if (!c.f)
+		return -1;
+	(void)MHD_get_connection_values(conn, kind, collect_one, &c);
+	*out = c.f;
+	*n = c.n;
+	return c.failed ? -1 : 0;
+}
+
+static void format_peer(struct http_request *r, struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	char host[INET6_ADDRSTRLEN], serv[8];
+	strcpy(r->peer, "?");
+	if (!ci || !ci->client_addr)
+		return;
+	const struct sockaddr *sa = ci->client_addr;
+	socklen_t len = sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+						  : sizeof(struct sockaddr_in);
+	if (getnameinfo(sa, len, host, sizeof(host), serv, sizeof(serv),
+			NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+		return;
+	snprintf(r->peer, sizeof(r->peer),
+		 sa->sa_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, serv);
+}
+
+/* ---- answers ---- */
+
+/* Builds the MHD response for r from status, type, body and the queued
+ * headers. On failure r->resp stays NULL and the connection will be closed. */
+static void build_response(struct http_request *r, int status,
+			   const char *content_type, const char *body, size_t len)
+{
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer(len, (void *)(body ? body : ""),
+						MHD_RESPMEM_MUST_COPY);
+	if (!resp)
+		return;
+	if (content_type &&
+	    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+				    content_type) != MHD_YES)
+		goto fail;
+	for (unsigned i = 0; i < r->nrhdrs; i++)
+		if (MHD_add_response_header(resp, r->rhdrs[i].name,
+					    r->rhdrs[i].value) != MHD_YES)
+			goto fail;
+	r->resp = resp;
+	r->status = status >= 100 && status <= 599 ? status : 500;
+	r->out_len = len;
+	return;
+fail:
+	MHD_destroy_response(resp);
+}
+
+void http_respond(struct http_request *r, int status, const char *content_type,
+		  const char *body, size_t len)
+{
+	struct http_server *s;
+	if (!r || r->answered)
+		return;
+	s = r->srv;
+	r->answered = 1;
+	if (r->dispatched)
+		s->pending--;
+	if (!r->gone && !s->closing && !r->close_only)
+		build_response(r, status, content_type, body, len);
+	if (r->suspended) {
+		unwatch(r);
+		r->suspended = 0;
+		MHD_resume_connection(r->conn);
+	}
+	req_maybe_free(r);
+}
+
+/* jansson refuses strings that are not UTF-8; such text (an echo of bad
+ * input, say) is kept readable with '?' for each byte outside ASCII. */
+static json_t *json_text(const char *s)
+{
+	json_t *j = json_string(s);
+	if (j)
+		return j;
+	char *c = strdup(s);
+	if (!c)
+		return NULL;
+	for (char *p = c; *p; p++)
+		if ((unsigned char)*p >= 0x80)
+			*p = '?';
+	j = json_string(c);
+	free(c);
+	return j;
+}
+
+json_t *http_error_json(enum sl_err e, const char *message, const char *hint)
+{
+	json_t *err = json_object(), *doc = json_object();
+	if (!err || !doc)
+		goto fail;
+	if (json_object_set_new(err, "code", json_string(sl_err_code(e))) ||
+	    json_object_set_new(err, "message",
+				json_text(message ? message : sl_err_message(e))) ||
+	    json_object_set_new(err, "hint", json_text(hint ? hint : "")))
+		goto fail;
+	if (json_object_set_new(doc, "error", err)) {
+		err = NULL;
+		goto fail;
+	}
+	return doc;
+fail:
+	json_decref(err);
+	json_decref(doc);
+	return NULL;
+}
+
+/* Answers with a JSON error at an explicit status (431 has no sl_err). */
+static void respond_error_status(struct http_request *r, int status,
+				 enum sl_err e, const char *message,
+				 const char *hint)
+{
+	json_t *doc = http_error_json(e, message, hint);
+	if (!doc) {
+		http_respond(r, 503, "application/json",
+			     "{\"error\":{\"code\":\"out_of_memory\",\"message\":"
+			     "\"out of memory\",\"hint\":\"\"}}",
+			     sizeof("{\"error\":{\"code\":\"out_of_memory\",\"message\":"
+				    "\"out of memory\",\"hint\":\"\"}}") - 1);
+		return;
+	}
+	http_respond_json(r, status, doc);
+	json_decref(doc);
+}
+
+void http_respond_json(struct http_request *r, int status, const json_t *body)
+{
+	char *text = body ? json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+	if (!text) {
+		/* out of memory: answering is still owed; close instead */
+		if (r && !r->answered) {
+			r->close_only = 1;
+			http_respond(r, status, NULL, NULL, 0);
+		}
+		return;
+	}
+	http_respond(r, status, "application/json", text, strlen(text));
+	free(text);
+}
+
+void http_respond_error(struct http_request *r, enum sl_err e,
+			const char *message, const char *hint)
+{
+	respond_error_status(r, sl_err_http_status(e), e, message, hint);
+}
+
+void http_respond_diag(struct http_request *r, enum sl_err e,
+		       const struct sl_diag *d)
+{
+	http_respond_error(r, e, d && d->msg[0] ? d->msg : NULL,
+			   d && d->hint[0] ? d->hint : NULL);
+}
+
+enum sl_err http_response_header(struct http_request *r, const char *name,
+				 const char *value)
+{
+	if (!r || r->answered || !name || !value || !*name)
+		return SL_EINVAL;
+	if (strpbrk(name, "\r\n: ") || strpbrk(value, "\r\n"))
+		return SL_EINVAL;
+	if (r->nrhdrs >= HTTP_MAX_RESPONSE_HEADERS)
+		return SL_ELIMIT;
+	struct collect c = {r->rhdrs + r->nrhdrs, 0, 1, 0};
+	(void)collect_one(&c, MHD_HEADER_KIND, name, value);
+	if (c.failed)
+		return SL_ENOMEM;
+	r->nrhdrs++;
+	return SL_OK;
+}
+
+/* ---- MHD callbacks ---- */
+
+static enum MHD_Result queue(struct http_request *r)
+{
+	enum MHD_Result ret;
+	if (r->queued)
+		return MHD_YES;
+	if (!r->resp)
+		return MHD_NO;
+	ret = MHD_queue_response(r->conn, (unsigned)r->status, r->resp);
+	MHD_destroy_response(r->resp);
+	r->resp = NULL;
+	r->queued = 1;
+	return ret;
+}
+
+static void answer_too_large(struct http_request *r)
+{
+	char msg[128];
+	snprintf(msg, sizeof(msg), "the request body is larger than %zu bytes",
+		 r->srv->lim.max_body);
+	http_request_set_route(r, "too_large");
+	http_respond_error(r, SL_ELIMIT, msg, "send a smaller body");
+}
+
+/* Two different Content-Lengths, one that is not a number, or one next to
+ * Transfer-Encoding make the body's end ambiguous (the root of request
+ * smuggling); such requests are refused rather than guessed at. Sets *cl to
+ * the Content-Length, if any. */
+static int framing_conflict(const struct http_request *r, const char **cl)
+{
+	int te = 0;
+	*cl = NULL;
+	for (size_t i = 0; i < r->nhdrs; i++) {
+		const char *v = r->hdrs[i].value;
+		if (strcasecmp(r->hdrs[i].name, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
+			if (!*v || v[strspn(v, "0123456789")] != '\0')
+				return 1;
+			if (*cl && strcmp(*cl, v) != 0)
+				return 1;
+			*cl = v;
+		} else if (strcasecmp(r->hdrs[i].name,
+				      MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
+			te = 1;
+		}
+	}
+	return te && *cl;
+}
+
+/* First call: headers are complete, the body not yet read. */
+static enum MHD_Result req_begin(struct http_request *r,
+				 struct MHD_Connection *conn, const char *method)
+{
+	const union MHD_ConnectionInfo *ci;
+	const char *cl;
+
+	r->started = 1;
+	r->conn = conn;
+	snprintf(r->method, sizeof(r->method), "%s", method ? method : "");
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	r->fd = ci ? ci->connect_fd : -1;
+	format_peer(r, conn);
+	if (collect(conn, MHD_HEADER_KIND, &r->hdrs, &r->nhdrs) < 0 ||
+	    collect(conn, MHD_GET_ARGUMENT_KIND, &r->params, &r->nparams) < 0) {
+		char hint[64];
+		snprintf(hint, sizeof(hint), "send at most %u of each", HTTP_MAX_FIELDS);
+		http_request_set_route(r, "too_many_fields");
+		respond_error_status(r, 431, SL_ELIMIT,
+				     "too many headers or query parameters", hint);
+		return queue(r);
+	}
+	if (framing_conflict(r, &cl)) {
+		http_request_set_route(r, "bad_framing");
+		http_respond_error(r, SL_EPARSE,
+				   "conflicting or malformed Content-Length and "
+				   "Transfer-Encoding headers",
+				   "send one Content-Length, or chunked encoding alone");
+		return queue(r);
+	}
+	if (cl) {
+		errno = 0;
+		unsigned long long v = strtoull(cl, NULL, 10);
+		if (errno == ERANGE || v > r->srv->lim.max_body) {
+			r->too_large = 1;
+			answer_too_large(r);
+			return queue(r);
+		}
+	}
+	return MHD_YES;
+}
+
+static enum MHD_Result req_upload(struct http_request *r, const char *data,
+				  size_t *size)
+{
+	size_t n = *size, max = r->srv->lim.max_body;
+	*size = 0;
+	if (r->too_large || r->answered) {
+		r->discarded += n;
+		return r->discarded > (uint64_t)max * HTTP_DISCARD_FACTOR ? MHD_NO
+									 : MHD_YES;
+	}
+	if (n > max - r->body_len) {
+		r->too_large = 1;
+		r->discarded = r->body_len + n;
+		free(r->body);
+		r->body = NULL;
+		r->body_len = r->body_cap = 0;
+		return MHD_YES;
+	}
+	if (r->body_len + n + 1 > r->body_cap) {
+		size_t cap = r->body_cap ? r->body_cap : 4096;
+		while (cap < r->body_len + n + 1)
+			cap *= 2;
+		char *b = realloc(r->body, cap);
+		if (!b)
+			return MHD_NO;
+		r->body = b;
+		r->body_cap = cap;
+	}
+	memcpy(r->body + r->body_len, data, n);
+	r->body_len += n;
+	r->body[r->body_len] = '\0';
+	return MHD_YES;
+}
+
+/* Last call: the whole request is here (or the connection was resumed). */
+static enum MHD_Result req_finish(struct http_request *r)
+{
+	struct http_server *s = r->srv;
+	if (r->gone || s->closing)
+		return MHD_NO;
+	if (!r->answered && r->too_large)
+		answer_too_large(r);
+	if (!r->answered && !r->dispatched) {
+		r->dispatched = 1;
+		s->pending++;
+		s->cb.handle(r, s->cb.ctx);
+	}
+	if (r->answered)
+		return queue(r);
+	if (!r->suspended) {
+		MHD_suspend_connection(r->conn);
+		r->suspended = 1;
+		watch(r);
+	}
+	return MHD_YES;
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
+				 const char *url, const char *method,
+				 const char *version, const char *upload,
+				 size_t *upload_size, void **con_cls)
+{
+	struct http_request *r = *con_cls;
+	(void)cls;
+	(void)url;
+	(void)version;
+	if (!r)
+		return MHD_NO; /* out of memory at the URI callback */
+	if (!r->started)
+		return req_begin(r, conn, method);
+	if (*upload_size)
+		return req_upload(r, upload, upload_size);
+	return req_finish(r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct http_server *s = cls;
+	struct http_request *r = *con_cls;
+	(void)conn;
+	if (!r || r->completed)
+		return;
+	*con_cls = NULL;
+	r->completed = 1;
+	unwatch(r);
+	if (s->cb.done && !s->closing) {
+		struct http_done_info info = {
+			.method = r->method,
+			.path = r->path,
+			.route = r->route,
+			.peer = r->peer,
+			.status = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && r->queued
+					  ? r->status
+					  : 0,
+			.duration_ns = now_ns() - r->start_ns,
+			.body_in = r->body_len,
+			.body_out = r->out_len,
+		};
+		s->cb.done(&info, s->cb.ctx);
+	}
+	req_maybe_free(r);
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char buf[MHD_LOG_MAX];
+	(void)cls;
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	buf[strcspn(buf, "\n")] = '\0';
+	sl_log(SL_LOG_DEBUG, "http server", "detail=%s", buf);
+}
+
+/* ---- the server ---- */
+
+static void limits_fill(struct http_limits *l, const struct http_limits *in)
+{
+	memset(l, 0, sizeof(*l));
+	if (in)
+		*l = *in;
+	if (!l->max_body)
+		l->max_body = HTTP_MAX_BODY;
+	if (!l->max_connections)
+		l->max_connections = HTTP_MAX_CONNECTIONS;
+	if (!l->conn_timeout_s)
+		l->conn_timeout_s = HTTP_CONN_TIMEOUT_S;
+	if (!l->conn_memory)
+		l->conn_memory = HTTP_CONN_MEMORY;
+}
+
+enum sl_err http_server_new(const char *addr, const struct http_limits *lim,
+			    const struct http_callbacks *cb,
+			    struct http_server **out, struct sl_diag *d)
+{
+	struct http_server *s;
+	int fd = -1;
+	enum sl_err e;
+
+	*out = NULL;
+	if (!cb || !cb->handle)
+		return sl_diag_set(d, SL_EINVAL, "an HTTP server needs a handler");
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	s->cb = *cb;
+	s->ep = -1;
+	limits_fill(&s->lim, lim);
+	e = open_listener(addr, &fd, &s->port, d);
+	if (e != SL_OK)
+		goto fail;
+	s->ep = epoll_create1(EPOLL_CLOEXEC);
+	if (s->ep < 0) {
+		e = sl_diag_set(d, SL_EIO, "epoll_create1: %s", strerror(errno));
+		close(fd);
+		goto fail;
+	}
+	s->mhd = MHD_start_daemon(
+		MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL,
+		NULL, on_access, s, MHD_OPTION_LISTEN_SOCKET, fd,
+		MHD_OPTION_CONNECTION_LIMIT, s->lim.max_connections,
+		MHD_OPTION_CONNECTION_TIMEOUT, s->lim.conn_timeout_s,
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->lim.max_per_ip,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, s->lim.conn_memory,
+		MHD_OPTION_URI_LOG_CALLBACK, on_uri, s, MHD_OPTION_NOTIFY_COMPLETED,
+		on_completed, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+		MHD_OPTION_END);
+	if (!s->mhd) {
+		close(fd);
+		e = sl_diag_set(d, SL_EIO, "the HTTP server could not start on %s", addr);
+		goto fail;
+	}
+	const union MHD_DaemonInfo *di =
+		MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+	if (!di || epoll_ctl(s->ep, EPOLL_CTL_ADD, di->epoll_fd, &ev) < 0) {
+		e = sl_diag_set(d, SL_EIO, "cannot poll the HTTP server: %s",
+				strerror(errno));
+		goto fail;
+	}
+	*out = s;
+	return SL_OK;
+fail:
+	if (s->mhd)
+		MHD_stop_daemon(s->mhd);
+	if (s->ep >= 0)
+		close(s->ep);
+	free(s);
+	return e;
+}
+
+void http_server_free(struct http_server *s)
+{
+	if (!s)
+		return;
+	s->closing = 1;
+	for (struct http_request *r = s->reqs; r; r = r->next) {
+		if (r->dispatched && !r->answered && !r->gone) {
+			r->gone = 1;
+			if (s->cb.gone)
+				s->cb.gone(r, s->cb.ctx);
+		}
+	}
+	/* MHD must not be stopped with suspended connections. */
+	for (struct http_request *r = s->reqs; r; r = r->next) {
+		unwatch(r);
+		if (r->suspended) {
+			r->suspended = 0;
+			MHD_resume_connection(r->conn);
+		}
+	}
+	MHD_stop_daemon(s->mhd);
+	while (s->reqs)
+		req_free(s->reqs);
+	close(s->ep);
+	free(s);
+}
+
+int http_server_fd(const struct http_server *s)
+{
+	return s->ep;
+}
+
+int http_server_timeout_ms(struct http_server *s)
+{
+	MHD_UNSIGNED_LONG_LONG t;
+	if (MHD_get_timeout(s->mhd, &t) != MHD_YES)
+		return -1;
+	return t > INT_MAX ? INT_MAX : (int)t;
+}
+
+/* A watched client hung up: tell the owner, then let MHD close the
+ * connection (the access callback refuses to go on with a gone request). */
+static void client_gone(struct http_request *r)
+{
+	struct http_server *s = r->srv;
+	unwatch(r);
+	if (!r->suspended || r->answered)
+		return;
+	r->gone = 1;
+	if (s->cb.gone)
+		s->cb.gone(r, s->cb.ctx);
+	if (r->suspended) {
+		r->suspended = 0;
+		MHD_resume_connection(r->conn);
+	}
+}
+
+enum sl_err http_server_run(struct http_server *s)
+{
+	struct epoll_event ev[RUN_EVENTS];
+	int n = epoll_wait(s->ep, ev, RUN_EVENTS, 0);
+	for (int i = 0; i < n; i++) {
+		struct http_request *r = ev[i].data.ptr;
+		/* Callbacks may have answered (and so unwatched) a request
+		 * further on in ev[]; only completed requests are ever freed and
+		 * those are not watched, so r is still valid here. */
+		if (r && r->watched)
+			client_gone(r);
+	}
+	return MHD_run(s->mhd) == MHD_YES ? SL_OK : SL_EIO;
+}
+
+uint16_t http_server_port(const struct http_server *s)
+{
+	return s->port;
+}
+
+unsigned http_server_connections(const struct http_server *s)
+{
+	const union MHD_DaemonInfo *di =
+		MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+	return di ? di->num_connections : 0;
+}
+
+size_t http_server_pending(const struct http_server *s)
+{
+	return s->pending;
+}
+
+/* ---- request accessors ---- */
+
+const char *http_request_method(const struct http_request *r)
+{
+	return r->method;
+}
+
+const char *http_request_path(const struct http_request *r)
+{
+	return r->path;
+}
+
+const char *http_request_query(const struct http_request *r)
+{
+	return r->query;
+}
+
+const char *http_request_param(const struct http_request *r, const char *name)
+{
+	for (size_t i = 0; i < r->nparams; i++)
+		if (strcmp(r->params[i].name, name) == 0)
+			return r->params[i].value;
+	return NULL;
+}
+
+const char *http_request_header(const struct http_request *r, const char *name)
+{
+	for (size_t i = 0; i < r->nhdrs; i++)
+		if (strcasecmp(r->hdrs[i].name, name) == 0)
+			return r->hdrs[i].value;
+	return NULL;
+}
+
+const char *http_request_body(const struct http_request *r, size_t *len)
+{
+	if (len)
+		*len = r->body_len;
+	return r->body ? r->body : "";
+}
+
+const char *http_request_peer(const struct http_request *r)
+{
+	return r->peer;
+}
+
+int http_request_gone(const struct http_request *r)
+{
+	return r->gone;
+}
+
+void http_request_set_route(struct http_request *r, const char *label)
+{
+	r->route = label;
+}
+
+void http_request_set_user(struct http_request *r, void *user)
+{
+	r->user = user;
+}
+
+void *http_request_user(const struct http_request *r)
+{
+	return r->user;
+}
