@@ -1,0 +1,859 @@
+/* sched.c - the scheduler's state: leases, tenants, quotas, events, and the
+ * calls that change one lease (submit, release, extend, scale, node failure).
+ *
+ * The decisions that involve the whole queue (order, backfill, preemption)
+ * are in sched_pass.c, reservations in sched_resv.c. Each public call here
+ * changes what it was asked to, then runs a pass, so after every call the
+ * queue holds only leases that cannot start now. Leases are found by id in an
+ * open-addressing table (linear probing, deletion by backward shift, so there
+ * are no tombstones to age) because the controller names leases by id at
+ * several thousand calls per second. */
+#include "sched_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *sched_plan_name(enum sched_plan p)
+{
+	static const char *const n[] = {"monthly", "hourly", "spot"};
+	return (unsigned)p < 3 ? n[p] : "unknown";
+}
+
+const char *sched_state_name(enum sched_state st)
+{
+	static const char *const n[] = {"none", "pending", "running", "preempting"};
+	return (unsigned)st < 4 ? n[st] : "unknown";
+}
+
+const char *sched_end_name(enum sched_end e)
+{
+	static const char *const n[] = {"released", "expired", "preempted", "failed"};
+	return (unsigned)e < 4 ? n[e] : "unknown";
+}
+
+const char *sched_event_name(enum sched_event_type t)
+{
+	static const char *const n[] = {"started", "queued", "preempt_notice", "ended",
+					"scaled", "reservation_started", "reservation_ended"};
+	return (unsigned)t < 7 ? n[t] : "unknown";
+}
+
+/* ---- lease table ---------------------------------------------------------- */
+
+static size_t slot_of(uint64_t id, size_t nslots)
+{
+	uint64_t h = id * 0x9e3779b97f4a7c15ULL;
+	return (size_t)(h >> 17) & (nslots - 1);
+}
+
+struct sched_lease *sched_find(const struct sched *s, uint64_t id)
+{
+	for (size_t i = slot_of(id, s->nslots);; i = (i + 1) & (s->nslots - 1)) {
+		struct sched_lease *l = s->slots[i];
+		if (!l || l->id == id)
+			return l;
+	}
+}
+
+static void slot_put(struct sched_lease **slots, size_t nslots, struct sched_lease *l)
+{
+	size_t i = slot_of(l->id, nslots);
+	while (slots[i])
+		i = (i + 1) & (nslots - 1);
+	slots[i] = l;
+}
+
+static enum sl_err table_add(struct sched *s, struct sched_lease *l)
+{
+	if ((s->nleases + 1) * 2 > s->nslots) {
+		size_t n = s->nslots * 2;
+		struct sched_lease **ns = calloc(n, sizeof(*ns));
+		if (!ns)
+			return SL_ENOMEM;
+		for (size_t i = 0; i < s->nslots; i++)
+			if (s->slots[i])
+				slot_put(ns, n, s->slots[i]);
+		free(s->slots);
+		s->slots = ns;
+		s->nslots = n;
+	}
+	slot_put(s->slots, s->nslots, l);
+	s->nleases++;
+	return SL_OK;
+}
+
+static void table_del(struct sched *s, uint64_t id)
+{
+	size_t mask = s->nslots - 1, i = slot_of(id, s->nslots);
+	while (s->slots[i]->id != id)
+		i = (i + 1) & mask;
+	s->slots[i] = NULL;
+	/* Backward shift: move later entries of the run into the hole when their
+	 * home slot does not lie cyclically in (hole, j]. */
+	for (size_t j = (i + 1) & mask; s->slots[j]; j = (j + 1) & mask) {
+		size_t home = slot_of(s->slots[j]->id, s->nslots);
+		bool between = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+		if (between)
+			continue;
+		s->slots[i] = s->slots[j];
+		s->slots[j] = NULL;
+		i = j;
+	}
+	s->nleases--;
+}
+
+static enum sl_err arr_push(struct sched_lease ***arr, int *n, int *cap, struct sched_lease *l)
+{
+	if (*n == *cap) {
+		int c = *cap ? *cap * 2 : 16;
+		struct sched_lease **na = realloc(*arr, (size_t)c * sizeof(*na));
+		if (!na)
+			return SL_ENOMEM;
+		*arr = na;
+		*cap = c;
+	}
+	l->pos = *n;
+	(*arr)[(*n)++] = l;
+	return SL_OK;
+}
+
+static void arr_del(struct sched_lease **arr, int *n, struct sched_lease *l)
+{
+	struct sched_lease *last = arr[--*n];
+	arr[l->pos] = last;
+	last->pos = l->pos;
+	l->pos = -1;
+}
+
+enum sl_err tmp_reserve(struct sched *s, int n)
+{
+	if (n <= s->captmp)
+		return SL_OK;
+	struct sched_lease **t = realloc(s->tmp, (size_t)n * sizeof(*t));
+	if (!t)
+		return SL_ENOMEM;
+	s->tmp = t;
+	s->captmp = n;
+	return SL_OK;
+}
+
+/* ---- lifecycle ------------------------------------------------------------ */
+
+enum sl_err sched_new(struct placer *p, struct sched **out)
+{
+	*out = NULL;
+	if (!p)
+		return SL_EINVAL;
+	struct sched *s = calloc(1, sizeof(*s));
+	if (!s)
+		return SL_ENOMEM;
+	s->p = p;
+	s->f = placer_fleet(p);
+	s->notice_ns = SCHED_DEFAULT_NOTICE_NS;
+	s->gen = 1;
+	s->nslots = 64;
+	s->slots = calloc(s->nslots, sizeof(*s->slots));
+	s->mark = calloc((size_t)s->f->nnodes + 1, sizeof(*s->mark));
+	if (!s->slots || !s->mark) {
+		sched_free(s);
+		return SL_ENOMEM;
+	}
+	*out = s;
+	return SL_OK;
+}
+
+static void lease_free(struct sched_lease *l)
+{
+	for (int i = 0; i < PLACE_MAX_MODELS; i++)
+		free(l->models[i]);
+	free(l->region);
+	free(l->site);
+	placement_release(&l->pl);
+	placement_release(&l->rsv);
+	free(l);
+}
+
+void sched_free(struct sched *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; s->slots && i < s->nslots; i++)
+		if (s->slots[i])
+			lease_free(s->slots[i]);
+	free(s->slots);
+	free(s->pending);
+	free(s->running);
+	for (int i = 0; i < s->ntenants; i++) {
+		free(s->tenants[i]->name);
+		free(s->tenants[i]->quotas);
+		free(s->tenants[i]);
+	}
+	free(s->tenants);
+	resv_free_all(s);
+	sched_events_clear(s);
+	free(s->ev);
+	free(s->mark);
+	free(s->tmp);
+	free(s->queue);
+	free(s);
+}
+
+void sched_set_preempt_notice(struct sched *s, int64_t notice_ns)
+{
+	if (s && notice_ns >= 0)
+		s->notice_ns = notice_ns;
+}
+
+/* ---- tenants and quotas --------------------------------------------------- */
+
+struct sched_tenant *tenant_get(struct sched *s, const char *name, bool add)
+{
+	for (int i = 0; i < s->ntenants; i++)
+		if (!strcmp(s->tenants[i]->name, name))
+			return s->tenants[i];
+	if (!add)
+		return NULL;
+	if (s->ntenants == s->captenants) {
+		int c = s->captenants ? s->captenants * 2 : 8;
+		struct sched_tenant **nt = realloc(s->tenants, (size_t)c * sizeof(*nt));
+		if (!nt)
+			return NULL;
+		s->tenants = nt;
+		s->captenants = c;
+	}
+	struct sched_tenant *t = calloc(1, sizeof(*t));
+	size_t len = strlen(name) + 1;
+	char *copy = malloc(len);
+	if (!t || !copy) {
+		free(t);
+		free(copy);
+		return NULL;
+	}
+	memcpy(copy, name, len);
+	t->name = copy;
+	t->weight = 1;
+	s->tenants[s->ntenants++] = t;
+	return t;
+}
+
+enum sl_err sched_set_tenant_weight(struct sched *s, const char *tenant, int weight,
+				    struct sl_diag *d)
+{
+	if (!s || !tenant || !fleet_name_valid(tenant))
+		return sl_diag_set(d, SL_EINVAL, "bad tenant name");
+	if (weight < 1 || weight > SCHED_MAX_WEIGHT)
+		return sl_diag_set(d, SL_EINVAL, "weight %d out of range 1..%d", weight,
+				   SCHED_MAX_WEIGHT);
+	struct sched_tenant *t = tenant_get(s, tenant, true);
+	if (!t)
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	t->weight = weight;
+	return SL_OK;
+}
+
+int lease_gpus(const struct sched_lease *l)
+{
+	return l->req.gpu_milli > 0 ? 1 : l->req.gpus;
+}
+
+static bool req_may_use(const struct place_request *r, const struct gpu_model *m)
+{
+	if (r->nmodels == 0)
+		return true;
+	for (int i = 0; i < r->nmodels; i++)
+		if (!strcmp(r->models[i], m->name))
+			return true;
+	return false;
+}
+
+static int64_t placement_model_gpus(const struct sched *s, const struct placement *pl,
+				    const struct gpu_model *m)
+{
+	int64_t n = 0;
+	for (int i = 0; i < pl->npicks; i++) {
+		const struct place_pick *k = &pl->picks[i];
+		const struct gpu_model *g = fleet_node_type(s->f, k->node)->gpu;
+		if (g && !strcmp(g->name, m->name))
+			n += k->gpu >= 0 ? 1 : __builtin_popcount(k->gpus);
+	}
+	return n;
+}
+
+/* GPUs of lease l that count against a quota on model m. */
+static int64_t quota_share(const struct sched *s, const struct sched_lease *l,
+			   const struct gpu_model *m)
+{
+	if (l->state == SCHED_PENDING)
+		return req_may_use(&l->req, m) ? lease_gpus(l) : 0;
+	return placement_model_gpus(s, &l->pl, m);
+}
+
+void lease_account(struct sched *s, struct sched_lease *l, int sign)
+{
+	struct sched_tenant *t = l->tenant;
+	if (l->state == SCHED_RUNNING || l->state == SCHED_PREEMPTING) {
+		int n = 0;
+		for (int i = 0; i < l->pl.npicks; i++)
+			n += l->pl.picks[i].gpu >= 0 ? 1 : __builtin_popcount(l->pl.picks[i].gpus);
+		t->running += sign * n;
+	}
+	for (int i = 0; i < t->nquotas; i++)
+		t->quotas[i].used += sign * quota_share(s, l, t->quotas[i].model);
+}
+
+enum sl_err sched_set_quota(struct sched *s, const char *tenant, const char *model,
+			    int max_gpus, struct sl_diag *d)
+{
+	if (!s || !tenant || !fleet_name_valid(tenant))
+		return sl_diag_set(d, SL_EINVAL, "bad tenant name");
+	const struct gpu_model *m = model ? catalog_gpu_find(model) : NULL;
+	if (!m)
+		return sl_diag_set(d, SL_EINVAL, "unknown GPU model '%s'",
+				   model ? model : "(null)");
+	if (max_gpus < -1 || max_gpus > PLACE_MAX_GPUS)
+		return sl_diag_set(d, SL_EINVAL, "quota %d out of range 0..%d (-1 removes it)",
+				   max_gpus, PLACE_MAX_GPUS);
+	struct sched_tenant *t = tenant_get(s, tenant, true);
+	if (!t)
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	int i = 0;
+	while (i < t->nquotas && t->quotas[i].model != m)
+		i++;
+	if (max_gpus < 0) {
+		if (i < t->nquotas)
+			t->quotas[i] = t->quotas[--t->nquotas];
+		return SL_OK;
+	}
+	if (i == t->nquotas) {
+		if (t->nquotas == t->capquotas) {
+			int c = t->capquotas ? t->capquotas * 2 : 4;
+			struct sched_quota *nq = realloc(t->quotas, (size_t)c * sizeof(*nq));
+			if (!nq)
+				return sl_diag_set(d, SL_ENOMEM, "out of memory");
+			t->quotas = nq;
+			t->capquotas = c;
+		}
+		struct sched_quota *q = &t->quotas[t->nquotas++];
+		q->model = m;
+		q->used = 0;
+		for (int k = 0; k < s->npending; k++)
+			if (s->pending[k]->tenant == t)
+				q->used += quota_share(s, s->pending[k], m);
+		for (int k = 0; k < s->nrunning; k++)
+			if (s->running[k]->tenant == t)
+				q->used += quota_share(s, s->running[k], m);
+	}
+	t->quotas[i].max = max_gpus;
+	return SL_OK;
+}
+
+enum sl_err quota_check(const struct sched *s, const struct sched_lease *l,
+			const struct placement *extra, struct sl_diag *d)
+{
+	const struct sched_tenant *t = l->tenant;
+	for (int i = 0; i < t->nquotas; i++) {
+		const struct sched_quota *q = &t->quotas[i];
+		int64_t need = extra ? placement_model_gpus(s, extra, q->model)
+				     : quota_share(s, l, q->model);
+		if (need > 0 && q->used + need > q->max) {
+			sl_diag_set(d, SL_EQUOTA,
+				    "tenant %s's quota for %s is %d GPUs; %lld in use, this "
+				    "request needs %lld",
+				    t->name, q->model->name, q->max, (long long)q->used,
+				    (long long)need);
+			sl_diag_hint(d, "release or shrink leases of %s, name another model, or "
+				     "ask the operator to raise the quota", q->model->name);
+			return SL_EQUOTA;
+		}
+	}
+	return SL_OK;
+}
+
+/* ---- events --------------------------------------------------------------- */
+
+enum sl_err ev_push(struct sched *s, enum sched_event_type t, uint64_t id, int64_t now,
+		    struct sched_event **out)
+{
+	if (s->nev == s->capev) {
+		int c = s->capev ? s->capev * 2 : 16;
+		struct sched_event *ne = realloc(s->ev, (size_t)c * sizeof(*ne));
+		if (!ne)
+			return SL_ENOMEM;
+		s->ev = ne;
+		s->capev = c;
+	}
+	struct sched_event *e = &s->ev[s->nev++];
+	memset(e, 0, sizeof(*e));
+	placement_init(&e->placement);
+	e->type = t;
+	e->id = id;
+	e->at_ns = now;
+	if (out)
+		*out = e;
+	return SL_OK;
+}
+
+void sched_events(const struct sched *s, const struct sched_event **arr, int *n)
+{
+	*arr = s->ev;
+	*n = s->nev;
+}
+
+void sched_events_clear(struct sched *s)
+{
+	for (int i = 0; i < s->nev; i++)
+		placement_release(&s->ev[i].placement);
+	s->nev = 0;
+}
+
+/* ---- lease transitions ---------------------------------------------------- */
+
+int64_t lease_end_ns(const struct sched_lease *l)
+{
+	int64_t end = INT64_MAX;
+	if (l->duration_ns > 0 && l->start_ns <= INT64_MAX - l->duration_ns)
+		end = l->start_ns + l->duration_ns;
+	if (l->state == SCHED_PREEMPTING && l->deadline_ns < end)
+		end = l->deadline_ns;
+	return end;
+}
+
+bool pl_touches(const struct placement *pl, const bool *mark)
+{
+	for (int i = 0; i < pl->npicks; i++)
+		if (mark[pl->picks[i].node])
+			return true;
+	return false;
+}
+
+enum sl_err lease_start(struct sched *s, struct sched_lease *l, const struct placement *pl,
+			int64_t now, bool backfilled)
+{
+	enum sl_err e = SL_OK;
+	if (s->nrunning == s->caprunning) {
+		/* Grow the running array first so nothing fails after the claim. */
+		int c = s->caprunning ? s->caprunning * 2 : 16;
+		struct sched_lease **nr = realloc(s->running, (size_t)c * sizeof(*nr));
+		e = nr ? SL_OK : SL_ENOMEM;
+		if (nr) {
+			s->running = nr;
+			s->caprunning = c;
+		}
+	}
+	struct sched_event *ev = NULL;
+	if (e == SL_OK)
+		e = placement_copy(&l->pl, pl);
+	if (e == SL_OK)
+		e = placer_claim(s->p, &l->pl, NULL);
+	if (e != SL_OK)
+		return e;
+	lease_account(s, l, -1);
+	arr_del(s->pending, &s->npending, l);
+	l->state = SCHED_RUNNING;
+	l->start_ns = now;
+	l->start_seq = ++s->start_seq;
+	l->has_rsv = false;
+	l->reason[0] = '\0';
+	l->wait_c = PLACE_C_NONE;
+	(void)arr_push(&s->running, &s->nrunning, &s->caprunning, l);
+	lease_account(s, l, 1);
+	e = ev_push(s, SCHED_EV_STARTED, l->id, now, &ev);
+	if (e != SL_OK)
+		return e;
+	ev->gpus = lease_gpus(l);
+	ev->backfilled = backfilled;
+	return placement_copy(&ev->placement, &l->pl);
+}
+
+enum sl_err lease_end(struct sched *s, struct sched_lease *l, enum sched_end why,
+		      int64_t now)
+{
+	lease_account(s, l, -1);
+	if (l->state == SCHED_PENDING) {
+		arr_del(s->pending, &s->npending, l);
+	} else {
+		/* The placement was claimed by this scheduler, so release cannot fail. */
+		sched_cannot_fail(placer_release(s->p, &l->pl, NULL));
+		arr_del(s->running, &s->nrunning, l);
+		s->gen++;
+	}
+	if (l->victim) {
+		struct sched_lease *w = sched_find(s, l->victim_for);
+		if (w && w->has_rsv && w->victims_left > 0)
+			w->victims_left--;
+	}
+	table_del(s, l->id);
+	uint64_t id = l->id;
+	lease_free(l);
+	struct sched_event *ev;
+	enum sl_err e = ev_push(s, SCHED_EV_ENDED, id, now, &ev);
+	if (e == SL_OK)
+		ev->end = why;
+	return e;
+}
+
+/* ---- submit --------------------------------------------------------------- */
+
+static char *str_copy(const char *x)
+{
+	if (!x)
+		return NULL;
+	size_t len = strlen(x) + 1;
+	char *c = malloc(len);
+	if (c)
+		memcpy(c, x, len);
+	return c;
+}
+
+static enum sl_err spec_check(const struct sched_spec *sp, struct sl_diag *d)
+{
+	if (!sp || !sp->req)
+		return sl_diag_set(d, SL_EINVAL, "no lease spec or request");
+	if (!sp->tenant || !fleet_name_valid(sp->tenant))
+		return sl_diag_set(d, SL_EINVAL, "bad tenant name '%s'",
+				   sp->tenant ? sp->tenant : "(null)");
+	if ((unsigned)sp->plan > SCHED_SPOT)
+		return sl_diag_set(d, SL_EINVAL, "unknown plan %d", (int)sp->plan);
+	if (sp->duration_ns < 0)
+		return sl_diag_set(d, SL_EINVAL, "negative duration");
+	const struct place_request *r = sp->req;
+	if (sp->elastic_min == 0 && sp->elastic_max == 0)
+		return SL_OK;
+	if (r->gpu_milli > 0 || r->exclusive)
+		return sl_diag_set(d, SL_EINVAL, "a GPU share or an exclusive lease cannot "
+				   "be elastic");
+	if (sp->elastic_min < 1 || sp->elastic_min > r->gpus || r->gpus > sp->elastic_max ||
+	    sp->elastic_max > PLACE_MAX_GPUS)
+		return sl_diag_set(d, SL_EINVAL,
+				   "elastic range %d..%d must hold the %d GPUs asked for "
+				   "(1 <= min <= gpus <= max <= %d)",
+				   sp->elastic_min, sp->elastic_max, r->gpus, PLACE_MAX_GPUS);
+	return SL_OK;
+}
+
+static struct sched_lease *lease_new(struct sched *s, uint64_t id,
+				     const struct sched_spec *sp, int64_t now)
+{
+	struct sched_tenant *t = tenant_get(s, sp->tenant, true);
+	struct sched_lease *l = t ? calloc(1, sizeof(*l)) : NULL;
+	if (!l)
+		return NULL;
+	l->id = id;
+	l->tenant = t;
+	l->plan = sp->plan;
+	l->state = SCHED_PENDING;
+	l->req = *sp->req;
+	l->req.tenant = t->name;
+	bool ok = true;
+	for (int i = 0; i < sp->req->nmodels && i < PLACE_MAX_MODELS; i++) {
+		l->models[i] = str_copy(sp->req->models[i]);
+		l->req.models[i] = l->models[i];
+		ok &= !sp->req->models[i] || l->models[i];
+	}
+	l->region = str_copy(sp->req->region);
+	l->site = str_copy(sp->req->site);
+	l->req.region = l->region;
+	l->req.site = l->site;
+	ok &= (!sp->req->region || l->region) && (!sp->req->site || l->site);
+	l->duration_ns = sp->duration_ns;
+	l->submit_ns = now;
+	l->emin = sp->elastic_min;
+	l->emax = sp->elastic_max;
+	l->pos = -1;
+	placement_init(&l->pl);
+	placement_init(&l->rsv);
+	if (!ok) {
+		lease_free(l);
+		return NULL;
+	}
+	return l;
+}
+
+/* Constraints no change of state can satisfy: refuse instead of queueing forever. */
+static bool static_refusal(enum place_constraint c)
+{
+	return c == PLACE_C_REQUEST || c == PLACE_C_MODEL || c == PLACE_C_MEMORY ||
+	       c == PLACE_C_REGION || c == PLACE_C_SITE || c == PLACE_C_SIZE ||
+	       c == PLACE_C_BANDWIDTH;
+}
+
+static int queue_position(const struct sched *s, const struct sched_lease *l)
+{
+	int pos = 1;
+	for (int i = 0; i < s->npending; i++)
+		if (s->pending[i] != l && lease_order_cmp(s->pending[i], l) < 0)
+			pos++;
+	return pos;
+}
+
+enum sl_err sched_submit(struct sched *s, uint64_t id, const struct sched_spec *spec,
+			 int64_t now_ns, struct sl_diag *d)
+{
+	if (!s)
+		return sl_diag_set(d, SL_EINVAL, "no scheduler");
+	enum sl_err e = spec_check(spec, d);
+	if (e != SL_OK)
+		return e;
+	if (sched_find(s, id))
+		return sl_diag_set(d, SL_EEXIST, "lease %llu already exists",
+				   (unsigned long long)id);
+	struct sched_lease *l = lease_new(s, id, spec, now_ns);
+	if (!l)
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	struct placement pl;
+	placement_init(&pl);
+	e = placer_place(s->p, &l->req, &pl, d);
+	if (e == SL_ENOSPACE && static_refusal(pl.failed)) {
+		sl_diag_set(d, SL_ENOSPACE, "%s", pl.why);
+		sl_diag_hint(d, "no node of the fleet meets the %s constraint, so the "
+			     "request would wait forever", place_constraint_name(pl.failed));
+	} else if (e == SL_ENOSPACE) {
+		e = SL_OK;
+		l->fail_gen = s->gen;
+		l->wait_c = pl.failed;
+		snprintf(l->why, sizeof(l->why), "%s", pl.why);
+		snprintf(l->reason, sizeof(l->reason), "%s", pl.why);
+	}
+	if (e == SL_OK)
+		e = quota_check(s, l, NULL, d);
+	if (e == SL_OK && table_add(s, l) != SL_OK)
+		e = sl_diag_set(d, SL_ENOMEM, "out of memory");
+	if (e == SL_OK && arr_push(&s->pending, &s->npending, &s->cappending, l) != SL_OK) {
+		table_del(s, id);
+		e = sl_diag_set(d, SL_ENOMEM, "out of memory");
+	}
+	if (e != SL_OK) {
+		placement_release(&pl);
+		lease_free(l);
+		return e;
+	}
+	lease_account(s, l, 1);
+	/* Alone in the queue and placeable: it is first in any order. */
+	if (s->npending == 1 && pl.npicks > 0 && l->fail_gen != s->gen)
+		e = lease_start(s, l, &pl, now_ns, false);
+	else
+		e = sched_pass(s, now_ns);
+	placement_release(&pl);
+	if (e == SL_OK && l->state == SCHED_PENDING) {
+		struct sched_event *ev;
+		e = ev_push(s, SCHED_EV_QUEUED, id, now_ns, &ev);
+		if (e == SL_OK) {
+			ev->position = queue_position(s, l);
+			ev->constraint = l->wait_c;
+			memcpy(ev->reason, l->reason, sizeof(ev->reason));
+		}
+	}
+	return e;
+}
+
+/* ---- release, extend, scale ----------------------------------------------- */
+
+static struct sched_lease *find_or_diag(struct sched *s, uint64_t id, struct sl_diag *d)
+{
+	struct sched_lease *l = s ? sched_find(s, id) : NULL;
+	if (!l)
+		sl_diag_set(d, SL_ENOTFOUND, "no lease %llu", (unsigned long long)id);
+	return l;
+}
+
+enum sl_err sched_release(struct sched *s, uint64_t id, int64_t now_ns, struct sl_diag *d)
+{
+	struct sched_lease *l = find_or_diag(s, id, d);
+	if (!l)
+		return SL_ENOTFOUND;
+	enum sl_err e = lease_end(s, l, SCHED_END_RELEASED, now_ns);
+	return e == SL_OK ? sched_pass(s, now_ns) : e;
+}
+
+enum sl_err sched_extend(struct sched *s, uint64_t id, int64_t duration_ns,
+			 struct sl_diag *d)
+{
+	struct sched_lease *l = find_or_diag(s, id, d);
+	if (!l)
+		return SL_ENOTFOUND;
+	if (duration_ns < 0)
+		return sl_diag_set(d, SL_EINVAL, "negative duration");
+	l->duration_ns = duration_ns;
+	return SL_OK;
+}
+
+enum sl_err sched_scale(struct sched *s, uint64_t id, int gpus, int64_t now_ns,
+			struct sl_diag *d)
+{
+	struct sched_lease *l = find_or_diag(s, id, d);
+	if (!l)
+		return SL_ENOTFOUND;
+	if (l->emax == 0)
+		return sl_diag_set(d, SL_EINVAL, "lease %llu is not elastic",
+				   (unsigned long long)id);
+	if (gpus < l->emin || gpus > l->emax) {
+		sl_diag_set(d, SL_EINVAL, "lease %llu may hold %d..%d GPUs, not %d",
+			    (unsigned long long)id, l->emin, l->emax, gpus);
+		sl_diag_hint(d, "the elastic range is fixed when the lease is created");
+		return SL_EINVAL;
+	}
+	if (l->state == SCHED_PREEMPTING)
+		return sl_diag_set(d, SL_ECONFLICT, "lease %llu is being preempted",
+				   (unsigned long long)id);
+	int cur = l->req.gpus;
+	enum sl_err e = SL_OK;
+	if (gpus == cur)
+		return SL_OK;
+	if (l->state == SCHED_PENDING) {
+		lease_account(s, l, -1);
+		l->req.gpus = gpus;
+		e = gpus > cur ? quota_check(s, l, NULL, d) : SL_OK;
+		if (e != SL_OK)
+			l->req.gpus = cur;
+		lease_account(s, l, 1);
+		if (e != SL_OK)
+			return e;
+		l->fail_gen = 0;
+	} else if (gpus > cur) {
+		e = scale_grow(s, l, gpus - cur, now_ns, d);
+	} else {
+		e = scale_shrink(s, l, cur - gpus, d);
+	}
+	if (e != SL_OK)
+		return e;
+	struct sched_event *ev;
+	e = ev_push(s, SCHED_EV_SCALED, id, now_ns, &ev);
+	if (e == SL_OK) {
+		ev->gpus = gpus;
+		e = placement_copy(&ev->placement, &l->pl);
+	}
+	return e == SL_OK ? sched_pass(s, now_ns) : e;
+}
+
+/* ---- time and failures ---------------------------------------------------- */
+
+enum sl_err sched_tick(struct sched *s, int64_t now_ns)
+{
+	if (!s)
+		return SL_EINVAL;
+	enum sl_err e = resv_tick(s, now_ns, true);
+	/* Collect first: ending a lease reorders the running array. */
+	int n = 0;
+	if (e == SL_OK)
+		e = tmp_reserve(s, s->nrunning + 1);
+	for (int i = 0; e == SL_OK && i < s->nrunning; i++)
+		if (lease_end_ns(s->running[i]) <= now_ns &&
+		    s->running[i]->state == SCHED_RUNNING)
+			s->tmp[n++] = s->running[i];
+	for (int i = 0; e == SL_OK && i < n; i++)
+		e = lease_end(s, s->tmp[i], SCHED_END_EXPIRED, now_ns);
+	if (e == SL_OK)
+		e = preempt_complete(s, now_ns);
+	if (e == SL_OK)
+		e = resv_tick(s, now_ns, false);
+	return e == SL_OK ? sched_pass(s, now_ns) : e;
+}
+
+static enum sl_err end_on_node(struct sched *s, int node, int64_t now)
+{
+	int n = 0;
+	enum sl_err e = tmp_reserve(s, s->nrunning + 1);
+	for (int i = 0; e == SL_OK && i < s->nrunning; i++)
+		for (int k = 0; k < s->running[i]->pl.npicks; k++)
+			if (s->running[i]->pl.picks[k].node == node) {
+				s->tmp[n++] = s->running[i];
+				break;
+			}
+	for (int i = 0; e == SL_OK && i < n; i++)
+		e = lease_end(s, s->tmp[i], SCHED_END_FAILED, now);
+	/* A waiting head whose reserved placement used the node must wait anew. */
+	for (int i = 0; e == SL_OK && i < s->npending; i++) {
+		struct sched_lease *l = s->pending[i];
+		for (int k = 0; l->has_rsv && k < l->rsv.npicks; k++)
+			if (l->rsv.picks[k].node == node)
+				l->has_rsv = false;
+	}
+	return e;
+}
+
+enum sl_err sched_node_failed(struct sched *s, int node, int64_t now_ns)
+{
+	if (!s || node < 0 || node >= s->f->nnodes)
+		return SL_EINVAL;
+	placer_set_node_usable(s->p, node, false);
+	enum sl_err e = end_on_node(s, node, now_ns);
+	return e == SL_OK ? sched_pass(s, now_ns) : e;
+}
+
+enum sl_err sched_node_restored(struct sched *s, int node, int64_t now_ns)
+{
+	if (!s || node < 0 || node >= s->f->nnodes)
+		return SL_EINVAL;
+	placer_set_node_usable(s->p, node, true);
+	s->gen++;
+	return sched_pass(s, now_ns);
+}
+
+/* ---- getters -------------------------------------------------------------- */
+
+enum sched_state sched_lease_state(const struct sched *s, uint64_t id)
+{
+	const struct sched_lease *l = s ? sched_find(s, id) : NULL;
+	return l ? l->state : SCHED_NONE;
+}
+
+bool sched_lease_get(const struct sched *s, uint64_t id, struct sched_lease_info *out)
+{
+	const struct sched_lease *l = s ? sched_find(s, id) : NULL;
+	if (!l)
+		return false;
+	*out = (struct sched_lease_info){l->state, l->plan, l->tenant->name, l->req.gpus,
+					 l->submit_ns, l->start_ns, l->duration_ns,
+					 l->state == SCHED_PREEMPTING ? l->deadline_ns : 0};
+	return true;
+}
+
+const struct placement *sched_lease_placement(const struct sched *s, uint64_t id)
+{
+	const struct sched_lease *l = s ? sched_find(s, id) : NULL;
+	return l && l->state != SCHED_PENDING ? &l->pl : NULL;
+}
+
+static int qsort_order(const void *a, const void *b)
+{
+	return lease_order_cmp(*(struct sched_lease *const *)a, *(struct sched_lease *const *)b);
+}
+
+enum sl_err sched_queue(struct sched *s, const struct sched_queue_entry **arr, int *n)
+{
+	*arr = NULL;
+	*n = 0;
+	if (tmp_reserve(s, s->npending + 1) != SL_OK)
+		return SL_ENOMEM;
+	if (s->npending > s->capqueue) {
+		struct sched_queue_entry *q =
+			realloc(s->queue, (size_t)s->npending * sizeof(*q));
+		if (!q)
+			return SL_ENOMEM;
+		s->queue = q;
+		s->capqueue = s->npending;
+	}
+	if (s->npending)
+		memcpy(s->tmp, s->pending, (size_t)s->npending * sizeof(*s->tmp));
+	qsort(s->tmp, (size_t)s->npending, sizeof(*s->tmp), qsort_order);
+	for (int i = 0; i < s->npending; i++) {
+		const struct sched_lease *l = s->tmp[i];
+		s->queue[i] = (struct sched_queue_entry){l->id, i + 1, l->plan, l->tenant->name,
+							 lease_gpus(l), l->submit_ns, l->wait_c,
+							 l->reason};
+	}
+	*arr = s->queue;
+	*n = s->npending;
+	return SL_OK;
+}
+
+int sched_running_count(const struct sched *s)
+{
+	return s ? s->nrunning : 0;
+}
+
+int sched_pending_count(const struct sched *s)
+{
+	return s ? s->npending : 0;
+}

@@ -1,0 +1,154 @@
+/* sched_internal.h - what the scheduler's files (sched.c, sched_pass.c,
+ * sched_resv.c) share; nothing else includes it.
+ *
+ * Leases live in individually allocated structs (stable pointers) found by id
+ * through an open-addressing hash table, and sit in exactly one of two dense
+ * arrays: pending (the queue, unordered; order is computed when needed because
+ * fair share changes it) or running (running and preempting). Every state
+ * change of a lease goes through lease_account() before and after, so the
+ * per-tenant counts used by fair share and quotas never disagree with the
+ * leases. */
+#ifndef SL_SCHED_INTERNAL_H
+#define SL_SCHED_INTERNAL_H
+
+#include "catalog.h"
+#include "sched.h"
+
+struct sched_quota {
+	const struct gpu_model *model;
+	int max;
+	int64_t used; /* running + pending GPUs that count against it */
+};
+
+struct sched_tenant {
+	char *name;
+	int weight;
+	int64_t running; /* GPUs of running and preempting leases */
+	struct sched_quota *quotas;
+	int nquotas, capquotas;
+};
+
+struct sched_lease {
+	uint64_t id;
+	struct sched_tenant *tenant;
+	enum sched_plan plan;
+	enum sched_state state;
+	struct place_request req; /* strings below; req.tenant = tenant->name */
+	char *models[PLACE_MAX_MODELS];
+	char *region, *site;
+	int64_t duration_ns, submit_ns, start_ns, deadline_ns;
+	int emin, emax;
+	struct placement pl;   /* running and preempting */
+	uint64_t start_seq;    /* order of starts, for newest-first preemption */
+	int pos;               /* index in pending or running */
+	/* Queue bookkeeping. */
+	uint64_t fail_gen;     /* placement failed at this capacity generation */
+	enum place_constraint wait_c;
+	char why[512];         /* the placer's last refusal */
+	char reason[SCHED_REASON_MAX]; /* why, plus what the queue adds */
+	bool visited;          /* pass scratch */
+	/* A head that preempted: the placement it takes once its victims are gone. */
+	bool has_rsv;
+	struct placement rsv;
+	int victims_left;
+	int64_t rsv_deadline;
+	/* A victim: the lease it makes room for. */
+	bool victim;
+	uint64_t victim_for;
+};
+
+struct sched_resv {
+	uint64_t id;
+	char *tenant;
+	bool by_count;
+	const struct gpu_model *model; /* by_count */
+	int gpus;                      /* by_count */
+	int *nodes;                    /* given, or chosen when the window opened */
+	int nnodes;
+	int64_t start_ns, end_ns;
+	bool open;
+};
+
+struct sched {
+	struct placer *p;
+	const struct fleet *f;
+	int64_t notice_ns;
+	/* Leases. */
+	struct sched_lease **slots; /* hash table, power of two */
+	size_t nslots, nleases;
+	struct sched_lease **pending, **running;
+	int npending, caprunning, nrunning, cappending;
+	uint64_t start_seq;
+	/* Bumped whenever capacity may have grown or changed hands (a release, a
+	 * pool change, a node back in service): a lease whose placement failed at
+	 * the current generation would fail again, so the pass skips it. */
+	uint64_t gen;
+	struct sched_tenant **tenants;
+	int ntenants, captenants;
+	struct sched_resv **resvs;
+	int nresvs, capresvs;
+	/* Events. */
+	struct sched_event *ev;
+	int nev, capev;
+	/* Scratch. */
+	bool *mark;                 /* [nnodes] nodes of the head's shadow placement */
+	struct sched_lease **tmp;   /* leases to release tentatively */
+	int captmp;
+	struct sched_queue_entry *queue;
+	int capqueue;
+};
+
+/* For calls that cannot fail by construction: releasing what this scheduler
+ * claimed, claiming back what a tentative release just freed, adding a pick
+ * into reserved capacity. */
+static inline void sched_cannot_fail(enum sl_err e)
+{
+	(void)e;
+}
+
+/* sched.c */
+struct sched_lease *sched_find(const struct sched *s, uint64_t id);
+/* Adds (sign 1) or removes (sign -1) the lease's share of its tenant's
+ * running count and quota use; call with -1 before a change and 1 after. */
+void lease_account(struct sched *s, struct sched_lease *l, int sign);
+/* Whole GPUs a lease holds or asks for (a share counts as one). */
+int lease_gpus(const struct sched_lease *l);
+enum sl_err ev_push(struct sched *s, enum sched_event_type t, uint64_t id, int64_t now,
+		    struct sched_event **out) SL_MUST_USE;
+/* Moves a pending lease to running with placement pl (claimed here). */
+enum sl_err lease_start(struct sched *s, struct sched_lease *l, const struct placement *pl,
+			int64_t now, bool backfilled) SL_MUST_USE;
+/* Ends a lease in any state: frees its GPUs, emits ENDED, forgets it. */
+enum sl_err lease_end(struct sched *s, struct sched_lease *l, enum sched_end why,
+		      int64_t now) SL_MUST_USE;
+int64_t lease_end_ns(const struct sched_lease *l); /* INT64_MAX if open-ended */
+bool pl_touches(const struct placement *pl, const bool *mark);
+struct sched_tenant *tenant_get(struct sched *s, const char *name, bool add);
+enum sl_err tmp_reserve(struct sched *s, int n) SL_MUST_USE;
+/* SL_EQUOTA (d says which) when lease l, or only extra GPUs of it when extra
+ * is not NULL, would pass one of its tenant's quotas on top of what counts
+ * now. */
+enum sl_err quota_check(const struct sched *s, const struct sched_lease *l,
+			const struct placement *extra, struct sl_diag *d) SL_MUST_USE;
+
+/* sched_pass.c */
+/* < 0 when a ranks before b in the queue. */
+int lease_order_cmp(const struct sched_lease *a, const struct sched_lease *b);
+enum sl_err sched_pass(struct sched *s, int64_t now) SL_MUST_USE;
+/* Issues no event; the head of the queue (NULL if none) and its shadow: time
+ * (INT64_MAX when unknown) and nodes (in s->mark, to be cleared by the caller
+ * with mark_clear). */
+enum sl_err head_shadow(struct sched *s, struct sched_lease **head, int64_t *shadow,
+			struct placement *shadow_pl, int64_t now) SL_MUST_USE;
+void mark_set(struct sched *s, const struct placement *pl, bool on);
+enum sl_err preempt_complete(struct sched *s, int64_t now) SL_MUST_USE;
+enum sl_err scale_grow(struct sched *s, struct sched_lease *l, int extra, int64_t now,
+		       struct sl_diag *d) SL_MUST_USE;
+enum sl_err scale_shrink(struct sched *s, struct sched_lease *l, int drop,
+			 struct sl_diag *d) SL_MUST_USE;
+
+/* sched_resv.c */
+enum sl_err resv_tick(struct sched *s, int64_t now, bool closing) SL_MUST_USE;
+void resv_free_all(struct sched *s);
+
+#endif

@@ -1,0 +1,597 @@
+/* sched_pass.c - the scheduling pass: queue order, the head, spot preemption,
+ * EASY backfill, and elastic grow/shrink (which obey the same head).
+ *
+ * "What if these leases were gone?" is answered on the real placer: release
+ * their placements, ask placer_place(), claim them back. Release and claim are
+ * microseconds and exact (only releases happen in between, so every claim
+ * back succeeds), and the answer then uses the placer's own rules, including
+ * topology, instead of a second model of capacity that could disagree with
+ * it. The number of leases to release is found by binary search over the
+ * candidate prefixes (feasibility only grows as more is released), so a head
+ * costs O(log n) placements plus O(n) releases and claims.
+ *
+ * The pass re-selects the best remaining lease after every start rather than
+ * sorting once, because a start changes its tenant's fair-share rank: that is
+ * what makes two tenants with queued leases alternate. */
+#include "sched_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NS_PER_S 1000000000LL
+
+int lease_order_cmp(const struct sched_lease *a, const struct sched_lease *b)
+{
+	if (a->plan != b->plan)
+		return a->plan < b->plan ? -1 : 1;
+	if (a->tenant != b->tenant) {
+		int64_t x = a->tenant->running * b->tenant->weight;
+		int64_t y = b->tenant->running * a->tenant->weight;
+		if (x != y)
+			return x < y ? -1 : 1;
+	}
+	if (a->submit_ns != b->submit_ns)
+		return a->submit_ns < b->submit_ns ? -1 : 1;
+	if (a->id != b->id)
+		return a->id < b->id ? -1 : 1;
+	return 0;
+}
+
+void mark_set(struct sched *s, const struct placement *pl, bool on)
+{
+	for (int i = 0; i < pl->npicks; i++)
+		s->mark[pl->picks[i].node] = on;
+}
+
+/* ---- tentative releases --------------------------------------------------- */
+
+/* Moves the released prefix of arr to length k (release forward, claim back). */
+static void tent_to(struct sched *s, struct sched_lease **arr, int *cur, int k)
+{
+	while (*cur < k)
+		sched_cannot_fail(placer_release(s->p, &arr[(*cur)++]->pl, NULL));
+	while (*cur > k)
+		sched_cannot_fail(placer_claim(s->p, &arr[--*cur]->pl, NULL));
+}
+
+static bool fits(struct sched *s, const struct sched_lease *l, struct placement *out)
+{
+	return placer_place(s->p, &l->req, out, NULL) == SL_OK;
+}
+
+/* The smallest cut (index into cuts[0..nc), each a prefix length of arr) at
+ * which l fits with that prefix released; -1 if none. out gets the placement.
+ * The placer is left exactly as it was. */
+static int prefix_search(struct sched *s, const struct sched_lease *l,
+			 struct sched_lease **arr, const int *cuts, int nc,
+			 struct placement *out)
+{
+	int cur = 0, lo = 0, hi = nc - 1;
+	if (nc == 0)
+		return -1;
+	tent_to(s, arr, &cur, cuts[hi]);
+	if (!fits(s, l, out)) {
+		tent_to(s, arr, &cur, 0);
+		return -1;
+	}
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		tent_to(s, arr, &cur, cuts[mid]);
+		if (fits(s, l, out))
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	tent_to(s, arr, &cur, cuts[hi]);
+	bool ok = fits(s, l, out);
+	tent_to(s, arr, &cur, 0);
+	return ok ? hi : -1;
+}
+
+static int end_cmp(const void *a, const void *b)
+{
+	const struct sched_lease *x = *(struct sched_lease *const *)a;
+	const struct sched_lease *y = *(struct sched_lease *const *)b;
+	int64_t ex = lease_end_ns(x), ey = lease_end_ns(y);
+	if (ex != ey)
+		return ex < ey ? -1 : 1;
+	return x->start_seq < y->start_seq ? -1 : (x->start_seq > y->start_seq);
+}
+
+static int newest_cmp(const void *a, const void *b)
+{
+	const struct sched_lease *x = *(struct sched_lease *const *)a;
+	const struct sched_lease *y = *(struct sched_lease *const *)b;
+	return x->start_seq > y->start_seq ? -1 : (x->start_seq < y->start_seq);
+}
+
+/* Earliest start of head from declared ends: *shadow (INT64_MAX if no set of
+ * ending leases makes room) and the placement it would get then. */
+static enum sl_err compute_shadow(struct sched *s, const struct sched_lease *head,
+				  int64_t *shadow, struct placement *spl)
+{
+	*shadow = INT64_MAX;
+	spl->npicks = 0;
+	if (tmp_reserve(s, s->nrunning + 1) != SL_OK)
+		return SL_ENOMEM;
+	int n = 0;
+	for (int i = 0; i < s->nrunning; i++)
+		if (lease_end_ns(s->running[i]) != INT64_MAX)
+			s->tmp[n++] = s->running[i];
+	qsort(s->tmp, (size_t)n, sizeof(*s->tmp), end_cmp);
+	int *cuts = malloc(((size_t)n + 1) * sizeof(*cuts)), nc = 0;
+	if (!cuts)
+		return SL_ENOMEM;
+	for (int i = 0; i < n; i++)
+		if (i == n - 1 || lease_end_ns(s->tmp[i]) != lease_end_ns(s->tmp[i + 1]))
+			cuts[nc++] = i + 1;
+	int k = prefix_search(s, head, s->tmp, cuts, nc, spl);
+	if (k >= 0)
+		*shadow = lease_end_ns(s->tmp[cuts[k] - 1]);
+	else
+		spl->npicks = 0;
+	free(cuts);
+	return SL_OK;
+}
+
+/* ---- preemption ----------------------------------------------------------- */
+
+/* If ending running spot leases (newest started first) lets head start, gives
+ * those of them on the nodes head would use a notice and reserves that
+ * placement for head. *did tells whether it did. */
+static enum sl_err try_preempt(struct sched *s, struct sched_lease *head, int64_t now,
+			       bool *did)
+{
+	*did = false;
+	if (head->plan == SCHED_SPOT || tmp_reserve(s, s->nrunning + 1) != SL_OK)
+		return head->plan == SCHED_SPOT ? SL_OK : SL_ENOMEM;
+	int n = 0;
+	for (int i = 0; i < s->nrunning; i++)
+		if (s->running[i]->plan == SCHED_SPOT && s->running[i]->state == SCHED_RUNNING)
+			s->tmp[n++] = s->running[i];
+	if (n == 0)
+		return SL_OK;
+	qsort(s->tmp, (size_t)n, sizeof(*s->tmp), newest_cmp);
+	int *cuts = malloc(((size_t)n + 1) * sizeof(*cuts));
+	if (!cuts)
+		return SL_ENOMEM;
+	for (int i = 0; i < n; i++)
+		cuts[i] = i + 1;
+	struct placement P;
+	placement_init(&P);
+	int k = prefix_search(s, head, s->tmp, cuts, n, &P);
+	free(cuts);
+	enum sl_err e = SL_OK;
+	if (k < 0 || placement_copy(&head->rsv, &P) != SL_OK) {
+		placement_release(&P);
+		return k < 0 ? SL_OK : SL_ENOMEM;
+	}
+	placement_release(&P);
+	mark_set(s, &head->rsv, true);
+	int nv = 0;
+	for (int i = 0; i <= k; i++)
+		if (pl_touches(&s->tmp[i]->pl, s->mark))
+			s->tmp[nv++] = s->tmp[i];
+	mark_set(s, &head->rsv, false);
+	head->has_rsv = true;
+	head->victims_left = nv;
+	head->rsv_deadline = now + s->notice_ns;
+	*did = true;
+	for (int i = 0; e == SL_OK && i < nv; i++) {
+		struct sched_lease *v = s->tmp[i];
+		struct sched_event *ev;
+		v->state = SCHED_PREEMPTING;
+		v->deadline_ns = head->rsv_deadline;
+		v->victim = true;
+		v->victim_for = head->id;
+		e = ev_push(s, SCHED_EV_PREEMPT_NOTICE, v->id, now, &ev);
+		if (e == SL_OK) {
+			ev->deadline_ns = v->deadline_ns;
+			ev->by = head->id;
+		}
+	}
+	return e;
+}
+
+/* Leases whose victims are all gone take the placement they waited for, in
+ * queue order, before anyone else is considered. */
+static enum sl_err start_ready(struct sched *s, int64_t now)
+{
+	for (;;) {
+		struct sched_lease *best = NULL;
+		for (int i = 0; i < s->npending; i++) {
+			struct sched_lease *l = s->pending[i];
+			if (l->has_rsv && l->victims_left == 0 &&
+			    (!best || lease_order_cmp(l, best) < 0))
+				best = l;
+		}
+		if (!best)
+			return SL_OK;
+		enum sl_err e = lease_start(s, best, &best->rsv, now, false);
+		if (e == SL_ECONFLICT)
+			best->has_rsv = false; /* taken meanwhile: wait in the queue again */
+		else if (e != SL_OK)
+			return e;
+	}
+}
+
+enum sl_err preempt_complete(struct sched *s, int64_t now)
+{
+	if (tmp_reserve(s, s->nrunning + 1) != SL_OK)
+		return SL_ENOMEM;
+	int n = 0;
+	for (int i = 0; i < s->nrunning; i++)
+		if (s->running[i]->state == SCHED_PREEMPTING && s->running[i]->deadline_ns <= now)
+			s->tmp[n++] = s->running[i];
+	enum sl_err e = SL_OK;
+	for (int i = 0; e == SL_OK && i < n; i++)
+		e = lease_end(s, s->tmp[i], SCHED_END_PREEMPTED, now);
+	return e == SL_OK ? start_ready(s, now) : e;
+}
+
+/* ---- the pass ------------------------------------------------------------- */
+
+static struct sched_lease *next_unvisited(struct sched *s)
+{
+	struct sched_lease *best = NULL;
+	for (int i = 0; i < s->npending; i++) {
+		struct sched_lease *l = s->pending[i];
+		if (!l->visited && (!best || lease_order_cmp(l, best) < 0))
+			best = l;
+	}
+	return best;
+}
+
+/* Places l now, or records why not (SL_ENOSPACE). Skips the placer when l
+ * failed at the current capacity generation. */
+static enum sl_err try_place(struct sched *s, struct sched_lease *l, struct placement *pl)
+{
+	if (l->fail_gen == s->gen)
+		return SL_ENOSPACE;
+	enum sl_err e = placer_place(s->p, &l->req, pl, NULL);
+	if (e == SL_ENOSPACE) {
+		l->fail_gen = s->gen;
+		l->wait_c = pl->failed;
+		snprintf(l->why, sizeof(l->why), "%s", pl->why);
+	}
+	return e == SL_EINVAL ? SL_ENOSPACE : e;
+}
+
+static long long secs_until(int64_t t, int64_t now)
+{
+	return t <= now ? 0 : (long long)((t - now + NS_PER_S - 1) / NS_PER_S);
+}
+
+/* Places l with the nodes in s->mark out of service, so that it avoids them. */
+static bool place_avoiding(struct sched *s, struct sched_lease *l, const struct placement *spl,
+			   struct placement *out)
+{
+	int n = 0;
+	int *toggled = malloc(((size_t)spl->npicks + 1) * sizeof(*toggled));
+	if (!toggled)
+		return false;
+	for (int i = 0; i < spl->npicks; i++) {
+		int node = spl->picks[i].node;
+		if (placer_node_usable(s->p, node)) {
+			placer_set_node_usable(s->p, node, false);
+			toggled[n++] = node;
+		}
+	}
+	bool ok = placer_place(s->p, &l->req, out, NULL) == SL_OK;
+	for (int i = 0; i < n; i++)
+		placer_set_node_usable(s->p, toggled[i], true);
+	free(toggled);
+	return ok;
+}
+
+struct head_ctx {
+	struct sched_lease *l;
+	int64_t shadow;
+	struct placement spl;
+};
+
+static void head_reason(struct sched_lease *l, int64_t shadow, int64_t now, int victims)
+{
+	if (victims > 0)
+		snprintf(l->reason, sizeof(l->reason),
+			 "%s; first in the queue: %d spot lease(s) leave for it within %lld s",
+			 l->why, victims, secs_until(shadow, now));
+	else if (shadow != INT64_MAX)
+		snprintf(l->reason, sizeof(l->reason),
+			 "%s; first in the queue: can start in about %lld s, when running "
+			 "leases reach their declared end",
+			 l->why, secs_until(shadow, now));
+	else
+		snprintf(l->reason, sizeof(l->reason),
+			 "%s; first in the queue: waits for leases without a declared end",
+			 l->why);
+}
+
+/* l could not start: it becomes the head, preempts if it may, and gets its
+ * shadow time and placement (nodes marked in s->mark). */
+static enum sl_err become_head(struct sched *s, struct sched_lease *l, struct head_ctx *h,
+			       int64_t now)
+{
+	enum sl_err e = SL_OK;
+	h->l = l;
+	if (!l->has_rsv) {
+		bool did;
+		e = try_preempt(s, l, now, &did);
+		if (e == SL_OK && did && (l->rsv_deadline <= now || l->victims_left == 0))
+			e = preempt_complete(s, now);
+		if (e != SL_OK || l->state != SCHED_PENDING) {
+			h->l = NULL; /* started (zero notice): the next lease may be head */
+			return e;
+		}
+	}
+	if (l->has_rsv) {
+		h->shadow = l->rsv_deadline;
+		e = placement_copy(&h->spl, &l->rsv);
+		head_reason(l, h->shadow, now, l->victims_left);
+	} else {
+		e = compute_shadow(s, l, &h->shadow, &h->spl);
+		head_reason(l, h->shadow, now, 0);
+	}
+	mark_set(s, &h->spl, true);
+	return e;
+}
+
+/* A lease behind the head: starts now only if that cannot delay the head. */
+static enum sl_err try_backfill(struct sched *s, struct sched_lease *l, struct head_ctx *h,
+				struct placement *pl, int64_t now)
+{
+	unsigned long long hid = (unsigned long long)h->l->id;
+	enum sl_err e = try_place(s, l, pl);
+	if (e == SL_ENOSPACE) {
+		snprintf(l->reason, sizeof(l->reason), "%s; behind lease %llu", l->why, hid);
+		return SL_OK;
+	}
+	if (e != SL_OK)
+		return e;
+	l->wait_c = PLACE_C_NONE;
+	if (l->duration_ns == 0) {
+		snprintf(l->reason, sizeof(l->reason),
+			 "fits now but waits behind lease %llu, first in the queue; only "
+			 "leases with a declared duration may start ahead of it", hid);
+		return SL_OK;
+	}
+	int64_t end = now > INT64_MAX - l->duration_ns ? INT64_MAX : now + l->duration_ns;
+	if (end <= h->shadow || !pl_touches(pl, s->mark) ||
+	    place_avoiding(s, l, &h->spl, pl))
+		return lease_start(s, l, pl, now, true);
+	snprintf(l->reason, sizeof(l->reason),
+		 "fits now but would delay lease %llu, first in the queue, which can start "
+		 "in about %lld s; a duration ending by then would let it start",
+		 hid, secs_until(h->shadow, now));
+	return SL_OK;
+}
+
+enum sl_err sched_pass(struct sched *s, int64_t now)
+{
+	enum sl_err e = start_ready(s, now);
+	for (int i = 0; i < s->npending; i++)
+		s->pending[i]->visited = false;
+	struct head_ctx h = {.l = NULL, .shadow = INT64_MAX};
+	struct placement pl;
+	placement_init(&pl);
+	placement_init(&h.spl);
+	while (e == SL_OK) {
+		struct sched_lease *l = next_unvisited(s);
+		if (!l)
+			break;
+		l->visited = true;
+		if (h.l) {
+			e = try_backfill(s, l, &h, &pl, now);
+			continue;
+		}
+		e = try_place(s, l, &pl);
+		if (e == SL_OK)
+			e = lease_start(s, l, &pl, now, false);
+		else if (e == SL_ENOSPACE)
+			e = become_head(s, l, &h, now);
+	}
+	mark_set(s, &h.spl, false);
+	placement_release(&h.spl);
+	placement_release(&pl);
+	return e;
+}
+
+enum sl_err head_shadow(struct sched *s, struct sched_lease **head, int64_t *shadow,
+			struct placement *spl, int64_t now)
+{
+	(void)now;
+	struct sched_lease *best = NULL;
+	for (int i = 0; i < s->npending; i++)
+		if (!best || lease_order_cmp(s->pending[i], best) < 0)
+			best = s->pending[i];
+	*head = best;
+	*shadow = INT64_MAX;
+	spl->npicks = 0;
+	if (!best)
+		return SL_OK;
+	enum sl_err e;
+	if (best->has_rsv) {
+		*shadow = best->rsv_deadline;
+		e = placement_copy(spl, &best->rsv);
+	} else {
+		e = compute_shadow(s, best, shadow, spl);
+	}
+	mark_set(s, spl, true);
+	return e;
+}
+
+/* ---- elastic -------------------------------------------------------------- */
+
+/* Adds extra GPUs to a pick on its own node, best quality first; false if the
+ * node has too few free GPUs. */
+static bool grow_same_node(struct sched *s, const struct sched_lease *l,
+			   const struct place_pick *k, int extra, struct place_pick *out)
+{
+	const struct node_type *t = fleet_node_type(s->f, k->node);
+	gpumask_t free = placer_free_mask(s->p, k->node), add = 0;
+	if (k->gpu >= 0 || __builtin_popcount(free) < extra)
+		return false;
+	for (int j = 0; j < extra; j++) {
+		int best = -1;
+		struct node_quality bq, q;
+		for (int g = 0; g < t->ngpus; g++) {
+			gpumask_t bit = (gpumask_t)1 << g;
+			if (!(free & bit) || (add & bit) ||
+			    !node_set_quality(t, k->gpus | add | bit, &q))
+				continue;
+			if (best < 0 || node_quality_cmp(&q, &bq) > 0) {
+				best = g;
+				bq = q;
+			}
+		}
+		if (best < 0)
+			return false;
+		add |= (gpumask_t)1 << best;
+	}
+	memset(out, 0, sizeof(*out));
+	out->node = k->node;
+	out->gpus = add;
+	out->gpu = -1;
+	out->cpus = l->req.cpus > 0 ? 0 : t->cpus * extra / t->ngpus;
+	out->mem_mib = l->req.mem_mib > 0 ? 0 : (int64_t)t->mem_gib * 1024 * extra / t->ngpus;
+	return node_set_quality(t, add, &out->q);
+}
+
+static bool grow_allowed(struct sched *s, const struct sched_lease *l,
+			 const struct placement *x, int64_t shadow)
+{
+	return !pl_touches(x, s->mark) || (l->duration_ns > 0 && lease_end_ns(l) <= shadow);
+}
+
+/* Candidate placements for the extra GPUs, in preference order: the lease's
+ * own nodes, its first node's site, anywhere its constraints allow. */
+static enum sl_err grow_find(struct sched *s, struct sched_lease *l, int extra,
+			     int64_t shadow, const struct placement *spl, struct placement *x)
+{
+	for (int i = 0; i < l->pl.npicks; i++) {
+		struct place_pick k;
+		x->npicks = 0;
+		if (grow_same_node(s, l, &l->pl.picks[i], extra, &k) &&
+		    placement_add(x, &k) == SL_OK && grow_allowed(s, l, x, shadow) &&
+		    placer_claim(s->p, x, NULL) == SL_OK) {
+			sched_cannot_fail(placer_release(s->p, x, NULL));
+			return SL_OK;
+		}
+	}
+	struct place_request r = l->req;
+	r.gpus = extra;
+	r.per_node = r.per_node > 0 && extra % r.per_node == 0 ? r.per_node : 0;
+	r.exclusive = false;
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 0 && l->pl.npicks > 0)
+			r.site = s->f->sites[s->f->nodes[l->pl.picks[0].node].site].name;
+		else
+			r.site = l->req.site;
+		if (placer_place(s->p, &r, x, NULL) == SL_OK && grow_allowed(s, l, x, shadow))
+			return SL_OK;
+		struct sched_lease tmp = *l;
+		tmp.req = r;
+		if (spl->npicks && place_avoiding(s, &tmp, spl, x))
+			return SL_OK;
+	}
+	return SL_ENOSPACE;
+}
+
+static void merge_pick(const struct sched *s, struct placement *pl, const struct place_pick *k)
+{
+	for (int i = 0; k->gpu < 0 && i < pl->npicks; i++) {
+		struct place_pick *m = &pl->picks[i];
+		if (m->node != k->node || m->gpu >= 0)
+			continue;
+		m->gpus |= k->gpus;
+		m->cpus += k->cpus;
+		m->mem_mib += k->mem_mib;
+		(void)node_set_quality(fleet_node_type(s->f, m->node), m->gpus, &m->q);
+		return;
+	}
+	sched_cannot_fail(placement_add(pl, k)); /* capacity reserved by the caller */
+}
+
+enum sl_err scale_grow(struct sched *s, struct sched_lease *l, int extra, int64_t now,
+		       struct sl_diag *d)
+{
+	struct sched_lease *head;
+	int64_t shadow;
+	struct placement spl, x;
+	placement_init(&spl);
+	placement_init(&x);
+	enum sl_err e = head_shadow(s, &head, &shadow, &spl, now);
+	if (e == SL_OK) {
+		e = grow_find(s, l, extra, shadow, &spl, &x);
+		if (e == SL_ENOSPACE) {
+			sl_diag_set(d, SL_ENOSPACE, "no room to grow lease %llu by %d GPUs%s",
+				    (unsigned long long)l->id, extra,
+				    head ? " without delaying the first lease in the queue" : "");
+			if (x.why[0])
+				sl_diag_hint(d, "%s", x.why);
+		}
+	}
+	mark_set(s, &spl, false);
+	placement_release(&spl);
+	if (e == SL_OK)
+		e = quota_check(s, l, &x, d);
+	struct placement grown;
+	placement_init(&grown);
+	if (e == SL_OK)
+		e = placement_copy(&grown, &l->pl);
+	for (int i = 0; e == SL_OK && i < x.npicks; i++)
+		e = placement_add(&grown, &x.picks[i]);
+	if (e == SL_OK) {
+		grown.npicks = l->pl.npicks;
+		for (int i = 0; i < x.npicks; i++)
+			merge_pick(s, &grown, &x.picks[i]);
+		e = placer_claim(s->p, &x, d);
+	}
+	if (e == SL_OK) {
+		lease_account(s, l, -1);
+		struct placement old = l->pl;
+		l->pl = grown;
+		grown = old;
+		l->req.gpus += extra;
+		lease_account(s, l, 1);
+	}
+	placement_release(&grown);
+	placement_release(&x);
+	return e;
+}
+
+enum sl_err scale_shrink(struct sched *s, struct sched_lease *l, int drop, struct sl_diag *d)
+{
+	(void)d;
+	lease_account(s, l, -1);
+	l->req.gpus -= drop;
+	for (int i = l->pl.npicks - 1; i >= 0 && drop > 0; i--) {
+		struct place_pick *k = &l->pl.picks[i];
+		int c = __builtin_popcount(k->gpus);
+		struct placement one = {.npicks = 1, .picks = k};
+		if (c <= drop) {
+			sched_cannot_fail(placer_release(s->p, &one, NULL));
+			l->pl.npicks = i;
+			drop -= c;
+			continue;
+		}
+		struct place_pick part = *k;
+		part.gpus = 0;
+		for (int g = 31; g >= 0 && __builtin_popcount(part.gpus) < drop; g--)
+			if (k->gpus & ((gpumask_t)1 << g))
+				part.gpus |= (gpumask_t)1 << g;
+		part.cpus = k->cpus * drop / c;
+		part.mem_mib = k->mem_mib * drop / c;
+		one.picks = &part;
+		sched_cannot_fail(placer_release(s->p, &one, NULL));
+		k->gpus &= ~part.gpus;
+		k->cpus -= part.cpus;
+		k->mem_mib -= part.mem_mib;
+		(void)node_set_quality(fleet_node_type(s->f, k->node), k->gpus, &k->q);
+		drop = 0;
+	}
+	lease_account(s, l, 1);
+	s->gen++;
+	return SL_OK;
+}
