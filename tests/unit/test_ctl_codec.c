@@ -1,0 +1,175 @@
+/* test_ctl_codec.c - the controller's codecs and tables: RFC 3339 times, lease
+ * request validation, tokens, roles and the route table's shape. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ctl_int.h"
+
+static void test_time_roundtrip(void **state)
+{
+	(void)state;
+	char buf[32];
+	int64_t ns = 1796016792123000000LL; /* 2026-11-30T05:33:12.123Z */
+	ctl_time_fmt(ns, buf);
+	assert_string_equal(buf, "2026-11-30T05:33:12.123Z");
+	int64_t back = 0;
+	assert_true(ctl_time_parse(buf, &back));
+	assert_int_equal(back, ns);
+	assert_true(ctl_time_parse("2026-11-30T13:33:12.123+08:00", &back));
+	assert_int_equal(back, ns);
+	assert_true(ctl_time_parse("2026-11-30T05:33:12Z", &back));
+	assert_int_equal(back, ns - 123000000);
+}
+
+static void test_time_rejects(void **state)
+{
+	(void)state;
+	static const char *const bad[] = {
+		"",          "2026-11-30",           "2026-11-30T05:33:12",  "2026-13-01T00:00:00Z",
+		"2026-11-30T25:00:00Z", "2026-11-30T05:33:12.Z", "2026-11-30T05:33:12Zjunk",
+		"2026-11-30 05:33:12Z", "2026-11-30T05:33:12+0800", "1960-01-01T00:00:00Z",
+	};
+	int64_t ns;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_false(ctl_time_parse(bad[i], &ns));
+	assert_false(ctl_time_parse(NULL, &ns));
+}
+
+struct req_case {
+	const char *json;
+	enum sl_err want;
+	const char *msg_has; /* substring of d.msg on error */
+};
+
+static void test_lease_req(void **state)
+{
+	(void)state;
+	static const struct req_case cases[] = {
+		{"{\"gpus\":8}", SL_OK, NULL},
+		{"{}", SL_EINVAL, "'gpus' is required"},
+		{"{\"gpus\":0}", SL_EINVAL, "expected 1.."},
+		{"{\"gpus\":8,\"plan\":\"weekly\"}", SL_EINVAL, "plan"},
+		{"{\"gpus\":8,\"models\":[\"h100-sxm\",\"nope\"]}", SL_EINVAL, "unknown GPU model 'nope'"},
+		{"{\"gpus\":8,\"models\":[1]}", SL_EINVAL, "array of strings"},
+		{"{\"gpus\":8,\"models\":[\"b200\",\"b200\",\"b200\",\"b200\",\"b200\",\"b200\",\"b200\",\"b200\",\"b200\"]}",
+		 SL_ELIMIT, "at most 8"},
+		{"{\"gpus\":8,\"region\":\"has space\"}", SL_EINVAL, "'region' is not a valid name"},
+		{"{\"gpus\":8,\"elastic\":{\"min\":9,\"max\":16}}", SL_EINVAL, "must include gpus"},
+		{"{\"gpus\":8,\"elastic\":{\"min\":4}}", SL_EINVAL, "elastic"},
+		{"{\"gpus\":8,\"elastic\":{\"min\":4,\"max\":16}}", SL_OK, NULL},
+		{"{\"gpus\":8,\"duration_s\":0}", SL_EINVAL, "duration_s"},
+		{"{\"gpus\":8,\"exclusive\":1}", SL_EINVAL, "boolean"},
+		{"{\"gpus\":8,\"plan\":\"spot\",\"per_node\":8,\"min_bw_gbps\":400}", SL_OK, NULL},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct lease_req r;
+		struct sl_diag d;
+		sl_diag_clear(&d);
+		json_t *o = json_loads(cases[i].json, 0, NULL);
+		assert_non_null(o);
+		enum sl_err e = lease_req_parse(o, &r, &d);
+		json_decref(o);
+		if (e != cases[i].want)
+			fail_msg("case %zu (%s): got %d (%s), want %d", i, cases[i].json, e, d.msg,
+				 cases[i].want);
+		if (cases[i].msg_has && !strstr(d.msg, cases[i].msg_has))
+			fail_msg("case %zu: message '%s' lacks '%s'", i, d.msg, cases[i].msg_has);
+	}
+	struct lease_req r;
+	struct sl_diag d;
+	json_t *o = json_loads("{\"gpus\":16,\"plan\":\"spot\",\"per_node\":8,\"models\":[\"b200\"]}", 0, NULL);
+	assert_int_equal(lease_req_parse(o, &r, &d), SL_OK);
+	json_decref(o);
+	assert_int_equal(r.gpus, 16);
+	assert_int_equal(r.plan, PLAN_SPOT);
+	assert_int_equal(r.per_node, 8);
+	assert_int_equal(r.nmodels, 1);
+	assert_string_equal(r.models[0], "b200");
+}
+
+static void test_token_format(void **state)
+{
+	(void)state;
+	struct ctl_token a, b;
+	char sa[64], sb[64], h[CTL_HASH_HEX + 1];
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	auth_token_generate(&a, sa);
+	auth_token_generate(&b, sb);
+	assert_int_equal(strlen(sa), 3 + 43);
+	assert_memory_equal(sa, "sl_", 3);
+	assert_int_equal(strlen(a.id), CTL_TOKEN_ID_LEN);
+	assert_memory_equal(a.id, "tok_", 4);
+	assert_string_not_equal(sa, sb);
+	assert_string_not_equal(a.id, b.id);
+	auth_hash_hex(sa, strlen(sa), h);
+	assert_string_equal(h, a.hash);
+	/* The stored form round-trips and keeps the hash, never the secret. */
+	a.role = CTL_ROLE_TENANT;
+	strcpy(a.tenant, "acme");
+	strcpy(a.user, "alice");
+	json_t *o = token_to_json(&a, true);
+	char *text = json_dumps(o, 0);
+	assert_null(strstr(text, sa));
+	struct ctl_token back;
+	struct sl_diag d;
+	assert_int_equal(token_from_json(o, &back, &d), SL_OK);
+	assert_string_equal(back.hash, a.hash);
+	assert_string_equal(back.tenant, "acme");
+	assert_int_equal(back.role, CTL_ROLE_TENANT);
+	free(text);
+	json_decref(o);
+	/* The API form has no hash. */
+	o = token_to_json(&a, false);
+	assert_null(json_object_get(o, "sha256"));
+	json_decref(o);
+}
+
+static void test_roles(void **state)
+{
+	(void)state;
+	for (int r = 0; r < CTL_ROLE__COUNT; r++)
+		assert_int_equal(ctl_role_parse(ctl_role_name((enum ctl_role)r)), r);
+	assert_int_equal(ctl_role_parse("root"), -1);
+	assert_int_equal(ctl_role_parse(NULL), -1);
+	assert_true(ctl_role_is_tenant(CTL_ROLE_TENANT_ADMIN));
+	assert_false(ctl_role_is_tenant(CTL_ROLE_OPERATOR));
+}
+
+static void test_route_table(void **state)
+{
+	(void)state;
+	size_t n;
+	const struct ctl_route *r = ctl_routes(&n);
+	assert_true(n >= 24);
+	for (size_t i = 0; i < n; i++) {
+		assert_non_null(r[i].fn);
+		/* Every authenticated route names roles; the agent has none yet. */
+		if (r[i].auth)
+			assert_true(r[i].roles != 0);
+		assert_false(r[i].roles & CTL_ROLE_BIT(CTL_ROLE_AGENT));
+		/* Everything that changes state is a write method. */
+		if (r[i].mutates)
+			assert_true(strcmp(r[i].method, "GET") != 0);
+		else
+			assert_string_equal(r[i].method, "GET");
+		for (size_t k = 0; k < i; k++)
+			assert_false(!strcmp(r[i].method, r[k].method) &&
+				     !strcmp(r[i].pattern, r[k].pattern));
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_time_roundtrip), cmocka_unit_test(test_time_rejects),
+		cmocka_unit_test(test_lease_req),      cmocka_unit_test(test_token_format),
+		cmocka_unit_test(test_roles),          cmocka_unit_test(test_route_table),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
