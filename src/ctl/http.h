@@ -174,7 +174,8 @@ enum sl_err http_response_header(struct http_request *r, const char *name,
 				 const char *value) SL_MUST_USE;
 
 /* Answers with status and body (copied; may be NULL with len 0) of
- * content_type (NULL for none). Answering twice is ignored. If the answer
+ * content_type (NULL for none). r may be freed by this call: answering twice
+ * is a bug. A gone client gets nothing (the call just frees r). If the answer
  * cannot be built (out of memory) the connection is closed instead. */
 void http_respond(struct http_request *r, int status, const char *content_type,
 		  const char *body, size_t len);
