@@ -697,6 +697,13 @@ static void fuzz_requests_on(struct fleet *fl, uint64_t seed, int iters)
 			assert_true(pl.failed != PLACE_C_NONE);
 			if (!pl.why[0])
 				fail_msg("iteration %d: refusal without a reason", it);
+			/* Up to 4 GPUs (every type here has 4 or more) or a share is
+			 * never a gang: "gang" would mean the explanation saw a node
+			 * that the index did not. */
+			if (r.per_node == 0 && (r.gpu_milli > 0 || (r.gpus >= 1 && r.gpus <= 4)) &&
+			    pl.failed == PLACE_C_GANG)
+				fail_msg("iteration %d: single-node refusal blamed on the gang: %s",
+					 it, pl.why);
 			break;
 		case SL_EINVAL:
 			invalid++;
