@@ -230,6 +230,10 @@ static enum sl_err ld_fields(struct ld *l, const struct ynode *m, const char *wh
 		if (key->kind != YN_SCALAR)
 			return ld_err(l, SL_EINVAL, key, "expected a key (%s) in %s, got %s", expected,
 				      what, ytree_kind_name(key));
+		/* "fabrics\0x" would otherwise pass as fabrics (strcmp stops at the NUL). */
+		if (strlen(name) != key->n)
+			return ld_err(l, SL_EINVAL, key, "a key in %s contains a NUL character; expected %s",
+				      what, expected);
 		if (i == nfields) {
 			struct nearest near = {.word = name};
 			for (int j = 0; j < nfields; j++)

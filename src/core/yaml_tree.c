@@ -186,7 +186,8 @@ static enum sl_err on_event(struct builder *b, const yaml_event_t *ev, int *docs
 	}
 }
 
-static enum sl_err syntax_error(const yaml_parser_t *p, const char *text, struct sl_diag *d)
+static enum sl_err syntax_error(const yaml_parser_t *p, const char *text, size_t len,
+				struct sl_diag *d)
 {
 	if (p->error == YAML_MEMORY_ERROR)
 		return sl_diag_set(d, SL_ENOMEM, "out of memory");
@@ -196,7 +197,7 @@ static enum sl_err syntax_error(const yaml_parser_t *p, const char *text, struct
 	 * not a mark: count lines up to it. */
 	if (p->error == YAML_READER_ERROR) {
 		int line = 1, col = 1;
-		for (size_t i = 0; i < p->problem_offset; i++, col++)
+		for (size_t i = 0; i < p->problem_offset && i < len; i++, col++)
 			if (text[i] == '\n') {
 				line++;
 				col = 0;
@@ -247,7 +248,7 @@ enum sl_err ytree_parse(struct ytree *t, const char *text, size_t len, int max_d
 	for (bool done = false; !done && e == SL_OK;) {
 		yaml_event_t ev;
 		if (!yaml_parser_parse(&p, &ev)) {
-			e = syntax_error(&p, text, d);
+			e = syntax_error(&p, text, len, d);
 			break;
 		}
 		e = on_event(&b, &ev, &docs);

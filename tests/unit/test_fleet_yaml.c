@@ -316,6 +316,8 @@ static const struct bad bad_files[] = {
 	 "unknown node type 'h100'", "declare 'h100' under node_types"},
 	{SITE_HEAD "        {name: \"n\\0x\", type: hgx-h100-8}]}]}\n", NULL, SL_EINVAL, 6, 16,
 	 "contains a NUL character", NULL},
+	{"sites:\n  - {name: s1, region: r1, \"fabrics\\0x\": []}\n", NULL, SL_EINVAL, 2, 28,
+	 "a key in site contains a NUL character", NULL},
 	{SITE_HEAD "        {range: \"a[000001-100000]\", type: pcie-l40s-8},\n"
 		   "        {range: \"b[000001-100000]\", type: pcie-l40s-8},\n"
 		   "        {name: c, type: pcie-l40s-8}]}]}\n", NULL, SL_ELIMIT, 8, 16,
