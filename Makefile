@@ -22,9 +22,9 @@ check: deps
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		ctest --output-on-failure -j $(JOBS)
 
-# Until the controller lands (issue 3) this shows the offline planner on the demo fleet.
+# The controller on the demo fleet in simulate mode (scripts/run.sh).
 run: build
-	@scripts/demo.sh $(BUILD)
+	@scripts/run.sh $(BUILD)
 
 bench: build
 	@$(BUILD)/bench_place
