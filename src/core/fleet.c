@@ -177,8 +177,9 @@ enum sl_err fleet_add_type(struct fleet *f, const struct node_type *t, int *idx,
 	if (fleet_lookup(f, 'T', 0, t->name) >= 0)
 		return fleet_exists(d, "node type", t->name,
 				    " (built-in types and node_types share one namespace)");
-	/* A type is ~2 KiB from a 60-byte line: without a bound a fleet file
-	 * could ask for gigabytes. */
+	/* A type is ~2 KiB from a 60-byte line, and a placer builds ~1.3 MB of
+	 * tables (and ~7 ms of work) for each 16-GPU type its nodes use: without
+	 * a tight bound a small fleet file could ask for gigabytes. */
 	if (f->ntypes >= FLEET_MAX_TYPES)
 		return sl_diag_set(d, SL_ELIMIT,
 				   "node type '%s' is one too many; a fleet has at most %d node "
