@@ -16,6 +16,14 @@
 int cmd_plan(int argc, char **argv);
 int cmd_topo(int argc, char **argv);
 int cmd_fleet(int argc, char **argv);
+/* Online commands: they talk to the controller (client.h). */
+int cmd_nodes(int argc, char **argv);
+int cmd_node(int argc, char **argv);
+int cmd_tenant(int argc, char **argv);
+int cmd_token(int argc, char **argv);
+int cmd_lease(int argc, char **argv);
+int cmd_queue(int argc, char **argv);
+int cmd_reservation(int argc, char **argv);
 
 /* Prints "suanli: <diag>" and its hint to stderr. */
 void cli_print_diag(const struct sl_diag *d);

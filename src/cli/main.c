@@ -13,6 +13,13 @@ static const struct {
 	{"plan", cmd_plan, "place one request on a fleet file, offline, and explain it"},
 	{"topo", cmd_topo, "print a node's GPU matrix like nvidia-smi topo -m, with bandwidths"},
 	{"fleet", cmd_fleet, "validate a fleet file and summarise it (fleet check FILE)"},
+	{"nodes", cmd_nodes, "list the controller's nodes with their state and free GPUs"},
+	{"node", cmd_node, "one node: show, drain, resume"},
+	{"tenant", cmd_tenant, "tenants: create, list, show"},
+	{"token", cmd_token, "access tokens: create, list, revoke"},
+	{"lease", cmd_lease, "leases: create, list, show, release, extend, scale"},
+	{"queue", cmd_queue, "leases waiting for capacity, and why"},
+	{"reservation", cmd_reservation, "capacity held for a tenant: create, list"},
 };
 
 static void usage(FILE *out)
@@ -21,7 +28,7 @@ static void usage(FILE *out)
 		     "suanli (算力) leases and schedules NVLink GPU clusters.\n\n"
 		     "Commands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+		fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
 	fprintf(out, "\nRun 'suanli COMMAND --help' for a command's options.\n"
 		     "Documentation: docs/cli.md, docs/fleet-file.md, docs/placement.md\n");
 }

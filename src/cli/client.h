@@ -1,0 +1,121 @@
+/* client.h - what the online subcommands share: finding the controller and
+ * the token, calling the API, and reporting its errors the same way.
+ *
+ * Every online subcommand accepts --server URL, --token TOKEN, --json and
+ * --help (CLIENT_LONG_OPTS); the server and token come from those flags, else
+ * SUANLI_SERVER / SUANLI_TOKEN, else the config file
+ * ($XDG_CONFIG_HOME or ~/.config)/suanli/config with lines `server = URL`
+ * and `token = ...`, else the server defaults to CLIENT_DEFAULT_SERVER. */
+#ifndef SL_CLI_CLIENT_H
+#define SL_CLI_CLIENT_H
+
+#include <getopt.h>
+#include <jansson.h>
+
+#include "http_client.h"
+
+#define CLIENT_DEFAULT_SERVER "http://127.0.0.1:7400"
+#define CLIENT_CONFIG_LINE_MAX 4096u /* longest config-file line */
+#define CLIENT_CONFIG_MAX_LINES 1000 /* a config file is a few lines */
+#define CLIENT_PATH_MAX 1024u        /* longest API path with its query */
+
+/* getopt_long values of the shared options (outside the ASCII range that
+ * short options use). */
+enum {
+	CLIENT_OPT_SERVER = 0x100,
+	CLIENT_OPT_TOKEN,
+	CLIENT_OPT_JSON,
+};
+
+/* The shared entries of a subcommand's struct option table; 'h' is --help. */
+#define CLIENT_LONG_OPTS                                             \
+	{"server", required_argument, NULL, CLIENT_OPT_SERVER},      \
+	{"token", required_argument, NULL, CLIENT_OPT_TOKEN},        \
+	{"json", no_argument, NULL, CLIENT_OPT_JSON},                \
+	{"help", no_argument, NULL, 'h'}
+
+/* The options text for --help, to append to each subcommand's usage. */
+#define CLIENT_HELP_OPTS                                                        \
+	"  --server URL       the controller (default: SUANLI_SERVER, the config\n" \
+	"                     file, or " CLIENT_DEFAULT_SERVER ")\n"               \
+	"  --token TOKEN      bearer token (default: SUANLI_TOKEN or the config)\n" \
+	"  --json             print the API's JSON answer\n"                       \
+	"  --help             this text\n"
+
+struct client {
+	const char *cmd;    /* "lease create", for messages */
+	const char *server; /* from --server, or NULL until client_open */
+	const char *token;  /* from --token, or NULL until client_open */
+	int json;           /* --json given */
+	/* Owned: */
+	struct http_client *http;
+	char *cfg_server, *cfg_token; /* values read from the config file */
+	const char *token_from;       /* where the token came from, for hints */
+};
+
+/* Zeroes cl for subcommand cmd ("lease create"). */
+void client_init(struct client *cl, const char *cmd);
+
+/* Handles one getopt_long result c of the shared options; returns 1 if it
+ * was one (recorded in cl), 0 otherwise. */
+int client_opt(struct client *cl, int c, const char *arg);
+
+/* Reports getopt_long's '?' or ':' for cmd as a usage error; returns
+ * CLI_EXIT_USAGE. argv/optind locate the option that was wrong. */
+int client_getopt_error(const char *cmd, int c, char **argv);
+
+/* Resolves server and token (flags, environment, config file, default) and
+ * creates the HTTP client. Prints the problem and returns CLI_EXIT_FAIL on
+ * failure (an unreadable or malformed config file, a bad URL), else
+ * CLI_EXIT_OK. Warns on stderr when the config file holds a token and others
+ * may read it. */
+int client_open(struct client *cl);
+
+/* Sends method to path with body (borrowed; NULL for none) and
+ * idempotency_key (NULL for none). On a 2xx answer: with --json prints the
+ * answer's JSON (indented, values byte for byte as sent) to stdout and sets
+ * *out to NULL; otherwise parses it into *out (caller json_decref's; NULL for
+ * an empty body). Returns CLI_EXIT_OK, or CLI_EXIT_FAIL after printing the
+ * server's message and hint (or the transport error) to stderr. */
+int client_call(struct client *cl, const char *method, const char *path, json_t *body,
+		const char *idempotency_key, json_t **out);
+
+/* client_args' answer when the subcommand should go on. */
+#define CLIENT_GO (-1)
+
+/* Parses argv for a subcommand that takes only the shared options and
+ * exactly npos positional arguments (described by what, "one lease ID"),
+ * which are left at argv[optind...]. Returns CLIENT_GO to go on, or the exit
+ * status (after printing help or a usage error). */
+int client_args(struct client *cl, int argc, char **argv, const char *help, int npos,
+		const char *what);
+
+/* One subcommand of a group ("lease create"). */
+struct client_sub {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+/* Runs the subcommand argv[1] of group (argv[0] is the group's name), or
+ * prints the group's usage (intro, then the subcommands) for --help, or a
+ * usage error for a missing or unknown one. Returns the exit status. */
+int client_dispatch(const char *group, const char *intro, const struct client_sub *subs,
+		    size_t nsubs, int argc, char **argv);
+
+/* Frees what client_open made; safe on an unopened client. */
+void client_close(struct client *cl);
+
+/* Appends s to buf (of size n, holding a NUL-terminated string) with every
+ * byte outside [A-Za-z0-9-._~] percent-encoded, so a name from the user is one
+ * path segment or query value. Returns 0, or -1 if it does not fit. */
+int client_escape(char *buf, size_t n, const char *s);
+
+/* Parses a duration: whole numbers with units d, h, m, s, largest first and
+ * each at most once ("90s", "30m", "2h", "1d", "1h30m"). Returns the seconds
+ * (> 0, at most CLIENT_DURATION_MAX), or -1 after printing a usage error that
+ * names opt. */
+#define CLIENT_DURATION_MAX (3650L * 86400L) /* ten years */
+long client_parse_duration(const char *cmd, const char *opt, const char *s);
+
+#endif

@@ -1,0 +1,268 @@
+/* cmd_nodes.c - `suanli nodes` and `suanli node show|drain|resume`: the
+ * controller's view of the fleet, one line per node or one node in full. */
+#include <string.h>
+
+#include "cli.h"
+#include "client.h"
+#include "output.h"
+
+#define NODE_MATRIX_MAX 16 /* GPUs up to which node show prints a bandwidth matrix */
+#define NODE_REASON_MAX 256 /* the contract's bound on a drain reason */
+
+/* ---- nodes ---- */
+
+static const char nodes_help[] =
+	"usage: suanli nodes [OPTIONS]\n\n"
+	"Lists the nodes the controller knows, with their state and free GPUs (a tenant\n"
+	"does not see other tenants' colocated nodes).\n\n" CLIENT_HELP_OPTS
+	"\nExample:\n  suanli nodes --server http://10.0.0.5:7400\n";
+
+int cmd_nodes(int argc, char **argv)
+{
+	static const char *const head[] = {"NAME",  "TYPE", "MODEL", "SITE",
+					   "REGION", "STATE", "FREE", "REASON"};
+	struct client cl;
+	struct out_table t;
+	json_t *arr = NULL, *n;
+	size_t i;
+	int rc;
+
+	client_init(&cl, "nodes");
+	if ((rc = client_args(&cl, argc, argv, nodes_help, 0, "no arguments")) != CLIENT_GO)
+		return rc;
+	if ((rc = client_open(&cl)) != CLI_EXIT_OK ||
+	    (rc = client_call(&cl, "GET", "/v1/nodes", NULL, NULL, &arr)) != CLI_EXIT_OK ||
+	    cl.json)
+		goto done;
+	if (!json_array_size(arr)) {
+		printf("No nodes: the controller has no fleet yet.\n");
+		goto done;
+	}
+	out_table_init(&t, 8, head);
+	json_array_foreach(arr, i, n) {
+		char free_[64], f[32], g[32];
+		snprintf(free_, sizeof(free_), "%s/%s", out_int(n, "free_gpus", f, sizeof(f)),
+			 out_int(n, "gpus", g, sizeof(g)));
+		const char *row[] = {out_str(n, "name", "?"),   out_str(n, "type", "-"),
+				     out_str(n, "model", "-"),  out_str(n, "site", "-"),
+				     out_str(n, "region", "-"), out_str(n, "state", "-"),
+				     free_,                     out_str(n, "reason", "")};
+		out_table_row(&t, row);
+	}
+	if (out_table_print(&t, stdout))
+		rc = CLI_EXIT_FAIL;
+	out_table_release(&t);
+done:
+	json_decref(arr);
+	client_close(&cl);
+	return rc;
+}
+
+/* ---- node show ---- */
+
+static const char show_help[] =
+	"usage: suanli node show NAME [OPTIONS]\n\n"
+	"Shows one node: its state, each GPU (free or in which lease), and the\n"
+	"bandwidth between its GPUs.\n\n" CLIENT_HELP_OPTS
+	"\nExample:\n  suanli node show fza-h100-001\n";
+
+/* "Node X is ready; 6 of 8 GPUs are free." and, if set, the reason. */
+static void print_node_sentence(const json_t *n)
+{
+	char f[32], g[32];
+	const char *reason = out_str(n, "reason", "");
+	printf("Node %s is %s%s%s; %s of %s GPUs are free%s.\n", out_str(n, "name", "?"),
+	       out_str(n, "state", "?"), *reason ? ": " : "", reason,
+	       out_int(n, "free_gpus", f, sizeof(f)), out_int(n, "gpus", g, sizeof(g)),
+	       json_is_true(json_object_get(n, "simulated")) ? " (simulated)" : "");
+}
+
+/* The NIC serving GPU gpu, or "-". */
+static const char *nic_of(const json_t *nics, json_int_t gpu)
+{
+	size_t i, j;
+	json_t *nic, *g;
+	json_array_foreach(nics, i, nic) {
+		json_array_foreach(json_object_get(nic, "gpus"), j, g) {
+			if (json_integer_value(g) == gpu)
+				return out_str(nic, "name", "-");
+		}
+	}
+	return "-";
+}
+
+static int print_gpus(const json_t *n)
+{
+	static const char *const head[] = {"GPU", "STATE", "LEASE", "NUMA", "NIC"};
+	const json_t *topo = json_object_get(n, "topology");
+	const json_t *numa = json_object_get(topo, "numa");
+	struct out_table t;
+	size_t i;
+	json_t *g;
+	int rc;
+
+	out_table_init(&t, 5, head);
+	json_array_foreach(json_object_get(n, "gpu_state"), i, g) {
+		char idx[32], nm[32];
+		json_int_t k = json_integer_value(json_object_get(g, "index"));
+		snprintf(idx, sizeof(idx), "%lld", (long long)k);
+		snprintf(nm, sizeof(nm), "%lld",
+			 (long long)json_integer_value(json_array_get(numa, (size_t)k)));
+		const char *row[] = {idx, out_str(g, "state", "-"), out_str(g, "lease", "-"),
+				     json_array_size(numa) > (size_t)k ? nm : "-",
+				     nic_of(json_object_get(topo, "nics"), k)};
+		out_table_row(&t, row);
+	}
+	rc = out_table_print(&t, stdout);
+	out_table_release(&t);
+	return rc;
+}
+
+/* The GB/s between every pair of GPUs, as a matrix. */
+static void print_matrix(const json_t *n)
+{
+	long long bw[NODE_MATRIX_MAX][NODE_MATRIX_MAX] = {{0}};
+	json_int_t ngpus = json_integer_value(json_object_get(n, "gpus"));
+	size_t i;
+	json_t *l;
+
+	if (ngpus < 2 || ngpus > NODE_MATRIX_MAX)
+		return;
+	json_array_foreach(json_object_get(json_object_get(n, "topology"), "links"), i, l) {
+		const json_t *p = json_object_get(l, "gpus");
+		json_int_t a = json_integer_value(json_array_get(p, 0));
+		json_int_t b = json_integer_value(json_array_get(p, 1));
+		if (a >= 0 && a < ngpus && b >= 0 && b < ngpus)
+			bw[a][b] = bw[b][a] = (long long)json_integer_value(json_object_get(l, "gbps"));
+	}
+	printf("\nGB/s between GPUs:\n     ");
+	for (json_int_t b = 0; b < ngpus; b++)
+		printf(" %5lld", (long long)b);
+	printf("\n");
+	for (json_int_t a = 0; a < ngpus; a++) {
+		printf("%5lld", (long long)a);
+		for (json_int_t b = 0; b < ngpus; b++)
+			if (a == b)
+				printf(" %5s", "-");
+			else
+				printf(" %5lld", bw[a][b]);
+		printf("\n");
+	}
+}
+
+static int node_show(int argc, char **argv)
+{
+	struct client cl;
+	char path[CLIENT_PATH_MAX] = "/v1/nodes/";
+	json_t *n = NULL;
+	int rc;
+
+	client_init(&cl, "node show");
+	if ((rc = client_args(&cl, argc, argv, show_help, 1, "one node name")) != CLIENT_GO)
+		return rc;
+	if (client_escape(path, sizeof(path), argv[optind]))
+		return cli_usage_error(cl.cmd, "the node name is too long");
+	if ((rc = client_open(&cl)) == CLI_EXIT_OK &&
+	    (rc = client_call(&cl, "GET", path, NULL, NULL, &n)) == CLI_EXIT_OK && n) {
+		printf("Node %s: %s with %s GPUs, at %s (%s), leaf %s.\n", out_str(n, "name", "?"),
+		       out_str(n, "type", "?"), out_str(n, "model", "?"), out_str(n, "site", "?"),
+		       out_str(n, "region", "?"), out_str(n, "leaf", "-"));
+		print_node_sentence(n);
+		printf("\n");
+		if (print_gpus(n))
+			rc = CLI_EXIT_FAIL;
+		print_matrix(n);
+	}
+	json_decref(n);
+	client_close(&cl);
+	return rc;
+}
+
+/* ---- node drain, node resume ---- */
+
+static const char drain_help[] =
+	"usage: suanli node drain NAME --reason TEXT [OPTIONS]\n\n"
+	"Takes a node out of service: no new lease is placed on it; leases already\n"
+	"there run to their end (state draining, then drained). Admin and operator.\n\n"
+	"  --reason TEXT      why (required, at most 256 bytes), shown in 'suanli nodes'\n" CLIENT_HELP_OPTS
+	"\nExample:\n  suanli node drain fza-h100-003 --reason 'BIOS update'\n";
+
+static const char resume_help[] = "usage: suanli node resume NAME [OPTIONS]\n\n"
+				  "Puts a drained node back in service. Admin and operator.\n\n" CLIENT_HELP_OPTS
+				  "\nExample:\n  suanli node resume fza-h100-003\n";
+
+/* POSTs body to /v1/nodes/NAME/action and says where the node stands. */
+static int node_action(struct client *cl, const char *name, const char *action, json_t *body)
+{
+	char path[CLIENT_PATH_MAX] = "/v1/nodes/";
+	json_t *n = NULL;
+	int rc;
+
+	if (client_escape(path, sizeof(path), name) ||
+	    strlen(path) + strlen(action) >= sizeof(path))
+		return cli_usage_error(cl->cmd, "the node name is too long");
+	strcat(path, action);
+	if ((rc = client_open(cl)) == CLI_EXIT_OK &&
+	    (rc = client_call(cl, "POST", path, body, NULL, &n)) == CLI_EXIT_OK && n)
+		print_node_sentence(n);
+	json_decref(n);
+	client_close(cl);
+	return rc;
+}
+
+static int node_drain(int argc, char **argv)
+{
+	static const struct option opts[] = {{"reason", required_argument, NULL, 'r'},
+					     CLIENT_LONG_OPTS,
+					     {0, 0, 0, 0}};
+	struct client cl;
+	const char *reason = NULL;
+	int c, rc;
+
+	client_init(&cl, "node drain");
+	optind = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		if (client_opt(&cl, c, optarg))
+			continue;
+		switch (c) {
+		case 'h': fputs(drain_help, stdout); return CLI_EXIT_OK;
+		case 'r': reason = optarg; break;
+		default: return client_getopt_error(cl.cmd, c, argv);
+		}
+	}
+	if (argc - optind != 1)
+		return argc - optind > 1
+			       ? cli_usage_error(cl.cmd, "unexpected argument '%s'", argv[optind + 1])
+			       : cli_usage_error(cl.cmd, "expects one node name");
+	if (!reason || !*reason)
+		return cli_usage_error(cl.cmd, "--reason TEXT is required: say why, for the "
+					       "people who will see the node drained");
+	if (strlen(reason) > NODE_REASON_MAX)
+		return cli_usage_error(cl.cmd, "--reason is longer than %d bytes", NODE_REASON_MAX);
+	json_t *body = json_pack("{s:s}", "reason", reason);
+	rc = node_action(&cl, argv[optind], "/drain", body);
+	json_decref(body);
+	return rc;
+}
+
+static int node_resume(int argc, char **argv)
+{
+	struct client cl;
+	int rc;
+	client_init(&cl, "node resume");
+	if ((rc = client_args(&cl, argc, argv, resume_help, 1, "one node name")) != CLIENT_GO)
+		return rc;
+	return node_action(&cl, argv[optind], "/resume", NULL);
+}
+
+static const struct client_sub node_subs[] = {
+	{"show", node_show, "one node: state, GPUs, bandwidth matrix"},
+	{"drain", node_drain, "take a node out of service, with a reason"},
+	{"resume", node_resume, "put a drained node back in service"},
+};
+
+int cmd_node(int argc, char **argv)
+{
+	return client_dispatch("node", "One node of the fleet ('suanli nodes' lists them).\n",
+			       node_subs, sizeof(node_subs) / sizeof(node_subs[0]), argc, argv);
+}
