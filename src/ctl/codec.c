@@ -387,15 +387,7 @@ enum sl_err placement_from_json(const struct fleet *f, const json_t *arr, struct
 
 /* ---- leases ---- */
 
-static int queue_position(const struct ctl *c, const struct ctl_lease *l)
-{
-	for (int i = 0; i < c->nqueue; i++)
-		if (&c->leases[c->queue[i]] == l)
-			return i + 1;
-	return 0;
-}
-
-json_t *lease_to_json(struct ctl *c, const struct ctl_lease *l)
+json_t *lease_to_json(struct ctl *c, const struct ctl_lease *l, bool api)
 {
 	json_t *o = json_object(), *placed;
 	if (!o)
@@ -412,9 +404,15 @@ json_t *lease_to_json(struct ctl *c, const struct ctl_lease *l)
 	json_decref(placed);
 	if (l->score)
 		json_object_set(o, "score", l->score);
-	if (l->state == LS_PENDING)
-		json_object_set_new(o, "queue", json_pack("{s:i, s:s}", "position",
-							  queue_position(c, l), "reason", l->reason));
+	if (l->state == LS_PENDING) {
+		/* The store keeps the last reason; the API asks the scheduler. */
+		int pos = 0;
+		const char *reason = l->reason;
+		if (api)
+			ctl_sched_queue_pos(c, l, &pos, &reason);
+		json_object_set_new(o, "queue", json_pack("{s:i, s:s}", "position", pos, "reason",
+							  reason ? reason : ""));
+	}
 	json_object_set_new(o, "created_at", ctl_time_json(l->created_ns));
 	json_object_set_new(o, "started_at", ctl_time_json(l->started_ns));
 	json_object_set_new(o, "ended_at", ctl_time_json(l->ended_ns));

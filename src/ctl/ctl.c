@@ -467,15 +467,9 @@ static enum sl_err load_lease(void *arg, const char *id, const char *tenant, con
 	return SL_OK;
 }
 
-static int queue_cmp_ctl(const struct ctl *c, int a, int b)
-{
-	const struct ctl_lease *x = &c->leases[a], *y = &c->leases[b];
-	if (x->req.plan != y->req.plan)
-		return x->req.plan < y->req.plan ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-/* Re-claims active placements and rebuilds the queue and the expiry heap. */
+/* Re-claims running leases' placements on the placer (they are adopted: see
+ * ctl_sched.c) and fills the deadline heap. Pending leases go to the
+ * scheduler when it starts. */
 static enum sl_err leases_rebuild(struct ctl *c, struct sl_diag *d)
 {
 	/* Claims first with every node in service (the placer refuses claims
@@ -498,20 +492,11 @@ static enum sl_err leases_rebuild(struct ctl *c, struct sl_diag *d)
 			c->nactive++;
 			if (l->expires_ns && ctl_expiry_push(c, l->expires_ns, i))
 				return SL_ENOMEM;
-		} else if (l->state == LS_PENDING) {
-			if (ctl_queue_push(c, i))
+			if (l->state == LS_PREEMPTING && ctl_expiry_push(c, l->preempt_ns, i))
 				return SL_ENOMEM;
 		}
 	}
 	ctl_apply_usable(c);
-	/* Insertion sort is fine here: the queue comes out of the store in
-	 * seq order already, so only plan priority moves entries. */
-	for (int i = 1; i < c->nqueue; i++)
-		for (int k = i; k > 0 && queue_cmp_ctl(c, c->queue[k - 1], c->queue[k]) > 0; k--) {
-			int t = c->queue[k];
-			c->queue[k] = c->queue[k - 1];
-			c->queue[k - 1] = t;
-		}
 	return SL_OK;
 }
 
@@ -579,12 +564,16 @@ static enum sl_err ctl_load(struct ctl *c, const struct ctl_opts *o, struct sl_d
 		free(text);
 		if (e)
 			return e;
-		if (c->tx_open && (e = store_commit(c->store, d)))
-			return e;
-		c->tx_open = false;
-		if (c->fatal)
-			return sl_diag_set(d, SL_EIO, "could not store the fleet");
 	}
+	/* The scheduler may start waiting leases at once: that is a change to
+	 * commit like any other. */
+	if ((e = ctl_sched_start(c, d)))
+		return e;
+	if (c->fatal)
+		return sl_diag_set(d, SL_EIO, "could not store the start-up changes");
+	if (c->tx_open && (e = store_commit(c->store, d)))
+		return e;
+	c->tx_open = false;
 	return SL_OK;
 }
 
@@ -644,13 +633,13 @@ void ctl_free(struct ctl *c)
 	if (!c)
 		return;
 	http_server_free(c->http);
+	ctl_sched_stop(c);
 	for (int i = 0; i < c->nanswers; i++)
 		free(c->answers[i].body);
 	free(c->answers);
 	for (int i = 0; i < c->nleases; i++)
 		lease_release_mem(&c->leases[i]);
 	free(c->leases);
-	free(c->queue);
 	free(c->expiry);
 	for (int i = 0; i < c->ntenants; i++) {
 		json_decref(c->tenants[i].regions);
@@ -731,14 +720,13 @@ enum sl_err ctl_run(struct ctl *c, int stop_fd, struct sl_diag *d)
 		if (e)
 			sl_log_error("http server error", "error=%s", sl_err_message(e));
 		c->next_deadline = ctl_expire(c);
-		if (c->queue_dirty)
-			ctl_queue_run(c);
 		flush = c->nanswers > 0;
 		if ((e = end_turn(c, d))) {
 			sl_log_error("commit failed; stopping without answering", "error=%s", d->msg);
 			return SL_EIO;
 		}
 	}
-	sl_log_info("stopping", "leases_active=%d queue=%d", c->nactive, c->nqueue);
+	sl_log_info("stopping", "leases_active=%d queue=%d", c->nactive,
+		    c->sched ? sched_pending_count(c->sched) : 0);
 	return SL_OK;
 }

@@ -15,6 +15,7 @@
 #include "fleet.h"
 #include "http.h"
 #include "place.h"
+#include "sched.h"
 #include "store.h"
 #include "strmap.h"
 
@@ -86,11 +87,13 @@ struct ctl_lease {
 	int gpus;        /* GPUs held now (elastic leases change it) */
 	struct placement pl; /* picks while active/preempting */
 	json_t *score;   /* placement score, NULL when never placed */
-	char reason[512]; /* why it waits (pending) */
+	char reason[SCHED_REASON_MAX]; /* why it waits (pending) */
 	int64_t created_ns, started_ns, ended_ns, expires_ns, preempt_ns;
 	json_t *history; /* [{"at","state","reason"}] */
 	int64_t epoch;
 	bool simulated;
+	bool in_sched;        /* the scheduler knows it (else adopted, see ctl_sched.c) */
+	char end_reason[64];  /* history reason for the coming end, "" for the default */
 };
 
 struct ctl_resv {
@@ -145,9 +148,8 @@ struct ctl {
 
 	struct ctl_lease *leases; /* index = seq - 1 */
 	int nleases, cap_leases;
-	int *queue; /* pending lease indices, in order */
-	int nqueue, cap_queue;
-	bool queue_dirty; /* capacity changed: try the queue at the end of the turn */
+	struct sched *sched;  /* borrows placer; NULL until the state is loaded */
+	bool queue_dirty; /* capacity changed: run a scheduling pass at the end of the turn */
 	int nactive;
 	struct ctl_expiry *expiry; /* min-heap by time; stale entries skipped */
 	int nexpiry, cap_expiry;
@@ -240,7 +242,7 @@ json_t *token_to_json(const struct ctl_token *t, bool store);
 enum sl_err token_from_json(const json_t *o, struct ctl_token *t, struct sl_diag *d) SL_MUST_USE;
 /* viewer_tenant: NULL for provider roles; otherwise lease ids of other tenants
  * are hidden where they appear. */
-json_t *lease_to_json(struct ctl *c, const struct ctl_lease *l);
+json_t *lease_to_json(struct ctl *c, const struct ctl_lease *l, bool api);
 enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
 			    struct sl_diag *d) SL_MUST_USE;
 void lease_release_mem(struct ctl_lease *l);
@@ -268,22 +270,17 @@ bool ctl_lease_save(struct ctl *c, struct ctl_lease *l);
 /* Appends a history entry and changes state. */
 void ctl_lease_set_state(struct ctl *c, struct ctl_lease *l, enum lease_state s,
 			 const char *reason);
-/* Tries to place a pending lease now (the placement step that the scheduler
- * will take over). SL_OK: claimed and active; SL_ENOSPACE: stays pending with
- * l->reason set; SL_EQUOTA: never fits the tenant's quota; others: refused. */
-enum sl_err ctl_lease_place(struct ctl *c, struct ctl_lease *l, struct sl_diag *d) SL_MUST_USE;
-/* Grows or shrinks an active elastic lease to gpus GPUs (bounds checked by
+/* Grows or shrinks an active adopted elastic lease to gpus GPUs (bounds checked by
  * the caller). SL_ENOSPACE (d says why) leaves it unchanged. */
 enum sl_err ctl_lease_scale(struct ctl *c, struct ctl_lease *l, int gpus, struct sl_diag *d) SL_MUST_USE;
-/* Releases an active lease's GPUs and ends it in state s. */
+/* Ends an adopted lease (not known to the scheduler): releases its GPUs on
+ * the placer and tells the scheduler that capacity came back. */
 void ctl_lease_end(struct ctl *c, struct ctl_lease *l, enum lease_state s, const char *reason);
-void ctl_queue_remove(struct ctl *c, int idx);
-enum sl_err ctl_queue_push(struct ctl *c, int idx) SL_MUST_USE;
-/* Schedules an expiry check for lease index idx at time at. */
+/* Schedules a deadline at time at: a lease's end (idx = its index) or a
+ * scheduler edge such as a reservation window (idx -1). */
 enum sl_err ctl_expiry_push(struct ctl *c, int64_t at, int idx) SL_MUST_USE;
-/* Runs the queue: places whatever fits, in order. */
-void ctl_queue_run(struct ctl *c);
-/* Expires leases whose time is up; returns the next deadline (0: none). */
+/* Handles deadlines that passed (adopted leases' ends, then one scheduler
+ * tick); returns the next deadline (0: none). */
 int64_t ctl_expire(struct ctl *c);
 /* Replaces the fleet (text is the YAML). Validates that active leases keep
  * their nodes; on error nothing changes. */
@@ -326,6 +323,25 @@ void h_lease_scale(struct ctl_call *c);
 void h_queue(struct ctl_call *c);
 void h_resv_create(struct ctl_call *c);
 void h_resv_list(struct ctl_call *c);
+
+/* ---- the scheduler (ctl_sched.c) ---- */
+/* Creates the scheduler over the current placer: quotas, reservations, then
+ * the pending leases submitted again in their order. */
+enum sl_err ctl_sched_start(struct ctl *c, struct sl_diag *d) SL_MUST_USE;
+/* Frees it; its running leases become adopted. */
+void ctl_sched_stop(struct ctl *c);
+/* Applies the scheduler's events to leases (state, history, store). */
+void ctl_sched_events(struct ctl *c);
+/* After a scheduler call: SL_ENOMEM marks the turn fatal; events applied.
+ * Returns e. */
+enum sl_err ctl_sched_check(struct ctl *c, enum sl_err e, const char *what);
+/* Submits lease l (SL_OK: started or queued, events applied). */
+enum sl_err ctl_sched_submit(struct ctl *c, struct ctl_lease *l, struct sl_diag *d) SL_MUST_USE;
+void ctl_sched_capacity_back(struct ctl *c, const struct placement *pl);
+enum sl_err ctl_sched_tenant(struct ctl *c, const struct ctl_tenant *t, struct sl_diag *d) SL_MUST_USE;
+enum sl_err ctl_sched_reserve(struct ctl *c, const struct ctl_resv *r, struct sl_diag *d) SL_MUST_USE;
+/* Position and reason of a pending lease in the scheduler's queue. */
+bool ctl_sched_queue_pos(struct ctl *c, const struct ctl_lease *l, int *pos, const char **reason);
 
 /* Dispatches one request (routes.c). */
 void ctl_dispatch(struct ctl *c, struct http_request *req);

@@ -178,7 +178,10 @@ enum sl_err ctl_fleet_replace(struct ctl *c, const char *text, size_t len, const
 			}
 		}
 	}
-	/* Commit point: nothing below fails. */
+	/* Commit point: nothing below fails (but the new scheduler's start,
+	 * which only fails out of memory and then stops the daemon). */
+	bool had_sched = c->sched != NULL;
+	ctl_sched_stop(c);
 	for (int i = 0; i < c->nleases; i++) {
 		struct ctl_lease *l = &c->leases[i];
 		bool gone = false;
@@ -198,7 +201,10 @@ enum sl_err ctl_fleet_replace(struct ctl *c, const char *text, size_t len, const
 	c->fleet = nf;
 	c->placer = np;
 	ctl_apply_usable(c);
-	c->queue_dirty = true;
+	if (had_sched && ctl_sched_start(c, d)) {
+		sl_log_error("scheduler restart failed", "error=%s", d->msg);
+		c->fatal = true;
+	}
 	if (save) {
 		char id[32];
 		c->fleet_version++;
@@ -397,10 +403,12 @@ void h_node_resume(struct ctl_call *call)
 	if (json_object_get(c->drains, name)) {
 		json_object_del(c->drains, name);
 		placer_set_node_usable(c->placer, node, c->simulate);
+		if (c->simulate && c->sched)
+			ctl_sched_check(c, sched_node_restored(c->sched, node, c->now_ns),
+					"sched_node_restored");
 		ctl_put(c, STORE_NODES, name, NULL,
 			json_pack("{s:s, s:b, s:o, s:s}", "name", name, "drained", 0, "at",
 				  ctl_time_json(c->now_ns), "by", call->tok->id));
-		c->queue_dirty = true;
 		sl_log_info("node resumed", "node=%s by=%s", name, call->tok->id);
 	}
 	ctl_answer_json(call, 200, node_json(c, node));

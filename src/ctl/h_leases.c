@@ -2,9 +2,10 @@
  *
  * Each handler validates everything first and mutates only after, so a
  * refused request leaves nothing behind; the one exception, a lease that the
- * placement step refuses (quota, a request the placer calls impossible), is
- * undone by popping it off the end of the lease array before anything was
- * written. Tenant-scoped callers get 404 for other tenants' leases, the same
+ * scheduler refuses (quota, a request no node could ever take), is undone by
+ * popping it off the end of the lease array: the scheduler changed nothing
+ * and nothing was written. Leases known to the scheduler go through it;
+ * adopted ones (see ctl_sched.c) through lease.c. Tenant-scoped callers get 404 for other tenants' leases, the same
  * answer as for a lease that does not exist. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,15 @@ void h_lease_create(struct ctl_call *call)
 		ctl_answer_error(call, SL_EFORBIDDEN, msg, "GET /v1/tenants/NAME shows its regions");
 		return;
 	}
+	/* A placement has one region: the tenant's only one, or the one named. */
+	if (!r.region[0] && json_array_size(t->regions) == 1)
+		snprintf(r.region, sizeof(r.region), "%s", json_string_value(json_array_get(t->regions, 0)));
+	else if (!r.region[0] && json_array_size(t->regions) > 1) {
+		snprintf(msg, sizeof(msg), "tenant %s may use %zu regions; say which with \"region\"",
+			 t->name, json_array_size(t->regions));
+		ctl_answer_error(call, SL_EINVAL, msg, "GET /v1/tenants/NAME shows its regions");
+		return;
+	}
 	if (c->nleases == c->cap_leases) {
 		int cap = c->cap_leases ? c->cap_leases * 2 : 256;
 		struct ctl_lease *n = realloc(c->leases, (size_t)cap * sizeof(*n));
@@ -94,34 +104,17 @@ void h_lease_create(struct ctl_call *call)
 	l->created_ns = c->now_ns;
 	l->state = LS_PENDING;
 	c->nleases++;
-	e = ctl_lease_place(c, l, &d);
-	if (e && e != SL_ENOSPACE) {
-		/* Refused: undo the lease (nothing was claimed or written). */
-		if (e == SL_EQUOTA)
-			snprintf(msg, sizeof(msg), "%s", d.msg);
+	e = ctl_sched_submit(c, l, &d);
+	if (e) {
+		/* Refused: undo the lease (the scheduler changed nothing). */
 		c->nleases--;
 		lease_release_mem(l);
-		if (e == SL_EQUOTA)
-			ctl_answer_error(call, SL_EQUOTA, msg, "release a lease or ask the operator for more quota");
-		else
-			ctl_answer_diag(call, e == SL_EINVAL ? SL_EINVAL : e, &d);
+		if (e == SL_EQUOTA && !d.hint[0])
+			sl_diag_hint(&d, "release a lease or ask the operator for more quota");
+		ctl_answer_diag(call, e, &d);
 		return;
 	}
-	if (e == SL_ENOSPACE) {
-		json_array_append_new(l->history,
-				      json_pack("{s:o, s:s, s:s}", "at", ctl_time_json(c->now_ns),
-						"state", "pending", "reason", l->reason));
-		if (ctl_queue_push(c, (int)(l->seq - 1))) {
-			c->nleases--;
-			lease_release_mem(l);
-			ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
-			return;
-		}
-		sl_log_info("lease state", "lease=%s tenant=%s state=pending gpus=%d reason=%s", l->id,
-			    l->tenant, l->gpus, l->reason);
-	}
-	ctl_lease_save(c, l);
-	ctl_answer_json(call, 201, lease_to_json(c, l));
+	ctl_answer_json(call, 201, lease_to_json(c, l, true));
 }
 
 /* The lease named in the path, visible to the caller; NULL after a 404. */
@@ -156,7 +149,7 @@ void h_lease_list(struct ctl_call *call)
 		if ((own && strcmp(own, l->tenant)) || (tenant && strcmp(tenant, l->tenant)) ||
 		    (st >= 0 && (int)l->state != st))
 			continue;
-		json_array_append_new(a, lease_to_json(c, l));
+		json_array_append_new(a, lease_to_json(c, l, true));
 	}
 	ctl_answer_json(call, 200, a);
 }
@@ -165,7 +158,7 @@ void h_lease_show(struct ctl_call *call)
 {
 	struct ctl_lease *l = path_lease(call);
 	if (l)
-		ctl_answer_json(call, 200, lease_to_json(call->ctl, l));
+		ctl_answer_json(call, 200, lease_to_json(call->ctl, l, true));
 }
 
 static bool lease_live(const struct ctl_lease *l)
@@ -187,7 +180,7 @@ void h_lease_release(struct ctl_call *call)
 	if (!l || !ctl_check_fields(call, call->body, NULL, 0, "a release request"))
 		return;
 	if (l->state == LS_RELEASED) {
-		ctl_answer_json(call, 200, lease_to_json(c, l));
+		ctl_answer_json(call, 200, lease_to_json(c, l, true));
 		return;
 	}
 	if (!lease_live(l)) {
@@ -196,9 +189,22 @@ void h_lease_release(struct ctl_call *call)
 	}
 	char why[64];
 	snprintf(why, sizeof(why), "released by %s", call->tok->id);
-	ctl_lease_end(c, l, LS_RELEASED, why);
-	ctl_lease_save(c, l);
-	ctl_answer_json(call, 200, lease_to_json(c, l));
+	if (l->in_sched) {
+		struct sl_diag d;
+		sl_diag_clear(&d);
+		snprintf(l->end_reason, sizeof(l->end_reason), "%s", why);
+		enum sl_err e = ctl_sched_check(c, sched_release(c->sched, l->seq, c->now_ns, &d),
+						"sched_release");
+		l->end_reason[0] = 0;
+		if (e) {
+			ctl_answer_diag(call, e, &d);
+			return;
+		}
+	} else {
+		ctl_lease_end(c, l, LS_RELEASED, why);
+		ctl_lease_save(c, l);
+	}
+	ctl_answer_json(call, 200, lease_to_json(c, l, true));
 }
 
 void h_lease_extend(struct ctl_call *call)
@@ -229,6 +235,15 @@ void h_lease_extend(struct ctl_call *call)
 		ctl_answer_error(call, SL_ELIMIT, msg, NULL);
 		return;
 	}
+	if (l->in_sched) {
+		struct sl_diag d;
+		sl_diag_clear(&d);
+		enum sl_err e = sched_extend(c->sched, l->seq, (l->req.duration_s + by) * 1000000000, &d);
+		if (e) {
+			ctl_answer_diag(call, e, &d);
+			return;
+		}
+	}
 	l->req.duration_s += by;
 	json_object_set_new(l->request, "duration_s", json_integer(l->req.duration_s));
 	if (l->expires_ns) {
@@ -239,7 +254,7 @@ void h_lease_extend(struct ctl_call *call)
 	snprintf(msg, sizeof(msg), "extended by %lld s", (long long)by);
 	ctl_lease_set_state(c, l, l->state, msg);
 	ctl_lease_save(c, l);
-	ctl_answer_json(call, 200, lease_to_json(c, l));
+	ctl_answer_json(call, 200, lease_to_json(c, l, true));
 }
 
 void h_lease_scale(struct ctl_call *call)
@@ -268,7 +283,21 @@ void h_lease_scale(struct ctl_call *call)
 		answer_ended(call, l);
 		return;
 	}
-	if (gpus != l->gpus) {
+	if (gpus != l->gpus && l->in_sched) {
+		int before = l->gpus;
+		enum sl_err e = ctl_sched_check(c, sched_scale(c->sched, l->seq, (int)gpus, c->now_ns, &d),
+						"sched_scale");
+		if (e) {
+			ctl_answer_diag(call, e == SL_EINVAL ? SL_EINVAL : e, &d);
+			return;
+		}
+		if (l->state == LS_PENDING && l->gpus == before) {
+			snprintf(msg, sizeof(msg), "asked to scale to %lld GPUs while waiting", (long long)gpus);
+			l->gpus = (int)gpus;
+			ctl_lease_set_state(c, l, l->state, msg);
+			ctl_lease_save(c, l);
+		}
+	} else if (gpus != l->gpus) {
 		if (l->state == LS_PENDING) {
 			snprintf(msg, sizeof(msg), "asked to scale to %lld GPUs while waiting", (long long)gpus);
 			l->gpus = (int)gpus;
@@ -282,5 +311,5 @@ void h_lease_scale(struct ctl_call *call)
 		}
 		ctl_lease_save(c, l);
 	}
-	ctl_answer_json(call, 200, lease_to_json(c, l));
+	ctl_answer_json(call, 200, lease_to_json(c, l, true));
 }

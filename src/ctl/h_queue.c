@@ -2,8 +2,9 @@
  *
  * The queue answer shows a tenant its own entries with their true positions,
  * so it learns how many wait ahead without learning who they are.
- * Reservations are recorded, listed and checked for overlap here; honouring
- * them in placement is the scheduler's part (src/core/sched.h). */
+ * Reservations are checked here (nodes, window, overlap with another
+ * tenant's) and then handed to the scheduler, which honours them through
+ * placer pools while their window is open. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,16 +16,25 @@ void h_queue(struct ctl_call *call)
 {
 	struct ctl *c = call->ctl;
 	const char *own = ctl_call_tenant(call);
+	const struct sched_queue_entry *q = NULL;
+	int n = 0;
+	if (c->sched && sched_queue(c->sched, &q, &n)) {
+		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
+		return;
+	}
 	json_t *a = json_array();
-	for (int i = 0; a && i < c->nqueue; i++) {
-		const struct ctl_lease *l = &c->leases[c->queue[i]];
-		if (own && strcmp(own, l->tenant))
+	for (int i = 0; a && i < n; i++) {
+		const struct ctl_lease *l = q[i].id >= 1 && q[i].id <= (uint64_t)c->nleases
+						    ? &c->leases[q[i].id - 1] : NULL;
+		if (!l || (own && strcmp(own, l->tenant)))
 			continue;
-		json_array_append_new(a, json_pack("{s:i, s:s, s:s, s:s, s:i, s:s, s:o}", "position",
-						   i + 1, "lease", l->id, "tenant", l->tenant, "plan",
-						   lease_plan_name(l->req.plan), "gpus", l->gpus,
-						   "reason", l->reason, "submitted_at",
-						   ctl_time_json(l->created_ns)));
+		json_array_append_new(a, json_pack("{s:i, s:s, s:s, s:s, s:i, s:s, s:s, s:o}",
+						   "position", q[i].position, "lease", l->id,
+						   "tenant", l->tenant, "plan",
+						   lease_plan_name(l->req.plan), "gpus", q[i].gpus,
+						   "constraint", place_constraint_name(q[i].constraint),
+						   "reason", q[i].reason ? q[i].reason : "",
+						   "submitted_at", ctl_time_json(l->created_ns)));
 	}
 	ctl_answer_json(call, 200, a);
 }
@@ -122,14 +132,22 @@ void h_resv_create(struct ctl_call *call)
 		c->resvs = n;
 		c->cap_resvs = cap;
 	}
-	struct ctl_resv *r = &c->resvs[c->nresvs++];
+	struct ctl_resv *r = &c->resvs[c->nresvs];
 	memset(r, 0, sizeof(*r));
-	snprintf(r->id, sizeof(r->id), "rsv-%06d", c->nresvs);
+	snprintf(r->id, sizeof(r->id), "rsv-%06d", c->nresvs + 1);
 	snprintf(r->tenant, sizeof(r->tenant), "%s", tenant);
 	r->nodes = a.nodes;
 	r->start_ns = start;
 	r->end_ns = end;
 	r->created_ns = c->now_ns;
+	if (c->sched && (e = ctl_sched_reserve(c, r, &d))) {
+		json_decref(r->nodes);
+		ctl_answer_diag(call, e, &d);
+		return;
+	}
+	c->nresvs++;
+	if (c->sched)
+		ctl_sched_events(c);
 	ctl_put(c, STORE_RESERVATIONS, r->id, r->tenant, resv_to_json(r));
 	sl_log_info("reservation created", "reservation=%s tenant=%s nodes=%zu by=%s", r->id,
 		    r->tenant, json_array_size(r->nodes), call->tok->id);

@@ -101,6 +101,12 @@ void h_tenant_create(struct ctl_call *call)
 		return;
 	}
 	const struct ctl_tenant *nt = ctl_tenant_find(c, name);
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	if (c->sched && ctl_sched_tenant(c, nt, &d)) {
+		sl_log_error("scheduler refused quotas", "tenant=%s error=%s", name, d.msg);
+		c->fatal = true; /* in memory already: the turn must not commit */
+	}
 	ctl_put(c, STORE_TENANTS, nt->name, nt->name, tenant_to_json(c, nt, false));
 	sl_log_info("tenant created", "tenant=%s by=%s", name, call->tok->id);
 	ctl_answer_json(call, 201, tenant_to_json(c, nt, false));

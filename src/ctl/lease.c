@@ -1,13 +1,11 @@
-/* lease.c - what happens to a lease between requests: placement, the wait
- * queue, expiry and the end of a lease.
+/* lease.c - lease bookkeeping shared by the handlers: lookup, saving, state
+ * history, the deadline heap, and the adopted-lease path.
  *
- * ctl_lease_place() is the one placement step. It goes to the placer directly
- * today (placer_place + placer_claim, pending when nothing fits); the scheduler
- * (src/core/sched.h: plan priority, fair share, backfill, preemption,
- * reservations) takes this step over when it lands, without the handlers
- * noticing. Quotas and allowed regions are applied here by narrowing the
- * request (models under quota, each allowed region in turn), so the placer
- * never proposes something the tenant may not have. */
+ * New leases go through the scheduler (ctl_sched.c). Leases that were running
+ * when the scheduler was (re)created are adopted: claimed on the placer
+ * directly, and ended or scaled here with the placer (placer_place +
+ * placer_claim for a grow, under the tenant's quotas and regions), after which
+ * the scheduler is told that capacity came back. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +29,7 @@ struct ctl_lease *ctl_lease_find(struct ctl *c, const char *id)
 
 bool ctl_lease_save(struct ctl *c, struct ctl_lease *l)
 {
-	return ctl_put(c, STORE_LEASES, l->id, l->tenant, lease_to_json(c, l));
+	return ctl_put(c, STORE_LEASES, l->id, l->tenant, lease_to_json(c, l, false));
 }
 
 void ctl_lease_set_state(struct ctl *c, struct ctl_lease *l, enum lease_state s,
@@ -96,77 +94,25 @@ static void heap_pop(struct ctl *c)
 
 int64_t ctl_expire(struct ctl *c)
 {
+	bool tick = false;
 	while (c->nexpiry > 0 && c->expiry[0].at <= c->now_ns) {
 		struct ctl_expiry top = c->expiry[0];
 		heap_pop(c);
+		tick = true;
+		if (top.lease < 0)
+			continue;
 		struct ctl_lease *l = &c->leases[top.lease];
-		if ((l->state == LS_ACTIVE || l->state == LS_PREEMPTING) && l->expires_ns == top.at) {
+		if (!l->in_sched && (l->state == LS_ACTIVE || l->state == LS_PREEMPTING) &&
+		    l->expires_ns == top.at) {
 			ctl_lease_end(c, l, LS_EXPIRED, "its duration ended");
 			ctl_lease_save(c, l);
 		}
 	}
+	if ((tick || c->queue_dirty) && c->sched && !c->fatal) {
+		c->queue_dirty = false;
+		ctl_sched_check(c, sched_tick(c->sched, c->now_ns), "sched_tick");
+	}
 	return c->nexpiry ? c->expiry[0].at : 0;
-}
-
-/* ---- the queue ---- */
-
-enum sl_err ctl_queue_push(struct ctl *c, int idx)
-{
-	if (c->nqueue == c->cap_queue) {
-		int cap = c->cap_queue ? c->cap_queue * 2 : 64;
-		int *n = realloc(c->queue, (size_t)cap * sizeof(*n));
-		if (!n)
-			return SL_ENOMEM;
-		c->queue = n;
-		c->cap_queue = cap;
-	}
-	/* Plan priority first (monthly, hourly, spot), then submission order. */
-	int pos = c->nqueue;
-	while (pos > 0 && c->leases[c->queue[pos - 1]].req.plan > c->leases[idx].req.plan)
-		pos--;
-	memmove(c->queue + pos + 1, c->queue + pos, (size_t)(c->nqueue - pos) * sizeof(int));
-	c->queue[pos] = idx;
-	c->nqueue++;
-	return SL_OK;
-}
-
-void ctl_queue_remove(struct ctl *c, int idx)
-{
-	for (int i = 0; i < c->nqueue; i++)
-		if (c->queue[i] == idx) {
-			memmove(c->queue + i, c->queue + i + 1, (size_t)(c->nqueue - i - 1) * sizeof(int));
-			c->nqueue--;
-			return;
-		}
-}
-
-void ctl_queue_run(struct ctl *c)
-{
-	c->queue_dirty = false;
-	for (int i = 0; i < c->nqueue && !c->fatal;) {
-		int idx = c->queue[i];
-		struct ctl_lease *l = &c->leases[idx];
-		struct sl_diag d;
-		sl_diag_clear(&d);
-		char before[sizeof(l->reason)];
-		memcpy(before, l->reason, sizeof(before));
-		enum sl_err e = ctl_lease_place(c, l, &d);
-		if (e == SL_OK) {
-			ctl_queue_remove(c, idx);
-			ctl_lease_save(c, l);
-			continue;
-		}
-		if (e != SL_ENOSPACE && e != SL_EQUOTA) {
-			ctl_queue_remove(c, idx);
-			l->ended_ns = c->now_ns;
-			ctl_lease_set_state(c, l, LS_FAILED, d.msg);
-			ctl_lease_save(c, l);
-			continue;
-		}
-		if (strcmp(before, l->reason))
-			ctl_lease_save(c, l);
-		i++;
-	}
 }
 
 /* ---- placement ---- */
@@ -295,31 +241,6 @@ static enum sl_err lease_claim(struct ctl *c, struct ctl_lease *l, int gpus, boo
 	return SL_OK;
 }
 
-enum sl_err ctl_lease_place(struct ctl *c, struct ctl_lease *l, struct sl_diag *d)
-{
-	struct placement pl;
-	placement_init(&pl);
-	enum sl_err e = lease_claim(c, l, l->gpus, true, &pl, d);
-	if (e) {
-		placement_release(&pl);
-		return e;
-	}
-	placement_release(&l->pl);
-	l->pl = pl;
-	json_decref(l->score);
-	l->score = place_score_to_json(&pl.score);
-	l->reason[0] = 0;
-	l->started_ns = c->now_ns;
-	l->expires_ns = l->req.duration_s ? c->now_ns + l->req.duration_s * 1000000000 : 0;
-	l->epoch++;
-	l->simulated = c->simulate;
-	c->nactive++;
-	if (l->expires_ns && ctl_expiry_push(c, l->expires_ns, (int)(l->seq - 1)))
-		c->fatal = true;
-	ctl_lease_set_state(c, l, LS_ACTIVE, "placed");
-	return SL_OK;
-}
-
 /* Merges add's picks into l's placement (same node: one pick). */
 static enum sl_err merge_picks(struct placement *dst, const struct placement *add)
 {
@@ -421,10 +342,9 @@ void ctl_lease_end(struct ctl *c, struct ctl_lease *l, enum lease_state s, const
 		if (placer_release(c->placer, &l->pl, &d))
 			sl_log_error("placer release failed", "lease=%s error=%s", l->id, d.msg);
 		c->nactive--;
-		c->queue_dirty = true;
-	} else if (l->state == LS_PENDING) {
-		ctl_queue_remove(c, (int)(l->seq - 1));
 	}
 	l->ended_ns = c->now_ns;
 	ctl_lease_set_state(c, l, s, reason);
+	if (c->sched)
+		ctl_sched_capacity_back(c, &l->pl);
 }

@@ -120,7 +120,7 @@ void h_metrics(struct ctl_call *call)
 	}
 	free(free_by), free(used_by), free(out_by);
 	bprintf(&b, "# HELP suanli_queue_depth Leases waiting for capacity.\n"
-		    "# TYPE suanli_queue_depth gauge\nsuanli_queue_depth %d\n", c->nqueue);
+		    "# TYPE suanli_queue_depth gauge\nsuanli_queue_depth %d\n", c->sched ? sched_pending_count(c->sched) : 0);
 	bprintf(&b, "# HELP suanli_leases_active Leases holding GPUs.\n"
 		    "# TYPE suanli_leases_active gauge\nsuanli_leases_active %d\n", c->nactive);
 	bprintf(&b, "# HELP suanli_placement_seconds Time to decide one placement.\n"
