@@ -594,6 +594,7 @@ enum sl_err ctl_new(const struct ctl_opts *o, int64_t now_ns, struct ctl **out,
 		return SL_ENOMEM;
 	c->now_ns = now_ns;
 	c->simulate = o->simulate;
+	c->notice_ns = o->preempt_notice_s >= 0 ? o->preempt_notice_s * 1000000000 : -1;
 	c->data_dir = strdup(o->data_dir);
 	c->drains = json_object();
 	c->fleet = calloc(1, sizeof(*c->fleet));

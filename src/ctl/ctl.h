@@ -26,7 +26,9 @@ struct ctl_opts {
 	const char *listen;     /* "127.0.0.1:7400"; port 0 picks a free port */
 	const char *fleet_file; /* NULL: keep the stored fleet */
 	bool simulate;          /* fleet nodes count as present and healthy */
+	int64_t preempt_notice_s; /* spot preemption notice; < 0: the default (30 s) */
 };
+#define CTL_MAX_NOTICE_S (7LL * 86400) /* bound on --preempt-notice */
 
 /* Creates data_dir (0700), its store and the first admin token, whose secret
  * is written to *token_out (caller frees) and to data_dir/admin.token (0600).

@@ -129,6 +129,7 @@ struct ctl {
 	struct http_server *http;
 	char *data_dir;
 	bool simulate;
+	int64_t notice_ns; /* spot preemption notice, < 0: the scheduler's default */
 
 	struct fleet *fleet; /* heap, so the placer's borrow stays valid */
 	struct placer *placer;

@@ -267,6 +267,8 @@ enum sl_err ctl_sched_start(struct ctl *c, struct sl_diag *d)
 	enum sl_err e = sched_new(c->placer, &c->sched);
 	if (e)
 		return sl_diag_set(d, e, "out of memory");
+	if (c->notice_ns >= 0)
+		sched_set_preempt_notice(c->sched, c->notice_ns);
 	for (int i = 0; i < c->ntenants; i++)
 		if ((e = set_quotas(c, &c->tenants[i], d)))
 			return e;

@@ -24,7 +24,7 @@
 static const char usage[] =
 	"usage: suanlid init --data DIR\n"
 	"       suanlid serve --data DIR [--listen ADDR] [--fleet FILE] [--simulate]\n"
-	"                     [--config FILE] [--log-level LEVEL]\n"
+	"                     [--config FILE] [--log-level LEVEL] [--preempt-notice SECS]\n"
 	"       suanlid routes --json\n\n"
 	"The suanli controller. 'init' creates a data directory with its store and\n"
 	"prints a one-time admin token (also written to DIR/admin.token, mode 0600).\n"
@@ -34,9 +34,10 @@ static const char usage[] =
 	"  --fleet FILE       load this fleet file at start, replacing the stored one\n"
 	"  --simulate         count fleet nodes as present and healthy (no agents)\n"
 	"  --config FILE      'key = value' lines with the same names as these\n"
-	"                     options (data, listen, fleet, simulate, log-level);\n"
-	"                     options given on the command line win\n"
+	"                     options (data, listen, fleet, simulate, log-level,\n"
+	"                     preempt-notice); options given on the command line win\n"
 	"  --log-level LEVEL  debug, info, warn or error (default info)\n"
+	"  --preempt-notice SECS  notice a spot lease gets before preemption (default 30)\n"
 	"'routes --json' prints the API's route table with the roles of each route.\n";
 
 static int64_t now_ns(void)
@@ -56,13 +57,13 @@ static void fail(const char *what, const struct sl_diag *d)
 }
 
 struct settings {
-	char *data, *listen, *fleet, *level;
+	char *data, *listen, *fleet, *level, *notice;
 	int simulate; /* -1 unset */
 };
 
 static void settings_free(struct settings *s)
 {
-	free(s->data), free(s->listen), free(s->fleet), free(s->level);
+	free(s->data), free(s->listen), free(s->fleet), free(s->level), free(s->notice);
 }
 
 static char *trim(char *s)
@@ -117,7 +118,8 @@ static int read_config(const char *path, struct settings *s)
 		*eq = 0;
 		char *k = trim(t), *v = trim(eq + 1);
 		char **slot = !strcmp(k, "data") ? &s->data : !strcmp(k, "listen") ? &s->listen :
-			      !strcmp(k, "fleet") ? &s->fleet : !strcmp(k, "log-level") ? &s->level : NULL;
+			      !strcmp(k, "fleet") ? &s->fleet : !strcmp(k, "log-level") ? &s->level :
+			      !strcmp(k, "preempt-notice") ? &s->notice : NULL;
 		if (slot) {
 			if (!*slot && !(*slot = strdup(v)))
 				rc = -1;
@@ -130,7 +132,7 @@ static int read_config(const char *path, struct settings *s)
 				s->simulate = b;
 			}
 		} else {
-			fprintf(stderr, "suanlid: %s:%d: unknown key '%s'\n  hint: keys are data, listen, fleet, simulate, log-level\n",
+			fprintf(stderr, "suanlid: %s:%d: unknown key '%s'\n  hint: keys are data, listen, fleet, simulate, log-level, preempt-notice\n",
 				path, line, k);
 			rc = -1;
 		}
@@ -190,7 +192,18 @@ static int cmd_serve(struct settings *s)
 		return 1;
 	}
 	struct ctl_opts o = {s->data, s->listen ? s->listen : "127.0.0.1:7400", s->fleet,
-			     s->simulate > 0};
+			     s->simulate > 0, -1};
+	if (s->notice) {
+		char *end;
+		long long v = strtoll(s->notice, &end, 10);
+		if (end == s->notice || *end || v < 0 || v > CTL_MAX_NOTICE_S) {
+			fprintf(stderr, "suanlid: --preempt-notice must be 0..%lld seconds\n",
+				(long long)CTL_MAX_NOTICE_S);
+			close(sfd);
+			return 2;
+		}
+		o.preempt_notice_s = v;
+	}
 	if (ctl_new(&o, now_ns(), &c, &d)) {
 		char buf[SL_DIAG_MSG + 256];
 		sl_diag_format(&d, buf, sizeof(buf));
@@ -240,6 +253,7 @@ int main(int argc, char **argv)
 		{"data", required_argument, NULL, 'd'},   {"listen", required_argument, NULL, 'l'},
 		{"fleet", required_argument, NULL, 'f'},  {"simulate", no_argument, NULL, 's'},
 		{"config", required_argument, NULL, 'c'}, {"log-level", required_argument, NULL, 'L'},
+		{"preempt-notice", required_argument, NULL, 'N'},
 		{"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0}};
 	struct settings s = {.simulate = -1};
@@ -267,6 +281,7 @@ int main(int argc, char **argv)
 		case 'l': slot = &s.listen; break;
 		case 'f': slot = &s.fleet; break;
 		case 'L': slot = &s.level; break;
+		case 'N': slot = &s.notice; break;
 		case 's': s.simulate = 1; break;
 		case 'c': config = optarg; break;
 		case 'j': break;
