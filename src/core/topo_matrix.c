@@ -69,9 +69,11 @@ static bool tok_is(const struct tok *t, const char *s)
 	return (size_t)t->len == strlen(s) && memcmp(t->s, s, (size_t)t->len) == 0;
 }
 
-/* Splits one line into whitespace-separated tokens. */
-static enum sl_err tokenize(const char *line, int len, int lineno, struct tok *out,
-			    int *n, struct sl_diag *d)
+/* Splits one line into whitespace-separated tokens, keeping the first
+ * MX_MAX_TOKENS. Returns the 1-based column of the first token beyond them, or
+ * 0: only the header and matrix rows must fit, prose around them (legends,
+ * notes, a shell prompt) may be longer. */
+static int tokenize(const char *line, int len, struct tok *out, int *n)
 {
 	int i = 0;
 	*n = 0;
@@ -85,14 +87,13 @@ static enum sl_err tokenize(const char *line, int len, int lineno, struct tok *o
 		while (i < len && line[i] != ' ' && line[i] != '\t' && line[i] != '\r')
 			i++;
 		if (*n >= MX_MAX_TOKENS)
-			return sl_diag_at(d, SL_ELIMIT, lineno, start + 1,
-					  "more than %d fields on one line", MX_MAX_TOKENS);
+			return start + 1;
 		out[*n].s = line + start;
 		out[*n].len = i - start;
 		out[*n].col = start + 1;
 		(*n)++;
 	}
-	return SL_OK;
+	return 0;
 }
 
 /* "GPU<n>" with n a plain decimal; -1 otherwise. */
@@ -308,17 +309,18 @@ static enum sl_err scan(struct mx *m, const struct node_type *t, const char *tex
 	enum { BEFORE, MATRIX, AFTER, NIC_LEGEND } state = BEFORE;
 	struct tok tk[MX_MAX_TOKENS];
 	const char *p = text;
-	int lineno = 0, last_line = 0, n;
+	int lineno = 0, last_line = 0, n, over;
 	enum sl_err e;
 
 	while (*p) {
 		const char *nl = strchr(p, '\n');
 		int len = nl ? (int)(nl - p) : (int)strlen(p);
 		lineno++;
-		e = tokenize(p, len, lineno, tk, &n, d);
+		over = tokenize(p, len, tk, &n);
 		p += len + (nl ? 1 : 0);
-		if (e)
-			return e;
+		if (over && (state == MATRIX ? n > 0 : state == BEFORE && gpu_label(&tk[0]) == 0))
+			return sl_diag_at(d, SL_ELIMIT, lineno, over,
+					  "more than %d fields on one line", MX_MAX_TOKENS);
 		if (n == 1 && tok_is(&tk[0], "Legend:")) {
 			state = state == BEFORE ? BEFORE : AFTER;
 			continue;

@@ -679,6 +679,34 @@ static void test_parse_errors_shape(void **state)
 		init_type(&t, "a100-sxm", 1);
 		assert_int_equal(topo_parse_matrix(&t, hdr, &d), SL_ELIMIT);
 	}
+
+	/* Prose of more words than a matrix line may have fields, before and after
+	 * the matrix, is tolerated (it once failed the parse); a matrix row that
+	 * long is not. */
+	{
+		char words[400] = "#";
+		for (int i = 0; i < 60; i++)
+			strcat(words, " word");
+		size_t n = strlen(words) * 2 + strlen(text) + 4;
+		char *wrapped = malloc(n), *row;
+		assert_non_null(wrapped);
+		snprintf(wrapped, n, "%s\n%s\n%s\n", words, text, words);
+		init_type(&t, "a100-sxm", 8);
+		sl_diag_clear(&d);
+		if (topo_parse_matrix(&t, wrapped, &d) != SL_OK)
+			fail_msg("prose around the matrix refused: %d:%d %s", d.line, d.col, d.msg);
+		free(wrapped);
+		row = edit(text, "\nGPU2", "GPU2", "GPU2 NV12 NV12 NV12 NV12 NV12 NV12 NV12 NV12 "
+			   "NV12 NV12 NV12 NV12 NV12 NV12 NV12 NV12 NV12 NV12 NV12 NV12 NV12 NV12 "
+			   "NV12 NV12 NV12 NV12 NV12 NV12 NV12 NV12 NV12 NV12 NV12 NV12 NV12 NV12 "
+			   "NV12 NV12 NV12 NV12 NV12");
+		init_type(&t, "a100-sxm", 8);
+		sl_diag_clear(&d);
+		assert_int_equal(topo_parse_matrix(&t, row, &d), SL_ELIMIT);
+		assert_non_null(strstr(d.msg, "more than 40 fields"));
+		assert_int_equal(d.line, 4);
+		free(row);
+	}
 	free(text);
 }
 
