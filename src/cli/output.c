@@ -192,12 +192,16 @@ void out_span(long long secs, char *buf, size_t n)
 {
 	if (secs < 0)
 		secs = 0;
-	if (secs < 120)
+	if (secs < 60)
 		snprintf(buf, n, "%llds", secs);
-	else if (secs < 7200)
+	else if (secs < 3600)
 		snprintf(buf, n, "%lldm", secs / 60);
-	else if (secs < 2 * 86400)
+	else if (secs < 86400 && secs / 60 % 60)
+		snprintf(buf, n, "%lldh%lldm", secs / 3600, secs / 60 % 60);
+	else if (secs < 86400)
 		snprintf(buf, n, "%lldh", secs / 3600);
+	else if (secs / 3600 % 24)
+		snprintf(buf, n, "%lldd%lldh", secs / 86400, secs / 3600 % 24);
 	else
 		snprintf(buf, n, "%lldd", secs / 86400);
 }

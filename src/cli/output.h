@@ -38,7 +38,8 @@ void out_json_pretty(FILE *f, const char *text, size_t len);
 
 /* Parses an RFC 3339 UTC time ("2026-11-30T05:33:12.123Z"); -1 if not one. */
 time_t out_parse_time(const char *s);
-/* "42s", "5m", "3h", "2d" for a span of seconds (negative spans print as 0s). */
+/* "42s", "5m", "1h59m", "3h", "2d4h" for a span of seconds: the two largest
+ * units, no more (negative spans print as 0s). */
 void out_span(long long secs, char *buf, size_t n);
 /* The age of an RFC 3339 time relative to now, as out_span; "-" if unknown. */
 void out_age(const char *rfc3339, time_t now, char *buf, size_t n);
