@@ -112,7 +112,9 @@ void ctl_sched_events(struct ctl *c)
 			break;
 		case SCHED_EV_QUEUED:
 			snprintf(l->reason, sizeof(l->reason), "%s", ev->reason);
-			ctl_lease_set_state(c, l, LS_PENDING, l->reason);
+			/* Queued again after a restart: the history already says so. */
+			if (l->state != LS_PENDING || json_array_size(l->history) == 0)
+				ctl_lease_set_state(c, l, LS_PENDING, l->reason);
 			break;
 		case SCHED_EV_PREEMPT_NOTICE: {
 			const struct ctl_lease *by = lease_of(c, ev->by);

@@ -143,14 +143,30 @@ void h_lease_list(struct ctl_call *call)
 				 "states: pending, active, preempting, released, expired, preempted, failed");
 		return;
 	}
+	/* Queue positions for the whole list at once, not one queue per lease. */
+	const struct sched_queue_entry *q = NULL;
+	int nq = 0;
+	if (c->sched && sched_queue(c->sched, &q, &nq))
+		nq = 0;
+	int *pos = nq ? calloc((size_t)c->nleases + 1, sizeof(int)) : NULL;
+	for (int i = 0; pos && i < nq; i++)
+		if (q[i].id >= 1 && q[i].id <= (uint64_t)c->nleases)
+			pos[q[i].id - 1] = i + 1;
 	json_t *a = json_array();
 	for (int i = 0; a && i < c->nleases; i++) {
 		const struct ctl_lease *l = &c->leases[i];
 		if ((own && strcmp(own, l->tenant)) || (tenant && strcmp(tenant, l->tenant)) ||
 		    (st >= 0 && (int)l->state != st))
 			continue;
-		json_array_append_new(a, lease_to_json(c, l, true));
+		json_t *o = lease_to_json(c, l, false);
+		if (o && pos && pos[i]) {
+			const struct sched_queue_entry *e = &q[pos[i] - 1];
+			json_object_set_new(o, "queue", json_pack("{s:i, s:s}", "position", e->position,
+								  "reason", e->reason ? e->reason : ""));
+		}
+		json_array_append_new(a, o);
 	}
+	free(pos);
 	ctl_answer_json(call, 200, a);
 }
 
