@@ -120,14 +120,14 @@ int pl_cand_cmp(const struct placer *p, const struct pl_cand *a, const struct pl
 void pl_fill_score(struct placer *p, struct placement *out);
 enum sl_err pl_add_pick(struct placement *out, const struct placer *p,
 			const struct pl_ctx *c, int node, gpumask_t set, int gpu,
-			int milli, const struct node_quality *q);
+			int milli, const struct node_quality *q) SL_MUST_USE;
 
 /* place_index.c */
-enum sl_err pl_index_build(struct placer *p);
+enum sl_err pl_index_build(struct placer *p) SL_MUST_USE;
 void pl_index_free(struct placer *p);
 /* Rebuilds the groups after nodes changed owner; on SL_ENOMEM the old index
  * stays in place, unchanged. */
-enum sl_err pl_index_rebuild(struct placer *p);
+enum sl_err pl_index_rebuild(struct placer *p) SL_MUST_USE;
 /* Refiles node after its state changed (never allocates: large groups
  * reserve one mask slot per node when built). */
 void pl_index_update(struct placer *p, int node);
