@@ -65,6 +65,31 @@ expect_match "drain without a reason: exit 2" "$RC $ERR" '^2 .*--reason TEXT is 
 cli nodes --server http://127.0.0.1:1
 expect_match "no controller: exit 1 with a hint" "$(flat "$RC $ERR")" '^1 .*cannot reach the controller.*hint: is suanlid running'
 
+# ---- docs/openapi.yaml describes exactly the daemon's routes and roles ----
+if python3 -c 'import yaml' 2>/dev/null; then
+	"$SUANLID" routes --json >"$TMP/routes.json"
+	diff=$(python3 - "$SL_ROOT/docs/openapi.yaml" "$TMP/routes.json" <<'PY'
+import json, sys, yaml
+doc = yaml.safe_load(open(sys.argv[1]))
+assert doc["openapi"].startswith("3.0"), "not OpenAPI 3.0"
+have = {}
+for path, item in doc["paths"].items():
+    for method, op in item.items():
+        if method in ("get", "put", "post", "delete", "patch"):
+            roles = {r.split(" (")[0] for r in op.get("x-roles", [])} - {"none"}
+            have[(method.upper(), path)] = roles
+want = {(r["method"], r["path"]): set(r["roles"]) for r in json.load(open(sys.argv[2]))}
+for k in sorted(set(have) | set(want)):
+    if k not in have: print("undocumented route", *k)
+    elif k not in want: print("documented but not served", *k)
+    elif have[k] != want[k]: print("roles differ for", *k, sorted(have[k]), "vs", sorted(want[k]))
+PY
+)
+	expect_eq "docs/openapi.yaml: every route and its roles, as suanlid serves them" "$diff" ""
+else
+	ok "docs/openapi.yaml check skipped (no python3 yaml)"
+fi
+
 # ---- a controller ----
 "$SUANLID" init --data "$DATA" >/dev/null || { bad "suanlid init"; finish; exit 1; }
 ADMIN=$(cat "$DATA/admin.token")
