@@ -331,57 +331,56 @@ int client_escape(char *buf, size_t n, const char *s)
 	return 0;
 }
 
+/* Prints "OPT 'S': WHY" as a usage error; returns -1 for the parser. */
+static long duration_error(const char *cmd, const char *opt, const char *s, const char *why)
+{
+	cli_usage_error(cmd, "%s '%s': %s", opt, s, why);
+	return -1;
+}
+
 long client_parse_duration(const char *cmd, const char *opt, const char *s)
 {
 	static const char units[] = "dhms";
 	static const long secs[] = {86400, 3600, 60, 1};
-	const char *p = s;
+	char why[160];
+	const char *p = s, *u;
 	long total = 0;
 	int last = -1;
 
-	if (!*s)
-		return cli_usage_error(cmd, "%s expects a duration such as 90s, 30m, 2h, 1d "
-					    "or 1h30m, not an empty string", opt),
-		       -1;
+	if (!*s || !isdigit((unsigned char)*s))
+		return duration_error(cmd, opt, s, "expected a duration such as 90s, 30m, 2h, 1d "
+						   "or 1h30m");
 	while (*p) {
+		const char *start = p;
 		long v = 0;
-		const char *start = p, *u;
 		if (!isdigit((unsigned char)*p))
-			return cli_usage_error(cmd, "%s expects a duration such as 90s, 30m, "
-						    "2h, 1d or 1h30m, not '%s'", opt, s),
-			       -1;
-		for (; isdigit((unsigned char)*p); p++) {
-			v = v * 10 + (*p - '0');
-			if (v > CLIENT_DURATION_MAX)
-				return cli_usage_error(cmd, "%s '%s' is longer than %ld days",
-						       opt, s, CLIENT_DURATION_MAX / 86400),
-				       -1;
+			return duration_error(cmd, opt, s, "expected a number before each unit, "
+							   "as in 1h30m");
+		for (; isdigit((unsigned char)*p); p++)
+			if ((v = v * 10 + (*p - '0')) > CLIENT_DURATION_MAX)
+				return duration_error(cmd, opt, s, "longer than ten years");
+		if (!*p) {
+			int n = (int)(p - start);
+			snprintf(why, sizeof(why), "'%.*s' has no unit; write %.*ss, %.*sm, %.*sh or "
+				 "%.*sd", n, start, n, start, n, start, n, start, n, start);
+			return duration_error(cmd, opt, s, why);
 		}
-		if (!*p)
-			return cli_usage_error(cmd, "%s '%s': '%.*s' has no unit; write %.*ss, "
-						    "%.*sm, %.*sh or %.*sd", opt, s,
-					       (int)(p - start), start, (int)(p - start), start,
-					       (int)(p - start), start, (int)(p - start), start,
-					       (int)(p - start), start),
-			       -1;
-		if (!(u = strchr(units, *p)))
-			return cli_usage_error(cmd, "%s '%s': unknown unit '%c'; the units are "
-						    "d, h, m and s", opt, s, *p),
-			       -1;
+		if (!(u = strchr(units, *p))) {
+			snprintf(why, sizeof(why), "unknown unit '%c'; the units are d, h, m and s",
+				 *p);
+			return duration_error(cmd, opt, s, why);
+		}
 		int i = (int)(u - units);
 		if (i <= last)
-			return cli_usage_error(cmd, "%s '%s': units go from largest to smallest, "
-						    "each once (as in 1h30m)", opt, s),
-			       -1;
+			return duration_error(cmd, opt, s, "units go from largest to smallest, each "
+							   "once (as in 1h30m)");
 		last = i;
 		if (v > (CLIENT_DURATION_MAX - total) / secs[i])
-			return cli_usage_error(cmd, "%s '%s' is longer than %ld days", opt, s,
-					       CLIENT_DURATION_MAX / 86400),
-			       -1;
+			return duration_error(cmd, opt, s, "longer than ten years");
 		total += v * secs[i];
 		p++;
 	}
 	if (total <= 0)
-		return cli_usage_error(cmd, "%s '%s' must be longer than zero", opt, s), -1;
+		return duration_error(cmd, opt, s, "must be longer than zero");
 	return total;
 }

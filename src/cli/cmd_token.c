@@ -57,7 +57,7 @@ static int token_create(int argc, char **argv)
 		known |= !strcmp(role, token_roles[i]);
 	if (!known)
 		return cli_usage_error(cl.cmd, "unknown role '%s'; roles are admin, operator, "
-					       "tenant-admin, tenant, auditor", role);
+					       "tenant-admin, tenant, auditor, agent", role);
 	body = json_pack("{s:s}", "role", role);
 	if (tenant)
 		json_object_set_new(body, "tenant", json_string(tenant));

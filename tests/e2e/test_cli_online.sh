@@ -200,6 +200,15 @@ cli lease create --tenant beta --gpus 8 --elastic 8-16 --duration 90s --json
 E1=$(printf '%s' "$OUT" | jq -r .id)
 expect_eq "elastic lease created" "$(printf '%s' "$OUT" | jq -c .request.elastic)" '{"min":8,"max":16}'
 expect_eq "--duration 90s" "$(printf '%s' "$OUT" | jq .request.duration_s)" 90
+cli lease create --tenant beta --gpus 8 --model h800-sxm --site fuzhou-a --min-mem 80 \
+	--exclusive --plan spot --idempotency-key retry-1 --json
+K1=$(printf '%s' "$OUT" | jq -r .id)
+expect_eq "--site, --min-mem, --exclusive, --plan sent" \
+	"$(printf '%s' "$OUT" | jq -c '[.request.site, .request.min_mem_gib, .request.exclusive, .plan]')" \
+	'["fuzhou-a",80,true,"spot"]'
+cli lease create --tenant beta --gpus 8 --model h800-sxm --site fuzhou-a --min-mem 80 \
+	--exclusive --plan spot --idempotency-key retry-1 --json
+expect_eq "a retry with the same --idempotency-key gets the same lease" "$(printf '%s' "$OUT" | jq -r .id)" "$K1"
 cli lease scale "$E1" --gpus 16
 expect_match "lease scale" "$RC $OUT" "^0 Lease $E1 is active on "
 cli lease show "$E1" --json
