@@ -1,0 +1,496 @@
+/* invoice.c - build a month's invoice from rating and the ledger, and write
+ * it as JSON and CSV by hand.
+ *
+ * The encoders print with fixed formats into a bounded growable buffer
+ * instead of going through a JSON library: byte-for-byte reproducibility
+ * then depends only on this file (key order, integer formatting, escaping),
+ * not on a library's version or settings. Errors in the buffer are sticky,
+ * so the writers read straight through and check once at the end. */
+#include "invoice.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const kind_names[] = {"usage", "monthly", "hosting",
+					  "credit", "refund"};
+
+const char *invoice_kind_name(enum invoice_kind k)
+{
+	return (unsigned)k <= INVOICE_REFUND ? kind_names[k] : "?";
+}
+
+void invoice_init(struct invoice *inv)
+{
+	memset(inv, 0, sizeof(*inv));
+}
+
+void invoice_release(struct invoice *inv)
+{
+	free(inv->lines);
+	invoice_init(inv);
+}
+
+/* ------------------------------------------------------------ building */
+
+struct line_vec {
+	struct invoice_line *v;
+	size_t n, cap;
+};
+
+static enum sl_err push_line(struct line_vec *lv, struct invoice_line **out,
+			     struct sl_diag *d)
+{
+	if (lv->n >= INVOICE_MAX_LINES)
+		return sl_diag_set(d, SL_ELIMIT, "an invoice holds at most %d "
+				   "lines", INVOICE_MAX_LINES);
+	if (lv->n == lv->cap) {
+		size_t cap = lv->cap ? lv->cap * 2 : 16;
+		struct invoice_line *v = realloc(lv->v, cap * sizeof(*v));
+		if (!v)
+			return SL_ENOMEM;
+		lv->v = v;
+		lv->cap = cap;
+	}
+	*out = &lv->v[lv->n++];
+	memset(*out, 0, sizeof(**out));
+	return SL_OK;
+}
+
+static int cmp_i64(int64_t a, int64_t b)
+{
+	return a < b ? -1 : a > b;
+}
+
+static int line_cmp(const void *pa, const void *pb)
+{
+	const struct invoice_line *a = pa, *b = pb;
+	int c;
+	if (a->kind != b->kind)
+		return a->kind < b->kind ? -1 : 1;
+	if ((c = strcmp(a->lease, b->lease)) || (c = strcmp(a->posting, b->posting)))
+		return c;
+	if ((c = cmp_i64(a->from_ms, b->from_ms)) ||
+	    (c = cmp_i64(a->unit_price, b->unit_price)))
+		return c;
+	if (a->plan != b->plan)
+		return a->plan < b->plan ? -1 : 1;
+	if ((c = strcmp(a->model, b->model)) ||
+	    (c = cmp_i64(a->quantity, b->quantity)) ||
+	    (c = cmp_i64(a->amount, b->amount)) || (c = cmp_i64(a->to_ms, b->to_ms)))
+		return c;
+	return strcmp(a->reason, b->reason);
+}
+
+static enum invoice_kind kind_of(enum price_plan p)
+{
+	return p == PRICE_MONTHLY ? INVOICE_MONTHLY
+	       : p == PRICE_HOSTING ? INVOICE_HOSTING : INVOICE_USAGE;
+}
+
+static enum sl_err add_rated(const struct invoice_input *in, int64_t start,
+			     int64_t as_of, struct line_vec *lv,
+			     struct sl_diag *d)
+{
+	struct rating_lines rl;
+	rating_lines_init(&rl);
+	enum sl_err e = SL_OK;
+	for (size_t i = 0; i < in->nleases && !e; i++) {
+		const struct rating_lease *l = &in->leases[i];
+		if (!l->tenant) {
+			e = sl_diag_set(d, SL_EINVAL, "lease %.127s has no tenant",
+					l->id ? l->id : "");
+			break;
+		}
+		if (strcmp(l->tenant, in->tenant) != 0)
+			continue;
+		rl.n = 0;
+		e = rating_rate(in->prices, in->zone, l, start, as_of, &rl, d);
+		for (size_t k = 0; k < rl.n && !e; k++) {
+			const struct rating_line *r = &rl.v[k];
+			struct invoice_line *ln;
+			e = push_line(lv, &ln, d);
+			if (e)
+				break;
+			ln->kind = kind_of(r->plan);
+			strcpy(ln->lease, r->lease);
+			strcpy(ln->model, r->model);
+			ln->plan = r->plan;
+			ln->from_ms = r->first_ms;
+			ln->to_ms = r->end_ms;
+			ln->quantity = r->quantity;
+			ln->unit_price = r->unit_price;
+			ln->amount = r->amount;
+		}
+	}
+	rating_lines_release(&rl);
+	return e;
+}
+
+static enum sl_err add_credits(const struct invoice_input *in, int64_t start,
+			       int64_t as_of, struct line_vec *lv,
+			       struct sl_diag *d)
+{
+	if (!in->ledger)
+		return SL_OK;
+	size_t n = ledger_posting_count(in->ledger);
+	for (size_t i = 0; i < n; i++) {
+		const struct ledger_posting *p = ledger_posting_at(in->ledger, i);
+		if ((p->type != LEDGER_CREDIT && p->type != LEDGER_REFUND) ||
+		    strcmp(p->tenant, in->tenant) != 0 || p->at_ms < start ||
+		    p->at_ms >= as_of)
+			continue;
+		struct invoice_line *ln;
+		enum sl_err e = push_line(lv, &ln, d);
+		if (e)
+			return e;
+		ln->kind = p->type == LEDGER_CREDIT ? INVOICE_CREDIT : INVOICE_REFUND;
+		strcpy(ln->posting, p->id);
+		ln->from_ms = ln->to_ms = p->at_ms;
+		ln->amount = -p->amount;
+		strcpy(ln->reason, p->reason);
+	}
+	return SL_OK;
+}
+
+static enum sl_err sum_lines(struct invoice *inv, struct sl_diag *d)
+{
+	enum sl_err e = SL_OK;
+	for (size_t i = 0; i < inv->nlines && !e; i++) {
+		const struct invoice_line *ln = &inv->lines[i];
+		int64_t *sub = ln->kind == INVOICE_USAGE     ? &inv->usage
+			       : ln->kind == INVOICE_MONTHLY ? &inv->monthly
+			       : ln->kind == INVOICE_HOSTING ? &inv->hosting
+							     : &inv->credits;
+		e = money_add(*sub, ln->amount, sub, d);
+		if (!e)
+			e = money_add(inv->total, ln->amount, &inv->total, d);
+	}
+	return e;
+}
+
+static enum sl_err check_input(const struct invoice_input *in,
+			       struct sl_diag *d)
+{
+	if (!in->zone || !in->currency || !in->prices ||
+	    (in->nleases && !in->leases))
+		return sl_diag_set(d, SL_EINVAL, "invoice: zone, currency, price "
+				   "book and leases are required");
+	size_t n = in->tenant ? strnlen(in->tenant, LEDGER_TENANT_MAX) : 0;
+	if (n == 0 || n >= LEDGER_TENANT_MAX)
+		return sl_diag_set(d, SL_EINVAL, "invoice: bad tenant name");
+	return SL_OK;
+}
+
+enum sl_err invoice_build(struct invoice *inv, const struct invoice_input *in,
+			  struct sl_diag *d)
+{
+	invoice_release(inv);
+	enum sl_err e = check_input(in, d);
+	int64_t start = 0, end = 0;
+	if (!e)
+		e = cal_month_start(in->zone, in->month, &start, d);
+	if (!e)
+		e = cal_month_end(in->zone, in->month, &end, d);
+	if (e)
+		return e;
+	if (in->now_ms < start) {
+		char m[CAL_MONTH_FMT_SIZE];
+		cal_month_format(in->month, m, sizeof(m));
+		e = sl_diag_set(d, SL_EINVAL, "month %s is in the future (it "
+				"starts at %lld ms, now is %lld ms)", m,
+				(long long)start, (long long)in->now_ms);
+		sl_diag_hint(d, "ask for the current month or an earlier one");
+		return e;
+	}
+	int64_t as_of = in->now_ms < end ? in->now_ms : end;
+	struct line_vec lv = {NULL, 0, 0};
+	e = add_rated(in, start, as_of, &lv, d);
+	if (!e)
+		e = add_credits(in, start, as_of, &lv, d);
+	if (e) {
+		free(lv.v);
+		return e;
+	}
+	if (lv.n > 1)
+		qsort(lv.v, lv.n, sizeof(lv.v[0]), line_cmp);
+	strcpy(inv->tenant, in->tenant);
+	inv->month = in->month;
+	inv->zone = *in->zone;
+	inv->currency = in->currency;
+	inv->start_ms = start;
+	inv->end_ms = end;
+	inv->as_of_ms = as_of;
+	inv->complete = in->now_ms >= end;
+	inv->lines = lv.v;
+	inv->nlines = lv.n;
+	e = sum_lines(inv, d);
+	if (e)
+		invoice_release(inv);
+	return e;
+}
+
+/* ------------------------------------------------------------ encoding */
+
+struct sbuf {
+	char *p;
+	size_t n, cap;
+	enum sl_err err;
+};
+
+static void sb_reserve(struct sbuf *b, size_t more)
+{
+	if (b->err)
+		return;
+	if (more > INVOICE_MAX_BYTES - b->n) {
+		b->err = SL_ELIMIT;
+		return;
+	}
+	if (b->n + more + 1 <= b->cap)
+		return;
+	size_t cap = b->cap ? b->cap : 4096;
+	while (cap < b->n + more + 1)
+		cap *= 2;
+	char *p = realloc(b->p, cap);
+	if (!p) {
+		b->err = SL_ENOMEM;
+		return;
+	}
+	b->p = p;
+	b->cap = cap;
+}
+
+static void sb_put(struct sbuf *b, const char *s, size_t len)
+{
+	sb_reserve(b, len);
+	if (b->err)
+		return;
+	memcpy(b->p + b->n, s, len);
+	b->n += len;
+	b->p[b->n] = 0;
+}
+
+static void sb_puts(struct sbuf *b, const char *s)
+{
+	sb_put(b, s, strlen(s));
+}
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...) SL_PRINTF(2, 3);
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+{
+	char tmp[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	/* Only numbers and short fixed texts go through here. */
+	if (n < 0 || (size_t)n >= sizeof(tmp)) {
+		if (!b->err)
+			b->err = SL_EINVAL;
+		return;
+	}
+	sb_put(b, tmp, (size_t)n);
+}
+
+static void json_str(struct sbuf *b, const char *s)
+{
+	sb_puts(b, "\"");
+	for (const unsigned char *u = (const unsigned char *)s; *u; u++) {
+		if (*u == '"' || *u == '\\') {
+			char esc[2] = {'\\', (char)*u};
+			sb_put(b, esc, 2);
+		} else if (*u < 0x20) {
+			sb_printf(b, "\\u%04x", *u);
+		} else {
+			sb_put(b, (const char *)u, 1);
+		}
+	}
+	sb_puts(b, "\"");
+}
+
+static void json_key_str(struct sbuf *b, const char *key, const char *val)
+{
+	sb_printf(b, "\"%s\":", key);
+	json_str(b, val);
+}
+
+static void json_key_int(struct sbuf *b, const char *key, int64_t v)
+{
+	sb_printf(b, "\"%s\":%lld", key, (long long)v);
+}
+
+static void fmt_instant(const struct invoice *inv, int64_t ms, char *buf)
+{
+	if (cal_format_rfc3339(ms, &inv->zone, buf, CAL_RFC3339_SIZE, NULL))
+		buf[0] = 0; /* only for instants outside the calendar */
+}
+
+static void fmt_amount(const struct invoice *inv, int64_t v, char *buf)
+{
+	if (money_format(v, inv->currency, buf, MONEY_FMT_SIZE, NULL))
+		buf[0] = 0;
+}
+
+static const char *unit_name(const struct invoice_line *ln)
+{
+	switch (ln->kind) {
+	case INVOICE_USAGE: return "gpu_ms";
+	case INVOICE_MONTHLY: return "gpu_month";
+	case INVOICE_HOSTING: return "server_ms";
+	default: return "none";
+	}
+}
+
+static bool rated(const struct invoice_line *ln)
+{
+	return ln->kind <= INVOICE_HOSTING;
+}
+
+static void json_line(struct sbuf *b, const struct invoice *inv,
+		      const struct invoice_line *ln)
+{
+	char from[CAL_RFC3339_SIZE], to[CAL_RFC3339_SIZE], amt[MONEY_FMT_SIZE];
+	fmt_instant(inv, ln->from_ms, from);
+	fmt_instant(inv, ln->to_ms, to);
+	fmt_amount(inv, ln->amount, amt);
+	sb_puts(b, "{");
+	json_key_str(b, "kind", invoice_kind_name(ln->kind));
+	sb_puts(b, ",");
+	json_key_str(b, "lease", ln->lease);
+	sb_puts(b, ",");
+	json_key_str(b, "posting", ln->posting);
+	sb_puts(b, ",");
+	json_key_str(b, "plan", rated(ln) ? price_plan_name(ln->plan) : "");
+	sb_puts(b, ",");
+	json_key_str(b, "model", ln->model);
+	sb_puts(b, ",");
+	json_key_str(b, "from", from);
+	sb_puts(b, ",");
+	json_key_str(b, "to", to);
+	sb_puts(b, ",");
+	json_key_int(b, "gpu_ms", ln->kind == INVOICE_USAGE ? ln->quantity : 0);
+	sb_puts(b, ",");
+	json_key_int(b, "quantity", ln->quantity);
+	sb_puts(b, ",");
+	json_key_str(b, "unit", unit_name(ln));
+	sb_puts(b, ",");
+	json_key_int(b, "unit_price", ln->unit_price);
+	sb_puts(b, ",");
+	json_key_int(b, "amount", ln->amount);
+	sb_puts(b, ",");
+	json_key_str(b, "amount_text", amt);
+	sb_puts(b, ",");
+	json_key_str(b, "reason", ln->reason);
+	sb_puts(b, "}");
+}
+
+static enum sl_err finish(struct sbuf *b, char **out, size_t *len,
+			  struct sl_diag *d)
+{
+	if (b->err) {
+		enum sl_err e = b->err;
+		free(b->p);
+		return sl_diag_set(d, e, "encoding the invoice: %s",
+				   e == SL_ELIMIT ? "larger than the bound"
+						  : sl_err_message(e));
+	}
+	*out = b->p;
+	*len = b->n;
+	return SL_OK;
+}
+
+enum sl_err invoice_json(const struct invoice *inv, char **out, size_t *len,
+			 struct sl_diag *d)
+{
+	struct sbuf b = {NULL, 0, 0, SL_OK};
+	char m[CAL_MONTH_FMT_SIZE], s[CAL_RFC3339_SIZE], e[CAL_RFC3339_SIZE],
+		a[CAL_RFC3339_SIZE], tot[MONEY_FMT_SIZE];
+	if (!inv->currency)
+		return sl_diag_set(d, SL_EINVAL, "invoice_json: empty invoice");
+	cal_month_format(inv->month, m, sizeof(m));
+	fmt_instant(inv, inv->start_ms, s);
+	fmt_instant(inv, inv->end_ms, e);
+	fmt_instant(inv, inv->as_of_ms, a);
+	fmt_amount(inv, inv->total, tot);
+	sb_puts(&b, "{");
+	json_key_str(&b, "tenant", inv->tenant);
+	sb_puts(&b, ",");
+	json_key_str(&b, "month", m);
+	sb_puts(&b, ",");
+	json_key_str(&b, "zone", inv->zone.name);
+	sb_puts(&b, ",");
+	json_key_str(&b, "currency", inv->currency->code);
+	sb_puts(&b, ",");
+	json_key_str(&b, "period_start", s);
+	sb_puts(&b, ",");
+	json_key_str(&b, "period_end", e);
+	sb_puts(&b, ",");
+	json_key_str(&b, "as_of", a);
+	sb_printf(&b, ",\"complete\":%s,\"lines\":[", inv->complete ? "true"
+								    : "false");
+	for (size_t i = 0; i < inv->nlines; i++) {
+		if (i)
+			sb_puts(&b, ",");
+		json_line(&b, inv, &inv->lines[i]);
+	}
+	sb_puts(&b, "],\"subtotals\":{");
+	json_key_int(&b, "usage", inv->usage);
+	sb_puts(&b, ",");
+	json_key_int(&b, "monthly", inv->monthly);
+	sb_puts(&b, ",");
+	json_key_int(&b, "hosting", inv->hosting);
+	sb_puts(&b, ",");
+	json_key_int(&b, "credits", inv->credits);
+	sb_puts(&b, "},");
+	json_key_int(&b, "total", inv->total);
+	sb_puts(&b, ",");
+	json_key_str(&b, "total_text", tot);
+	sb_puts(&b, "}\n");
+	return finish(&b, out, len, d);
+}
+
+/* RFC 4180: quote a field holding a comma, quote or line break. */
+static void csv_field(struct sbuf *b, const char *s)
+{
+	if (!strpbrk(s, ",\"\r\n")) {
+		sb_puts(b, s);
+		return;
+	}
+	sb_puts(b, "\"");
+	for (; *s; s++)
+		sb_put(b, *s == '"' ? "\"\"" : s, *s == '"' ? 2 : 1);
+	sb_puts(b, "\"");
+}
+
+enum sl_err invoice_csv(const struct invoice *inv, char **out, size_t *len,
+			struct sl_diag *d)
+{
+	struct sbuf b = {NULL, 0, 0, SL_OK};
+	if (!inv->currency)
+		return sl_diag_set(d, SL_EINVAL, "invoice_csv: empty invoice");
+	sb_puts(&b, "kind,lease,posting,plan,model,from,to,gpu_ms,gpu_seconds,"
+		    "quantity,unit,unit_price,amount,reason\n");
+	for (size_t i = 0; i < inv->nlines; i++) {
+		const struct invoice_line *ln = &inv->lines[i];
+		char from[CAL_RFC3339_SIZE], to[CAL_RFC3339_SIZE];
+		int64_t gms = ln->kind == INVOICE_USAGE ? ln->quantity : 0;
+		fmt_instant(inv, ln->from_ms, from);
+		fmt_instant(inv, ln->to_ms, to);
+		sb_printf(&b, "%s,", invoice_kind_name(ln->kind));
+		csv_field(&b, ln->lease);
+		sb_puts(&b, ",");
+		csv_field(&b, ln->posting);
+		sb_printf(&b, ",%s,", rated(ln) ? price_plan_name(ln->plan) : "");
+		csv_field(&b, ln->model);
+		sb_printf(&b, ",%s,%s,%lld,%lld.%03lld,%lld,%s,%lld,%lld,", from, to,
+			  (long long)gms, (long long)(gms / 1000),
+			  (long long)(gms % 1000), (long long)ln->quantity,
+			  unit_name(ln), (long long)ln->unit_price,
+			  (long long)ln->amount);
+		csv_field(&b, ln->reason);
+		sb_puts(&b, "\n");
+	}
+	sb_printf(&b, "total,,,,,,,,,,,,%lld,\n", (long long)inv->total);
+	return finish(&b, out, len, d);
+}
