@@ -342,22 +342,37 @@ void merkle_frontier_init(struct merkle_frontier *f)
 	memset(f, 0, sizeof(*f));
 }
 
-enum sl_err merkle_frontier_append(struct merkle_frontier *f,
-				   const uint8_t leaf[MERKLE_HASH_SIZE])
+enum sl_err merkle_frontier_append_sink(struct merkle_frontier *f,
+					const uint8_t leaf[MERKLE_HASH_SIZE],
+					merkle_subtree_sink sink, void *ctx)
 {
 	if (f->size == UINT64_MAX)
 		return SL_ELIMIT;
-	uint8_t h[MERKLE_HASH_SIZE];
-	memcpy(h, leaf, MERKLE_HASH_SIZE);
+	/* Binary increment: each carry merges two equal perfect subtrees. The
+	 * merged hashes are kept until the sink has taken them all, so a
+	 * failing sink leaves the frontier as it was. */
+	uint8_t h[MERKLE_MAX_LEVELS][MERKLE_HASH_SIZE];
+	uint64_t size = f->size + 1;
 	unsigned level = 0;
-	/* Binary increment: each carry merges two equal perfect subtrees. */
+	memcpy(h[0], leaf, MERKLE_HASH_SIZE);
 	while ((f->size >> level) & 1) {
-		merkle_node_hash(f->hash[level], h, h);
+		merkle_node_hash(f->hash[level], h[level], h[level + 1]);
 		level++;
 	}
-	memcpy(f->hash[level], h, MERKLE_HASH_SIZE);
-	f->size++;
+	for (unsigned l = 1; sink && l <= level; l++) {
+		enum sl_err err = sink(ctx, l, (size >> l) - 1, h[l]);
+		if (err != SL_OK)
+			return err;
+	}
+	memcpy(f->hash[level], h[level], MERKLE_HASH_SIZE);
+	f->size = size;
 	return SL_OK;
+}
+
+enum sl_err merkle_frontier_append(struct merkle_frontier *f,
+				   const uint8_t leaf[MERKLE_HASH_SIZE])
+{
+	return merkle_frontier_append_sink(f, leaf, NULL, NULL);
 }
 
 void merkle_frontier_root(const struct merkle_frontier *f,

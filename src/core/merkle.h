@@ -127,6 +127,21 @@ void merkle_frontier_init(struct merkle_frontier *f);
 SL_MUST_USE enum sl_err merkle_frontier_append(struct merkle_frontier *f,
 					       const uint8_t leaf[MERKLE_HASH_SIZE]);
 
+/* Receives each perfect subtree an append completes: 2^level leaves starting
+ * at leaf index * 2^level, level >= 1. A controller stores some levels (say
+ * every 4th) and answers merkle_source.subtree from them, which makes proofs
+ * at a million entries cost a few hundred reads instead of a million. An
+ * error aborts the append. */
+typedef enum sl_err (*merkle_subtree_sink)(void *ctx, unsigned level,
+					   uint64_t index,
+					   const uint8_t hash[MERKLE_HASH_SIZE]);
+
+/* merkle_frontier_append that also reports completed subtrees to sink (which
+ * may be NULL). If sink fails, its error is returned and *f is unchanged. */
+SL_MUST_USE enum sl_err merkle_frontier_append_sink(
+	struct merkle_frontier *f, const uint8_t leaf[MERKLE_HASH_SIZE],
+	merkle_subtree_sink sink, void *ctx);
+
 /* MTH of the leaves appended so far (the empty root for none). */
 void merkle_frontier_root(const struct merkle_frontier *f,
 			  uint8_t out[MERKLE_HASH_SIZE]);

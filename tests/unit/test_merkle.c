@@ -531,6 +531,63 @@ static void test_frontier_matches_reference(void **state)
 	free(leaves);
 }
 
+/* A sink that files completed subtrees the way cached_new computes them. */
+struct sink_log {
+	struct cached *c;
+	uint64_t calls;
+	uint64_t fail_at; /* fail the call with this number (1-based), 0 = never */
+};
+
+static enum sl_err sink_store(void *ctx, unsigned level, uint64_t index,
+			      const uint8_t hash[H])
+{
+	struct sink_log *s = ctx;
+	if (++s->calls == s->fail_at)
+		return SL_EIO;
+	assert_true(level >= 1 && level < 10);
+	memcpy(s->c->level[level][index], hash, H);
+	if (index + 1 > s->c->count[level])
+		s->c->count[level] = index + 1;
+	return SL_OK;
+}
+
+static void test_frontier_sink_feeds_the_cache(void **state)
+{
+	(void)state;
+	struct cached *want = cached_new();
+	struct cached *got = calloc(1, sizeof(*got));
+	assert_non_null(got);
+	memcpy(got->leaves, want->leaves, sizeof(got->leaves));
+	memcpy(got->level[0], want->leaves, sizeof(got->leaves));
+	got->count[0] = NMAX;
+	struct sink_log s = {got, 0, 0};
+	struct merkle_frontier f;
+	merkle_frontier_init(&f);
+	for (uint64_t i = 0; i < NMAX; i++)
+		assert_int_equal(merkle_frontier_append_sink(&f, want->leaves[i], sink_store, &s),
+				 SL_OK);
+	/* one call per completed perfect subtree of 2 or more leaves */
+	uint64_t total = 0;
+	for (unsigned l = 1; l < 10; l++) {
+		assert_int_equal(got->count[l], want->count[l]);
+		assert_memory_equal(got->level[l], want->level[l], want->count[l] * H);
+		total += want->count[l];
+	}
+	assert_int_equal(s.calls, total);
+	/* a failing sink aborts the append and leaves the frontier unchanged */
+	struct merkle_frontier before;
+	s.calls = 0;
+	s.fail_at = 2;
+	uint8_t leaf[H];
+	memset(leaf, 1, H);
+	f.size = 255; /* the next append completes levels 1..8 */
+	before = f;
+	assert_int_equal(merkle_frontier_append_sink(&f, leaf, sink_store, &s), SL_EIO);
+	assert_memory_equal(&f, &before, sizeof(f));
+	free(got);
+	free(want);
+}
+
 int main(void)
 {
 	if (sodium_init() < 0)
@@ -543,6 +600,7 @@ int main(void)
 		cmocka_unit_test(test_cache_agrees_with_leaves),
 		cmocka_unit_test(test_source_errors_pass_through),
 		cmocka_unit_test(test_frontier_matches_reference),
+		cmocka_unit_test(test_frontier_sink_feeds_the_cache),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
