@@ -170,6 +170,9 @@ static enum sl_err sum_lines(struct invoice *inv, struct sl_diag *d)
 	return e;
 }
 
+static enum sl_err window(const struct invoice_input *in, int64_t *start,
+			  int64_t *end, int64_t *as_of, struct sl_diag *d);
+
 static enum sl_err check_input(const struct invoice_input *in,
 			       struct sl_diag *d)
 {
@@ -188,23 +191,11 @@ enum sl_err invoice_build(struct invoice *inv, const struct invoice_input *in,
 {
 	invoice_release(inv);
 	enum sl_err e = check_input(in, d);
-	int64_t start = 0, end = 0;
+	int64_t start = 0, end = 0, as_of = 0;
 	if (!e)
-		e = cal_month_start(in->zone, in->month, &start, d);
-	if (!e)
-		e = cal_month_end(in->zone, in->month, &end, d);
+		e = window(in, &start, &end, &as_of, d);
 	if (e)
 		return e;
-	if (in->now_ms < start) {
-		char m[CAL_MONTH_FMT_SIZE];
-		cal_month_format(in->month, m, sizeof(m));
-		e = sl_diag_set(d, SL_EINVAL, "month %s is in the future (it "
-				"starts at %lld ms, now is %lld ms)", m,
-				(long long)start, (long long)in->now_ms);
-		sl_diag_hint(d, "ask for the current month or an earlier one");
-		return e;
-	}
-	int64_t as_of = in->now_ms < end ? in->now_ms : end;
 	struct line_vec lv = {NULL, 0, 0};
 	e = add_rated(in, start, as_of, &lv, d);
 	if (!e)
@@ -229,6 +220,121 @@ enum sl_err invoice_build(struct invoice *inv, const struct invoice_input *in,
 	if (e)
 		invoice_release(inv);
 	return e;
+}
+
+/* The month's rating window [*start, *as_of) at in->now_ms. */
+static enum sl_err window(const struct invoice_input *in, int64_t *start,
+			  int64_t *end, int64_t *as_of, struct sl_diag *d)
+{
+	enum sl_err e = cal_month_start(in->zone, in->month, start, d);
+	if (!e)
+		e = cal_month_end(in->zone, in->month, end, d);
+	if (e)
+		return e;
+	if (in->now_ms < *start) {
+		char m[CAL_MONTH_FMT_SIZE];
+		cal_month_format(in->month, m, sizeof(m));
+		e = sl_diag_set(d, SL_EINVAL, "month %s is in the future (it "
+				"starts at %lld ms, now is %lld ms)", m,
+				(long long)*start, (long long)in->now_ms);
+		sl_diag_hint(d, "ask for the current month or an earlier one");
+		return e;
+	}
+	*as_of = in->now_ms < *end ? in->now_ms : *end;
+	return SL_OK;
+}
+
+static int row_cmp(const void *pa, const void *pb)
+{
+	const struct invoice_revenue_row *a = pa, *b = pb;
+	int c = strcmp(a->region, b->region);
+	if (!c)
+		c = strcmp(a->model, b->model);
+	if (!c && a->plan != b->plan)
+		c = a->plan < b->plan ? -1 : 1;
+	return c;
+}
+
+/* Adds one lease's rated lines into the rows. */
+static enum sl_err add_revenue(struct invoice_revenue_row **rows, size_t *n,
+			       size_t *cap, const struct rating_lease *l,
+			       const struct rating_lines *rl, struct sl_diag *d)
+{
+	const char *region = l->region ? l->region : "";
+	if (strlen(region) >= PRICE_NAME_MAX)
+		return sl_diag_set(d, SL_ELIMIT, "lease %s: region name too long",
+				   l->id);
+	for (size_t k = 0; k < rl->n; k++) {
+		const struct rating_line *r = &rl->v[k];
+		size_t i = 0;
+		while (i < *n && !(strcmp((*rows)[i].region, region) == 0 &&
+				   strcmp((*rows)[i].model, r->model) == 0 &&
+				   (*rows)[i].plan == r->plan))
+			i++;
+		if (i == *n) {
+			if (*n == *cap) {
+				size_t c = *cap ? *cap * 2 : 16;
+				struct invoice_revenue_row *v =
+					realloc(*rows, c * sizeof(*v));
+				if (!v)
+					return SL_ENOMEM;
+				*rows = v;
+				*cap = c;
+			}
+			memset(&(*rows)[i], 0, sizeof((*rows)[i]));
+			strcpy((*rows)[i].region, region);
+			strcpy((*rows)[i].model, r->model);
+			(*rows)[i].plan = r->plan;
+			(*n)++;
+		}
+		enum sl_err e = money_add((*rows)[i].amount, r->amount,
+					  &(*rows)[i].amount, d);
+		if (e)
+			return e;
+		/* Quantities are bounded per line; a sum past the bound is
+		 * refused like an amount. */
+		e = money_add((*rows)[i].quantity, r->quantity,
+			      &(*rows)[i].quantity, d);
+		if (e)
+			return e;
+	}
+	return SL_OK;
+}
+
+enum sl_err invoice_revenue(const struct invoice_input *in,
+			    struct invoice_revenue_row **rows, size_t *n,
+			    struct sl_diag *d)
+{
+	*rows = NULL;
+	*n = 0;
+	if (!in->zone || !in->prices || (in->nleases && !in->leases))
+		return sl_diag_set(d, SL_EINVAL, "revenue: zone, price book and "
+				   "leases are required");
+	int64_t start, end, as_of;
+	enum sl_err e = window(in, &start, &end, &as_of, d);
+	if (e)
+		return e;
+	struct invoice_revenue_row *v = NULL;
+	size_t nv = 0, cap = 0;
+	struct rating_lines rl;
+	rating_lines_init(&rl);
+	for (size_t i = 0; i < in->nleases && !e; i++) {
+		rl.n = 0;
+		e = rating_rate(in->prices, in->zone, &in->leases[i], start, as_of,
+				&rl, d);
+		if (!e)
+			e = add_revenue(&v, &nv, &cap, &in->leases[i], &rl, d);
+	}
+	rating_lines_release(&rl);
+	if (e) {
+		free(v);
+		return e;
+	}
+	if (nv > 1)
+		qsort(v, nv, sizeof(v[0]), row_cmp);
+	*rows = v;
+	*n = nv;
+	return SL_OK;
 }
 
 /* ------------------------------------------------------------ encoding */

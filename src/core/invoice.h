@@ -117,4 +117,22 @@ enum sl_err invoice_json(const struct invoice *inv, char **out, size_t *len,
 enum sl_err invoice_csv(const struct invoice *inv, char **out, size_t *len,
 			struct sl_diag *d) SL_MUST_USE;
 
+/* One row of the operators' revenue summary. */
+struct invoice_revenue_row {
+	char region[PRICE_NAME_MAX]; /* "" when a lease names none */
+	char model[PRICE_NAME_MAX];  /* "" for hosting */
+	enum price_plan plan;
+	int64_t quantity; /* as in invoice lines, summed */
+	int64_t amount;   /* sum of the invoice lines' rounded amounts */
+};
+
+/* Revenue of in->month (up to now, as invoice_build) over the leases of all
+ * tenants (in->tenant and in->ledger are ignored), summed per (region,
+ * model, plan) from the same lines the invoices carry, so the summary adds
+ * up to the invoices. Rows are sorted by region, model, plan; *rows is a new
+ * array the caller frees (NULL when *n is 0). Errors as invoice_build. */
+enum sl_err invoice_revenue(const struct invoice_input *in,
+			    struct invoice_revenue_row **rows, size_t *n,
+			    struct sl_diag *d) SL_MUST_USE;
+
 #endif

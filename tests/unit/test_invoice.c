@@ -375,6 +375,37 @@ static void test_refusals(void **state)
 	fixture_free(f);
 }
 
+/* The operators' summary adds up the same lines as the invoices, over all
+ * tenants, per region, model and plan. */
+static void test_revenue(void **state)
+{
+	(void)state;
+	struct fixture *f = fixture_new();
+	struct invoice_input in = input(f, "2026-11", "2026-12-05T00:00:00Z");
+	struct invoice_revenue_row *rows = NULL;
+	size_t n = 0;
+	struct sl_diag d;
+	assert_int_equal(invoice_revenue(&in, &rows, &n, &d), SL_OK);
+	assert_int_equal(n, 4);
+	assert_string_equal(rows[0].model, "");
+	assert_int_equal(rows[0].plan, PRICE_HOSTING);
+	assert_int_equal(rows[0].amount, 300000);
+	assert_int_equal(rows[1].plan, PRICE_HOURLY);
+	assert_string_equal(rows[1].region, "cn-east");
+	assert_int_equal(rows[1].amount, 14 * 1999 + 64 * 24 * 1999);
+	assert_int_equal(rows[1].quantity, (14 + 64 * 24) * H);
+	assert_int_equal(rows[2].plan, PRICE_SPOT);
+	assert_int_equal(rows[2].amount, 1400);
+	assert_int_equal(rows[3].plan, PRICE_MONTHLY);
+	assert_int_equal(rows[3].amount, 2000000);
+	free(rows);
+	in = input(f, "2027-01", "2026-12-05T00:00:00Z");
+	assert_int_equal(invoice_revenue(&in, &rows, &n, &d), SL_EINVAL);
+	assert_null(rows);
+	assert_int_equal(n, 0);
+	fixture_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -382,6 +413,7 @@ int main(void)
 		cmocka_unit_test(test_golden_and_reproducible),
 		cmocka_unit_test(test_json_valid_and_csv_quoting),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_revenue),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
