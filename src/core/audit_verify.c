@@ -172,7 +172,7 @@ static void audit_add_pending(struct audit_verifier *v, const struct audit_recor
 	uint64_t seq;
 	if (audit_record_seq(r, &seq, &e, NULL) && seq == v->pending_seq)
 		audit_decide(v, AUDIT_FAULT_REORDERED, v->pending_seq, SIZE_MAX,
-			     "seq %llu is out of order: it is stored after seq %llu",
+			     "seq %llu is out of order: seq %llu is stored in its place",
 			     (unsigned long long)v->pending_seq,
 			     (unsigned long long)v->pending_found);
 }
