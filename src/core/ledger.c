@@ -312,6 +312,17 @@ enum sl_err ledger_apply(struct ledger *l, const struct ledger_posting *p,
 				"new id for a new posting");
 		return r;
 	}
+	if (p->type == LEDGER_CREDIT_LINE_DOWN &&
+	    p->amount > ledger_credit_line(l, p->tenant)) {
+		enum sl_err r = sl_diag_set(d, SL_EINVAL, "posting %s: lowering "
+					    "the credit line of %s by %lld would "
+					    "make it negative (it is %lld)",
+					    p->id, p->tenant, (long long)p->amount,
+					    (long long)ledger_credit_line(
+						    l, p->tenant));
+		sl_diag_hint(d, "lower it by at most its current amount");
+		return r;
+	}
 	struct ledger_account da, ca;
 	ledger_posting_accounts(p, &da, &ca);
 	int di = acct_find(l, da.kind, da.key), ci = acct_find(l, ca.kind, ca.key);

@@ -104,7 +104,8 @@ void ledger_free(struct ledger *l);
 /* Applies p. A posting with an id already applied and the same content is
  * a no-op (SL_OK, *applied = false); with different content SL_ECONFLICT.
  * Errors, with the ledger unchanged: SL_EINVAL for a bad field (id, tenant,
- * type, plan, amount <= 0, reason, instant outside the calendar),
+ * type, plan, amount <= 0, reason, instant outside the calendar, or a
+ * CREDIT_LINE_DOWN larger than the tenant's line: lines never go negative),
  * SL_ELIMIT when an account's totals or the ledger's (ledger_totals) would
  * pass MONEY_MAX or the ledger is full, SL_ECONFLICT as above, SL_ENOMEM. applied may be NULL. */
 enum sl_err ledger_apply(struct ledger *l, const struct ledger_posting *p,

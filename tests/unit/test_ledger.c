@@ -63,6 +63,14 @@ static void test_types(void **state)
 	post(l, "p6", LEDGER_REFUND, "acme", PRICE_HOURLY, 200, true);
 	post(l, "p7", LEDGER_CREDIT_LINE_UP, "acme", PRICE_HOURLY, 50000, true);
 	post(l, "p8", LEDGER_CREDIT_LINE_DOWN, "acme", PRICE_HOURLY, 20000, true);
+	struct ledger_posting down;
+	struct sl_diag d;
+	assert_int_equal(ledger_posting_init(&down, "p9", LEDGER_CREDIT_LINE_DOWN,
+					     "acme", PRICE_HOURLY, 30001, T0, NULL,
+					     &d), SL_OK);
+	sl_diag_clear(&d);
+	assert_int_equal(ledger_apply(l, &down, NULL, &d), SL_EINVAL);
+	assert_non_null(strstr(d.msg, "negative"));
 	assert_int_equal(ledger_tenant_balance(l, "acme"),
 			 100000 - 2500 - 500 - 30000 + 1000 + 200);
 	assert_int_equal(ledger_credit_line(l, "acme"), 30000);
@@ -241,6 +249,12 @@ static void test_random_with_replays(void **state)
 						     (enum price_plan)(rnd(&s) % 3),
 						     amt, T0 + i, "r", NULL),
 				 SL_OK);
+		if (ty == LEDGER_CREDIT_LINE_DOWN && amt > line[t]) {
+			/* A line never goes below zero: refused, no change. */
+			assert_int_equal(ledger_apply(l, &p, NULL, NULL), SL_EINVAL);
+			assert_null(ledger_find(l, id));
+			continue;
+		}
 		assert_int_equal(ledger_apply(l, &p, NULL, NULL), SL_OK);
 		fresh++;
 		switch (ty) {
