@@ -651,6 +651,10 @@ static void fuzz_requests_on(struct fleet *fl, uint64_t seed, int iters)
 	assert_int_equal(placer_new(&f, &p), SL_OK);
 	struct snap empty;
 	snap_take(p, &empty);
+	int min_gpus = TOPO_MAX_GPUS;
+	for (int i = 0; i < f.nnodes; i++)
+		if (fleet_node_type(&f, i)->ngpus < min_gpus)
+			min_gpus = fleet_node_type(&f, i)->ngpus;
 	rng_seed(seed_of(seed));
 	int placed = 0, refused = 0, invalid = 0;
 	for (int it = 0; it < iters; it++) {
@@ -697,10 +701,11 @@ static void fuzz_requests_on(struct fleet *fl, uint64_t seed, int iters)
 			assert_true(pl.failed != PLACE_C_NONE);
 			if (!pl.why[0])
 				fail_msg("iteration %d: refusal without a reason", it);
-			/* Up to 4 GPUs (every type here has 4 or more) or a share is
-			 * never a gang: "gang" would mean the explanation saw a node
-			 * that the index did not. */
-			if (r.per_node == 0 && (r.gpu_milli > 0 || (r.gpus >= 1 && r.gpus <= 4)) &&
+			/* A share, or no more GPUs than the smallest node has, is never
+			 * a gang: "gang" would mean the explanation saw a node that the
+			 * index did not. */
+			if (r.per_node == 0 &&
+			    (r.gpu_milli > 0 || (r.gpus >= 1 && r.gpus <= min_gpus)) &&
 			    pl.failed == PLACE_C_GANG)
 				fail_msg("iteration %d: single-node refusal blamed on the gang: %s",
 					 it, pl.why);
@@ -796,6 +801,51 @@ static void test_fuzz_requests_large_type(void **state)
 	fuzz_requests_on(&f, 0x5eed0006, 1500);
 }
 
+/* Odd shapes: 1, 2, 5 and 12 GPUs, strict partitions that do not split evenly,
+ * NVLink domains of their own custom GB200 type. */
+static void test_fuzz_requests_odd_types(void **state)
+{
+	(void)state;
+	static const char text[] =
+		"node_types:\n"
+		"  - {name: one1, gpu: l40s, gpus: 1, cpus: 16, memory_gib: 128}\n"
+		"  - {name: two2, gpu: h100-nvl, gpus: 2, cpus: 32, memory_gib: 256,\n"
+		"     links: [{gpus: [0, 1], kind: nvlink, count: 12}]}\n"
+		"  - {name: five5, gpu: a100-sxm, gpus: 5, cpus: 40, memory_gib: 512,\n"
+		"     numa: [0, 0, 1, 1, 1], groups: [[0, 1, 2], [3, 4]], groups_strict: true,\n"
+		"     links: [{gpus: [0, 1], kind: nvlink, count: 4}, {gpus: [3, 4], kind: nvswitch}]}\n"
+		"  - {name: twelve12, gpu: h100-sxm, gpus: 12, cpus: 96, memory_gib: 1024,\n"
+		"     groups: [[0, 1, 2, 3, 4, 5], [6, 7, 8, 9, 10, 11]], groups_strict: true,\n"
+		"     nics: [{name: m0, gbps: 400, gpus: [0, 6]}, {name: m1, gbps: 400, gpus: [3]}]}\n"
+		"  - {name: tray2, gpu: gb200, gpus: 2, cpus: 72, memory_gib: 480}\n"
+		"sites:\n"
+		"  - name: s1\n"
+		"    region: r1\n"
+		"    fabrics:\n"
+		"      - name: f1\n"
+		"        kind: infiniband\n"
+		"        gbps: 400\n"
+		"        leaves:\n"
+		"          - {name: l1, nodes: [{range: \"o[1-4]\", type: one1, shareable: true},\n"
+		"                               {range: \"w[1-4]\", type: two2}]}\n"
+		"          - {name: l2, nodes: [{range: \"v[1-3]\", type: five5},\n"
+		"                               {range: \"x[1-3]\", type: twelve12, price_hint: 9}]}\n"
+		"          - {name: l3, nodes: [{range: \"g[01-12]\", type: tray2}]}\n"
+		"  - name: s2\n"
+		"    region: r2\n"
+		"    fabrics:\n"
+		"      - {name: f2, kind: roce, gbps: 100, leaves: [{name: l1, nodes: [\n"
+		"          {range: \"p[1-3]\", type: one1}, {range: \"q[1-2]\", type: twelve12}]}]}\n"
+		"nvlink_domains:\n"
+		"  - {name: d1, nodes: \"g[01-08]\"}\n"
+		"  - {name: d2, nodes: [g09, g10]}\n"
+		"owners:\n"
+		"  - {tenant: acme, nodes: [o4, \"x3\"]}\n";
+	struct fleet f;
+	load_fleet_text(&f, text, sizeof(text) - 1, "odd.yaml");
+	fuzz_requests_on(&f, 0x5eed0007, 2500);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -804,6 +854,7 @@ int main(void)
 		cmocka_unit_test(test_fuzz_state_load),
 		cmocka_unit_test(test_fuzz_requests),
 		cmocka_unit_test(test_fuzz_requests_large_type),
+		cmocka_unit_test(test_fuzz_requests_odd_types),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
