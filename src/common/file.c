@@ -3,6 +3,7 @@
 #include "file.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,12 +21,14 @@ enum sl_err sl_read_file(const char *path, size_t max, char **out, size_t *len,
 		d->file = path;
 	if (!fp)
 		return sl_diag_set(d, SL_EIO, "cannot open: %s", strerror(errno));
-	for (;;) {
+	/* Reads at most max + 1 bytes: one past the bound is enough to refuse the
+	 * file, so /dev/zero or a huge file never costs more than the bound. */
+	while (n <= max) {
 		if (n == cap) {
 			size_t ncap = cap ? cap * 2 : 65536;
 			char *nb;
-			if (cap > max + 1)
-				break;
+			if (max < SIZE_MAX && ncap > max + 1)
+				ncap = max + 1;
 			nb = realloc(buf, ncap + 1);
 			if (!nb) {
 				free(buf);

@@ -122,6 +122,9 @@ expect_eq "plan --owned without --tenant: exit 2" "$RC" 2
 run "$SUANLI" plan --fleet "$TMP/no-such.yaml" --gpus 1
 expect_eq "plan missing fleet file: exit 1" "$RC" 1
 expect_match "plan missing fleet file: says why" "$ERR" "no-such.yaml: cannot open: No such file"
+run "$SUANLI" fleet check /dev/zero
+expect_eq "fleet check an endless file: exit 1" "$RC" 1
+expect_match "fleet check an endless file: says the bound" "$ERR" "larger than 67108864 bytes"
 run "$SUANLI" fleet check "$TMP"
 expect_eq "fleet check a directory: exit 1" "$RC" 1
 expect_match "fleet check a directory: says so" "$ERR" "Is a directory"
