@@ -102,8 +102,13 @@ int64_t ctl_expire(struct ctl *c)
 		if (top.lease < 0)
 			continue;
 		struct ctl_lease *l = &c->leases[top.lease];
-		if (!l->in_sched && (l->state == LS_ACTIVE || l->state == LS_PREEMPTING) &&
-		    l->expires_ns == top.at) {
+		if (l->in_sched || (l->state != LS_ACTIVE && l->state != LS_PREEMPTING))
+			continue;
+		/* An adopted lease: the controller keeps its end and its notice. */
+		if (l->state == LS_PREEMPTING && l->preempt_ns == top.at) {
+			ctl_lease_end(c, l, LS_PREEMPTED, "preempted after its notice");
+			ctl_lease_save(c, l);
+		} else if (l->expires_ns == top.at) {
 			ctl_lease_end(c, l, LS_EXPIRED, "its duration ended");
 			ctl_lease_save(c, l);
 		}

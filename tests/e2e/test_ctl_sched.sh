@@ -77,6 +77,23 @@ start_daemon "$TMP/log2" --data "$DATA" --simulate --preempt-notice 1 ||
 r=$(api "$A" GET /v1/queue)
 expect_eq "queue order survives a restart" "$(body_of "$r" | jq -c '[.[] | .lease]')" "$before"
 expect_eq "reservation still honoured after restart" "$(field "$OUTSIDER" .state)" pending
+
+# ---- a preemption notice survives a restart ----
+# (The waiting b300 lease would be the queue's head, which nothing without a
+# declared duration may pass: withdraw it first.)
+r=$(api "$A" POST "/v1/leases/$OUTSIDER/release")
+expect_eq "a waiting lease can be withdrawn" "$(body_of "$r" | jq -r .state)" released
+r=$(lease '{"tenant":"acme","gpus":16,"per_node":8,"models":["h100-nvl"],"plan":"spot"}')
+SPOT2=$(body_of "$r" | jq -r .id)
+r=$(lease '{"tenant":"beta","gpus":8,"models":["h100-nvl"]}')
+HOUR2=$(body_of "$r" | jq -r .id)
+expect_eq "second spot lease gets its notice" "$(field "$SPOT2" .state)" preempting
+stop_daemon
+start_daemon "$TMP/log3" --data "$DATA" --simulate --preempt-notice 1 ||
+	{ bad "restart" "$(cat "$TMP/log3")"; finish; exit 1; }
+sleep 1.2
+expect_eq "the notice still ends the spot lease after a restart" "$(field "$SPOT2" .state)" preempted
+expect_eq "and the waiting lease gets its GPUs" "$(field "$HOUR2" .state)" active
 stop_daemon
 expect_eq "daemon stops cleanly" "$?" 0
 finish
