@@ -356,7 +356,7 @@ static void test_fuzz_fleet_yaml(void **state)
 	assert_true(ss.n >= 5);
 	rng_seed(seed_of(0x5eed0001));
 	int ok = 0, bad = 0;
-	for (int it = 0, n = scaled(4000); it < n; it++) {
+	for (int it = 0, n = scaled(3000); it < n; it++) {
 		struct fleet f;
 		struct sl_diag d;
 		mutate(&b, &ss);
@@ -439,7 +439,7 @@ static void test_fuzz_topo_matrix(void **state)
 	int ok = 0;
 	char *fmt = malloc(FZ_MAX_TEXT);
 	assert_non_null(fmt);
-	for (int it = 0, n = scaled(6000); it < n; it++) {
+	for (int it = 0, n = scaled(5000); it < n; it++) {
 		/* Mutate against the shape of a random seed. */
 		mutate(&b, &ss);
 		const struct matrix_seed *ms = &shape[rng_below((size_t)ss.n)];
@@ -503,7 +503,7 @@ static void test_fuzz_state_load(void **state)
 	assert_int_equal(placer_new(&f, &p), SL_OK);
 	rng_seed(seed_of(0x5eed0003));
 	int ok = 0;
-	for (int it = 0, n = scaled(5000); it < n; it++) {
+	for (int it = 0, n = scaled(4000); it < n; it++) {
 		struct snap before, after;
 		struct sl_diag d;
 		sl_diag_clear(&d);
@@ -781,7 +781,7 @@ static void test_fuzz_requests(void **state)
 	const char *ex = env_dir("SL_EXAMPLES", "examples");
 	struct fleet f;
 	load_fleet_file(&f, ex, "demo-fleet.yaml");
-	fuzz_requests_on(&f, 0x5eed0004, 6000);
+	fuzz_requests_on(&f, 0x5eed0004, 5000);
 	load_fleet_file(&f, ex, "fleet-custom-types.yaml");
 	fuzz_requests_on(&f, 0x5eed0005, 2000);
 }
