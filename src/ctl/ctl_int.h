@@ -241,8 +241,9 @@ json_t *tenant_to_json(struct ctl *c, const struct ctl_tenant *t, bool usage);
 enum sl_err tenant_from_json(const json_t *o, struct ctl_tenant *t, struct sl_diag *d) SL_MUST_USE;
 json_t *token_to_json(const struct ctl_token *t, bool store);
 enum sl_err token_from_json(const json_t *o, struct ctl_token *t, struct sl_diag *d) SL_MUST_USE;
-/* viewer_tenant: NULL for provider roles; otherwise lease ids of other tenants
- * are hidden where they appear. */
+/* The lease object of the API, which is also its store row. api: the queue
+ * position and reason come from the scheduler (else the last stored reason
+ * and position 0, which is what the store keeps). New reference. */
 json_t *lease_to_json(struct ctl *c, const struct ctl_lease *l, bool api);
 enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
 			    struct sl_diag *d) SL_MUST_USE;

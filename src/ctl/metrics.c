@@ -1,9 +1,10 @@
 /* metrics.c - /metrics in the Prometheus text format.
  *
  * Request counts come from the HTTP layer's done callback (so refusals that
- * never reach a handler count too); the placement latency histogram from the
- * placement step; GPU and queue gauges are computed when scraped, from the
- * same state the API shows, so they cannot drift. */
+ * never reach a handler count too); the placement latency histogram from
+ * scheduler submits (the placement decision and the pass it triggers); GPU
+ * and queue gauges are computed when scraped, from the same state the API
+ * shows, so they cannot drift. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
