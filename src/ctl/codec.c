@@ -387,6 +387,45 @@ enum sl_err placement_from_json(const struct fleet *f, const json_t *arr, struct
 
 /* ---- leases ---- */
 
+/* One sentence on where a lease runs and why that is good, from its picks
+ * and score: what `lease show` prints under the placement. */
+static void explain(const struct ctl *c, const struct ctl_lease *l, char *buf, size_t n)
+{
+	const struct place_score *s = &l->pl.score;
+	int gpus = 0;
+	for (int i = 0; i < l->pl.npicks; i++)
+		gpus += __builtin_popcount(l->pl.picks[i].gpus);
+	const struct fleet_node *first = &c->fleet->nodes[l->pl.picks[0].node];
+	size_t off = (size_t)snprintf(buf, n, "%d GPU%s of %s on %d node%s", gpus, gpus == 1 ? "" : "s",
+				      fleet_node_type(c->fleet, l->pl.picks[0].node)->gpu->name,
+				      l->pl.npicks, l->pl.npicks == 1 ? "" : "s");
+	if (l->pl.npicks == 1 && off < n)
+		off += (size_t)snprintf(buf + off, n - off, " (%s)", first->name);
+	int bottleneck = l->pl.picks[0].q.bottleneck_gbps, numa = 0;
+	for (int i = 0; i < l->pl.npicks; i++) {
+		if (l->pl.picks[i].q.bottleneck_gbps < bottleneck)
+			bottleneck = l->pl.picks[i].q.bottleneck_gbps;
+		if (l->pl.picks[i].q.numa_spanned > numa)
+			numa = l->pl.picks[i].q.numa_spanned;
+	}
+	if (gpus > 1 && off < n)
+		off += (size_t)snprintf(buf + off, n - off, "; slowest GPU pair inside a node %d GB/s",
+					bottleneck);
+	if (numa && off < n)
+		off += (size_t)snprintf(buf + off, n - off, "; %d NUMA node%s", numa, numa == 1 ? "" : "s");
+	if (l->pl.npicks > 1 && s->nodes && off < n)
+		off += (size_t)snprintf(buf + off, n - off, "; %d leaf switch%s", s->leaves,
+					s->leaves == 1 ? "" : "es");
+	if (l->pl.npicks > 1 && s->domains && off < n)
+		off += (size_t)snprintf(buf + off, n - off, "; %d NVLink domain%s", s->domains,
+					s->domains == 1 ? "" : "s");
+	if (l->pl.npicks > 1 && off < n)
+		off += (size_t)snprintf(buf + off, n - off, s->rails_aligned ? "; rails aligned" : "; rails not aligned");
+	if (s->nodes && off < n)
+		snprintf(buf + off, n - off, s->full_quality ? "; best possible on this hardware"
+							     : "; below the best this hardware allows (busy fleet)");
+}
+
 json_t *lease_to_json(struct ctl *c, const struct ctl_lease *l, bool api)
 {
 	json_t *o = json_object(), *placed;
@@ -404,6 +443,11 @@ json_t *lease_to_json(struct ctl *c, const struct ctl_lease *l, bool api)
 	json_decref(placed);
 	if (l->score)
 		json_object_set(o, "score", l->score);
+	if (api && l->pl.npicks > 0) {
+		char why[512];
+		explain(c, l, why, sizeof(why));
+		json_object_set_new(o, "explanation", json_string(why));
+	}
 	if (l->state == LS_PENDING) {
 		/* The store keeps the last reason; the API asks the scheduler. */
 		int pos = 0;
@@ -478,6 +522,20 @@ enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
 		lease_release_mem(l);
 		return e;
 	}
+	const json_t *sc = l->score;
+	struct place_score *s = &l->pl.score;
+	s->bottleneck_gbps = (int)json_integer_value(json_object_get(sc, "bottleneck_gbps"));
+	s->total_gbps = (int)json_integer_value(json_object_get(sc, "total_gbps"));
+	s->numa_spanned = (int)json_integer_value(json_object_get(sc, "numa_spanned"));
+	s->nics = (int)json_integer_value(json_object_get(sc, "nic_rails"));
+	s->free_after = (int)json_integer_value(json_object_get(sc, "free_after"));
+	s->stranded_after = (int)json_integer_value(json_object_get(sc, "stranded_after"));
+	s->price_hint = json_integer_value(json_object_get(sc, "price_hint"));
+	s->nodes = (int)json_integer_value(json_object_get(sc, "nodes"));
+	s->leaves = (int)json_integer_value(json_object_get(sc, "leaves"));
+	s->domains = (int)json_integer_value(json_object_get(sc, "domains"));
+	s->rails_aligned = json_is_true(json_object_get(sc, "rails_aligned"));
+	s->full_quality = json_is_true(json_object_get(sc, "full_quality"));
 	return SL_OK;
 }
 

@@ -500,6 +500,49 @@ static enum sl_err leases_rebuild(struct ctl *c, struct sl_diag *d)
 	return SL_OK;
 }
 
+struct prune_arg {
+	struct ctl *c;
+	char **ids;
+	int n, cap;
+};
+
+static enum sl_err idem_old(void *arg, const char *id, const char *tenant, const char *json)
+{
+	struct prune_arg *a = arg;
+	int64_t at = 0;
+	(void)tenant;
+	json_t *o = json_loads(json, 0, NULL);
+	const char *s = json_string_value(json_object_get(o, "at"));
+	bool old = !s || !ctl_time_parse(s, &at) ||
+		   at < a->c->now_ns - (int64_t)CTL_IDEM_TTL_S * 1000000000;
+	json_decref(o);
+	if (!old)
+		return SL_OK;
+	if (grow((void **)&a->ids, &a->cap, a->n + 1, sizeof(char *)) || !(a->ids[a->n] = strdup(id)))
+		return SL_ENOMEM;
+	a->n++;
+	return SL_OK;
+}
+
+/* Saved Idempotency-Key answers live a day (clients retry within minutes);
+ * dropping older ones at start keeps the table bounded by a day's POSTs. */
+static enum sl_err idem_prune(struct ctl *c, struct sl_diag *d)
+{
+	struct prune_arg a = {c, NULL, 0, 0};
+	enum sl_err e = store_scan(c->store, STORE_IDEMPOTENCY, idem_old, &a, d);
+	for (int i = 0; i < a.n; i++) {
+		if (!e && !c->tx_open && !(e = store_begin(c->store, d)))
+			c->tx_open = true;
+		if (!e)
+			e = store_delete(c->store, STORE_IDEMPOTENCY, a.ids[i], d);
+		free(a.ids[i]);
+	}
+	free(a.ids);
+	if (!e && a.n)
+		sl_log_info("dropped old idempotency keys", "count=%d", a.n);
+	return e;
+}
+
 static enum sl_err load_stored_fleet(struct ctl *c, struct sl_diag *d)
 {
 	char *cur = NULL, *row = NULL;
@@ -553,7 +596,7 @@ static enum sl_err ctl_load(struct ctl *c, const struct ctl_opts *o, struct sl_d
 	    (e = load_stored_fleet(c, d)))
 		return e;
 	if ((e = store_scan(c->store, STORE_LEASES, load_lease, &a, d)) ||
-	    (e = leases_rebuild(c, d)))
+	    (e = leases_rebuild(c, d)) || (e = idem_prune(c, d)))
 		return e;
 	if (o->fleet_file) {
 		char *text = NULL;

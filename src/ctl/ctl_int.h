@@ -26,6 +26,7 @@
 #define CTL_MAX_REGIONS 16       /* regions per tenant */
 #define CTL_MAX_QUOTAS 32        /* quota entries per tenant */
 #define CTL_IDEM_KEY_MAX 128     /* Idempotency-Key header */
+#define CTL_IDEM_TTL_S (24 * 3600) /* saved answers older than this are dropped at start */
 #define CTL_MAX_DURATION_S (10LL * 366 * 86400) /* duration_s, by_s */
 #define CTL_MAX_HISTORY 1000     /* history entries kept per lease */
 #define CTL_MAX_RESV_NODES 10000 /* nodes in one reservation */

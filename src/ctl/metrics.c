@@ -11,6 +11,7 @@
 
 #include "catalog.h"
 #include "ctl_int.h"
+#include "log.h"
 
 /* Upper bounds of the placement histogram, seconds. */
 static const double hist_le[CTL_HIST_BUCKETS] = {1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4,
@@ -30,6 +31,10 @@ void ctl_metrics_done(const struct http_done_info *info, void *ctx)
 {
 	struct ctl *c = ctx;
 	const char *route = info->route ? info->route : "none";
+	if (sl_log_enabled(SL_LOG_DEBUG))
+		sl_log_debug("request", "method=%s path=%s route=%s status=%d ms=%.3f peer=%s",
+			     info->method, info->path, route, info->status,
+			     (double)info->duration_ns / 1e6, info->peer);
 	for (int i = 0; i < c->nmreq; i++)
 		if (c->mreq[i].status == info->status && !strcmp(c->mreq[i].route, route)) {
 			c->mreq[i].count++;
