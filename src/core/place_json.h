@@ -20,9 +20,10 @@ json_t *place_score_to_json(const struct place_score *s);
 
 /* Claims on p the GPUs a usage state lists: JSON text of the form
  *   [{"node": "n1", "gpus": [0, 3]}, {"node": "n2", "gpu": 4, "milli": 250}, ...]
- * Each entry is claimed as one placement. Errors (syntax, unknown node, a GPU
- * out of range or used twice) say which entry and why; on error nothing stays
- * claimed. */
+ * Each entry is claimed as one placement. Errors (syntax or an empty text:
+ * SL_EPARSE with the position; nesting past JSON_MAX_DEPTH or more than
+ * PLACE_STATE_MAX_ENTRIES entries: SL_ELIMIT; unknown node, a GPU out of range
+ * or used twice) say which entry and why; on error nothing stays claimed. */
 enum sl_err place_state_load(struct placer *p, const char *text, size_t len,
 			     struct sl_diag *d) SL_MUST_USE;
 
