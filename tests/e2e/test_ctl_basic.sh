@@ -100,6 +100,7 @@ expect_eq "region not allowed 403" "$(status_of "$r")" 403
 r=$(api "$ALICE" GET "/v1/leases/$LEASE")
 expect_eq "lease show 200" "$(status_of "$r")" 200
 expect_eq "lease show has history" "$(body_of "$r" | jq -r '.history[-1].state')" active
+expect_match "lease show explains the placement" "$(body_of "$r" | jq -r .explanation)" '^8 GPUs of h100-sxm on 1 node'
 r=$(api "$ALICE" GET "/v1/leases?state=active")
 expect_eq "lease list filters by state" "$(body_of "$r" | jq -r '.[0].id')" "$LEASE"
 
