@@ -1,8 +1,9 @@
 /* sched.c - the scheduler's state: leases, tenants, quotas, events, and the
- * calls that change one lease (submit, release, extend, scale, node failure).
+ * calls that change one lease (submit, release, extend, node failure).
  *
  * The decisions that involve the whole queue (order, backfill, preemption)
- * are in sched_pass.c, reservations in sched_resv.c. Each public call here
+ * are in sched_pass.c, reservations in sched_resv.c, elastic scaling in
+ * sched_elastic.c. Each public call here
  * changes what it was asked to, then runs a pass, so after every call the
  * queue holds only leases that cannot start now. Leases are found by id in an
  * open-addressing table (linear probing, deletion by backward shift, so there
@@ -409,11 +410,16 @@ void sched_events_clear(struct sched *s)
 
 /* ---- lease transitions ---------------------------------------------------- */
 
+static int64_t declared_end(const struct sched_lease *l)
+{
+	if (l->duration_ns > 0 && l->start_ns <= INT64_MAX - l->duration_ns)
+		return l->start_ns + l->duration_ns;
+	return INT64_MAX;
+}
+
 int64_t lease_end_ns(const struct sched_lease *l)
 {
-	int64_t end = INT64_MAX;
-	if (l->duration_ns > 0 && l->start_ns <= INT64_MAX - l->duration_ns)
-		end = l->start_ns + l->duration_ns;
+	int64_t end = declared_end(l);
 	if (l->state == SCHED_PREEMPTING && l->deadline_ns < end)
 		end = l->deadline_ns;
 	return end;
@@ -647,9 +653,9 @@ enum sl_err sched_submit(struct sched *s, uint64_t id, const struct sched_spec *
 	return e;
 }
 
-/* ---- release, extend, scale ----------------------------------------------- */
+/* ---- release, extend ----------------------------------------------- */
 
-static struct sched_lease *find_or_diag(struct sched *s, uint64_t id, struct sl_diag *d)
+struct sched_lease *find_or_diag(struct sched *s, uint64_t id, struct sl_diag *d)
 {
 	struct sched_lease *l = s ? sched_find(s, id) : NULL;
 	if (!l)
@@ -678,54 +684,6 @@ enum sl_err sched_extend(struct sched *s, uint64_t id, int64_t duration_ns,
 	return SL_OK;
 }
 
-enum sl_err sched_scale(struct sched *s, uint64_t id, int gpus, int64_t now_ns,
-			struct sl_diag *d)
-{
-	struct sched_lease *l = find_or_diag(s, id, d);
-	if (!l)
-		return SL_ENOTFOUND;
-	if (l->emax == 0)
-		return sl_diag_set(d, SL_EINVAL, "lease %llu is not elastic",
-				   (unsigned long long)id);
-	if (gpus < l->emin || gpus > l->emax) {
-		sl_diag_set(d, SL_EINVAL, "lease %llu may hold %d..%d GPUs, not %d",
-			    (unsigned long long)id, l->emin, l->emax, gpus);
-		sl_diag_hint(d, "the elastic range is fixed when the lease is created");
-		return SL_EINVAL;
-	}
-	if (l->state == SCHED_PREEMPTING)
-		return sl_diag_set(d, SL_ECONFLICT, "lease %llu is being preempted",
-				   (unsigned long long)id);
-	int cur = l->req.gpus;
-	enum sl_err e = SL_OK;
-	if (gpus == cur)
-		return SL_OK;
-	if (l->state == SCHED_PENDING) {
-		lease_account(s, l, -1);
-		l->req.gpus = gpus;
-		e = gpus > cur ? quota_check(s, l, NULL, d) : SL_OK;
-		if (e != SL_OK)
-			l->req.gpus = cur;
-		lease_account(s, l, 1);
-		if (e != SL_OK)
-			return e;
-		l->fail_gen = 0;
-	} else if (gpus > cur) {
-		e = scale_grow(s, l, gpus - cur, now_ns, d);
-	} else {
-		e = scale_shrink(s, l, cur - gpus, d);
-	}
-	if (e != SL_OK)
-		return e;
-	struct sched_event *ev;
-	e = ev_push(s, SCHED_EV_SCALED, id, now_ns, &ev);
-	if (e == SL_OK) {
-		ev->gpus = gpus;
-		e = placement_copy(&ev->placement, &l->pl);
-	}
-	return e == SL_OK ? sched_pass(s, now_ns) : e;
-}
-
 /* ---- time and failures ---------------------------------------------------- */
 
 enum sl_err sched_tick(struct sched *s, int64_t now_ns)
@@ -738,8 +696,7 @@ enum sl_err sched_tick(struct sched *s, int64_t now_ns)
 	if (e == SL_OK)
 		e = tmp_reserve(s, s->nrunning + 1);
 	for (int i = 0; e == SL_OK && i < s->nrunning; i++)
-		if (lease_end_ns(s->running[i]) <= now_ns &&
-		    s->running[i]->state == SCHED_RUNNING)
+		if (declared_end(s->running[i]) <= now_ns)
 			s->tmp[n++] = s->running[i];
 	for (int i = 0; e == SL_OK && i < n; i++)
 		e = lease_end(s, s->tmp[i], SCHED_END_EXPIRED, now_ns);

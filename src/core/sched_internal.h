@@ -1,5 +1,5 @@
 /* sched_internal.h - what the scheduler's files (sched.c, sched_pass.c,
- * sched_resv.c) share; nothing else includes it.
+ * sched_resv.c, sched_elastic.c) share; nothing else includes it.
  *
  * Leases live in individually allocated structs (stable pointers) found by id
  * through an open-addressing hash table, and sit in exactly one of two dense
@@ -125,6 +125,8 @@ int64_t lease_end_ns(const struct sched_lease *l); /* INT64_MAX if open-ended */
 bool pl_touches(const struct placement *pl, const bool *mark);
 struct sched_tenant *tenant_get(struct sched *s, const char *name, bool add);
 enum sl_err tmp_reserve(struct sched *s, int n) SL_MUST_USE;
+/* The lease called id, or NULL with SL_ENOTFOUND in d. */
+struct sched_lease *find_or_diag(struct sched *s, uint64_t id, struct sl_diag *d);
 /* SL_EQUOTA (d says which) when lease l, or only extra GPUs of it when extra
  * is not NULL, would pass one of its tenant's quotas on top of what counts
  * now. */
@@ -142,10 +144,9 @@ enum sl_err head_shadow(struct sched *s, struct sched_lease **head, int64_t *sha
 			struct placement *shadow_pl, int64_t now) SL_MUST_USE;
 void mark_set(struct sched *s, const struct placement *pl, bool on);
 enum sl_err preempt_complete(struct sched *s, int64_t now) SL_MUST_USE;
-enum sl_err scale_grow(struct sched *s, struct sched_lease *l, int extra, int64_t now,
-		       struct sl_diag *d) SL_MUST_USE;
-enum sl_err scale_shrink(struct sched *s, struct sched_lease *l, int drop,
-			 struct sl_diag *d) SL_MUST_USE;
+/* Places l with the nodes of spl out of service, so that it avoids them. */
+bool place_avoiding(struct sched *s, struct sched_lease *l, const struct placement *spl,
+		    struct placement *out);
 
 /* sched_resv.c */
 enum sl_err resv_tick(struct sched *s, int64_t now, bool closing) SL_MUST_USE;

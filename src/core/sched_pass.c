@@ -1,5 +1,5 @@
 /* sched_pass.c - the scheduling pass: queue order, the head, spot preemption,
- * EASY backfill, and elastic grow/shrink (which obey the same head).
+ * EASY backfill.
  *
  * "What if these leases were gone?" is answered on the real placer: release
  * their placements, ask placer_place(), claim them back. Release and claim are
@@ -194,6 +194,18 @@ static enum sl_err try_preempt(struct sched *s, struct sched_lease *head, int64_
 	return e;
 }
 
+/* Whether the nodes of l's reserved placement still serve l's tenant: a
+ * reservation window may have opened on them during the notice. */
+static bool rsv_still_allowed(const struct sched *s, const struct sched_lease *l)
+{
+	for (int i = 0; i < l->rsv.npicks; i++) {
+		const char *owner = placer_node_owner(s->p, l->rsv.picks[i].node);
+		if (owner ? strcmp(owner, l->tenant->name) != 0 : l->req.pool_owned)
+			return false;
+	}
+	return true;
+}
+
 /* Leases whose victims are all gone take the placement they waited for, in
  * queue order, before anyone else is considered. */
 static enum sl_err start_ready(struct sched *s, int64_t now)
@@ -208,6 +220,10 @@ static enum sl_err start_ready(struct sched *s, int64_t now)
 		}
 		if (!best)
 			return SL_OK;
+		if (!rsv_still_allowed(s, best)) {
+			best->has_rsv = false; /* wait in the queue again */
+			continue;
+		}
 		enum sl_err e = lease_start(s, best, &best->rsv, now, false);
 		if (e == SL_ECONFLICT)
 			best->has_rsv = false; /* taken meanwhile: wait in the queue again */
@@ -263,8 +279,7 @@ static long long secs_until(int64_t t, int64_t now)
 	return t <= now ? 0 : (long long)((t - now + NS_PER_S - 1) / NS_PER_S);
 }
 
-/* Places l with the nodes in s->mark out of service, so that it avoids them. */
-static bool place_avoiding(struct sched *s, struct sched_lease *l, const struct placement *spl,
+bool place_avoiding(struct sched *s, struct sched_lease *l, const struct placement *spl,
 			   struct placement *out)
 {
 	int n = 0;
@@ -419,179 +434,4 @@ enum sl_err head_shadow(struct sched *s, struct sched_lease **head, int64_t *sha
 	}
 	mark_set(s, spl, true);
 	return e;
-}
-
-/* ---- elastic -------------------------------------------------------------- */
-
-/* Adds extra GPUs to a pick on its own node, best quality first; false if the
- * node has too few free GPUs. */
-static bool grow_same_node(struct sched *s, const struct sched_lease *l,
-			   const struct place_pick *k, int extra, struct place_pick *out)
-{
-	const struct node_type *t = fleet_node_type(s->f, k->node);
-	gpumask_t free = placer_free_mask(s->p, k->node), add = 0;
-	if (k->gpu >= 0 || __builtin_popcount(free) < extra)
-		return false;
-	for (int j = 0; j < extra; j++) {
-		int best = -1;
-		struct node_quality bq, q;
-		for (int g = 0; g < t->ngpus; g++) {
-			gpumask_t bit = (gpumask_t)1 << g;
-			if (!(free & bit) || (add & bit) ||
-			    !node_set_quality(t, k->gpus | add | bit, &q))
-				continue;
-			if (best < 0 || node_quality_cmp(&q, &bq) > 0) {
-				best = g;
-				bq = q;
-			}
-		}
-		if (best < 0)
-			return false;
-		add |= (gpumask_t)1 << best;
-	}
-	memset(out, 0, sizeof(*out));
-	out->node = k->node;
-	out->gpus = add;
-	out->gpu = -1;
-	out->cpus = l->req.cpus > 0 ? 0 : t->cpus * extra / t->ngpus;
-	out->mem_mib = l->req.mem_mib > 0 ? 0 : (int64_t)t->mem_gib * 1024 * extra / t->ngpus;
-	return node_set_quality(t, add, &out->q);
-}
-
-static bool grow_allowed(struct sched *s, const struct sched_lease *l,
-			 const struct placement *x, int64_t shadow)
-{
-	return !pl_touches(x, s->mark) || (l->duration_ns > 0 && lease_end_ns(l) <= shadow);
-}
-
-/* Candidate placements for the extra GPUs, in preference order: the lease's
- * own nodes, its first node's site, anywhere its constraints allow. */
-static enum sl_err grow_find(struct sched *s, struct sched_lease *l, int extra,
-			     int64_t shadow, const struct placement *spl, struct placement *x)
-{
-	for (int i = 0; i < l->pl.npicks; i++) {
-		struct place_pick k;
-		x->npicks = 0;
-		if (grow_same_node(s, l, &l->pl.picks[i], extra, &k) &&
-		    placement_add(x, &k) == SL_OK && grow_allowed(s, l, x, shadow) &&
-		    placer_claim(s->p, x, NULL) == SL_OK) {
-			sched_cannot_fail(placer_release(s->p, x, NULL));
-			return SL_OK;
-		}
-	}
-	struct place_request r = l->req;
-	r.gpus = extra;
-	r.per_node = r.per_node > 0 && extra % r.per_node == 0 ? r.per_node : 0;
-	r.exclusive = false;
-	for (int pass = 0; pass < 2; pass++) {
-		if (pass == 0 && l->pl.npicks > 0)
-			r.site = s->f->sites[s->f->nodes[l->pl.picks[0].node].site].name;
-		else
-			r.site = l->req.site;
-		if (placer_place(s->p, &r, x, NULL) == SL_OK && grow_allowed(s, l, x, shadow))
-			return SL_OK;
-		struct sched_lease tmp = *l;
-		tmp.req = r;
-		if (spl->npicks && place_avoiding(s, &tmp, spl, x))
-			return SL_OK;
-	}
-	return SL_ENOSPACE;
-}
-
-static void merge_pick(const struct sched *s, struct placement *pl, const struct place_pick *k)
-{
-	for (int i = 0; k->gpu < 0 && i < pl->npicks; i++) {
-		struct place_pick *m = &pl->picks[i];
-		if (m->node != k->node || m->gpu >= 0)
-			continue;
-		m->gpus |= k->gpus;
-		m->cpus += k->cpus;
-		m->mem_mib += k->mem_mib;
-		(void)node_set_quality(fleet_node_type(s->f, m->node), m->gpus, &m->q);
-		return;
-	}
-	sched_cannot_fail(placement_add(pl, k)); /* capacity reserved by the caller */
-}
-
-enum sl_err scale_grow(struct sched *s, struct sched_lease *l, int extra, int64_t now,
-		       struct sl_diag *d)
-{
-	struct sched_lease *head;
-	int64_t shadow;
-	struct placement spl, x;
-	placement_init(&spl);
-	placement_init(&x);
-	enum sl_err e = head_shadow(s, &head, &shadow, &spl, now);
-	if (e == SL_OK) {
-		e = grow_find(s, l, extra, shadow, &spl, &x);
-		if (e == SL_ENOSPACE) {
-			sl_diag_set(d, SL_ENOSPACE, "no room to grow lease %llu by %d GPUs%s",
-				    (unsigned long long)l->id, extra,
-				    head ? " without delaying the first lease in the queue" : "");
-			if (x.why[0])
-				sl_diag_hint(d, "%s", x.why);
-		}
-	}
-	mark_set(s, &spl, false);
-	placement_release(&spl);
-	if (e == SL_OK)
-		e = quota_check(s, l, &x, d);
-	struct placement grown;
-	placement_init(&grown);
-	if (e == SL_OK)
-		e = placement_copy(&grown, &l->pl);
-	for (int i = 0; e == SL_OK && i < x.npicks; i++)
-		e = placement_add(&grown, &x.picks[i]);
-	if (e == SL_OK) {
-		grown.npicks = l->pl.npicks;
-		for (int i = 0; i < x.npicks; i++)
-			merge_pick(s, &grown, &x.picks[i]);
-		e = placer_claim(s->p, &x, d);
-	}
-	if (e == SL_OK) {
-		lease_account(s, l, -1);
-		struct placement old = l->pl;
-		l->pl = grown;
-		grown = old;
-		l->req.gpus += extra;
-		lease_account(s, l, 1);
-	}
-	placement_release(&grown);
-	placement_release(&x);
-	return e;
-}
-
-enum sl_err scale_shrink(struct sched *s, struct sched_lease *l, int drop, struct sl_diag *d)
-{
-	(void)d;
-	lease_account(s, l, -1);
-	l->req.gpus -= drop;
-	for (int i = l->pl.npicks - 1; i >= 0 && drop > 0; i--) {
-		struct place_pick *k = &l->pl.picks[i];
-		int c = __builtin_popcount(k->gpus);
-		struct placement one = {.npicks = 1, .picks = k};
-		if (c <= drop) {
-			sched_cannot_fail(placer_release(s->p, &one, NULL));
-			l->pl.npicks = i;
-			drop -= c;
-			continue;
-		}
-		struct place_pick part = *k;
-		part.gpus = 0;
-		for (int g = 31; g >= 0 && __builtin_popcount(part.gpus) < drop; g--)
-			if (k->gpus & ((gpumask_t)1 << g))
-				part.gpus |= (gpumask_t)1 << g;
-		part.cpus = k->cpus * drop / c;
-		part.mem_mib = k->mem_mib * drop / c;
-		one.picks = &part;
-		sched_cannot_fail(placer_release(s->p, &one, NULL));
-		k->gpus &= ~part.gpus;
-		k->cpus -= part.cpus;
-		k->mem_mib -= part.mem_mib;
-		(void)node_set_quality(fleet_node_type(s->f, k->node), k->gpus, &k->q);
-		drop = 0;
-	}
-	lease_account(s, l, 1);
-	s->gen++;
-	return SL_OK;
 }

@@ -117,6 +117,16 @@ static enum sl_err overlap_check(struct sched *s, const int *nodes, int n, int64
 	return e;
 }
 
+/* Windows that closed by now close before any opens (a node may pass from one
+ * reservation to the next at the same instant), then a pass runs. */
+static enum sl_err resv_apply(struct sched *s, int64_t now)
+{
+	enum sl_err e = resv_tick(s, now, true);
+	if (e == SL_OK)
+		e = resv_tick(s, now, false);
+	return e == SL_OK ? sched_pass(s, now) : e;
+}
+
 static enum sl_err nodes_check(struct sched *s, const char *tenant, const int *nodes, int n,
 			       struct sl_diag *d)
 {
@@ -168,9 +178,7 @@ enum sl_err sched_reserve(struct sched *s, uint64_t id, const char *tenant, cons
 		memcpy(r->nodes, nodes, (size_t)nnodes * sizeof(*nodes));
 		r->nnodes = nnodes;
 		s->resvs[s->nresvs++] = r;
-		e = resv_tick(s, now_ns, false);
-		if (e == SL_OK)
-			e = sched_pass(s, now_ns);
+		e = resv_apply(s, now_ns);
 	}
 	return e;
 }
@@ -204,8 +212,7 @@ enum sl_err sched_reserve_count(struct sched *s, uint64_t id, const char *tenant
 	r->model = m;
 	r->gpus = gpus;
 	s->resvs[s->nresvs++] = r;
-	e = resv_tick(s, now_ns, false);
-	return e == SL_OK ? sched_pass(s, now_ns) : e;
+	return resv_apply(s, now_ns);
 }
 
 /* ---- windows -------------------------------------------------------------- */
