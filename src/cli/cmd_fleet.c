@@ -21,7 +21,7 @@ static json_t *summary_json(const struct fleet *f, const struct fleet_summary *s
 		if (s->gpus_by_model[i])
 			json_object_set_new(models, catalog_gpu_at(i)->name,
 					    json_integer(s->gpus_by_model[i]));
-	for (int i = 0; i < f->ntypes && i < 64; i++)
+	for (int i = 0; i < f->ntypes; i++)
 		if (s->nodes_by_type[i])
 			json_object_set_new(types, f->types[i].name, json_integer(s->nodes_by_type[i]));
 	return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:o, s:o}", "sites", s->sites,
@@ -46,7 +46,7 @@ static void summary_print(const char *path, const struct fleet *f, const struct 
 		if (s->gpus_by_model[i])
 			printf("  %-14s %6d\n", catalog_gpu_at(i)->name, s->gpus_by_model[i]);
 	printf("\n  %-22s %6s\n", "NODE TYPE", "NODES");
-	for (int i = 0; i < f->ntypes && i < 64; i++)
+	for (int i = 0; i < f->ntypes; i++)
 		if (s->nodes_by_type[i])
 			printf("  %-22s %6d\n", f->types[i].name, s->nodes_by_type[i]);
 	printf("\n  %-16s %-10s\n", "SITE", "REGION");

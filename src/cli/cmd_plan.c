@@ -10,7 +10,7 @@
 #include "place.h"
 #include "place_json.h"
 
-#define PLAN_MAX_STATE (256u << 20) /* bound on a --state file */
+#define PLAN_MAX_STATE (64u << 20) /* bound on a --state file (jansson holds ~18x) */
 
 static const char plan_help[] =
 	"usage: suanli plan --fleet FILE --gpus N [OPTIONS]\n\n"

@@ -492,18 +492,11 @@ void fleet_summarize(const struct fleet *f, struct fleet_summary *s)
 		s->regions += j == i;
 	}
 	for (int i = 0; i < f->nnodes; i++) {
-		const struct node_type *t = &f->types[f->nodes[i].type];
-		s->gpus += t->ngpus;
-		if (f->nodes[i].type < 64) {
-			s->nodes_by_type[f->nodes[i].type]++;
-		} else {
-			int m = fleet_model_index(t->gpu);
-			if (m >= 0)
-				s->gpus_by_model[m] += t->ngpus;
-		}
+		s->gpus += f->types[f->nodes[i].type].ngpus;
+		s->nodes_by_type[f->nodes[i].type]++;
 	}
 	/* Per type, not per node: the catalog lookup is a scan. */
-	for (int ty = 0; ty < f->ntypes && ty < 64; ty++) {
+	for (int ty = 0; ty < f->ntypes; ty++) {
 		int m = fleet_model_index(f->types[ty].gpu);
 		if (m >= 0)
 			s->gpus_by_model[m] += s->nodes_by_type[ty] * f->types[ty].ngpus;

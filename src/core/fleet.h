@@ -161,8 +161,8 @@ enum sl_err fleet_expand_range(const char *expr,
 /* Counts for `suanli fleet check`. */
 struct fleet_summary {
 	int sites, regions, fabrics, leaves, domains, nodes, gpus, owners;
-	int gpus_by_model[64]; /* index = catalog_gpu_at() index */
-	int nodes_by_type[64]; /* index = fleet type index (first 64) */
+	int gpus_by_model[64];              /* index = catalog_gpu_at() index */
+	int nodes_by_type[FLEET_MAX_TYPES]; /* index = fleet type index */
 };
 void fleet_summarize(const struct fleet *f, struct fleet_summary *s);
 

@@ -76,7 +76,7 @@ static gpumask_t full_of(int ngpus)
 	return ngpus >= 32 ? ~(gpumask_t)0 : (((gpumask_t)1 << ngpus) - 1);
 }
 
-static void push(struct placer *p, int *nc, const struct pl_group *g, int node,
+static void push(struct placer *p, int *nc, int node,
 		 const struct node_pick *pk, gpumask_t m, int cpus, int64_t mem)
 {
 	if (!pl_fits_cpu_mem(p, node, cpus, mem))
@@ -87,7 +87,7 @@ static void push(struct placer *p, int *nc, const struct pl_group *g, int node,
 	x->pick = *pk;
 	x->freecnt = __builtin_popcount(m);
 	x->name = p->f->nodes[node].name;
-	x->price = g->price;
+	x->price = p->f->nodes[node].price_hint;
 }
 
 static void push_bucket(struct placer *p, int *nc, const struct pl_group *g, gpumask_t m,
@@ -96,7 +96,7 @@ static void push_bucket(struct placer *p, int *nc, const struct pl_group *g, gpu
 	const uint64_t *w = &g->bits[(size_t)m * (size_t)g->nwords];
 	for (int i = 0; i < g->nwords; i++)
 		for (uint64_t x = w[i]; x; x &= x - 1)
-			push(p, nc, g, g->nodes[i * 64 + __builtin_ctzll(x)], pk, m, cpus, mem);
+			push(p, nc, g->nodes[i * 64 + __builtin_ctzll(x)], pk, m, cpus, mem);
 }
 
 /* The pick a node with free mask m offers, or false. */
@@ -141,7 +141,7 @@ static int collect(struct placer *p, const struct gang *gg, bool full_only)
 				int node = g->nodes[pos];
 				gpumask_t m = p->nodes[node].imask;
 				if (m && offer(p, gg, m, full_only, &pk))
-					push(p, &nc, g, node, &pk, m, cpus, mem);
+					push(p, &nc, node, &pk, m, cpus, mem);
 			}
 		} else if (gg->c->req->exclusive) {
 			gpumask_t full = full_of(t->ngpus);

@@ -1,9 +1,10 @@
 /* place_index.c - the fleet index behind single-node decisions.
  *
- * Nodes are grouped by everything that makes two nodes equally good apart from
- * their free GPUs and their name: (site, owner, type, shareable, price hint).
- * Inside a group nodes sit in name order, so "the first node by name" is the
- * lowest group position. For types of at most PTAB_EAGER_GPUS GPUs a group
+ * Nodes are grouped by everything that decides whether a node may take a
+ * request and how good its GPUs can be: (site, owner, type, shareable). Inside
+ * a group nodes sit in (price hint, name) order, so among equally good free
+ * masks the lowest group position is the node the tie-breakers choose; a
+ * distinct price on every node therefore costs nothing. For types of at most PTAB_EAGER_GPUS GPUs a group
  * keeps, per free mask, a bitset of the positions filed under it and a count;
  * ptab_order() lists masks best-first, so a request walks the masks of each
  * eligible group until the first tier with a node that also has the CPUs and
@@ -46,7 +47,7 @@ static int key_cmp(const void *a, const void *b)
 static bool same_group(const struct key_node *x, const struct key_node *y)
 {
 	return x->site == y->site && x->owner == y->owner && x->type == y->type &&
-	       x->shareable == y->shareable && x->price == y->price;
+	       x->shareable == y->shareable;
 }
 
 static void file_node(struct placer *p, int node, gpumask_t m, int delta)
@@ -120,7 +121,6 @@ enum sl_err pl_index_build(struct placer *p)
 			gr->owner = k[i].owner;
 			gr->type = k[i].type;
 			gr->shareable = k[i].shareable;
-			gr->price = k[i].price;
 			int j = i;
 			while (j < nn && same_group(&k[i], &k[j]))
 				j++;
@@ -262,7 +262,7 @@ static void make_cand(const struct placer *p, const struct pl_group *g, int pos,
 	out->node = g->nodes[pos];
 	out->pick = *pk;
 	out->freecnt = __builtin_popcount(free);
-	out->price = g->price;
+	out->price = p->f->nodes[out->node].price_hint;
 	out->name = p->f->nodes[out->node].name;
 }
 

@@ -42,9 +42,8 @@ struct pl_mask_count {
 struct pl_group {
 	int site, owner, type;
 	bool shareable;
-	int64_t price;
 	int n;           /* nodes */
-	int *nodes;      /* node indices, sorted by name */
+	int *nodes;      /* node indices, sorted by (price hint, name) */
 	bool small;      /* type has <= PTAB_EAGER_GPUS GPUs: bucket index */
 	int nwords;      /* 64-bit words per bucket bitset */
 	uint64_t *bits;  /* small: [PL_SMALL_MASKS][nwords] group positions */
