@@ -72,6 +72,10 @@ static json_t *node_json(struct ctl *c, int i)
 			      c->simulate);
 	if (o && n->owner >= 0)
 		json_object_set_new(o, "owner", json_string(f->owners[n->owner]));
+	/* A reservation whose window is open lends the node to its tenant. */
+	const char *pool = placer_node_owner(c->placer, i);
+	if (o && pool && (n->owner < 0 || strcmp(pool, f->owners[n->owner])))
+		json_object_set_new(o, "reserved_for", json_string(pool));
 	if (o && n->domain >= 0)
 		json_object_set_new(o, "nvlink_domain", json_string(f->domains[n->domain].name));
 	return o;

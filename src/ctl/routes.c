@@ -210,7 +210,7 @@ void ctl_dispatch(struct ctl *c, struct http_request *req)
 			ctl_answer_error(&call, SL_EMETHOD, NULL, NULL);
 		else
 			ctl_answer_error(&call, SL_ENOTFOUND, "no such API path",
-					 "paths are listed in docs/api.md");
+					 "docs/openapi.yaml lists the paths");
 		return;
 	}
 	http_request_set_route(req, call.route->label);
