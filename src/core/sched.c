@@ -3,9 +3,10 @@
  *
  * The decisions that involve the whole queue (order, backfill, preemption)
  * are in sched_pass.c, reservations in sched_resv.c, elastic scaling in
- * sched_elastic.c. Each public call here
+ * sched_elastic.c, read-only answers in sched_query.c. Each public call here
  * changes what it was asked to, then runs a pass, so after every call the
- * queue holds only leases that cannot start now. Leases are found by id in an
+ * queue holds only leases that cannot start now (sched_restore excepted: a
+ * restart rebuilds everything first and then ticks once). Leases are found by id in an
  * open-addressing table (linear probing, deletion by backward shift, so there
  * are no tombstones to age) because the controller names leases by id at
  * several thousand calls per second. */
@@ -14,31 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-const char *sched_plan_name(enum sched_plan p)
-{
-	static const char *const n[] = {"monthly", "hourly", "spot"};
-	return (unsigned)p < 3 ? n[p] : "unknown";
-}
-
-const char *sched_state_name(enum sched_state st)
-{
-	static const char *const n[] = {"none", "pending", "running", "preempting"};
-	return (unsigned)st < 4 ? n[st] : "unknown";
-}
-
-const char *sched_end_name(enum sched_end e)
-{
-	static const char *const n[] = {"released", "expired", "preempted", "failed"};
-	return (unsigned)e < 4 ? n[e] : "unknown";
-}
-
-const char *sched_event_name(enum sched_event_type t)
-{
-	static const char *const n[] = {"started", "queued", "preempt_notice", "ended",
-					"scaled", "reservation_started", "reservation_ended"};
-	return (unsigned)t < 7 ? n[t] : "unknown";
-}
 
 /* ---- lease table ---------------------------------------------------------- */
 
@@ -653,6 +629,72 @@ enum sl_err sched_submit(struct sched *s, uint64_t id, const struct sched_spec *
 	return e;
 }
 
+/* ---- restart ---------------------------------------------------------------- */
+
+enum sl_err sched_restore(struct sched *s, uint64_t id, const struct sched_restore *r,
+			  struct sl_diag *d)
+{
+	if (!s || !r)
+		return sl_diag_set(d, SL_EINVAL, "no scheduler or lease to restore");
+	enum sl_err e = spec_check(r->spec, d);
+	if (e != SL_OK)
+		return e;
+	if (sched_find(s, id))
+		return sl_diag_set(d, SL_EEXIST, "lease %llu already exists",
+				   (unsigned long long)id);
+	struct sched_lease *l = lease_new(s, id, r->spec, r->submit_ns);
+	if (!l)
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	struct placement pl;
+	placement_init(&pl);
+	bool claimed = false;
+	if (!r->placement) {
+		/* Pending: the fleet may have changed under it since it was admitted. */
+		e = placer_place(s->p, &l->req, &pl, d);
+		if (e == SL_ENOSPACE && static_refusal(pl.failed))
+			sl_diag_set(d, SL_ENOSPACE, "%s", pl.why);
+		else if (e == SL_ENOSPACE)
+			e = SL_OK;
+		placement_release(&pl);
+	} else {
+		e = placement_copy(&l->pl, r->placement);
+		if (e == SL_OK)
+			e = placer_claim(s->p, &l->pl, d);
+		claimed = e == SL_OK;
+	}
+	if (e == SL_OK && table_add(s, l) != SL_OK)
+		e = sl_diag_set(d, SL_ENOMEM, "out of memory");
+	else if (e == SL_OK && (r->placement ? arr_push(&s->running, &s->nrunning,
+							 &s->caprunning, l)
+					     : arr_push(&s->pending, &s->npending,
+							 &s->cappending, l)) != SL_OK) {
+		table_del(s, id);
+		e = sl_diag_set(d, SL_ENOMEM, "out of memory");
+	}
+	if (e != SL_OK) {
+		if (claimed)
+			sched_cannot_fail(placer_release(s->p, &l->pl, NULL));
+		lease_free(l);
+		return e;
+	}
+	if (r->placement) {
+		l->state = r->deadline_ns > 0 ? SCHED_PREEMPTING : SCHED_RUNNING;
+		l->deadline_ns = r->deadline_ns;
+		l->start_ns = r->start_ns;
+		l->start_seq = ++s->start_seq;
+	}
+	lease_account(s, l, 1);
+	return SL_OK;
+}
+
+enum sl_err sched_capacity_changed(struct sched *s, int64_t now_ns)
+{
+	if (!s)
+		return SL_EINVAL;
+	s->gen++;
+	return sched_pass(s, now_ns);
+}
+
 /* ---- release, extend ----------------------------------------------- */
 
 struct sched_lease *find_or_diag(struct sched *s, uint64_t id, struct sl_diag *d)
@@ -745,72 +787,4 @@ enum sl_err sched_node_restored(struct sched *s, int node, int64_t now_ns)
 	placer_set_node_usable(s->p, node, true);
 	s->gen++;
 	return sched_pass(s, now_ns);
-}
-
-/* ---- getters -------------------------------------------------------------- */
-
-enum sched_state sched_lease_state(const struct sched *s, uint64_t id)
-{
-	const struct sched_lease *l = s ? sched_find(s, id) : NULL;
-	return l ? l->state : SCHED_NONE;
-}
-
-bool sched_lease_get(const struct sched *s, uint64_t id, struct sched_lease_info *out)
-{
-	const struct sched_lease *l = s ? sched_find(s, id) : NULL;
-	if (!l)
-		return false;
-	*out = (struct sched_lease_info){l->state, l->plan, l->tenant->name, l->req.gpus,
-					 l->submit_ns, l->start_ns, l->duration_ns,
-					 l->state == SCHED_PREEMPTING ? l->deadline_ns : 0};
-	return true;
-}
-
-const struct placement *sched_lease_placement(const struct sched *s, uint64_t id)
-{
-	const struct sched_lease *l = s ? sched_find(s, id) : NULL;
-	return l && l->state != SCHED_PENDING ? &l->pl : NULL;
-}
-
-static int qsort_order(const void *a, const void *b)
-{
-	return lease_order_cmp(*(struct sched_lease *const *)a, *(struct sched_lease *const *)b);
-}
-
-enum sl_err sched_queue(struct sched *s, const struct sched_queue_entry **arr, int *n)
-{
-	*arr = NULL;
-	*n = 0;
-	if (tmp_reserve(s, s->npending + 1) != SL_OK)
-		return SL_ENOMEM;
-	if (s->npending > s->capqueue) {
-		struct sched_queue_entry *q =
-			realloc(s->queue, (size_t)s->npending * sizeof(*q));
-		if (!q)
-			return SL_ENOMEM;
-		s->queue = q;
-		s->capqueue = s->npending;
-	}
-	if (s->npending)
-		memcpy(s->tmp, s->pending, (size_t)s->npending * sizeof(*s->tmp));
-	qsort(s->tmp, (size_t)s->npending, sizeof(*s->tmp), qsort_order);
-	for (int i = 0; i < s->npending; i++) {
-		const struct sched_lease *l = s->tmp[i];
-		s->queue[i] = (struct sched_queue_entry){l->id, i + 1, l->plan, l->tenant->name,
-							 lease_gpus(l), l->submit_ns, l->wait_c,
-							 l->reason};
-	}
-	*arr = s->queue;
-	*n = s->npending;
-	return SL_OK;
-}
-
-int sched_running_count(const struct sched *s)
-{
-	return s ? s->nrunning : 0;
-}
-
-int sched_pending_count(const struct sched *s)
-{
-	return s ? s->npending : 0;
 }

@@ -210,6 +210,32 @@ enum sl_err sched_reserve_count(struct sched *s, uint64_t id, const char *tenant
 enum sl_err sched_unreserve(struct sched *s, uint64_t id, int64_t now_ns,
 			    struct sl_diag *d) SL_MUST_USE;
 
+/* A lease as the controller stored it, for sched_restore(). */
+struct sched_restore {
+	const struct sched_spec *spec; /* spec->req->gpus: its size now (elastic) */
+	int64_t submit_ns;             /* keeps its place in the queue order */
+	const struct placement *placement; /* NULL: pending; else running */
+	int64_t start_ns;              /* running: when it started */
+	int64_t deadline_ns;           /* running, > 0: under a preemption notice */
+};
+
+/* Rebuilds lease id after a restart (or on a new placer after a fleet
+ * change): a pending lease rejoins the queue with its old submission time; a
+ * running one has its placement claimed on the placer here and counts in
+ * fair share and quotas as before (quotas are not checked again: it was
+ * admitted once). Restored leases are started in the order of the calls, for
+ * newest-first preemption. No events and no pass: restore everything, then
+ * call sched_tick(). Errors (nothing changed): SL_EEXIST; SL_EINVAL bad spec
+ * or request, or a placement that does not fit the fleet; SL_ECONFLICT the
+ * placement's GPUs are not free on the placer; SL_ENOSPACE a pending
+ * request no node of the fleet could ever take (see sched_submit); SL_ENOMEM. */
+enum sl_err sched_restore(struct sched *s, uint64_t id, const struct sched_restore *r,
+			  struct sl_diag *d) SL_MUST_USE;
+/* Capacity came back outside the scheduler (claims released on the placer
+ * directly, GPUs back in service): looks at the queue again, as after a
+ * release. */
+enum sl_err sched_capacity_changed(struct sched *s, int64_t now_ns) SL_MUST_USE;
+
 /* Events since the last sched_events_clear(), oldest first; owned by s and
  * valid until the next call that changes s. */
 void sched_events(const struct sched *s, const struct sched_event **arr, int *n);

@@ -706,6 +706,87 @@ static void test_placer_pool(void **state)
 	fx_free(&x);
 }
 
+static void test_restore(void **state)
+{
+	(void)state;
+	struct fx x;
+	fx_init(&x, 2, "hgx-h100-8");
+	struct opt spot = {SCHED_SPOT, 0, 0, 0, NULL};
+	assert_int_equal(sub(&x, 1, "a", 8, 0), SL_OK);
+	assert_int_equal(sub_opt(&x, 2, "s", 8, 1, &spot, NULL), SL_OK);
+	assert_int_equal(sub(&x, 3, "b", 4, 2), SL_OK);
+	assert_int_equal(sub(&x, 4, "b", 4, 3), SL_OK);
+	struct placement p1, p2;
+	placement_init(&p1);
+	placement_init(&p2);
+	assert_int_equal(placement_copy(&p1, sched_lease_placement(x.s, 1)), SL_OK);
+	assert_int_equal(placement_copy(&p2, sched_lease_placement(x.s, 2)), SL_OK);
+	/* Restart: a fresh placer and scheduler rebuilt from what was stored,
+	 * pending leases given in the "wrong" order. */
+	sched_free(x.s);
+	placer_free(x.p);
+	assert_int_equal(placer_new(&x.f, &x.p), SL_OK);
+	assert_int_equal(sched_new(x.p, &x.s), SL_OK);
+	struct place_request r8, r4;
+	memset(&r8, 0, sizeof(r8));
+	r8.gpus = 8;
+	r4 = r8;
+	r4.gpus = 4;
+	struct sched_spec sa = {"a", SCHED_HOURLY, &r8, 0, 0, 0};
+	struct sched_spec ss = {"s", SCHED_SPOT, &r8, 0, 0, 0};
+	struct sched_spec sb = {"b", SCHED_HOURLY, &r4, 0, 0, 0};
+	struct sched_restore ra = {&sa, S(0), &p1, S(0), 0}, rs = {&ss, S(1), &p2, S(1), 0};
+	struct sched_restore r3 = {&sb, S(2), NULL, 0, 0}, r4b = {&sb, S(3), NULL, 0, 0};
+	assert_int_equal(sched_restore(x.s, 4, &r4b, NULL), SL_OK);
+	assert_int_equal(sched_restore(x.s, 3, &r3, NULL), SL_OK);
+	assert_int_equal(sched_restore(x.s, 1, &ra, NULL), SL_OK);
+	assert_int_equal(sched_restore(x.s, 1, &ra, NULL), SL_EEXIST);
+	assert_int_equal(sched_restore(x.s, 9, &ra, NULL), SL_ECONFLICT); /* GPUs taken */
+	assert_int_equal(st(&x, 9), SCHED_NONE);
+	assert_int_equal(sched_restore(x.s, 2, &rs, NULL), SL_OK);
+	assert_int_equal(nevents(&x), 0);
+	assert_int_equal(st(&x, 1), SCHED_RUNNING);
+	assert_int_equal(free_gpus(&x, p1.picks[0].node), 0);
+	assert_int_equal(sched_tick(x.s, S(10)), SL_OK);
+	const struct sched_queue_entry *q;
+	int n;
+	assert_int_equal(sched_queue(x.s, &q, &n), SL_OK);
+	assert_int_equal(n, 2);
+	assert_int_equal(q[0].id, 3); /* its old submission time */
+	/* The head preempted the restored spot lease at the tick. */
+	assert_int_equal(st(&x, 2), SCHED_PREEMPTING);
+	assert_int_equal(sched_tick(x.s, S(40)), SL_OK);
+	assert_int_equal(st(&x, 3), SCHED_RUNNING);
+	assert_int_equal(st(&x, 4), SCHED_RUNNING);
+	/* A restored notice ends at its deadline. */
+	assert_int_equal(sched_release(x.s, 3, S(41), NULL), SL_OK);
+	assert_int_equal(sched_release(x.s, 4, S(41), NULL), SL_OK);
+	struct placement p5;
+	placement_init(&p5);
+	assert_int_equal(placement_copy(&p5, &p2), SL_OK);
+	struct sched_restore r5 = {&ss, S(42), &p5, S(42), S(60)};
+	assert_int_equal(sched_restore(x.s, 5, &r5, NULL), SL_OK);
+	assert_int_equal(st(&x, 5), SCHED_PREEMPTING);
+	sched_events_clear(x.s);
+	assert_int_equal(sched_tick(x.s, S(60)), SL_OK);
+	assert_int_equal(ev_at(&x, ev_find(&x, SCHED_EV_ENDED, 5))->end, SCHED_END_PREEMPTED);
+	/* Capacity freed behind the scheduler's back: sched_capacity_changed. */
+	struct placement direct;
+	placement_init(&direct);
+	assert_int_equal(placer_place(x.p, &r8, &direct, NULL), SL_OK);
+	assert_int_equal(placer_claim(x.p, &direct, NULL), SL_OK);
+	assert_int_equal(sub(&x, 6, "c", 8, 61), SL_OK);
+	assert_int_equal(st(&x, 6), SCHED_PENDING);
+	assert_int_equal(placer_release(x.p, &direct, NULL), SL_OK);
+	assert_int_equal(sched_capacity_changed(x.s, S(62)), SL_OK);
+	assert_int_equal(st(&x, 6), SCHED_RUNNING);
+	placement_release(&direct);
+	placement_release(&p1);
+	placement_release(&p2);
+	placement_release(&p5);
+	fx_free(&x);
+}
+
 /* ---- randomized invariants ------------------------------------------------- */
 
 struct rng {
@@ -951,6 +1032,7 @@ int main(void)
 		cmocka_unit_test(test_node_failed),
 		cmocka_unit_test(test_submit_errors),
 		cmocka_unit_test(test_placer_pool),
+		cmocka_unit_test(test_restore),
 		cmocka_unit_test(test_random_invariants),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

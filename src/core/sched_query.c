@@ -1,0 +1,103 @@
+/* sched_query.c - what the scheduler answers without changing anything:
+ * names of its enums, a lease's state and placement, and the queue in order.
+ *
+ * The queue is kept unordered (fair share changes the order as leases start
+ * and end), so a listing sorts a snapshot; the controller asks for it per
+ * request, not per lease. */
+#include "sched_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *sched_plan_name(enum sched_plan p)
+{
+	static const char *const n[] = {"monthly", "hourly", "spot"};
+	return (unsigned)p < 3 ? n[p] : "unknown";
+}
+
+const char *sched_state_name(enum sched_state st)
+{
+	static const char *const n[] = {"none", "pending", "running", "preempting"};
+	return (unsigned)st < 4 ? n[st] : "unknown";
+}
+
+const char *sched_end_name(enum sched_end e)
+{
+	static const char *const n[] = {"released", "expired", "preempted", "failed"};
+	return (unsigned)e < 4 ? n[e] : "unknown";
+}
+
+const char *sched_event_name(enum sched_event_type t)
+{
+	static const char *const n[] = {"started", "queued", "preempt_notice", "ended",
+					"scaled", "reservation_started", "reservation_ended"};
+	return (unsigned)t < 7 ? n[t] : "unknown";
+}
+
+/* ---- getters -------------------------------------------------------------- */
+
+enum sched_state sched_lease_state(const struct sched *s, uint64_t id)
+{
+	const struct sched_lease *l = s ? sched_find(s, id) : NULL;
+	return l ? l->state : SCHED_NONE;
+}
+
+bool sched_lease_get(const struct sched *s, uint64_t id, struct sched_lease_info *out)
+{
+	const struct sched_lease *l = s ? sched_find(s, id) : NULL;
+	if (!l)
+		return false;
+	*out = (struct sched_lease_info){l->state, l->plan, l->tenant->name, l->req.gpus,
+					 l->submit_ns, l->start_ns, l->duration_ns,
+					 l->state == SCHED_PREEMPTING ? l->deadline_ns : 0};
+	return true;
+}
+
+const struct placement *sched_lease_placement(const struct sched *s, uint64_t id)
+{
+	const struct sched_lease *l = s ? sched_find(s, id) : NULL;
+	return l && l->state != SCHED_PENDING ? &l->pl : NULL;
+}
+
+static int qsort_order(const void *a, const void *b)
+{
+	return lease_order_cmp(*(struct sched_lease *const *)a, *(struct sched_lease *const *)b);
+}
+
+enum sl_err sched_queue(struct sched *s, const struct sched_queue_entry **arr, int *n)
+{
+	*arr = NULL;
+	*n = 0;
+	if (tmp_reserve(s, s->npending + 1) != SL_OK)
+		return SL_ENOMEM;
+	if (s->npending > s->capqueue) {
+		struct sched_queue_entry *q =
+			realloc(s->queue, (size_t)s->npending * sizeof(*q));
+		if (!q)
+			return SL_ENOMEM;
+		s->queue = q;
+		s->capqueue = s->npending;
+	}
+	if (s->npending)
+		memcpy(s->tmp, s->pending, (size_t)s->npending * sizeof(*s->tmp));
+	qsort(s->tmp, (size_t)s->npending, sizeof(*s->tmp), qsort_order);
+	for (int i = 0; i < s->npending; i++) {
+		const struct sched_lease *l = s->tmp[i];
+		s->queue[i] = (struct sched_queue_entry){l->id, i + 1, l->plan, l->tenant->name,
+							 lease_gpus(l), l->submit_ns, l->wait_c,
+							 l->reason};
+	}
+	*arr = s->queue;
+	*n = s->npending;
+	return SL_OK;
+}
+
+int sched_running_count(const struct sched *s)
+{
+	return s ? s->nrunning : 0;
+}
+
+int sched_pending_count(const struct sched *s)
+{
+	return s ? s->npending : 0;
+}
