@@ -61,6 +61,8 @@ now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 later=$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)
 r=$(api "$A" POST /v1/reservations "{\"tenant\":\"beta\",\"nodes\":\"qyc-b300-[01-02]\",\"start\":\"$now\",\"end\":\"$later\"}")
 expect_eq "reservation 201" "$(status_of "$r")" 201
+r=$(api "$A" GET /v1/nodes/qyc-b300-01)
+expect_eq "an open window lends the node to its tenant" "$(body_of "$r" | jq -r .reserved_for)" beta
 r=$(lease '{"tenant":"acme","gpus":8,"models":["b300"]}')
 OUTSIDER=$(body_of "$r" | jq -r .id)
 expect_eq "another tenant cannot use reserved nodes" "$(body_of "$r" | jq -r .state)" pending
