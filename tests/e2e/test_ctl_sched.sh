@@ -34,6 +34,26 @@ expect_eq "gang starts whole once room is made" "$(field "$GANG" .state)" active
 expect_eq "gang spans two nodes" "$(field "$GANG" '.placement | length')" 2
 api "$A" POST "/v1/leases/$GANG/release" >/dev/null
 
+# ---- backfill must not delay the head ----
+r=$(lease '{"tenant":"acme","gpus":8,"models":["b200"],"duration_s":3600}')
+L1=$(body_of "$r" | jq -r .id)
+r=$(lease '{"tenant":"beta","gpus":16,"per_node":8,"models":["b200"]}')
+HEAD=$(body_of "$r" | jq -r .id)
+expect_eq "gang head waits for the running lease's end" "$(body_of "$r" | jq -r .state)" pending
+r=$(lease '{"tenant":"acme","gpus":8,"models":["b200"]}')
+NODUR=$(body_of "$r" | jq -r .id)
+expect_eq "a lease without a duration does not pass the head" "$(body_of "$r" | jq -r .state)" pending
+r=$(lease '{"tenant":"acme","gpus":8,"models":["b200"],"duration_s":7200}')
+LATE=$(body_of "$r" | jq -r .id)
+expect_eq "a lease that would end after the head could start does not pass it (GPUs free)" "$(body_of "$r" | jq -r .state)" pending
+r=$(lease '{"tenant":"acme","gpus":8,"models":["b200"],"duration_s":600}')
+BF=$(body_of "$r" | jq -r .id)
+expect_eq "a short declared lease backfills" "$(body_of "$r" | jq -r .state)" active
+expect_eq "and says so" "$(body_of "$r" | jq -r '.history[-1].reason')" "placed (backfilled)"
+for id in "$NODUR" "$LATE" "$BF" "$L1"; do api "$A" POST "/v1/leases/$id/release" >/dev/null; done
+expect_eq "the head starts when its GPUs free" "$(field "$HEAD" .state)" active
+api "$A" POST "/v1/leases/$HEAD/release" >/dev/null
+
 # ---- spot preempted by hourly, with notice ----
 r=$(lease '{"tenant":"acme","gpus":16,"per_node":8,"models":["b200"],"plan":"spot"}')
 SPOT=$(body_of "$r" | jq -r .id)
