@@ -54,6 +54,26 @@ for id in "$NODUR" "$LATE" "$BF" "$L1"; do api "$A" POST "/v1/leases/$id/release
 expect_eq "the head starts when its GPUs free" "$(field "$HEAD" .state)" active
 api "$A" POST "/v1/leases/$HEAD/release" >/dev/null
 
+# ---- fair share between two tenants (a100: 4 nodes x 8) ----
+BLOCK=()
+for _ in 1 2 3 4; do
+	r=$(lease '{"tenant":"acme","gpus":8,"models":["a100-sxm"]}')
+	BLOCK+=("$(body_of "$r" | jq -r .id)")
+done
+A1=$(lease '{"tenant":"acme","gpus":8,"models":["a100-sxm"]}' | cut -d' ' -f2- | jq -r .id)
+A2=$(lease '{"tenant":"acme","gpus":8,"models":["a100-sxm"]}' | cut -d' ' -f2- | jq -r .id)
+B1=$(lease '{"tenant":"beta","gpus":8,"models":["a100-sxm"]}' | cut -d' ' -f2- | jq -r .id)
+B2=$(lease '{"tenant":"beta","gpus":8,"models":["a100-sxm"]}' | cut -d' ' -f2- | jq -r .id)
+api "$A" POST "/v1/leases/${BLOCK[0]}/release" >/dev/null
+api "$A" POST "/v1/leases/${BLOCK[1]}/release" >/dev/null
+expect_eq "fair share: the tenant running less goes first" \
+	"$(field "$B1" .state) $(field "$B2" .state) $(field "$A1" .state) $(field "$A2" .state)" \
+	"active active pending pending"
+api "$A" POST "/v1/leases/${BLOCK[2]}/release" >/dev/null
+api "$A" POST "/v1/leases/${BLOCK[3]}/release" >/dev/null
+expect_eq "then the other tenant's, in submission order" "$(field "$A1" .state) $(field "$A2" .state)" "active active"
+for id in "$A1" "$A2" "$B1" "$B2"; do api "$A" POST "/v1/leases/$id/release" >/dev/null; done
+
 # ---- spot preempted by hourly, with notice ----
 r=$(lease '{"tenant":"acme","gpus":16,"per_node":8,"models":["b200"],"plan":"spot"}')
 SPOT=$(body_of "$r" | jq -r .id)
