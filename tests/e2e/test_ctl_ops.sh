@@ -135,4 +135,19 @@ expect_match "metrics: requests by route and status" "$m" 'suanli_http_requests_
 stop_daemon
 expect_eq "daemon stops cleanly" "$?" 0
 expect_match "state changes are logged one per line" "$(grep -c 'msg="lease state"' "$TMP/log")" '^[1-9]'
+
+# ---- after a restart: leases that were running are scaled and released by
+# the controller itself, and what they give back reaches the queue ----
+start_daemon "$TMP/log2" --data "$DATA" --simulate || { bad "restart" "$(cat "$TMP/log2")"; finish; exit 1; }
+r=$(api "$ADMIN" POST "/v1/leases/$EL/scale" '{"gpus":12}')
+expect_eq "scale up after a restart" "$(body_of "$r" | jq '[.placement[].gpus | length] | add')" 12
+r=$(api "$ADMIN" POST "/v1/leases/$EL/scale" '{"gpus":6}')
+expect_eq "scale down after a restart" "$(body_of "$r" | jq '[.placement[].gpus | length] | add')" 6
+r=$(api "$ADMIN" POST /v1/leases '{"tenant":"beta","gpus":8,"models":["h200-sxm"]}')
+NEXT=$(body_of "$r" | jq -r .id)
+expect_eq "h200 lease waits (one node in service, taken)" "$(body_of "$r" | jq -r .state)" pending
+api "$ADMIN" POST "/v1/leases/$SECOND/release" >/dev/null
+expect_eq "a release after a restart starts the waiting lease" "$(api "$ADMIN" GET "/v1/leases/$NEXT" | cut -d' ' -f2- | jq -r .state)" active
+stop_daemon
+expect_eq "daemon stops cleanly after the restart" "$?" 0
 finish
