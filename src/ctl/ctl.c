@@ -569,6 +569,24 @@ static enum sl_err load_stored_fleet(struct ctl *c, struct sl_diag *d)
 	return e;
 }
 
+/* True when text is the stored current fleet's text. */
+static bool stored_fleet_equals(struct ctl *c, const char *text, size_t len)
+{
+	char *row = NULL;
+	struct sl_diag d;
+	bool same = false;
+	sl_diag_clear(&d);
+	if (!c->fleet_id[0] || store_get(c->store, STORE_FLEETS, c->fleet_id, &row, &d))
+		return false;
+	json_t *o = json_loads(row, 0, NULL);
+	const json_t *y = json_object_get(o, "yaml");
+	same = json_is_string(y) && json_string_length(y) == len &&
+	       memcmp(json_string_value(y), text, len) == 0;
+	json_decref(o);
+	free(row);
+	return same;
+}
+
 static void gone_cb(struct http_request *req, void *ctx)
 {
 	/* The answer is queued for the end of the turn (or this is shutdown);
@@ -603,7 +621,12 @@ static enum sl_err ctl_load(struct ctl *c, const struct ctl_opts *o, struct sl_d
 		size_t len = 0;
 		if ((e = sl_read_file(o->fleet_file, FLEET_MAX_FILE, &text, &len, d)))
 			return e;
-		e = ctl_fleet_replace(c, text, len, o->fleet_file, true, d);
+		/* The same file at every start (make run) is not a new version. */
+		if (stored_fleet_equals(c, text, len))
+			sl_log_info("fleet unchanged", "file=%s version=%lld", o->fleet_file,
+				    (long long)c->fleet_version);
+		else
+			e = ctl_fleet_replace(c, text, len, o->fleet_file, true, d);
 		free(text);
 		if (e)
 			return e;
