@@ -722,8 +722,8 @@ static enum sl_err place_single(struct placer *p, const struct pl_ctx *c,
 	return pl_add_pick(out, p, c, best.node, best.pick.set, -1, 0, &best.pick.q);
 }
 
-enum sl_err placer_place(struct placer *p, const struct place_request *req,
-			 struct placement *out, struct sl_diag *d)
+static enum sl_err place_req(struct placer *p, const struct place_request *req,
+			     struct placement *out, struct sl_diag *d, bool quiet)
 {
 	if (!p || !req || !out)
 		return sl_diag_set(d, SL_EINVAL, "no placer, request or placement");
@@ -732,6 +732,7 @@ enum sl_err placer_place(struct placer *p, const struct place_request *req,
 	enum sl_err e = ctx_init(p, req, &c, d);
 	if (e != SL_OK)
 		return e;
+	c.quiet = quiet;
 	int maxg = pl_max_eligible_gpus(p);
 	if (c.share)
 		e = place_share(p, &c, out);
@@ -744,4 +745,16 @@ enum sl_err placer_place(struct placer *p, const struct place_request *req,
 	else if (e != SL_ENOSPACE)
 		out->npicks = 0;
 	return e;
+}
+
+enum sl_err placer_place(struct placer *p, const struct place_request *req,
+			 struct placement *out, struct sl_diag *d)
+{
+	return place_req(p, req, out, d, false);
+}
+
+enum sl_err placer_place_quiet(struct placer *p, const struct place_request *req,
+			       struct placement *out, struct sl_diag *d)
+{
+	return place_req(p, req, out, d, true);
 }

@@ -123,6 +123,12 @@ const struct fleet *placer_fleet(const struct placer *p);
  * the request itself is wrong (d says why). */
 enum sl_err placer_place(struct placer *p, const struct place_request *req,
 			 struct placement *out, struct sl_diag *d) SL_MUST_USE;
+/* placer_place() without the refusal's explanation: on SL_ENOSPACE
+ * out->failed is PLACE_C_NONE and out->why empty. Explaining scans every
+ * node, so a scheduler that retries many waiting requests after each change
+ * asks quietly and explains only when someone looks. Same decisions. */
+enum sl_err placer_place_quiet(struct placer *p, const struct place_request *req,
+			       struct placement *out, struct sl_diag *d) SL_MUST_USE;
 /* Marks the picks' resources used. SL_ECONFLICT (and nothing changed) when any
  * of them is not free. */
 enum sl_err placer_claim(struct placer *p, const struct placement *pl,

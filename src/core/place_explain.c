@@ -286,6 +286,11 @@ static void why_text(struct placer *p, struct ex_acc *a, int stage, const int *s
 enum sl_err pl_explain(struct placer *p, const struct pl_ctx *c, int per_node, int nnodes,
 		       const char *gang_why, struct placement *out)
 {
+	if (c->quiet) {
+		out->failed = PLACE_C_NONE;
+		out->why[0] = '\0';
+		return SL_ENOSPACE;
+	}
 	struct ex_acc a;
 	memset(&a, 0, sizeof(a));
 	a.c = c;

@@ -101,6 +101,7 @@ struct pl_ctx {
 	int tenant_owner;   /* owner index of req->tenant, or -1 */
 	bool share;         /* gpu_milli request */
 	int k;              /* GPUs per node (single: gpus; share: 1) */
+	bool quiet;         /* placer_place_quiet: refuse without explaining */
 };
 
 /* place.c */
