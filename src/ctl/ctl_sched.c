@@ -5,17 +5,21 @@
  * events; this file turns requests into scheduler calls and events into lease
  * state, history, log lines and store rows, all inside the turn's transaction.
  *
- * Adopted leases. The scheduler has no way to take over a running lease with
- * its placement, so after a restart (and after a fleet replacement, which
- * needs a new placer and so a new scheduler) running leases are claimed on the
- * placer directly, before the scheduler is created ("claimed by whoever will
- * not release them through the scheduler"), and the controller ends them
- * itself: release, expiry and scale go to the placer, and the scheduler is
- * told that capacity came back (sched_node_restored on the lease's in-service
- * nodes, the public way to make it look again). Pending leases are simply
- * submitted again, in their old order. Adopted spot leases cannot be
- * preempted and adopted GPUs do not count in fair share or quotas until they
- * end; a sched_restore() in sched.h would remove this whole path.
+ * Restoring running leases. The scheduler has no call to take over a running
+ * lease with its placement, so a new scheduler (at start, after a fleet
+ * replacement) gets each running lease through sched_submit while only that
+ * lease's nodes are in service and only its GPUs free on them: the placer,
+ * deterministic and the only way in, can choose nothing else. The result is
+ * checked; a lease the scheduler places otherwise, or refuses (an elastic
+ * lease whose shape the placer would not choose, a quota lowered since), or
+ * one under a preemption notice stays adopted: claimed on the placer directly
+ * ("claimed by whoever will not release them through the scheduler") and
+ * ended or scaled by the controller itself, after which the scheduler is told
+ * that capacity came back (sched_node_restored on the lease's in-service
+ * nodes, the public way to make it look again). Adopted GPUs do not count in
+ * fair share or quotas and adopted spot leases are not preempted; a
+ * sched_restore() in sched.h would make this whole path unnecessary. Pending
+ * leases are simply submitted again, in their old order.
  *
  * Time: the scheduler is given the wall clock in ns, like every lease instant,
  * because durations must survive a restart (a monotonic clock does not). */
@@ -264,6 +268,109 @@ static void fail_pending(struct ctl *c, struct ctl_lease *l, const struct sl_dia
 	ctl_lease_save(c, l);
 }
 
+static bool same_placement(const struct placement *a, const struct placement *b)
+{
+	if (!a || a->npicks != b->npicks)
+		return false;
+	for (int i = 0; i < a->npicks; i++) {
+		int k;
+		for (k = 0; k < b->npicks; k++)
+			if (a->picks[i].node == b->picks[k].node && a->picks[i].gpus == b->picks[k].gpus &&
+			    a->picks[i].milli == b->picks[k].milli)
+				break;
+		if (k == b->npicks)
+			return false;
+	}
+	return true;
+}
+
+/* Hands one running lease to the scheduler with exactly its placement: only
+ * its nodes are in service and only its GPUs free there while it is
+ * submitted, so the placer (deterministic, and the only way in) can choose
+ * nothing else. The scheduler counts it from now, so its duration is what is
+ * left. Returns false (nothing changed, the lease still claimed directly) when
+ * the scheduler refuses or chooses otherwise; the lease then stays adopted. */
+static bool restore_one(struct ctl *c, struct ctl_lease *l)
+{
+	struct sl_diag d;
+	bool ok = false;
+	sl_diag_clear(&d);
+	if (placer_release(c->placer, &l->pl, &d))
+		return false;
+	for (int i = 0; i < l->pl.npicks; i++) {
+		int node = l->pl.picks[i].node;
+		placer_set_node_usable(c->placer, node, true);
+		for (int g = 0; g < fleet_node_type(c->fleet, node)->ngpus; g++)
+			if (!(l->pl.picks[i].gpus & (1u << g)) && placer_gpu_used_milli(c->placer, node, g) == 0)
+				placer_set_gpu_usable(c->placer, node, g, false);
+	}
+	struct place_request pr;
+	struct sched_spec sp;
+	spec_of(l, &pr, &sp);
+	if (sched_submit(c->sched, l->seq, &sp, c->now_ns, &d) == SL_OK) {
+		ok = same_placement(sched_lease_placement(c->sched, l->seq), &l->pl);
+		int64_t left = l->expires_ns ? l->expires_ns - c->now_ns : 0;
+		if (ok && l->expires_ns)
+			ok = sched_extend(c->sched, l->seq, left > 0 ? left : 1, &d) == SL_OK;
+		if (!ok && sched_release(c->sched, l->seq, c->now_ns, &d))
+			c->fatal = true; /* it knows the lease: cannot happen */
+	}
+	/* Its own STARTED (or QUEUED, ENDED) events say nothing new. */
+	sched_events_clear(c->sched);
+	for (int i = 0; i < l->pl.npicks; i++) {
+		int node = l->pl.picks[i].node;
+		for (int g = 0; g < fleet_node_type(c->fleet, node)->ngpus; g++)
+			placer_set_gpu_usable(c->placer, node, g, true);
+		if (!ok)
+			placer_set_node_usable(c->placer, node, true);
+	}
+	if (!ok && placer_claim(c->placer, &l->pl, &d)) {
+		sl_log_error("lease lost its GPUs during restore", "lease=%s error=%s", l->id, d.msg);
+		c->fatal = true;
+	}
+	for (int i = 0; i < l->pl.npicks; i++)
+		placer_set_node_usable(c->placer, l->pl.picks[i].node, false);
+	l->in_sched = ok;
+	return ok;
+}
+
+/* Running leases back into a new scheduler, oldest start first (so "newest
+ * started" keeps its meaning for preemption). Leases under a preemption
+ * notice stay adopted: the notice they were given must hold. */
+static void restore_running(struct ctl *c)
+{
+	int n = c->fleet->nnodes, *order = NULL, nrun = 0, adopted = 0;
+	bool *usable = calloc((size_t)n + 1, sizeof(bool));
+	order = malloc(((size_t)c->nleases + 1) * sizeof(int));
+	if (!usable || !order) {
+		free(usable);
+		free(order);
+		return; /* they stay adopted */
+	}
+	for (int i = 0; i < c->nleases; i++)
+		if (c->leases[i].state == LS_ACTIVE && c->leases[i].pl.npicks > 0)
+			order[nrun++] = i;
+	for (int i = 1; i < nrun; i++) /* insertion sort by start time; mostly sorted */
+		for (int k = i; k > 0 && c->leases[order[k - 1]].started_ns > c->leases[order[k]].started_ns; k--) {
+			int t = order[k];
+			order[k] = order[k - 1];
+			order[k - 1] = t;
+		}
+	for (int i = 0; i < n; i++) {
+		usable[i] = placer_node_usable(c->placer, i);
+		if (nrun)
+			placer_set_node_usable(c->placer, i, false);
+	}
+	for (int i = 0; i < nrun && !c->fatal; i++)
+		adopted += !restore_one(c, &c->leases[order[i]]);
+	for (int i = 0; nrun && i < n; i++)
+		placer_set_node_usable(c->placer, i, usable[i]);
+	if (nrun)
+		sl_log_info("running leases restored", "scheduled=%d adopted=%d", nrun - adopted, adopted);
+	free(usable);
+	free(order);
+}
+
 enum sl_err ctl_sched_start(struct ctl *c, struct sl_diag *d)
 {
 	enum sl_err e = sched_new(c->placer, &c->sched);
@@ -283,6 +390,7 @@ enum sl_err ctl_sched_start(struct ctl *c, struct sl_diag *d)
 			sl_log_warn("reservation not honoured", "reservation=%s error=%s",
 				    c->resvs[i].id, rd.msg);
 	}
+	restore_running(c);
 	int *pend = malloc(((size_t)c->nleases + 1) * sizeof(int)), np = 0;
 	if (!pend)
 		return sl_diag_set(d, SL_ENOMEM, "out of memory");

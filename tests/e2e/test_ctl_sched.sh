@@ -120,11 +120,29 @@ r=$(api "$A" GET /v1/queue)
 expect_eq "queue order survives a restart" "$(body_of "$r" | jq -c '[.[] | .lease]')" "$before"
 expect_eq "reservation still honoured after restart" "$(field "$OUTSIDER" .state)" pending
 
-# ---- a preemption notice survives a restart ----
+# ---- withdrawing a waiting lease ----
 # (The waiting b300 lease would be the queue's head, which nothing without a
 # declared duration may pass: withdraw it first.)
 r=$(api "$A" POST "/v1/leases/$OUTSIDER/release")
 expect_eq "a waiting lease can be withdrawn" "$(body_of "$r" | jq -r .state)" released
+
+# ---- a lease running across a restart is the scheduler's again ----
+r=$(lease '{"tenant":"acme","gpus":8,"models":["h200-sxm"],"plan":"spot"}')
+SPOT3=$(body_of "$r" | jq -r .id)
+place3=$(field "$SPOT3" '.placement[0].node')
+stop_daemon
+start_daemon "$TMP/log2b" --data "$DATA" --simulate --preempt-notice 1 ||
+	{ bad "restart" "$(cat "$TMP/log2b")"; finish; exit 1; }
+expect_match "running leases go back to the scheduler" "$(cat "$TMP/log2b")" 'running leases restored.*scheduled=[1-9]'
+expect_eq "with the same placement" "$(field "$SPOT3" '.placement[0].node')" "$place3"
+for _ in 1 2; do lease '{"tenant":"beta","gpus":8,"models":["h200-sxm"],"duration_s":60}' >/dev/null; done
+r=$(lease '{"tenant":"beta","gpus":8,"models":["h200-sxm"],"duration_s":60}')
+H3=$(body_of "$r" | jq -r .id)
+expect_eq "so a restored spot lease can still be preempted" "$(field "$SPOT3" .state)" preempting
+sleep 1.3
+expect_eq "and its GPUs go to the waiting lease" "$(field "$H3" .state)" active
+
+# ---- a preemption notice survives a restart ----
 r=$(lease '{"tenant":"acme","gpus":16,"per_node":8,"models":["h100-nvl"],"plan":"spot"}')
 SPOT2=$(body_of "$r" | jq -r .id)
 r=$(lease '{"tenant":"beta","gpus":8,"models":["h100-nvl"]}')
