@@ -146,8 +146,8 @@ json_t *tenant_to_json(struct ctl *c, const struct ctl_tenant *t, bool usage)
 		return o;
 	json_t *u = json_object();
 	for (int i = 0; u && i < c->nleases; i++) {
-		const struct ctl_lease *l = &c->leases[i];
-		if ((l->state != LS_ACTIVE && l->state != LS_PREEMPTING) ||
+		const struct ctl_lease *l = ctl_lease_at(c, i);
+		if (!l || (l->state != LS_ACTIVE && l->state != LS_PREEMPTING) ||
 		    strcmp(l->tenant, t->name))
 			continue;
 		for (int k = 0; k < l->pl.npicks; k++) {
@@ -516,8 +516,13 @@ enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
 	const json_t *q = json_object_get(o, "queue");
 	snprintf(l->reason, sizeof(l->reason), "%s",
 		 json_string_value(json_object_get(q, "reason")) ? json_string_value(json_object_get(q, "reason")) : "");
-	if (l->state == LS_ACTIVE || l->state == LS_PREEMPTING)
+	if (l->state == LS_ACTIVE || l->state == LS_PREEMPTING) {
 		e = placement_from_json(c->fleet, json_object_get(o, "placement"), &l->pl, d);
+	} else if (placement_from_json(c->fleet, json_object_get(o, "placement"), &l->pl, NULL)) {
+		/* Where an ended lease ran is history; a node since gone drops it. */
+		placement_release(&l->pl);
+		placement_init(&l->pl);
+	}
 	if (e) {
 		lease_release_mem(l);
 		return e;

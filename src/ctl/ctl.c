@@ -451,19 +451,21 @@ static enum sl_err load_lease(void *arg, const char *id, const char *tenant, con
 	json_decref(o);
 	if (e)
 		return e;
+	struct ctl_lease *heap = NULL;
 	if (l.seq > (uint64_t)INT32_MAX ||
-	    grow((void **)&c->leases, &c->cap_leases, (int)l.seq, sizeof(l))) {
+	    grow((void **)&c->leases, &c->cap_leases, (int)l.seq, sizeof(*c->leases)) ||
+	    !(heap = malloc(sizeof(*heap)))) {
 		lease_release_mem(&l);
-		return sl_diag_set(a->d, SL_ELIMIT, "lease %s: id out of range", id);
+		return sl_diag_set(a->d, SL_ELIMIT, "lease %s: id out of range or out of memory", id);
 	}
 	/* Slots between the highest seen and this one are filled as they come;
 	 * ids are dense because a failed commit kills the process. */
-	while (c->nleases < (int)l.seq) {
-		memset(&c->leases[c->nleases], 0, sizeof(l));
-		placement_init(&c->leases[c->nleases].pl);
-		c->nleases++;
-	}
-	c->leases[l.seq - 1] = l;
+	while (c->nleases < (int)l.seq)
+		c->leases[c->nleases++] = NULL;
+	*heap = l;
+	c->leases[l.seq - 1] = heap;
+	if (l.state != LS_PENDING && l.state != LS_ACTIVE && l.state != LS_PREEMPTING)
+		ctl_lease_ended(c, heap);
 	return SL_OK;
 }
 
@@ -477,8 +479,8 @@ static enum sl_err leases_rebuild(struct ctl *c, struct sl_diag *d)
 	for (int n = 0; n < c->fleet->nnodes; n++)
 		placer_set_node_usable(c->placer, n, true);
 	for (int i = 0; i < c->nleases; i++) {
-		struct ctl_lease *l = &c->leases[i];
-		if (l->seq == 0)
+		struct ctl_lease *l = c->leases[i];
+		if (!l)
 			return sl_diag_set(d, SL_EPARSE, "lease ls-%06d is missing from the store", i + 1);
 		if (l->state == LS_ACTIVE || l->state == LS_PREEMPTING) {
 			enum sl_err e = placer_claim(c->placer, &l->pl, d);
@@ -631,6 +633,7 @@ static enum sl_err ctl_load(struct ctl *c, const struct ctl_opts *o, struct sl_d
 		if (e)
 			return e;
 	}
+	ctl_leases_trim(c);
 	/* The scheduler may start waiting leases at once: that is a change to
 	 * commit like any other. */
 	if ((e = ctl_sched_start(c, d)))
@@ -660,6 +663,7 @@ enum sl_err ctl_new(const struct ctl_opts *o, int64_t now_ns, struct ctl **out,
 		return SL_ENOMEM;
 	c->now_ns = now_ns;
 	c->simulate = o->simulate;
+	c->keep_ended = o->keep_ended > 0 ? o->keep_ended : CTL_KEEP_ENDED_DEFAULT;
 	c->notice_ns = o->preempt_notice_s >= 0 ? o->preempt_notice_s * 1000000000 : -1;
 	c->data_dir = strdup(o->data_dir);
 	c->drains = json_object();
@@ -704,9 +708,15 @@ void ctl_free(struct ctl *c)
 	for (int i = 0; i < c->nanswers; i++)
 		free(c->answers[i].body);
 	free(c->answers);
+	ctl_leases_trim(c);
 	for (int i = 0; i < c->nleases; i++)
-		lease_release_mem(&c->leases[i]);
+		if (c->leases[i]) {
+			lease_release_mem(c->leases[i]);
+			free(c->leases[i]);
+		}
 	free(c->leases);
+	free(c->ended);
+	free(c->loaded);
 	free(c->expiry);
 	for (int i = 0; i < c->ntenants; i++) {
 		json_decref(c->tenants[i].regions);
@@ -759,6 +769,7 @@ static enum sl_err end_turn(struct ctl *c, struct sl_diag *d)
 		free(a->body);
 	}
 	c->nanswers = 0;
+	ctl_leases_trim(c);
 	return SL_OK;
 }
 

@@ -27,8 +27,11 @@ struct ctl_opts {
 	const char *fleet_file; /* NULL: keep the stored fleet */
 	bool simulate;          /* fleet nodes count as present and healthy */
 	int64_t preempt_notice_s; /* spot preemption notice; < 0: the default (30 s) */
+	int keep_ended;           /* ended leases kept in memory; 0: the default */
 };
 #define CTL_MAX_NOTICE_S (7LL * 86400) /* bound on --preempt-notice */
+#define CTL_KEEP_ENDED_DEFAULT 4096    /* ended leases kept in memory (older: read from the store) */
+#define CTL_KEEP_ENDED_MAX 10000000    /* bound on --keep-ended */
 
 /* Creates data_dir (0700), its store and the first admin token, whose secret
  * is written to *token_out (caller frees) and to data_dir/admin.token (0600).

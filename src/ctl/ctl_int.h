@@ -148,8 +148,15 @@ struct ctl {
 	struct strmap *token_by_hash; /* first 16 hex chars of the hash -> index */
 	struct strmap *token_by_id;
 
-	struct ctl_lease *leases; /* index = seq - 1 */
+	/* index = seq - 1; NULL once an ended lease is evicted (it stays in the
+	 * store: see ctl_lease_find). */
+	struct ctl_lease **leases;
 	int nleases, cap_leases;
+	int *ended;          /* ring of ended leases still in memory, oldest first */
+	int ended_start, ended_n, ended_cap;
+	int keep_ended;      /* how many ended leases stay in memory */
+	struct ctl_lease **loaded; /* evicted leases read back for this turn */
+	int nloaded, cap_loaded;
 	struct sched *sched;  /* borrows placer; NULL until the state is loaded */
 	bool queue_dirty; /* capacity changed: run a scheduling pass at the end of the turn */
 	int nactive;
@@ -264,7 +271,24 @@ enum sl_err placement_from_json(const struct fleet *f, const json_t *arr, struct
 				struct sl_diag *d) SL_MUST_USE;
 
 /* ---- state helpers (ctl.c, h_*.c) ---- */
+/* Lease at index i (seq - 1), NULL when evicted. Live leases are never evicted. */
+static inline struct ctl_lease *ctl_lease_at(const struct ctl *c, int i)
+{
+	return i >= 0 && i < c->nleases ? c->leases[i] : NULL;
+}
+/* Notes that lease l ended; at the end of the turn the oldest ended leases
+ * beyond c->keep_ended leave memory. */
+void ctl_lease_ended(struct ctl *c, struct ctl_lease *l);
+/* Frees what the turn read back from the store and evicts old ended leases;
+ * no lease pointer may be held across it. */
+void ctl_leases_trim(struct ctl *c);
+/* Calls fn for every lease, in memory or evicted (read from the store), in
+ * id order; fn must not keep l. */
+enum sl_err ctl_lease_each(struct ctl *c, void (*fn)(void *arg, const struct ctl_lease *l), void *arg,
+			   struct sl_diag *d) SL_MUST_USE;
 struct ctl_tenant *ctl_tenant_find(struct ctl *c, const char *name);
+/* The lease with this id, read back from the store if evicted (valid until
+ * the end of the turn); NULL if there is none. */
 struct ctl_lease *ctl_lease_find(struct ctl *c, const char *id);
 struct ctl_token *ctl_token_find_id(struct ctl *c, const char *id);
 enum sl_err ctl_tenant_add(struct ctl *c, const struct ctl_tenant *t) SL_MUST_USE;

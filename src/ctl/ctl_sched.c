@@ -53,7 +53,7 @@ static void deadline(struct ctl *c, int64_t at, int idx)
 
 static struct ctl_lease *lease_of(struct ctl *c, uint64_t id)
 {
-	return id >= 1 && id <= (uint64_t)c->nleases ? &c->leases[id - 1] : NULL;
+	return id >= 1 && id <= (uint64_t)c->nleases ? c->leases[id - 1] : NULL;
 }
 
 static const char *end_state_reason(enum sched_end e, enum lease_state *st)
@@ -137,6 +137,7 @@ void ctl_sched_events(struct ctl *c)
 			l->in_sched = false;
 			l->ended_ns = ev->at_ns;
 			ctl_lease_set_state(c, l, st, l->end_reason[0] ? l->end_reason : r);
+			ctl_lease_ended(c, l);
 			break;
 		}
 		case SCHED_EV_SCALED:
@@ -266,6 +267,7 @@ static void fail_pending(struct ctl *c, struct ctl_lease *l, const struct sl_dia
 	l->ended_ns = c->now_ns;
 	ctl_lease_set_state(c, l, LS_FAILED, why);
 	ctl_lease_save(c, l);
+	ctl_lease_ended(c, l);
 }
 
 static bool same_placement(const struct placement *a, const struct placement *b)
@@ -348,10 +350,10 @@ static void restore_running(struct ctl *c)
 		return; /* they stay adopted */
 	}
 	for (int i = 0; i < c->nleases; i++)
-		if (c->leases[i].state == LS_ACTIVE && c->leases[i].pl.npicks > 0)
+		if (c->leases[i] && c->leases[i]->state == LS_ACTIVE && c->leases[i]->pl.npicks > 0)
 			order[nrun++] = i;
 	for (int i = 1; i < nrun; i++) /* insertion sort by start time; mostly sorted */
-		for (int k = i; k > 0 && c->leases[order[k - 1]].started_ns > c->leases[order[k]].started_ns; k--) {
+		for (int k = i; k > 0 && c->leases[order[k - 1]]->started_ns > c->leases[order[k]]->started_ns; k--) {
 			int t = order[k];
 			order[k] = order[k - 1];
 			order[k - 1] = t;
@@ -362,7 +364,7 @@ static void restore_running(struct ctl *c)
 			placer_set_node_usable(c->placer, i, false);
 	}
 	for (int i = 0; i < nrun && !c->fatal; i++)
-		adopted += !restore_one(c, &c->leases[order[i]]);
+		adopted += !restore_one(c, c->leases[order[i]]);
 	for (int i = 0; nrun && i < n; i++)
 		placer_set_node_usable(c->placer, i, usable[i]);
 	if (nrun)
@@ -397,10 +399,11 @@ enum sl_err ctl_sched_start(struct ctl *c, struct sl_diag *d)
 	/* The old order: plan first, then submission (ids grow with time). */
 	for (int plan = 0; plan < PLAN__COUNT; plan++)
 		for (int i = 0; i < c->nleases; i++)
-			if (c->leases[i].state == LS_PENDING && (int)c->leases[i].req.plan == plan)
+			if (c->leases[i] && c->leases[i]->state == LS_PENDING &&
+			    (int)c->leases[i]->req.plan == plan)
 				pend[np++] = i;
 	for (int i = 0; i < np && !c->fatal; i++) {
-		struct ctl_lease *l = &c->leases[pend[i]];
+		struct ctl_lease *l = c->leases[pend[i]];
 		struct sl_diag ld;
 		sl_diag_clear(&ld);
 		e = ctl_sched_submit(c, l, &ld);
@@ -422,7 +425,8 @@ void ctl_sched_stop(struct ctl *c)
 		return;
 	/* Running leases stay claimed on the placer; they become adopted. */
 	for (int i = 0; i < c->nleases; i++)
-		c->leases[i].in_sched = false;
+		if (c->leases[i])
+			c->leases[i]->in_sched = false;
 	sched_free(c->sched);
 	c->sched = NULL;
 }

@@ -141,10 +141,10 @@ enum sl_err ctl_fleet_replace(struct ctl *c, const char *text, size_t len, const
 	/* Map every lease's picks to the new fleet; running leases must keep
 	 * their nodes, with the same type, and are claimed on the new placer. */
 	for (int i = 0; i < c->nleases; i++) {
-		struct ctl_lease *l = &c->leases[i];
-		bool running = l->state == LS_ACTIVE || l->state == LS_PREEMPTING;
-		if (!l->pl.npicks)
+		struct ctl_lease *l = c->leases[i];
+		if (!l || !l->pl.npicks)
 			continue;
+		bool running = l->state == LS_ACTIVE || l->state == LS_PREEMPTING;
 		remap[i] = malloc((size_t)l->pl.npicks * sizeof(int));
 		if (!remap[i]) {
 			e = sl_diag_set(d, SL_ENOMEM, "out of memory");
@@ -187,9 +187,9 @@ enum sl_err ctl_fleet_replace(struct ctl *c, const char *text, size_t len, const
 	bool had_sched = c->sched != NULL;
 	ctl_sched_stop(c);
 	for (int i = 0; i < c->nleases; i++) {
-		struct ctl_lease *l = &c->leases[i];
+		struct ctl_lease *l = c->leases[i];
 		bool gone = false;
-		if (!remap[i])
+		if (!l || !remap[i])
 			continue;
 		for (int k = 0; k < l->pl.npicks; k++) {
 			l->pl.picks[k].node = remap[i][k];
@@ -348,8 +348,8 @@ void h_node_show(struct ctl_call *call)
 	const char *owner[TOPO_MAX_GPUS] = {0};
 	const char *lease[TOPO_MAX_GPUS] = {0};
 	for (int i = 0; i < c->nleases; i++) {
-		const struct ctl_lease *l = &c->leases[i];
-		if (l->state != LS_ACTIVE && l->state != LS_PREEMPTING)
+		const struct ctl_lease *l = c->leases[i];
+		if (!l || (l->state != LS_ACTIVE && l->state != LS_PREEMPTING))
 			continue;
 		for (int k = 0; k < l->pl.npicks; k++)
 			if (l->pl.picks[k].node == node)

@@ -81,7 +81,7 @@ void h_lease_create(struct ctl_call *call)
 	}
 	if (c->nleases == c->cap_leases) {
 		int cap = c->cap_leases ? c->cap_leases * 2 : 256;
-		struct ctl_lease *n = realloc(c->leases, (size_t)cap * sizeof(*n));
+		struct ctl_lease **n = realloc(c->leases, (size_t)cap * sizeof(*n));
 		if (!n) {
 			ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
 			return;
@@ -89,8 +89,12 @@ void h_lease_create(struct ctl_call *call)
 		c->leases = n;
 		c->cap_leases = cap;
 	}
-	struct ctl_lease *l = &c->leases[c->nleases];
-	memset(l, 0, sizeof(*l));
+	struct ctl_lease *l = calloc(1, sizeof(*l));
+	if (!l) {
+		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
+		return;
+	}
+	c->leases[c->nleases] = l;
 	placement_init(&l->pl);
 	l->seq = (uint64_t)c->nleases + 1;
 	snprintf(l->id, sizeof(l->id), "ls-%06llu", (unsigned long long)l->seq);
@@ -109,6 +113,7 @@ void h_lease_create(struct ctl_call *call)
 		/* Refused: undo the lease (the scheduler changed nothing). */
 		c->nleases--;
 		lease_release_mem(l);
+		free(l);
 		if (e == SL_EQUOTA && !d.hint[0])
 			sl_diag_hint(&d, "release a lease or ask the operator for more quota");
 		ctl_answer_diag(call, e, &d);
@@ -131,6 +136,60 @@ static struct ctl_lease *path_lease(struct ctl_call *call)
 	return l;
 }
 
+struct list_item {
+	uint64_t seq;
+	json_t *o;
+};
+
+struct list_arg {
+	struct ctl *c;
+	const char *own, *tenant;
+	int st;
+	const struct sched_queue_entry *q;
+	int nq;
+	int *pos;
+	struct list_item *items;
+	int n, cap;
+	bool oom;
+};
+
+static void list_one(void *arg, const struct ctl_lease *l)
+{
+	struct list_arg *a = arg;
+	if ((a->own && strcmp(a->own, l->tenant)) || (a->tenant && strcmp(a->tenant, l->tenant)) ||
+	    (a->st >= 0 && (int)l->state != a->st) || a->oom)
+		return;
+	json_t *o = lease_to_json(a->c, l, false);
+	int i = (int)l->seq - 1;
+	if (o && a->pos && i < a->c->nleases && a->pos[i]) {
+		const struct sched_queue_entry *e = &a->q[a->pos[i] - 1];
+		json_object_set_new(o, "queue", json_pack("{s:i, s:s}", "position", e->position,
+							  "reason", e->reason ? e->reason : ""));
+	}
+	if (o && a->n == a->cap) {
+		int cap = a->cap ? a->cap * 2 : 64;
+		struct list_item *n = realloc(a->items, (size_t)cap * sizeof(*n));
+		if (!n) {
+			json_decref(o);
+			o = NULL;
+		} else {
+			a->items = n;
+			a->cap = cap;
+		}
+	}
+	if (!o) {
+		a->oom = true;
+		return;
+	}
+	a->items[a->n++] = (struct list_item){l->seq, o};
+}
+
+static int item_cmp(const void *x, const void *y)
+{
+	const struct list_item *a = x, *b = y;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
 void h_lease_list(struct ctl_call *call)
 {
 	struct ctl *c = call->ctl;
@@ -144,29 +203,31 @@ void h_lease_list(struct ctl_call *call)
 		return;
 	}
 	/* Queue positions for the whole list at once, not one queue per lease. */
-	const struct sched_queue_entry *q = NULL;
-	int nq = 0;
-	if (c->sched && sched_queue(c->sched, &q, &nq))
-		nq = 0;
-	int *pos = nq ? calloc((size_t)c->nleases + 1, sizeof(int)) : NULL;
-	for (int i = 0; pos && i < nq; i++)
-		if (q[i].id >= 1 && q[i].id <= (uint64_t)c->nleases)
-			pos[q[i].id - 1] = i + 1;
-	json_t *a = json_array();
-	for (int i = 0; a && i < c->nleases; i++) {
-		const struct ctl_lease *l = &c->leases[i];
-		if ((own && strcmp(own, l->tenant)) || (tenant && strcmp(tenant, l->tenant)) ||
-		    (st >= 0 && (int)l->state != st))
-			continue;
-		json_t *o = lease_to_json(c, l, false);
-		if (o && pos && pos[i]) {
-			const struct sched_queue_entry *e = &q[pos[i] - 1];
-			json_object_set_new(o, "queue", json_pack("{s:i, s:s}", "position", e->position,
-								  "reason", e->reason ? e->reason : ""));
-		}
-		json_array_append_new(a, o);
+	struct list_arg la = {c, own, tenant, st, NULL, 0, NULL, NULL, 0, 0, false};
+	if (c->sched && sched_queue(c->sched, &la.q, &la.nq))
+		la.nq = 0;
+	la.pos = la.nq ? calloc((size_t)c->nleases + 1, sizeof(int)) : NULL;
+	for (int i = 0; la.pos && i < la.nq; i++)
+		if (la.q[i].id >= 1 && la.q[i].id <= (uint64_t)c->nleases)
+			la.pos[la.q[i].id - 1] = i + 1;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	enum sl_err e = ctl_lease_each(c, list_one, &la, &d);
+	free(la.pos);
+	if (e || la.oom) {
+		for (int i = 0; i < la.n; i++)
+			json_decref(la.items[i].o);
+		free(la.items);
+		ctl_answer_error(call, e ? e : SL_ENOMEM, e ? d.msg : NULL, NULL);
+		return;
 	}
-	free(pos);
+	/* Evicted leases come from the store after the ones in memory: id order. */
+	if (la.n > 1)
+		qsort(la.items, (size_t)la.n, sizeof(*la.items), item_cmp);
+	json_t *a = json_array();
+	for (int i = 0; i < la.n; i++)
+		json_array_append_new(a, la.items[i].o);
+	free(la.items);
 	ctl_answer_json(call, 200, a);
 }
 

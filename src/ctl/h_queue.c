@@ -24,8 +24,7 @@ void h_queue(struct ctl_call *call)
 	}
 	json_t *a = json_array();
 	for (int i = 0; a && i < n; i++) {
-		const struct ctl_lease *l = q[i].id >= 1 && q[i].id <= (uint64_t)c->nleases
-						    ? &c->leases[q[i].id - 1] : NULL;
+		const struct ctl_lease *l = ctl_lease_at(c, (int)q[i].id - 1);
 		if (!l || (own && strcmp(own, l->tenant)))
 			continue;
 		json_array_append_new(a, json_pack("{s:i, s:s, s:s, s:s, s:i, s:s, s:s, s:o}",

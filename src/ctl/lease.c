@@ -16,6 +16,114 @@
 #include "log.h"
 #include "place_json.h"
 
+/* Reads an evicted lease back from the store for this turn. */
+static struct ctl_lease *lease_load(struct ctl *c, const char *id)
+{
+	char *row = NULL;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	if (store_get(c->store, STORE_LEASES, id, &row, &d))
+		return NULL;
+	json_t *o = json_loads(row, 0, NULL);
+	free(row);
+	struct ctl_lease *l = malloc(sizeof(*l));
+	if (!o || !l || (c->nloaded == c->cap_loaded &&
+			 !(c->loaded = realloc(c->loaded, (size_t)(c->cap_loaded = c->cap_loaded * 2 + 8) *
+								 sizeof(*c->loaded))))) {
+		json_decref(o);
+		free(l);
+		return NULL;
+	}
+	if (lease_from_json(c, o, l, &d)) {
+		sl_log_error("stored lease unreadable", "lease=%s error=%s", id, d.msg);
+		json_decref(o);
+		free(l);
+		return NULL;
+	}
+	json_decref(o);
+	c->loaded[c->nloaded++] = l;
+	return l;
+}
+
+void ctl_lease_ended(struct ctl *c, struct ctl_lease *l)
+{
+	if (c->ended_n == c->ended_cap) {
+		/* A turn may end many leases before the trim: grow, keeping order. */
+		int cap = c->ended_cap ? c->ended_cap * 2 : 1024;
+		int *n = malloc((size_t)cap * sizeof(int));
+		if (!n)
+			return; /* it stays in memory: correct, only bigger */
+		for (int i = 0; i < c->ended_n; i++)
+			n[i] = c->ended[(c->ended_start + i) % c->ended_cap];
+		free(c->ended);
+		c->ended = n;
+		c->ended_cap = cap;
+		c->ended_start = 0;
+	}
+	c->ended[(c->ended_start + c->ended_n++) % c->ended_cap] = (int)(l->seq - 1);
+}
+
+void ctl_leases_trim(struct ctl *c)
+{
+	for (int i = 0; i < c->nloaded; i++) {
+		lease_release_mem(c->loaded[i]);
+		free(c->loaded[i]);
+	}
+	c->nloaded = 0;
+	while (c->ended_n > c->keep_ended) {
+		int idx = c->ended[c->ended_start];
+		c->ended_start = (c->ended_start + 1) % c->ended_cap;
+		c->ended_n--;
+		struct ctl_lease *l = ctl_lease_at(c, idx);
+		if (!l)
+			continue;
+		lease_release_mem(l);
+		free(l);
+		c->leases[idx] = NULL;
+	}
+}
+
+struct each_arg {
+	struct ctl *c;
+	void (*fn)(void *arg, const struct ctl_lease *l);
+	void *arg;
+};
+
+static enum sl_err each_row(void *arg, const char *id, const char *tenant, const char *json)
+{
+	struct each_arg *a = arg;
+	struct ctl_lease l;
+	struct sl_diag d;
+	unsigned long long seq;
+	char tail;
+	(void)tenant;
+	if (sscanf(id, "ls-%llu%c", &seq, &tail) != 1 || ctl_lease_at(a->c, (int)seq - 1))
+		return SL_OK; /* in memory: listed from there */
+	json_t *o = json_loads(json, 0, NULL);
+	enum sl_err e = o ? lease_from_json(a->c, o, &l, &d) : SL_EPARSE;
+	json_decref(o);
+	if (e == SL_OK) {
+		a->fn(a->arg, &l);
+		lease_release_mem(&l);
+	}
+	return SL_OK;
+}
+
+enum sl_err ctl_lease_each(struct ctl *c, void (*fn)(void *arg, const struct ctl_lease *l), void *arg,
+			   struct sl_diag *d)
+{
+	bool evicted = false;
+	for (int i = 0; i < c->nleases; i++)
+		if (c->leases[i])
+			fn(arg, c->leases[i]);
+		else
+			evicted = true;
+	if (!evicted)
+		return SL_OK;
+	struct each_arg a = {c, fn, arg};
+	return store_scan(c->store, STORE_LEASES, each_row, &a, d);
+}
+
 struct ctl_lease *ctl_lease_find(struct ctl *c, const char *id)
 {
 	unsigned long long seq;
@@ -23,8 +131,10 @@ struct ctl_lease *ctl_lease_find(struct ctl *c, const char *id)
 	if (!id || strncmp(id, "ls-", 3) || sscanf(id, "ls-%llu%c", &seq, &tail) != 1 || seq == 0 ||
 	    seq > (unsigned long long)c->nleases)
 		return NULL;
-	struct ctl_lease *l = &c->leases[seq - 1];
-	return strcmp(l->id, id) ? NULL : l;
+	struct ctl_lease *l = c->leases[seq - 1];
+	if (!l)
+		l = lease_load(c, id);
+	return l && !strcmp(l->id, id) ? l : NULL;
 }
 
 bool ctl_lease_save(struct ctl *c, struct ctl_lease *l)
@@ -101,8 +211,8 @@ int64_t ctl_expire(struct ctl *c)
 		tick = true;
 		if (top.lease < 0)
 			continue;
-		struct ctl_lease *l = &c->leases[top.lease];
-		if (l->in_sched || (l->state != LS_ACTIVE && l->state != LS_PREEMPTING))
+		struct ctl_lease *l = ctl_lease_at(c, top.lease);
+		if (!l || l->in_sched || (l->state != LS_ACTIVE && l->state != LS_PREEMPTING))
 			continue;
 		/* An adopted lease: the controller keeps its end and its notice. */
 		if (l->state == LS_PREEMPTING && l->preempt_ns == top.at) {
@@ -126,8 +236,8 @@ static int tenant_used(struct ctl *c, const char *tenant, const char *model)
 {
 	int n = 0;
 	for (int i = 0; i < c->nleases; i++) {
-		const struct ctl_lease *l = &c->leases[i];
-		if ((l->state != LS_ACTIVE && l->state != LS_PREEMPTING) || strcmp(l->tenant, tenant))
+		const struct ctl_lease *l = c->leases[i];
+		if (!l || (l->state != LS_ACTIVE && l->state != LS_PREEMPTING) || strcmp(l->tenant, tenant))
 			continue;
 		for (int k = 0; k < l->pl.npicks; k++)
 			if (!strcmp(fleet_node_type(c->fleet, l->pl.picks[k].node)->gpu->name, model))
@@ -350,6 +460,7 @@ void ctl_lease_end(struct ctl *c, struct ctl_lease *l, enum lease_state s, const
 	}
 	l->ended_ns = c->now_ns;
 	ctl_lease_set_state(c, l, s, reason);
+	ctl_lease_ended(c, l);
 	if (c->sched)
 		ctl_sched_capacity_back(c, &l->pl);
 }

@@ -25,6 +25,7 @@ static const char usage[] =
 	"usage: suanlid init --data DIR\n"
 	"       suanlid serve --data DIR [--listen ADDR] [--fleet FILE] [--simulate]\n"
 	"                     [--config FILE] [--log-level LEVEL] [--preempt-notice SECS]\n"
+	"                     [--keep-ended N]\n"
 	"       suanlid routes --json\n\n"
 	"The suanli controller. 'init' creates a data directory with its store and\n"
 	"prints a one-time admin token (also written to DIR/admin.token, mode 0600).\n"
@@ -35,9 +36,11 @@ static const char usage[] =
 	"  --simulate         count fleet nodes as present and healthy (no agents)\n"
 	"  --config FILE      'key = value' lines with the same names as these\n"
 	"                     options (data, listen, fleet, simulate, log-level,\n"
-	"                     preempt-notice); options given on the command line win\n"
+	"                     preempt-notice, keep-ended); command-line options win\n"
 	"  --log-level LEVEL  debug, info, warn or error (default info)\n"
 	"  --preempt-notice SECS  notice a spot lease gets before preemption (default 30)\n"
+	"  --keep-ended N     ended leases kept in memory (default 4096); older ones\n"
+	"                     are read from the store when asked for\n"
 	"'routes --json' prints the API's route table with the roles of each route.\n";
 
 static int64_t now_ns(void)
@@ -57,13 +60,13 @@ static void fail(const char *what, const struct sl_diag *d)
 }
 
 struct settings {
-	char *data, *listen, *fleet, *level, *notice;
+	char *data, *listen, *fleet, *level, *notice, *keep;
 	int simulate; /* -1 unset */
 };
 
 static void settings_free(struct settings *s)
 {
-	free(s->data), free(s->listen), free(s->fleet), free(s->level), free(s->notice);
+	free(s->data), free(s->listen), free(s->fleet), free(s->level), free(s->notice), free(s->keep);
 }
 
 static char *trim(char *s)
@@ -119,7 +122,8 @@ static int read_config(const char *path, struct settings *s)
 		char *k = trim(t), *v = trim(eq + 1);
 		char **slot = !strcmp(k, "data") ? &s->data : !strcmp(k, "listen") ? &s->listen :
 			      !strcmp(k, "fleet") ? &s->fleet : !strcmp(k, "log-level") ? &s->level :
-			      !strcmp(k, "preempt-notice") ? &s->notice : NULL;
+			      !strcmp(k, "preempt-notice") ? &s->notice :
+			      !strcmp(k, "keep-ended") ? &s->keep : NULL;
 		if (slot) {
 			if (!*slot && !(*slot = strdup(v)))
 				rc = -1;
@@ -132,7 +136,7 @@ static int read_config(const char *path, struct settings *s)
 				s->simulate = b;
 			}
 		} else {
-			fprintf(stderr, "suanlid: %s:%d: unknown key '%s'\n  hint: keys are data, listen, fleet, simulate, log-level, preempt-notice\n",
+			fprintf(stderr, "suanlid: %s:%d: unknown key '%s'\n  hint: keys are data, listen, fleet, simulate, log-level, preempt-notice, keep-ended\n",
 				path, line, k);
 			rc = -1;
 		}
@@ -192,7 +196,17 @@ static int cmd_serve(struct settings *s)
 		return 1;
 	}
 	struct ctl_opts o = {s->data, s->listen ? s->listen : "127.0.0.1:7400", s->fleet,
-			     s->simulate > 0, -1};
+			     s->simulate > 0, -1, 0};
+	if (s->keep) {
+		char *end;
+		long v = strtol(s->keep, &end, 10);
+		if (end == s->keep || *end || v < 1 || v > CTL_KEEP_ENDED_MAX) {
+			fprintf(stderr, "suanlid: --keep-ended must be 1..%d\n", CTL_KEEP_ENDED_MAX);
+			close(sfd);
+			return 2;
+		}
+		o.keep_ended = (int)v;
+	}
 	if (s->notice) {
 		char *end;
 		long long v = strtoll(s->notice, &end, 10);
@@ -254,6 +268,7 @@ int main(int argc, char **argv)
 		{"fleet", required_argument, NULL, 'f'},  {"simulate", no_argument, NULL, 's'},
 		{"config", required_argument, NULL, 'c'}, {"log-level", required_argument, NULL, 'L'},
 		{"preempt-notice", required_argument, NULL, 'N'},
+		{"keep-ended", required_argument, NULL, 'K'},
 		{"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0}};
 	struct settings s = {.simulate = -1};
@@ -282,6 +297,7 @@ int main(int argc, char **argv)
 		case 'f': slot = &s.fleet; break;
 		case 'L': slot = &s.level; break;
 		case 'N': slot = &s.notice; break;
+		case 'K': slot = &s.keep; break;
 		case 's': s.simulate = 1; break;
 		case 'c': config = optarg; break;
 		case 'j': break;

@@ -55,7 +55,7 @@ stop_daemon
 
 violations=0
 for cyc in $(seq 1 $((CYCLES + 1))); do
-	if ! start_daemon "$TMP/log.$cyc" --data "$DATA" --simulate; then
+	if ! start_daemon "$TMP/log.$cyc" --data "$DATA" --simulate --keep-ended 8; then
 		bad "cycle $cyc: daemon restarts" "$(tail -3 "$TMP/log.$cyc")"
 		violations=$((violations + 1))
 		break

@@ -138,7 +138,19 @@ expect_match "state changes are logged one per line" "$(grep -c 'msg="lease stat
 
 # ---- after a restart: leases that were running are scaled and released by
 # the controller itself, and what they give back reaches the queue ----
-start_daemon "$TMP/log2" --data "$DATA" --simulate || { bad "restart" "$(cat "$TMP/log2")"; finish; exit 1; }
+# (--keep-ended 1: ended leases beyond the last one live only in the store.)
+start_daemon "$TMP/log2" --data "$DATA" --simulate --keep-ended 1 || { bad "restart" "$(cat "$TMP/log2")"; finish; exit 1; }
+r=$(api "$ADMIN" GET "/v1/leases/$WAIT")
+expect_eq "an ended lease read back from the store" "$(body_of "$r" | jq -r .state)" released
+expect_eq "with where it ran" "$(body_of "$r" | jq -r '.placement[0].node')" fza-h200-03
+r=$(api "$ADMIN" GET "/v1/leases/$SHORT")
+expect_eq "another one, expired" "$(body_of "$r" | jq -r .state)" expired
+r=$(api "$ADMIN" POST "/v1/leases/$SHORT/extend" '{"by_s":60}')
+expect_eq "an evicted ended lease cannot be extended (409)" "$(status_of "$r")" 409
+r=$(api "$ADMIN" GET /v1/leases)
+expect_eq "lease list includes evicted leases, in id order" \
+	"$(body_of "$r" | jq -c '[.[].id] == ([.[].id] | sort) and length == 5')" true
+expect_eq "and their states" "$(body_of "$r" | jq -r "[.[] | select(.id == \"$WAIT\")][0].state")" released
 r=$(api "$ADMIN" POST "/v1/leases/$EL/scale" '{"gpus":12}')
 expect_eq "scale up after a restart" "$(body_of "$r" | jq '[.placement[].gpus | length] | add')" 12
 r=$(api "$ADMIN" POST "/v1/leases/$EL/scale" '{"gpus":6}')
