@@ -158,7 +158,6 @@ struct ctl {
 	struct ctl_lease **loaded; /* evicted leases read back for this turn */
 	int nloaded, cap_loaded;
 	struct sched *sched;  /* borrows placer; NULL until the state is loaded */
-	bool queue_dirty; /* capacity changed: run a scheduling pass at the end of the turn */
 	int nactive;
 	struct ctl_expiry *expiry; /* min-heap by time; stale entries skipped */
 	int nexpiry, cap_expiry;

@@ -223,8 +223,7 @@ int64_t ctl_expire(struct ctl *c)
 			ctl_lease_save(c, l);
 		}
 	}
-	if ((tick || c->queue_dirty) && c->sched && !c->fatal) {
-		c->queue_dirty = false;
+	if (tick && c->sched && !c->fatal) {
 		ctl_sched_check(c, sched_tick(c->sched, c->now_ns), "sched_tick");
 	}
 	return c->nexpiry ? c->expiry[0].at : 0;
