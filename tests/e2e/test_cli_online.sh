@@ -169,7 +169,7 @@ cli lease show "$L2" --json
 expect_eq "--duration 1h30m sent as 5400 s" "$(printf '%s' "$OUT" | jq .request.duration_s)" 5400
 cli lease create --gpus 8 --model h100-sxm --token "$ALICE"
 expect_match "quota refusal: exit 1 with the server's message and hint" "$(flat "$RC $ERR")" \
-	'^1 suanli: tenant acme may hold 16 h100-sxm GPUs.*hint: '
+	'^1 suanli: tenant acme.s quota for h100-sxm is 16 GPUs.*hint: '
 cli lease list --json --token "$ALICE"
 expect_eq "lease list --json is an array" "$(printf '%s' "$OUT" | jq -r type)" array
 expect_eq "tenant sees its two leases" "$(printf '%s' "$OUT" | jq length)" 2
