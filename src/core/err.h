@@ -28,7 +28,8 @@
 	X(SL_EUNAUTH, "unauthorized", "missing, unknown or revoked token", 401) \
 	X(SL_EFORBIDDEN, "forbidden", "this role may not do that", 403)       \
 	X(SL_EQUOTA, "quota", "the tenant's quota does not allow it", 403)    \
-	X(SL_EMETHOD, "method_not_allowed", "method not allowed on this path", 405)
+	X(SL_EMETHOD, "method_not_allowed", "method not allowed on this path", 405) \
+	X(SL_EFUNDS, "insufficient_funds", "the balance and credit line do not cover it", 402)
 
 enum sl_err {
 #define SL_ERR_ENUM(name, code, msg, http) name,
