@@ -31,6 +31,10 @@ static const char *const kind_names[STORE_KIND__COUNT] = {
 	[STORE_NODES] = "nodes",
 	[STORE_FLEETS] = "fleets",
 	[STORE_IDEMPOTENCY] = "idempotency",
+	[STORE_PRICES] = "prices",
+	[STORE_POSTINGS] = "postings",
+	[STORE_USAGE] = "usage",
+	[STORE_BILLING] = "billing",
 };
 
 const char *store_kind_name(enum store_kind k)
@@ -47,7 +51,7 @@ enum sl_err store_kind_parse(const char *name, enum store_kind *out, struct sl_d
 		}
 	}
 	sl_diag_set(d, SL_EINVAL, "unknown store kind '%.64s'", name ? name : "(null)");
-	sl_diag_hint(d, "kinds are tenants, tokens, leases, reservations, nodes, fleets, idempotency");
+	sl_diag_hint(d, "kinds are tenants, tokens, leases, reservations, nodes, fleets, idempotency, prices, postings, usage, billing");
 	return SL_EINVAL;
 }
 
@@ -369,4 +373,176 @@ enum sl_err store_meta_set(struct store *s, const char *key, const char *value,
 		return sl_diag_set(d, SL_ELIMIT, "meta '%s': value is longer than %u bytes", key,
 				   STORE_MAX_META_VALUE);
 	return note_error(s, s->ops->meta_set(s->impl, key, value, n, d), true, d);
+}
+
+/* ---- the audit log ---- */
+
+static enum sl_err check_seq(const char *what, uint64_t v, struct sl_diag *d)
+{
+	if (v == 0 || v > (uint64_t)INT64_MAX)
+		return sl_diag_set(d, SL_EINVAL, "%s %llu is outside 1..2^63-1", what,
+				   (unsigned long long)v);
+	return SL_OK;
+}
+
+/* Tenant and action are labels for filtering: bounded, printable ASCII. */
+static enum sl_err check_label(const char *what, const char *v, struct sl_diag *d)
+{
+	return v && v[0] ? check_name(what, v, d) : SL_OK;
+}
+
+enum sl_err store_audit_append(struct store *s, const struct store_audit_row *r,
+			       struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	enum sl_err e = check_usable(s, d);
+	if (e == SL_OK && !r)
+		e = sl_diag_set(d, SL_EINVAL, "store_audit_append: no entry (NULL)");
+	if (e == SL_OK)
+		e = check_seq("audit seq", r->seq, d);
+	if (e == SL_OK)
+		e = check_label("audit tenant", r->tenant, d);
+	if (e == SL_OK)
+		e = check_label("audit action", r->action, d);
+	if (e != SL_OK)
+		return e;
+	if (!r->canonical || r->len == 0 || r->len > STORE_AUDIT_ENTRY_MAX)
+		return sl_diag_set(d, r->len > STORE_AUDIT_ENTRY_MAX ? SL_ELIMIT : SL_EINVAL,
+				   "audit entry %llu: %zu bytes, want 1..%d",
+				   (unsigned long long)r->seq, r->len, STORE_AUDIT_ENTRY_MAX);
+	if (!r->leaf_hash || r->leaf_len != STORE_AUDIT_HASH)
+		return sl_diag_set(d, SL_EINVAL, "audit entry %llu: leaf hash must be %d bytes",
+				   (unsigned long long)r->seq, STORE_AUDIT_HASH);
+	if (r->time_ns < 0)
+		return sl_diag_set(d, SL_EINVAL, "audit entry %llu: negative time",
+				   (unsigned long long)r->seq);
+	return note_error(s, s->ops->audit_append(s->impl, r, d), true, d);
+}
+
+enum sl_err store_audit_last(struct store *s, uint64_t *seq_out, struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	if (!seq_out)
+		return sl_diag_set(d, SL_EINVAL, "store_audit_last: no place for the result (NULL)");
+	*seq_out = 0;
+	enum sl_err e = check_usable(s, d);
+	if (e != SL_OK)
+		return e;
+	return note_error(s, s->ops->audit_last(s->impl, seq_out, d), false, d);
+}
+
+enum sl_err store_audit_leaf(struct store *s, uint64_t seq, uint8_t out[STORE_AUDIT_HASH],
+			     struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	enum sl_err e = check_usable(s, d);
+	if (e == SL_OK)
+		e = check_seq("audit seq", seq, d);
+	if (e != SL_OK)
+		return e;
+	return note_error(s, s->ops->audit_leaf(s->impl, seq, out, d), false, d);
+}
+
+enum sl_err store_audit_scan(struct store *s, const struct store_audit_filter *f,
+			     store_audit_fn fn, void *arg, struct sl_diag *d)
+{
+	static const struct store_audit_filter all;
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	enum sl_err e = check_usable(s, d);
+	if (e != SL_OK)
+		return e;
+	if (!fn)
+		return sl_diag_set(d, SL_EINVAL, "store_audit_scan: no callback (NULL)");
+	if (!f)
+		f = &all;
+	if (f->since > (uint64_t)INT64_MAX || f->limit > (uint64_t)INT64_MAX)
+		return sl_diag_set(d, SL_EINVAL, "store_audit_scan: since or limit beyond 2^63-1");
+	if ((e = check_label("tenant filter", f->tenant, d)) ||
+	    (e = check_label("action filter", f->action, d)))
+		return e;
+	s->in_scan = true;
+	e = s->ops->audit_scan(s->impl, f, fn, arg, d);
+	s->in_scan = false;
+	/* A callback's own verdict arrives as anything but SL_EIO from a read. */
+	return note_error(s, e, false, d);
+}
+
+enum sl_err store_audit_subtree_put(struct store *s, unsigned level, uint64_t index,
+				    const uint8_t hash[STORE_AUDIT_HASH], struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	enum sl_err e = check_usable(s, d);
+	if (e != SL_OK)
+		return e;
+	if (level == 0 || level >= 64 || index > (uint64_t)INT64_MAX || !hash)
+		return sl_diag_set(d, SL_EINVAL, "audit subtree (level %u, index %llu) is out of range",
+				   level, (unsigned long long)index);
+	return note_error(s, s->ops->audit_subtree_put(s->impl, level, index, hash, d), true, d);
+}
+
+enum sl_err store_audit_subtree_get(struct store *s, unsigned level, uint64_t index,
+				    uint8_t out[STORE_AUDIT_HASH], struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	enum sl_err e = check_usable(s, d);
+	if (e != SL_OK)
+		return e;
+	if (level == 0 || level >= 64 || index > (uint64_t)INT64_MAX || !out)
+		return sl_diag_set(d, SL_EINVAL, "audit subtree (level %u, index %llu) is out of range",
+				   level, (unsigned long long)index);
+	return note_error(s, s->ops->audit_subtree_get(s->impl, level, index, out, d), false, d);
+}
+
+enum sl_err store_audit_checkpoint_put(struct store *s, uint64_t size, const char *note,
+				       struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	enum sl_err e = check_usable(s, d);
+	if (e == SL_OK)
+		e = check_seq("checkpoint size", size, d);
+	if (e != SL_OK)
+		return e;
+	size_t n = note ? strnlen(note, STORE_AUDIT_NOTE_MAX + 1) : 0;
+	if (n == 0 || n > STORE_AUDIT_NOTE_MAX)
+		return sl_diag_set(d, n ? SL_ELIMIT : SL_EINVAL,
+				   "checkpoint note must be 1..%d bytes", STORE_AUDIT_NOTE_MAX);
+	return note_error(s, s->ops->audit_cp_put(s->impl, size, note, n, d), true, d);
+}
+
+enum sl_err store_audit_checkpoint_scan(struct store *s, store_audit_note_fn fn, void *arg,
+					struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	enum sl_err e = check_usable(s, d);
+	if (e != SL_OK)
+		return e;
+	if (!fn)
+		return sl_diag_set(d, SL_EINVAL, "store_audit_checkpoint_scan: no callback (NULL)");
+	s->in_scan = true;
+	e = s->ops->audit_cp_scan(s->impl, fn, arg, d);
+	s->in_scan = false;
+	return note_error(s, e, false, d);
+}
+
+enum sl_err store_audit_checkpoint_latest(struct store *s, uint64_t *size_out, char **note_out,
+					  struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	if (!size_out || !note_out)
+		return sl_diag_set(d, SL_EINVAL, "store_audit_checkpoint_latest: no place for the result");
+	*size_out = 0;
+	*note_out = NULL;
+	enum sl_err e = check_usable(s, d);
+	if (e != SL_OK)
+		return e;
+	return note_error(s, s->ops->audit_cp_latest(s->impl, size_out, note_out, d), false, d);
 }

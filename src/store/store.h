@@ -52,6 +52,10 @@ enum store_kind {
 	STORE_NODES,       /* per-node admin state (drained, reason) */
 	STORE_FLEETS,      /* loaded fleet file texts, one row per version */
 	STORE_IDEMPOTENCY, /* Idempotency-Key -> the saved answer */
+	STORE_PRICES,      /* billing: price book entries (src/ctl/billing.c) */
+	STORE_POSTINGS,    /* billing: ledger postings, keyed by posting id */
+	STORE_USAGE,       /* billing: a lease's usage events (started, scaled, ended) */
+	STORE_BILLING,     /* billing: per-tenant balance state (grace period) */
 	STORE_KIND__COUNT
 };
 
@@ -139,5 +143,78 @@ enum sl_err store_meta_get(struct store *s, const char *key, char **value_out,
  * transactional like store_put(). */
 enum sl_err store_meta_set(struct store *s, const char *key, const char *value,
 			   struct sl_diag *d) SL_MUST_USE;
+
+/* ---- the audit log (DESIGN.md §7) ----
+ *
+ * Append-only tables beside the objects: audit_entries (one row per entry:
+ * seq, time, tenant, action, the entry's canonical bytes and its Merkle leaf
+ * hash), audit_subtrees (cached hashes of completed perfect subtrees, so
+ * proofs and restarts read O(log n) rows instead of n) and audit_checkpoints
+ * (signed checkpoint notes by tree size). The store does not interpret the
+ * bytes; src/core/audit.h defines them. Writes are transactional like
+ * store_put() and fail the store the same way, which is what makes the
+ * controller's audit fail closed. */
+#define STORE_AUDIT_ENTRY_MAX 2048   /* bound on an entry's canonical bytes */
+#define STORE_AUDIT_NOTE_MAX 2048    /* bound on a checkpoint note */
+#define STORE_AUDIT_HASH 32          /* leaf and subtree hashes (SHA-256) */
+
+/* One stored entry as a scan sees it; everything is borrowed for the call.
+ * tenant and action are "" when the row has none. leaf_len is the stored
+ * leaf hash's length (STORE_AUDIT_HASH unless someone edited the file). */
+struct store_audit_row {
+	uint64_t seq;
+	int64_t time_ns;
+	const char *tenant, *action;
+	const uint8_t *canonical;
+	size_t len;
+	const uint8_t *leaf_hash;
+	size_t leaf_len;
+};
+
+/* Which entries store_audit_scan() returns: seq > since, tenant and action
+ * equal when not NULL, at most limit rows (0: all), ascending seq. */
+struct store_audit_filter {
+	uint64_t since;
+	const char *tenant, *action;
+	uint64_t limit;
+};
+
+typedef enum sl_err (*store_audit_fn)(void *arg, const struct store_audit_row *r);
+typedef enum sl_err (*store_audit_note_fn)(void *arg, uint64_t size, const char *note);
+
+/* Appends entry r (r->leaf_hash of STORE_AUDIT_HASH bytes; tenant and action
+ * may be "" or NULL). SL_EINVAL/SL_ELIMIT for bad arguments (nothing written);
+ * SL_EIO when the write fails (the store is then failed), including a seq
+ * that is already taken. */
+enum sl_err store_audit_append(struct store *s, const struct store_audit_row *r,
+			       struct sl_diag *d) SL_MUST_USE;
+/* The highest stored seq, 0 when the log is empty. */
+enum sl_err store_audit_last(struct store *s, uint64_t *seq_out, struct sl_diag *d) SL_MUST_USE;
+/* The stored leaf hash of seq. SL_ENOTFOUND when there is no such row or its
+ * hash is not STORE_AUDIT_HASH bytes. */
+enum sl_err store_audit_leaf(struct store *s, uint64_t seq, uint8_t out[STORE_AUDIT_HASH],
+			     struct sl_diag *d) SL_MUST_USE;
+/* Calls fn per matching entry (see store_audit_filter). The callback must not
+ * call the store; its error stops the scan and is returned. */
+enum sl_err store_audit_scan(struct store *s, const struct store_audit_filter *f,
+			     store_audit_fn fn, void *arg, struct sl_diag *d) SL_MUST_USE;
+/* Cached perfect-subtree hash of 2^level leaves starting at leaf index *
+ * 2^level (merkle.h). put replaces; get answers SL_ENOTFOUND when absent. */
+enum sl_err store_audit_subtree_put(struct store *s, unsigned level, uint64_t index,
+				    const uint8_t hash[STORE_AUDIT_HASH],
+				    struct sl_diag *d) SL_MUST_USE;
+enum sl_err store_audit_subtree_get(struct store *s, unsigned level, uint64_t index,
+				    uint8_t out[STORE_AUDIT_HASH], struct sl_diag *d) SL_MUST_USE;
+/* Stores the checkpoint note for tree size `size` (1..STORE_AUDIT_NOTE_MAX
+ * bytes), replacing one of the same size. */
+enum sl_err store_audit_checkpoint_put(struct store *s, uint64_t size, const char *note,
+				       struct sl_diag *d) SL_MUST_USE;
+/* Calls fn per stored checkpoint, ascending size; same rules as the scan. */
+enum sl_err store_audit_checkpoint_scan(struct store *s, store_audit_note_fn fn, void *arg,
+					struct sl_diag *d) SL_MUST_USE;
+/* The checkpoint of the largest size, *note_out to free(). SL_ENOTFOUND when
+ * there is none. */
+enum sl_err store_audit_checkpoint_latest(struct store *s, uint64_t *size_out, char **note_out,
+					  struct sl_diag *d) SL_MUST_USE;
 
 #endif

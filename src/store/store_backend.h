@@ -38,6 +38,24 @@ struct store_ops {
 				struct sl_diag *d);
 	enum sl_err (*meta_set)(void *impl, const char *key, const char *value,
 				size_t value_len, struct sl_diag *d);
+	/* The audit tables (store.h); arguments checked by the front. */
+	enum sl_err (*audit_append)(void *impl, const struct store_audit_row *r,
+				    struct sl_diag *d);
+	enum sl_err (*audit_last)(void *impl, uint64_t *seq_out, struct sl_diag *d);
+	enum sl_err (*audit_leaf)(void *impl, uint64_t seq, uint8_t out[STORE_AUDIT_HASH],
+				  struct sl_diag *d);
+	enum sl_err (*audit_scan)(void *impl, const struct store_audit_filter *f,
+				  store_audit_fn fn, void *arg, struct sl_diag *d);
+	enum sl_err (*audit_subtree_put)(void *impl, unsigned level, uint64_t index,
+					 const uint8_t hash[STORE_AUDIT_HASH], struct sl_diag *d);
+	enum sl_err (*audit_subtree_get)(void *impl, unsigned level, uint64_t index,
+					 uint8_t out[STORE_AUDIT_HASH], struct sl_diag *d);
+	enum sl_err (*audit_cp_put)(void *impl, uint64_t size, const char *note, size_t len,
+				    struct sl_diag *d);
+	enum sl_err (*audit_cp_scan)(void *impl, store_audit_note_fn fn, void *arg,
+				     struct sl_diag *d);
+	enum sl_err (*audit_cp_latest)(void *impl, uint64_t *size_out, char **note_out,
+				       struct sl_diag *d);
 };
 
 extern const struct store_ops store_sqlite_ops;
