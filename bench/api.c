@@ -1,0 +1,365 @@
+/* bench/api.c - the controller's HTTP API under load: lease create+release
+ * throughput with durable commits, and read latency.
+ *
+ * Generates a 1,000-node fleet file (fixed seed: mixed 8-GPU types, leaves
+ * of 32) in a temp dir, inits a data dir there and starts a real suanlid
+ * (Release build, next to this program or $SUANLID) pinned to core 0; the
+ * client runs pinned to core 1 (when there are two). As the tenant's own
+ * token, CONNS keep-alive connections each loop "create a lease, release
+ * it", so that many creates wait in one loop turn and group commit can batch
+ * them. Then READ_LEASES leases are held and read back by id, and the node
+ * list is read. The daemon's CPU time is read from /proc to tell a
+ * CPU-bound daemon from one waiting on fsync. Figures are printed and
+ * written to bench/results/api.md (or argv[1]); nothing is asserted.
+ *
+ * One event loop over epoll drives all connections: the client must cost
+ * far less than the daemon it measures.
+ *
+ * Usage: bench_api [results.md] [pairs]      env: SUANLID, BENCH_CONNS */
+#define _GNU_SOURCE
+#include <sys/epoll.h>
+
+#include "bench_lib.h"
+
+#define NODES 1000
+#define CONNS_DEFAULT 64
+#define PAIRS_DEFAULT 20000
+#define READ_LEASES 512
+#define READS_BY_ID 20000
+#define READS_NODES 300
+#define REQ_MAX 1024
+
+enum op { OP_CREATE, OP_RELEASE, OP_GET_LEASE, OP_GET_NODES, OP_DONE };
+
+struct client {
+	struct bl_conn c;
+	enum op op;
+	double sent_ms;
+	char lease[64];
+	uint64_t seed;
+};
+
+struct phase {
+	const char *name;
+	int port;
+	const char *token;
+	long todo;      /* operations still to start */
+	long done, failed, placed, pending;
+	struct bl_samples lat[2]; /* create / release, or reads */
+	char (*ids)[64];  /* leases to read (OP_GET_LEASE) */
+	int nids;
+	double wall_ms, daemon_cpu_ms;
+};
+
+static const int gpu_sizes[] = {1, 2, 4, 8};
+
+/* utime + stime of pid in ms. */
+static double proc_cpu_ms(pid_t pid)
+{
+	char p[64], buf[1024];
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(p, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *q = strrchr(buf, ')');
+	unsigned long ut = 0, st = 0;
+	if (!q || sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+		return 0;
+	return (double)(ut + st) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
+}
+
+static void start_op(struct phase *ph, struct client *cl, enum op op)
+{
+	char req[REQ_MAX], path[128], body[128];
+	size_t n;
+	cl->op = op;
+	switch (op) {
+	case OP_CREATE:
+		snprintf(body, sizeof(body), "{\"gpus\":%d,\"duration_s\":3600}",
+			 gpu_sizes[bl_below(&cl->seed, 4)]);
+		n = bl_format(req, sizeof(req), "POST", "/v1/leases", ph->token, body, NULL);
+		break;
+	case OP_RELEASE:
+		snprintf(path, sizeof(path), "/v1/leases/%s/release", cl->lease);
+		n = bl_format(req, sizeof(req), "POST", path, ph->token, NULL, NULL);
+		break;
+	case OP_GET_LEASE:
+		snprintf(path, sizeof(path), "/v1/leases/%s", ph->ids[bl_below(&cl->seed, ph->nids)]);
+		n = bl_format(req, sizeof(req), "GET", path, ph->token, NULL, NULL);
+		break;
+	case OP_GET_NODES:
+		n = bl_format(req, sizeof(req), "GET", "/v1/nodes", ph->token, NULL, NULL);
+		break;
+	case OP_DONE:
+	default:
+		return;
+	}
+	cl->sent_ms = bl_now_ms();
+	/* Requests are far smaller than a socket buffer: one send suffices. */
+	if (send(cl->c.fd, req, n, MSG_NOSIGNAL) != (ssize_t)n)
+		bl_die("send: %s", strerror(errno));
+}
+
+/* The next operation of a client after an answer; OP_DONE when none. */
+static enum op next_op(struct phase *ph, enum op prev)
+{
+	if (prev == OP_CREATE)
+		return OP_RELEASE; /* a create's release is part of its pair */
+	if (ph->todo <= 0)
+		return OP_DONE;
+	ph->todo--;
+	return prev == OP_RELEASE ? OP_CREATE : prev;
+}
+
+static void on_answer(struct phase *ph, struct client *cl, int st, const char *body)
+{
+	double lat = bl_now_ms() - cl->sent_ms;
+	enum op op = cl->op;
+	if (op == OP_CREATE) {
+		char state[32] = "";
+		if (st != 201 || !bl_json_str(body, "id", cl->lease, sizeof(cl->lease))) {
+			ph->failed++;
+			fprintf(stderr, "bench_api: create answered %d: %.200s\n", st, body);
+			op = OP_RELEASE; /* nothing to release: go on with the next pair */
+		} else {
+			bl_add(&ph->lat[0], lat);
+			bl_json_str(body, "state", state, sizeof(state));
+			if (!strcmp(state, "active"))
+				ph->placed++;
+			else
+				ph->pending++;
+			ph->done++;
+		}
+	} else {
+		if (st != 200) {
+			ph->failed++;
+			fprintf(stderr, "bench_api: %s answered %d: %.200s\n",
+				op == OP_RELEASE ? "release" : "read", st, body);
+		} else {
+			bl_add(&ph->lat[op == OP_RELEASE ? 1 : 0], lat);
+			if (op != OP_RELEASE)
+				ph->done++;
+		}
+	}
+	enum op nx = next_op(ph, op);
+	if (nx != OP_DONE)
+		start_op(ph, cl, nx);
+	else
+		cl->op = OP_DONE;
+}
+
+/* Runs a phase: every client starts with `first` and goes on until
+ * ph->todo operations have been started and all are answered. */
+static void run_phase(struct phase *ph, struct client *cls, int ncl, enum op first, pid_t daemon)
+{
+	int ep = epoll_create1(EPOLL_CLOEXEC), active = 0;
+	if (ep < 0)
+		bl_die("epoll: %s", strerror(errno));
+	double cpu0 = proc_cpu_ms(daemon), t0 = bl_now_ms();
+	for (int i = 0; i < ncl && ph->todo > 0; i++) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &cls[i]};
+		if (epoll_ctl(ep, EPOLL_CTL_ADD, cls[i].c.fd, &ev))
+			bl_die("epoll_ctl: %s", strerror(errno));
+		ph->todo--;
+		start_op(ph, &cls[i], first);
+		active++;
+	}
+	struct epoll_event evs[128];
+	while (active > 0) {
+		int n = epoll_wait(ep, evs, 128, 30000);
+		if (n <= 0)
+			bl_die("%s: no answer for 30 s (%d connections waiting)", ph->name, active);
+		for (int i = 0; i < n; i++) {
+			struct client *cl = evs[i].data.ptr;
+			ssize_t r = bl_fill(&cl->c);
+			if (r <= 0)
+				bl_die("%s: the daemon closed a connection", ph->name);
+			cl->c.len += (size_t)r;
+			int st;
+			size_t bo, bn;
+			long used;
+			while (cl->op != OP_DONE &&
+			       (used = bl_parse(cl->c.buf, cl->c.len, &st, &bo, &bn)) != 0) {
+				if (used < 0)
+					bl_die("%s: malformed answer", ph->name);
+				char save = cl->c.buf[bo + bn];
+				cl->c.buf[bo + bn] = 0;
+				on_answer(ph, cl, st, cl->c.buf + bo);
+				cl->c.buf[bo + bn] = save;
+				memmove(cl->c.buf, cl->c.buf + used, cl->c.len - (size_t)used);
+				cl->c.len -= (size_t)used;
+			}
+			if (cl->op == OP_DONE) {
+				epoll_ctl(ep, EPOLL_CTL_DEL, cl->c.fd, NULL);
+				active--;
+			}
+		}
+	}
+	ph->wall_ms = bl_now_ms() - t0;
+	ph->daemon_cpu_ms = proc_cpu_ms(daemon) - cpu0;
+	close(ep);
+}
+
+/* Admin setup over one connection: tenant, its token. */
+static void setup(int port, const char *admin, char *tok, size_t n)
+{
+	struct bl_conn c = {.fd = -1};
+	char *body = NULL;
+	int st = bl_call(&c, port, "POST", "/v1/tenants", admin, "{\"name\":\"bench\"}", NULL, &body);
+	if (st != 201)
+		bl_die("creating the tenant answered %d: %s", st, body ? body : "");
+	free(body);
+	st = bl_call(&c, port, "POST", "/v1/tokens", admin,
+		     "{\"role\":\"tenant\",\"tenant\":\"bench\",\"user\":\"bench\"}", NULL, &body);
+	if (st != 201 || !bl_json_str(body, "token", tok, n))
+		bl_die("creating the token answered %d: %s", st, body ? body : "");
+	free(body);
+	bl_conn_reset(&c);
+	free(c.buf);
+}
+
+/* Holds READ_LEASES leases (created in order over one connection). */
+static char (*hold_leases(int port, const char *tok))[64]
+{
+	char(*ids)[64] = calloc(READ_LEASES, sizeof(*ids));
+	struct bl_conn c = {.fd = -1};
+	if (!ids)
+		bl_die("out of memory");
+	for (int i = 0; i < READ_LEASES; i++) {
+		char *body = NULL;
+		int st = bl_call(&c, port, "POST", "/v1/leases", tok,
+				 i % 2 ? "{\"gpus\":2}" : "{\"gpus\":1}", NULL, &body);
+		if (st != 201 || !bl_json_str(body, "id", ids[i], sizeof(ids[i])))
+			bl_die("holding lease %d answered %d: %s", i, st, body ? body : "");
+		free(body);
+	}
+	bl_conn_reset(&c);
+	free(c.buf);
+	return ids;
+}
+
+static void report(FILE *o, int argc, char **argv, int conns, struct phase *ph, int nph)
+{
+	fprintf(o, "# Controller API benchmark (bench/api.c)\n\n");
+	bl_machine(o, argc, argv);
+	fprintf(o, "- daemon: Release suanlid, `serve --simulate`, store SQLite WAL synchronous=FULL "
+		   "on the temp dir's file system; pinned to core 0, client on core 1%s\n",
+		bl_two_cores() ? "" : " (only one core: not pinned)");
+	fprintf(o, "- fleet: %d generated 8-GPU nodes (%d GPUs), %d built-in types, leaves of %d, "
+		   "fixed seed\n- client: %d keep-alive connections, one epoll loop, as a tenant "
+		   "token; create bodies `{\"gpus\":1|2|4|8,\"duration_s\":3600}` (fixed seed)\n\n",
+		NODES, NODES * 8, BL_NTYPES, BL_LEAF, conns);
+	fprintf(o, "| phase | ops | ops/s | p50 ms | p99 ms | p99.9 ms | max ms | failed | "
+		   "daemon CPU |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+	for (int i = 0; i < nph; i++) {
+		struct phase *p = &ph[i];
+		for (int k = 0; k < 2; k++) {
+			struct bl_samples *s = &p->lat[k];
+			if (!s->n)
+				continue;
+			const char *what = i == 0 ? (k ? "release (of a create+release pair)"
+						      : "create (placed)")
+						  : p->name;
+			fprintf(o, "| %s | %zu | %.0f | %.2f | %.2f | %.2f | %.2f | %ld | %.0f%% |\n",
+				what, s->n, (double)s->n / (p->wall_ms / 1000.0), bl_pct(s, 50),
+				bl_pct(s, 99), bl_pct(s, 99.9), bl_pct(s, 100), p->failed,
+				100.0 * p->daemon_cpu_ms / p->wall_ms);
+		}
+	}
+	fprintf(o, "\n**Placed leases/s (create+release pairs, durable): %.0f** (goal >= 5,000, not "
+		   "asserted); %ld placed active, %ld pending.\n\n",
+		(double)ph[0].placed / (ph[0].wall_ms / 1000.0), ph[0].placed, ph[0].pending);
+	fprintf(o, "ops/s is answers per second of wall time for that row's kind alone; in the "
+		   "pair phase creates and releases share the time, so requests/s there is the sum. "
+		   "Daemon CPU is its user+system time over the phase's wall time (100%% = one core "
+		   "busy).\n");
+}
+
+int main(int argc, char **argv)
+{
+	const char *out = argc > 1 ? argv[1] : "bench/results/api.md";
+	long pairs = argc > 2 ? atol(argv[2]) : PAIRS_DEFAULT;
+	int conns = getenv("BENCH_CONNS") ? atoi(getenv("BENCH_CONNS")) : CONNS_DEFAULT;
+	char suanlid[BL_PATH_MAX], dir[BL_PATH_MAX], data[BL_PATH_MAX + 8], fleet[BL_PATH_MAX + 16],
+		log[BL_PATH_MAX + 16], admin[256], tok[256], portarg[32];
+	if (pairs <= 0 || conns <= 0 || conns > 1000)
+		bl_die("usage: bench_api [results.md] [pairs>0]; BENCH_CONNS 1..1000");
+	if (getenv("SUANLID"))
+		snprintf(suanlid, sizeof(suanlid), "%s", getenv("SUANLID"));
+	else {
+		ssize_t n = readlink("/proc/self/exe", suanlid, sizeof(suanlid) - 16);
+		if (n <= 0)
+			bl_die("cannot find myself; set SUANLID");
+		suanlid[n] = 0;
+		snprintf(strrchr(suanlid, '/') + 1, 16, "suanlid");
+	}
+	if (access(suanlid, X_OK))
+		bl_die("no suanlid at %s (build it, or set SUANLID)", suanlid);
+
+	bl_tmpdir(dir, sizeof(dir), "api");
+	snprintf(data, sizeof(data), "%s/data", dir);
+	snprintf(fleet, sizeof(fleet), "%s/fleet.yaml", dir);
+	snprintf(log, sizeof(log), "%s/suanlid.log", dir);
+	bl_write_fleet(fleet, NODES);
+	bl_init_data(suanlid, data, log, admin, sizeof(admin));
+	int port = bl_free_port();
+	snprintf(portarg, sizeof(portarg), "127.0.0.1:%d", port);
+	char *args[] = {suanlid, "serve", "--data", data, "--listen", portarg, "--fleet", fleet,
+			"--simulate", "--log-level", "warn", NULL};
+	pid_t pid = bl_spawn(args, log);
+	bl_pin(1);
+	if (!bl_wait_healthy(port, pid, 30000))
+		bl_die("suanlid did not become healthy (log: %s)", log);
+	setup(port, admin, tok, sizeof(tok));
+
+	struct client *cls = calloc((size_t)conns, sizeof(*cls));
+	if (!cls)
+		bl_die("out of memory");
+	for (int i = 0; i < conns; i++) {
+		cls[i].c.fd = -1;
+		cls[i].seed = 0x9e3779b97f4a7c15ULL * (uint64_t)(unsigned)(i + 1);
+		if ((cls[i].c.fd = bl_connect(port)) < 0)
+			bl_die("connect: %s", strerror(errno));
+	}
+	struct phase ph[3] = {
+		{.name = "create+release", .port = port, .token = tok, .todo = pairs},
+		{.name = "GET /v1/leases/{id}", .port = port, .token = tok, .todo = READS_BY_ID},
+		{.name = "GET /v1/nodes (1,000 nodes)", .port = port, .token = tok,
+		 .todo = READS_NODES},
+	};
+	fprintf(stderr, "bench_api: %ld create+release pairs over %d connections...\n", pairs,
+		conns);
+	run_phase(&ph[0], cls, conns, OP_CREATE, pid);
+	ph[1].ids = ph[2].ids = hold_leases(port, tok);
+	ph[1].nids = ph[2].nids = READ_LEASES;
+	fprintf(stderr, "bench_api: reads...\n");
+	run_phase(&ph[1], cls, conns, OP_GET_LEASE, pid);
+	run_phase(&ph[2], cls, conns, OP_GET_NODES, pid);
+
+	for (int i = 0; i < conns; i++)
+		bl_conn_reset(&cls[i].c);
+	kill(pid, SIGTERM);
+	int st;
+	waitpid(pid, &st, 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		fprintf(stderr, "bench_api: suanlid stopped with status %d (log: %s)\n", st, log);
+	else
+		bl_rmrf(dir);
+
+	report(stdout, argc, argv, conns, ph, 3);
+	FILE *o = fopen(out, "w");
+	if (!o)
+		bl_die("cannot write %s", out);
+	report(o, argc, argv, conns, ph, 3);
+	fclose(o);
+	for (int i = 0; i < conns; i++)
+		free(cls[i].c.buf);
+	for (int i = 0; i < 3; i++)
+		free(ph[i].lat[0].v), free(ph[i].lat[1].v);
+	free(ph[1].ids);
+	free(cls);
+	return 0;
+}
