@@ -179,6 +179,8 @@ struct ctl {
 	uint64_t hist[CTL_HIST_BUCKETS + 1];
 	double hist_sum;
 	uint64_t hist_count;
+
+	struct ctl_audit *audit; /* the audit log (audit_log.h); NULL until opened */
 };
 
 /* One request being handled. */
