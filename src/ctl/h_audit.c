@@ -1,0 +1,485 @@
+/* h_audit.c - the audit API: list entries, checkpoints, proofs, online
+ * verification and the export for SIEMs and offline verification.
+ *
+ * Everything here reads the store inside the loop's thread, like any handler;
+ * the only write is POST /v1/audit/checkpoint. Verification and export walk
+ * the whole log, so they cost O(entries) on the loop; they are for auditors,
+ * not for hot paths. Hashes are hex in JSON; canonical entry bytes and keys
+ * are standard base64 (as in checkpoint notes). */
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audit.h"
+#include "audit_log.h"
+#include "audit_verify.h"
+#include "ctl_int.h"
+#include "log.h"
+
+#define EXPORT_MAX_BYTES (1ull << 31) /* bound on one export answer */
+
+static void hex(const uint8_t *b, size_t n, char *out)
+{
+	sodium_bin2hex(out, n * 2 + 1, b, n);
+}
+
+static json_t *hex_json(const uint8_t *b, size_t n)
+{
+	char h[2 * 64 + 1];
+	hex(b, n < 64 ? n : 64, h);
+	return json_string(h);
+}
+
+static json_t *b64_json(const uint8_t *b, size_t n)
+{
+	size_t cap = sodium_base64_ENCODED_LEN(n, sodium_base64_VARIANT_ORIGINAL);
+	char *s = malloc(cap);
+	if (!s)
+		return NULL;
+	sodium_bin2base64(s, cap, b, n, sodium_base64_VARIANT_ORIGINAL);
+	json_t *j = json_string(s);
+	free(s);
+	return j;
+}
+
+/* Parses query parameter name as an unsigned integer; *out unchanged when
+ * absent. Answers 400 and returns false when malformed. */
+static bool query_u64(struct ctl_call *call, const char *name, uint64_t *out)
+{
+	const char *v = http_request_param(call->req, name);
+	if (!v)
+		return true;
+	char *end;
+	unsigned long long x = strtoull(v, &end, 10);
+	if (!*v || *end || v[0] == '-' || x > (unsigned long long)INT64_MAX) {
+		char msg[SL_DIAG_MSG];
+		snprintf(msg, sizeof(msg), "query parameter '%s' must be a non-negative integer, got '%.64s'",
+			 name, v);
+		ctl_answer_error(call, SL_EINVAL, msg, NULL);
+		return false;
+	}
+	*out = x;
+	return true;
+}
+
+/* The entry object of the API (decoded from the stored bytes). */
+static json_t *entry_json(const struct store_audit_row *r, bool raw)
+{
+	struct audit_entry e;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	json_t *o;
+	if (audit_entry_decode(r->canonical, r->len, &e, &d) == SL_OK) {
+		o = json_pack("{s:I, s:o, s:s, s:s, s:s, s:s, s:s, s:s, s:o}", "seq",
+			      (json_int_t)r->seq, "time", ctl_time_json(e.time_ns), "actor", e.actor,
+			      "role", e.role, "tenant", e.tenant, "action", e.action, "target",
+			      e.target, "outcome", e.outcome, "request_digest",
+			      hex_json(e.request_digest, sizeof(e.request_digest)));
+	} else {
+		o = json_pack("{s:I, s:s}", "seq", (json_int_t)r->seq, "error", d.msg);
+	}
+	if (o && r->leaf_len)
+		json_object_set_new(o, "leaf_hash", hex_json(r->leaf_hash, r->leaf_len));
+	if (o && raw)
+		json_object_set_new(o, "canonical", b64_json(r->canonical, r->len));
+	return o;
+}
+
+/* ---- GET /v1/audit/log ---- */
+
+static enum sl_err list_row(void *arg, const struct store_audit_row *r)
+{
+	json_t *o = entry_json(r, false);
+	return o && !json_array_append_new(arg, o) ? SL_OK : SL_ENOMEM;
+}
+
+void h_audit_log(struct ctl_call *call)
+{
+	struct ctl *c = call->ctl;
+	struct store_audit_filter f = {0, NULL, NULL, CTL_AUDIT_LIST_DEFAULT};
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	if (!query_u64(call, "since", &f.since) || !query_u64(call, "limit", &f.limit))
+		return;
+	if (f.limit == 0 || f.limit > CTL_AUDIT_LIST_MAX) {
+		char msg[SL_DIAG_MSG];
+		snprintf(msg, sizeof(msg), "limit must be 1..%d", CTL_AUDIT_LIST_MAX);
+		ctl_answer_error(call, SL_ELIMIT, msg, "page with ?since=SEQ");
+		return;
+	}
+	f.tenant = http_request_param(call->req, "tenant");
+	f.action = http_request_param(call->req, "action");
+	const char *mine = ctl_call_tenant(call);
+	if (mine) {
+		if (f.tenant && strcmp(f.tenant, mine)) {
+			ctl_answer_error(call, SL_EFORBIDDEN, "a tenant's token sees only its own tenant's entries",
+					 NULL);
+			return;
+		}
+		f.tenant = mine;
+	}
+	json_t *arr = json_array();
+	enum sl_err e = arr ? store_audit_scan(c->store, &f, list_row, arr, &d) : SL_ENOMEM;
+	if (e) {
+		json_decref(arr);
+		ctl_answer_diag(call, e, &d);
+		return;
+	}
+	ctl_answer_json(call, 200, arr);
+}
+
+/* ---- checkpoints ---- */
+
+static json_t *checkpoint_json(uint64_t size, const char *note)
+{
+	struct checkpoint cp;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	if (checkpoint_parse(note, strlen(note), &cp, &d))
+		return json_pack("{s:I, s:s, s:s}", "size", (json_int_t)size, "note", note, "error",
+				 d.msg);
+	return json_pack("{s:s, s:I, s:o, s:o, s:s}", "origin", cp.origin, "size",
+			 (json_int_t)cp.size, "root", hex_json(cp.root, sizeof(cp.root)), "time",
+			 ctl_time_json(cp.time_ns), "note", note);
+}
+
+static void answer_latest(struct ctl_call *call, int status)
+{
+	uint64_t size;
+	char *note = NULL;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	enum sl_err e = store_audit_checkpoint_latest(call->ctl->store, &size, &note, &d);
+	if (e) {
+		ctl_answer_diag(call, e, &d);
+		return;
+	}
+	json_t *o = checkpoint_json(size, note);
+	free(note);
+	if (o)
+		json_object_set_new(o, "public_key", b64_json(call->ctl->audit->pk, CHECKPOINT_PUBKEY_SIZE));
+	ctl_answer_json(call, status, o);
+}
+
+void h_audit_checkpoint_get(struct ctl_call *call)
+{
+	answer_latest(call, 200);
+}
+
+void h_audit_checkpoint_create(struct ctl_call *call)
+{
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	if (!ctl_check_fields(call, call->body, NULL, 0, "a checkpoint request"))
+		return;
+	enum sl_err e = audit_log_checkpoint(call->ctl, &d);
+	if (e) {
+		ctl_answer_diag(call, e == SL_EINVAL ? SL_ECONFLICT : e, &d);
+		return;
+	}
+	answer_latest(call, 201);
+}
+
+/* Newest checkpoint note of exactly this size, or NULL. */
+static char *note_of_size(struct ctl *c, uint64_t size, uint64_t *latest)
+{
+	char *note = NULL;
+	struct sl_diag d;
+	*latest = 0;
+	if (store_audit_checkpoint_latest(c->store, latest, &note, &d))
+		return NULL;
+	if (*latest == size)
+		return note;
+	free(note);
+	return NULL;
+}
+
+static json_t *proof_json(const struct merkle_proof *p)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < p->len; i++)
+		json_array_append_new(a, hex_json(p->hash[i], MERKLE_HASH_SIZE));
+	return a;
+}
+
+/* Size a proof is made for: ?size= (or ?to=), else the newest checkpoint's
+ * when it covers need, else the whole tree. */
+static bool proof_size(struct ctl_call *call, const char *param, uint64_t need, uint64_t *size)
+{
+	struct ctl *c = call->ctl;
+	uint64_t cur = c->audit->tree.size, latest = 0;
+	char *note = note_of_size(c, 0, &latest);
+	free(note);
+	*size = latest >= need && latest ? latest : cur;
+	if (!query_u64(call, param, size))
+		return false;
+	if (*size > cur || *size < need) {
+		char msg[SL_DIAG_MSG];
+		snprintf(msg, sizeof(msg), "%s must be %llu..%llu (the log has %llu entries)", param,
+			 (unsigned long long)need, (unsigned long long)cur, (unsigned long long)cur);
+		ctl_answer_error(call, SL_EINVAL, msg, NULL);
+		return false;
+	}
+	return true;
+}
+
+struct one_row {
+	uint64_t seq;
+	char tenant[AUDIT_TENANT_MAX + 1];
+	json_t *entry;
+};
+
+static enum sl_err one_row(void *arg, const struct store_audit_row *r)
+{
+	struct one_row *o = arg;
+	o->seq = r->seq;
+	snprintf(o->tenant, sizeof(o->tenant), "%s", r->tenant);
+	o->entry = entry_json(r, true);
+	return SL_OK;
+}
+
+void h_audit_proof(struct ctl_call *call)
+{
+	struct ctl *c = call->ctl;
+	uint64_t seq = 0, size = 0, latest;
+	struct merkle_proof p;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	if (!query_u64(call, "seq", &seq))
+		return;
+	if (seq < CTL_AUDIT_FIRST_SEQ || seq - CTL_AUDIT_FIRST_SEQ >= c->audit->tree.size) {
+		ctl_answer_error(call, SL_ENOTFOUND, "no audit entry with that seq",
+				 "?seq=N with N from 1 to the log's size");
+		return;
+	}
+	uint64_t index = seq - CTL_AUDIT_FIRST_SEQ;
+	if (!proof_size(call, "size", index + 1, &size))
+		return;
+	struct one_row row = {0, "", NULL};
+	struct store_audit_filter f = {seq - 1, NULL, NULL, 1};
+	enum sl_err e = store_audit_scan(c->store, &f, one_row, &row, &d);
+	const char *mine = ctl_call_tenant(call);
+	if (!e && (row.seq != seq || (mine && strcmp(mine, row.tenant)))) {
+		json_decref(row.entry);
+		ctl_answer_error(call, SL_ENOTFOUND, "no audit entry with that seq", NULL);
+		return;
+	}
+	struct merkle_source src = audit_log_source(c);
+	uint8_t root[MERKLE_HASH_SIZE];
+	if (!e)
+		e = merkle_inclusion_proof(&src, index, size, &p, &d);
+	if (!e)
+		e = merkle_range_root(&src, 0, size, root);
+	if (e) {
+		json_decref(row.entry);
+		ctl_answer_diag(call, e == SL_ENOTFOUND ? SL_ECONFLICT : e, &d);
+		return;
+	}
+	char *note = note_of_size(c, size, &latest);
+	json_t *o = json_pack("{s:I, s:I, s:I, s:o, s:o, s:o, s:o}", "seq", (json_int_t)seq, "index",
+			      (json_int_t)index, "size", (json_int_t)size, "entry", row.entry, "proof",
+			      proof_json(&p), "root", hex_json(root, sizeof(root)), "checkpoint",
+			      note ? json_string(note) : json_null());
+	free(note);
+	ctl_answer_json(call, 200, o);
+}
+
+void h_audit_consistency(struct ctl_call *call)
+{
+	struct ctl *c = call->ctl;
+	uint64_t from = 0, to = 0, latest;
+	struct merkle_proof p;
+	struct sl_diag d;
+	uint8_t r1[MERKLE_HASH_SIZE], r2[MERKLE_HASH_SIZE];
+	sl_diag_clear(&d);
+	if (!query_u64(call, "from", &from))
+		return;
+	if (!http_request_param(call->req, "from")) {
+		ctl_answer_error(call, SL_EINVAL, "query parameter 'from' is required", "?from=SIZE");
+		return;
+	}
+	if (!proof_size(call, "to", from, &to))
+		return;
+	struct merkle_source src = audit_log_source(c);
+	enum sl_err e = merkle_consistency_proof(&src, from, to, &p, &d);
+	if (!e)
+		e = merkle_range_root(&src, 0, from, r1);
+	if (!e)
+		e = merkle_range_root(&src, 0, to, r2);
+	if (e) {
+		ctl_answer_diag(call, e == SL_ENOTFOUND ? SL_ECONFLICT : e, &d);
+		return;
+	}
+	char *note = note_of_size(c, to, &latest);
+	json_t *o = json_pack("{s:I, s:I, s:o, s:o, s:o, s:o}", "from", (json_int_t)from, "to",
+			      (json_int_t)to, "from_root", hex_json(r1, sizeof(r1)), "to_root",
+			      hex_json(r2, sizeof(r2)), "proof", proof_json(&p), "checkpoint",
+			      note ? json_string(note) : json_null());
+	free(note);
+	ctl_answer_json(call, 200, o);
+}
+
+/* ---- GET /v1/audit/verify ---- */
+
+struct cps {
+	const char *origin;
+	struct checkpoint *v;
+	size_t n, cap;
+};
+
+static enum sl_err cp_row(void *arg, uint64_t size, const char *note)
+{
+	struct cps *a = arg;
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 16;
+		struct checkpoint *v = realloc(a->v, cap * sizeof(*v));
+		if (!v)
+			return SL_ENOMEM;
+		a->v = v;
+		a->cap = cap;
+	}
+	audit_note_to_checkpoint(a->origin, size, note, &a->v[a->n++]);
+	return SL_OK;
+}
+
+static enum sl_err verify_row(void *arg, const struct store_audit_row *r)
+{
+	struct audit_verifier *v = arg;
+	struct audit_record rec = {r->seq, r->canonical, r->len,
+				   r->leaf_len == MERKLE_HASH_SIZE ? r->leaf_hash : NULL};
+	static const uint8_t bad[MERKLE_HASH_SIZE] = {0};
+	if (!rec.leaf_hash && r->leaf_len)
+		rec.leaf_hash = bad; /* a hash of the wrong length never matches */
+	if (audit_verifier_add(v, &rec, NULL))
+		return SL_ENOMEM;
+	/* Stop reading once the verdict is in (any non-I/O error stops a scan). */
+	return audit_verifier_decided(v) ? SL_ECONFLICT : SL_OK;
+}
+
+void h_audit_verify(struct ctl_call *call)
+{
+	struct ctl *c = call->ctl;
+	struct cps cps = {c->audit->origin, NULL, 0, 0};
+	struct audit_verifier v;
+	struct audit_verify_report rep;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	enum sl_err e = store_audit_checkpoint_scan(c->store, cp_row, &cps, &d);
+	struct audit_verify_config cfg = {c->audit->pk, c->audit->origin, CTL_AUDIT_FIRST_SEQ, cps.v,
+					  cps.n};
+	bool inited = false;
+	if (!e && !(e = audit_verifier_init(&v, &cfg, &d)))
+		inited = true;
+	if (!e) {
+		e = store_audit_scan(c->store, NULL, verify_row, &v, &d);
+		if (e == SL_ECONFLICT)
+			e = SL_OK;
+	}
+	free(cps.v);
+	if (e) {
+		if (inited)
+			audit_verifier_release(&v);
+		ctl_answer_diag(call, e, &d);
+		return;
+	}
+	enum sl_err verdict = audit_verifier_finish(&v, &rep);
+	audit_verifier_release(&v);
+	bool ok = verdict == SL_OK;
+	json_t *o = json_pack("{s:b, s:I, s:I, s:I, s:o, s:o, s:s, s:s, s:s}", "ok", ok, "entries",
+			      (json_int_t)rep.entries, "checkpoints",
+			      (json_int_t)rep.checkpoints_verified, "size", (json_int_t)rep.size,
+			      "root", hex_json(rep.root, sizeof(rep.root)), "first_bad_seq",
+			      ok ? json_null() : json_integer((json_int_t)rep.seq), "fault",
+			      audit_fault_name(rep.fault), "detail", rep.detail, "origin",
+			      c->audit->origin);
+	if (!ok)
+		sl_log_warn("audit verification failed", "first_bad_seq=%llu fault=%s",
+			    (unsigned long long)rep.seq, audit_fault_name(rep.fault));
+	ctl_answer_json(call, 200, o);
+}
+
+/* ---- GET /v1/audit/export ---- */
+
+struct buf {
+	char *p;
+	size_t len, cap;
+	bool failed;
+};
+
+static void buf_line(struct buf *b, json_t *o)
+{
+	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	size_t n = s ? strlen(s) : 0;
+	if (!s || b->failed || b->len + n + 1 > EXPORT_MAX_BYTES) {
+		b->failed = true;
+		free(s);
+		return;
+	}
+	if (b->len + n + 2 > b->cap) {
+		size_t cap = b->cap ? b->cap : 1 << 16;
+		while (cap < b->len + n + 2)
+			cap *= 2;
+		char *p = realloc(b->p, cap);
+		if (!p) {
+			b->failed = true;
+			free(s);
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len++] = '\n';
+	b->p[b->len] = 0;
+	free(s);
+}
+
+static enum sl_err export_row(void *arg, const struct store_audit_row *r)
+{
+	struct buf *b = arg;
+	json_t *o = entry_json(r, true);
+	if (o)
+		json_object_set_new(o, "type", json_string("entry"));
+	buf_line(b, o);
+	return b->failed ? SL_ENOMEM : SL_OK;
+}
+
+static enum sl_err export_cp(void *arg, uint64_t size, const char *note)
+{
+	struct buf *b = arg;
+	buf_line(b, json_pack("{s:s, s:I, s:s}", "type", "checkpoint", "size", (json_int_t)size,
+			      "note", note));
+	return b->failed ? SL_ENOMEM : SL_OK;
+}
+
+void h_audit_export(struct ctl_call *call)
+{
+	struct ctl *c = call->ctl;
+	struct buf b = {NULL, 0, 0, false};
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	enum sl_err e = store_audit_scan(c->store, NULL, export_row, &b, &d);
+	if (!e)
+		e = store_audit_checkpoint_scan(c->store, export_cp, &b, &d);
+	if (!e) {
+		buf_line(&b, json_pack("{s:s, s:s, s:o, s:i}", "type", "key", "origin",
+				       c->audit->origin, "public_key",
+				       b64_json(c->audit->pk, CHECKPOINT_PUBKEY_SIZE), "first_seq",
+				       CTL_AUDIT_FIRST_SEQ));
+		if (b.failed)
+			e = sl_diag_set(&d, SL_ENOMEM, "the export does not fit in memory");
+	}
+	if (e) {
+		free(b.p);
+		ctl_answer_diag(call, e, &d);
+		return;
+	}
+	if (!b.p && !(b.p = strdup(""))) {
+		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
+		return;
+	}
+	ctl_answer(call, 200, "application/x-ndjson", b.p, b.len);
+}
