@@ -181,6 +181,7 @@ struct ctl {
 	uint64_t hist_count;
 
 	struct ctl_audit *audit; /* the audit log (audit_log.h); NULL until opened */
+	struct ctl_billing *billing; /* prices, usage, ledger (billing.h); NULL until started */
 };
 
 /* One request being handled. */
