@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "audit_log.h"
 #include "ctl_int.h"
 #include "file.h"
 #include "log.h"
@@ -42,6 +43,8 @@ void ctl_answer(struct ctl_call *call, int status, const char *ctype, char *body
 	}
 	call->answered = true;
 	call->status = status;
+	/* The audit entry joins the turn's transaction before the answer is queued. */
+	audit_log_answer(call, status, body_take, len);
 	if (c->nanswers == c->cap_answers) {
 		int cap = c->cap_answers ? c->cap_answers * 2 : 64;
 		struct ctl_answer *n = realloc(c->answers, (size_t)cap * sizeof(*n));
@@ -313,6 +316,8 @@ enum sl_err ctl_init_data(const char *dir, int64_t now_ns, char **token_out, str
 	store_close(s);
 	if (!e)
 		e = write_secret_file(dir, secret, d);
+	if (!e)
+		e = audit_log_key_create(dir, d);
 	if (!e) {
 		*token_out = strdup(secret);
 		if (!*token_out)
@@ -602,7 +607,7 @@ static void gone_cb(struct http_request *req, void *ctx)
 
 static void handle_cb(struct http_request *req, void *ctx)
 {
-	ctl_dispatch(ctx, req);
+	audit_log_dispatch(ctx, req);
 }
 
 static enum sl_err ctl_load(struct ctl *c, const struct ctl_opts *o, struct sl_diag *d)
@@ -681,7 +686,8 @@ enum sl_err ctl_new(const struct ctl_opts *o, int64_t now_ns, struct ctl **out,
 		ctl_free(c);
 		return e;
 	}
-	if ((e = store_open(o->data_dir, &c->store, d)) || (e = ctl_load(c, o, d))) {
+	if ((e = store_open(o->data_dir, &c->store, d)) || (e = audit_log_open(c, d)) ||
+	    (e = ctl_load(c, o, d))) {
 		ctl_free(c);
 		return e;
 	}
@@ -744,6 +750,7 @@ void ctl_free(struct ctl *c)
 		}
 		store_close(c->store);
 	}
+	audit_log_close(c);
 	free(c->data_dir);
 	free(c);
 }
@@ -797,7 +804,7 @@ enum sl_err ctl_run(struct ctl *c, int stop_fd, struct sl_diag *d)
 		enum sl_err e = http_server_run(c->http);
 		if (e)
 			sl_log_error("http server error", "error=%s", sl_err_message(e));
-		c->next_deadline = ctl_expire(c);
+		c->next_deadline = audit_log_tick(c, ctl_expire(c));
 		flush = c->nanswers > 0;
 		if ((e = end_turn(c, d))) {
 			sl_log_error("commit failed; stopping without answering", "error=%s", d->msg);
