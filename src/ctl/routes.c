@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit_log.h"
 #include "ctl_int.h"
 #include "json_limits.h"
 #include "log.h"
@@ -62,6 +63,18 @@ static const struct ctl_route routes[] = {
 	 h_resv_create},
 	{"GET", "/v1/reservations", "reservation_list", true, R_AUDIT | R_TENANTS, false, false,
 	 h_resv_list},
+	/* The audit log (docs/audit.md): tenant roles see their own tenant's
+	 * entries; operators read it all (they are audited, not trusted). */
+	{"GET", "/v1/audit/log", "audit_log", true, R_ALL_BUT_AGENT, false, false, h_audit_log},
+	{"GET", "/v1/audit/checkpoint", "audit_checkpoint_show", true, R_ALL_BUT_AGENT, false, false,
+	 h_audit_checkpoint_get},
+	{"POST", "/v1/audit/checkpoint", "audit_checkpoint", true, R_PROVIDER, true, true,
+	 h_audit_checkpoint_create},
+	{"GET", "/v1/audit/proof", "audit_proof", true, R_ALL_BUT_AGENT, false, false, h_audit_proof},
+	{"GET", "/v1/audit/consistency", "audit_consistency", true, R_ALL_BUT_AGENT, false, false,
+	 h_audit_consistency},
+	{"GET", "/v1/audit/verify", "audit_verify", true, R_AUDIT, false, false, h_audit_verify},
+	{"GET", "/v1/audit/export", "audit_export", true, R_AUDIT, false, false, h_audit_export},
 };
 
 const struct ctl_route *ctl_routes(size_t *n)
