@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "audit_log.h"
 #include "catalog.h"
 #include "ctl_int.h"
 #include "log.h"
@@ -145,6 +146,7 @@ bool ctl_lease_save(struct ctl *c, struct ctl_lease *l)
 void ctl_lease_set_state(struct ctl *c, struct ctl_lease *l, enum lease_state s,
 			 const char *reason)
 {
+	audit_log_lease_state(c, l, (int)s); /* before the change: it needs the old state */
 	l->state = s;
 	json_t *h = json_pack("{s:o, s:s, s:s}", "at", ctl_time_json(c->now_ns), "state",
 			      lease_state_name(s), "reason", reason ? reason : "");
