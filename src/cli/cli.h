@@ -24,6 +24,7 @@ int cmd_token(int argc, char **argv);
 int cmd_lease(int argc, char **argv);
 int cmd_queue(int argc, char **argv);
 int cmd_reservation(int argc, char **argv);
+int cmd_audit(int argc, char **argv);
 
 /* Prints "suanli: <diag>" and its hint to stderr. */
 void cli_print_diag(const struct sl_diag *d);

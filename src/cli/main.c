@@ -20,6 +20,7 @@ static const struct {
 	{"lease", cmd_lease, "leases: create, list, show, release, extend, scale"},
 	{"queue", cmd_queue, "leases waiting for capacity, and why"},
 	{"reservation", cmd_reservation, "capacity held for a tenant: create, list"},
+	{"audit", cmd_audit, "the tamper-evident audit log: log, checkpoint, proof, verify, export"},
 };
 
 static void usage(FILE *out)

@@ -1,0 +1,723 @@
+/* cmd_audit.c - `suanli audit log|checkpoint|proof|consistency|verify|export`.
+ *
+ * The point of a tamper-evident log is that nobody has to trust the server:
+ * so proof and consistency answers are re-checked here with the same core
+ * verifiers an auditor would use (merkle.h), and `verify --offline` checks an
+ * export with only the log's public key, without talking to anyone. The online
+ * `verify` asks the controller to recompute the tree from its store, which
+ * catches edits to the database; the offline one also catches a lying server.
+ *
+ * An export is JSON lines: {"type":"entry","seq","canonical"(base64),
+ * "leaf_hash"(hex),...}, then {"type":"checkpoint","size","note"}, then
+ * {"type":"key","origin","public_key","first_seq"} (docs/audit.md). */
+#include <errno.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audit.h"
+#include "audit_verify.h"
+#include "checkpoint.h"
+#include "cli.h"
+#include "client.h"
+#include "file.h"
+#include "merkle.h"
+#include "output.h"
+
+#define AUDIT_PUBKEY_FILE_MAX 4096    /* bound on a --pubkey file */
+#define AUDIT_EXPORT_LINE_MAX (64u << 10) /* bound on one export line */
+#define AUDIT_EXPORT_MAX_CPS 10000000 /* bound on checkpoints in an export */
+
+static int need_sodium(void)
+{
+	if (sodium_init() < 0) {
+		fprintf(stderr, "suanli: libsodium failed to initialise\n");
+		return -1;
+	}
+	return 0;
+}
+
+static bool hex_to(const char *s, uint8_t *out, size_t n)
+{
+	size_t got = 0;
+	return s && strlen(s) == 2 * n &&
+	       sodium_hex2bin(out, n, s, 2 * n, NULL, &got, NULL) == 0 && got == n;
+}
+
+/* Reads a proof array of hex hashes. */
+static bool proof_from(const json_t *arr, struct merkle_proof *p)
+{
+	size_t i;
+	const json_t *h;
+	if (!json_is_array(arr) || json_array_size(arr) > MERKLE_PROOF_MAX)
+		return false;
+	p->len = json_array_size(arr);
+	json_array_foreach(arr, i, h)
+		if (!hex_to(json_string_value(h), p->hash[i], MERKLE_HASH_SIZE))
+			return false;
+	return true;
+}
+
+/* ---- log ---- */
+
+static const char log_help[] =
+	"usage: suanli audit log [--tenant T] [--since SEQ] [--action A] [--limit N] [OPTIONS]\n\n"
+	"Lists audit entries in order: who (token id and role) did what (action,\n"
+	"target) for which tenant, and how it ended (ok, denied, invalid, ...).\n"
+	"Auditors, admins and operators see every tenant; tenant roles their own.\n\n"
+	"  --tenant T         only this tenant's entries\n"
+	"  --since SEQ        only entries after SEQ\n"
+	"  --action A         only this action (lease.create, token.revoke, ...)\n"
+	"  --limit N          at most N entries (default 1000)\n" CLIENT_HELP_OPTS
+	"\nExample:\n  suanli audit log --tenant acme --action lease.create\n";
+
+static int audit_log(int argc, char **argv)
+{
+	static const struct option opts[] = {{"tenant", required_argument, NULL, 't'},
+					     {"since", required_argument, NULL, 's'},
+					     {"action", required_argument, NULL, 'a'},
+					     {"limit", required_argument, NULL, 'n'},
+					     CLIENT_LONG_OPTS,
+					     {0, 0, 0, 0}};
+	static const char *const head[] = {"SEQ", "TIME", "ACTOR", "ROLE", "TENANT",
+					   "ACTION", "TARGET", "OUTCOME"};
+	struct client cl;
+	const char *tenant = NULL, *action = NULL;
+	long since = -1, limit = -1;
+	char path[CLIENT_PATH_MAX] = "/v1/audit/log?";
+	json_t *arr = NULL, *e;
+	size_t i;
+	int c, rc;
+
+	client_init(&cl, "audit log");
+	optind = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		if (client_opt(&cl, c, optarg))
+			continue;
+		switch (c) {
+		case 'h': fputs(log_help, stdout); return CLI_EXIT_OK;
+		case 't': tenant = optarg; break;
+		case 'a': action = optarg; break;
+		case 's':
+			if ((since = cli_parse_int(cl.cmd, "--since", optarg, 0, 0x7fffffffffffffffL)) < 0)
+				return CLI_EXIT_USAGE;
+			break;
+		case 'n':
+			if ((limit = cli_parse_int(cl.cmd, "--limit", optarg, 1, 100000)) < 0)
+				return CLI_EXIT_USAGE;
+			break;
+		default: return client_getopt_error(cl.cmd, c, argv);
+		}
+	}
+	if (optind != argc)
+		return cli_usage_error(cl.cmd, "unexpected argument '%s'", argv[optind]);
+	if (tenant && (strlen(path) + 8 >= sizeof(path) || !strcat(path, "tenant=") ||
+		       client_escape(path, sizeof(path), tenant) < 0))
+		return cli_usage_error(cl.cmd, "--tenant is too long");
+	if (action && (strlen(path) + 9 >= sizeof(path) || !strcat(path, "&action=") ||
+		       client_escape(path, sizeof(path), action) < 0))
+		return cli_usage_error(cl.cmd, "--action is too long");
+	if (since >= 0)
+		snprintf(path + strlen(path), sizeof(path) - strlen(path), "&since=%ld", since);
+	if (limit > 0)
+		snprintf(path + strlen(path), sizeof(path) - strlen(path), "&limit=%ld", limit);
+	if ((rc = client_open(&cl)) != CLI_EXIT_OK ||
+	    (rc = client_call(&cl, "GET", path, NULL, NULL, &arr)) != CLI_EXIT_OK || cl.json)
+		goto done;
+	if (!json_array_size(arr)) {
+		printf("No audit entries.\n");
+		goto done;
+	}
+	struct out_table tab;
+	out_table_init(&tab, 8, head);
+	json_array_foreach(arr, i, e) {
+		char seq[24];
+		const char *row[] = {out_int(e, "seq", seq, sizeof(seq)), out_str(e, "time", "-"),
+				     out_str(e, "actor", "-"), out_str(e, "role", "-"),
+				     out_str(e, "tenant", "-"), out_str(e, "action", "-"),
+				     out_str(e, "target", "-"), out_str(e, "outcome", out_str(e, "error", "-"))};
+		for (int k = 0; k < 8; k++)
+			if (!row[k][0])
+				row[k] = "-";
+		out_table_row(&tab, row);
+	}
+	if (out_table_print(&tab, stdout))
+		rc = CLI_EXIT_FAIL;
+	out_table_release(&tab);
+done:
+	json_decref(arr);
+	client_close(&cl);
+	return rc;
+}
+
+/* ---- checkpoint ---- */
+
+static const char checkpoint_help[] =
+	"usage: suanli audit checkpoint [--latest] [OPTIONS]\n\n"
+	"Has the controller sign a checkpoint of the log now (admin, operator), or\n"
+	"with --latest shows the newest one. A checkpoint names the log's size and\n"
+	"Merkle root, signed with the controller's Ed25519 key; keep copies to\n"
+	"prove later that the log only grew.\n\n"
+	"  --latest           show the newest checkpoint instead\n" CLIENT_HELP_OPTS
+	"\nExample:\n  suanli audit checkpoint\n";
+
+static int audit_checkpoint(int argc, char **argv)
+{
+	static const struct option opts[] = {{"latest", no_argument, NULL, 'l'}, CLIENT_LONG_OPTS,
+					     {0, 0, 0, 0}};
+	struct client cl;
+	json_t *ans = NULL, *body = NULL;
+	int c, rc, latest = 0;
+
+	client_init(&cl, "audit checkpoint");
+	optind = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		if (client_opt(&cl, c, optarg))
+			continue;
+		switch (c) {
+		case 'h': fputs(checkpoint_help, stdout); return CLI_EXIT_OK;
+		case 'l': latest = 1; break;
+		default: return client_getopt_error(cl.cmd, c, argv);
+		}
+	}
+	if (optind != argc)
+		return cli_usage_error(cl.cmd, "unexpected argument '%s'", argv[optind]);
+	body = latest ? NULL : json_object();
+	if ((rc = client_open(&cl)) == CLI_EXIT_OK &&
+	    (rc = client_call(&cl, latest ? "GET" : "POST", "/v1/audit/checkpoint", body, NULL,
+			      &ans)) == CLI_EXIT_OK && ans) {
+		char size[24];
+		printf("Checkpoint of %s at size %s, root %s, %s.\n%s", out_str(ans, "origin", "?"),
+		       out_int(ans, "size", size, sizeof(size)), out_str(ans, "root", "?"),
+		       out_str(ans, "time", "?"), out_str(ans, "note", ""));
+	}
+	json_decref(ans);
+	json_decref(body);
+	client_close(&cl);
+	return rc;
+}
+
+/* ---- proof, consistency ---- */
+
+static const char proof_help[] =
+	"usage: suanli audit proof --seq N [--size S] [OPTIONS]\n\n"
+	"Fetches an inclusion proof that entry N is in the log's tree of S entries\n"
+	"(default: the newest checkpoint's size, or the whole log), and checks it\n"
+	"here against the tree's root.\n\n"
+	"  --seq N            the entry\n"
+	"  --size S           the tree size to prove it in\n" CLIENT_HELP_OPTS
+	"\nExample:\n  suanli audit proof --seq 42\n";
+
+static const char consistency_help[] =
+	"usage: suanli audit consistency --from SIZE [--to SIZE] [OPTIONS]\n\n"
+	"Fetches a consistency proof that the log of --from entries is a prefix of\n"
+	"the log of --to entries (default: the newest checkpoint's size, or the\n"
+	"whole log), and checks it here: the log only grew; nothing was rewritten.\n\n"
+	"  --from SIZE        the older size (e.g. of a checkpoint you kept)\n"
+	"  --to SIZE          the newer size\n" CLIENT_HELP_OPTS
+	"\nExample:\n  suanli audit consistency --from 1000\n";
+
+/* Parses --seq/--size or --from/--to for proof (consistency == 0) or
+ * consistency. */
+static int proof_cmd(int argc, char **argv, int consistency)
+{
+	static const struct option popts[] = {{"seq", required_argument, NULL, 'a'},
+					      {"size", required_argument, NULL, 'b'},
+					      CLIENT_LONG_OPTS,
+					      {0, 0, 0, 0}};
+	static const struct option copts[] = {{"from", required_argument, NULL, 'a'},
+					      {"to", required_argument, NULL, 'b'},
+					      CLIENT_LONG_OPTS,
+					      {0, 0, 0, 0}};
+	const char *na = consistency ? "--from" : "--seq", *nb = consistency ? "--to" : "--size";
+	struct client cl;
+	long a = -1, b = -1;
+	json_t *ans = NULL;
+	int c, rc;
+	char path[CLIENT_PATH_MAX];
+	struct merkle_proof p;
+	struct sl_diag d;
+
+	client_init(&cl, consistency ? "audit consistency" : "audit proof");
+	optind = 0;
+	while ((c = getopt_long(argc, argv, ":h", consistency ? copts : popts, NULL)) != -1) {
+		if (client_opt(&cl, c, optarg))
+			continue;
+		switch (c) {
+		case 'h': fputs(consistency ? consistency_help : proof_help, stdout); return CLI_EXIT_OK;
+		case 'a':
+			if ((a = cli_parse_int(cl.cmd, na, optarg, consistency ? 0 : 1, 0x7fffffffffffffffL)) < 0)
+				return CLI_EXIT_USAGE;
+			break;
+		case 'b':
+			if ((b = cli_parse_int(cl.cmd, nb, optarg, 0, 0x7fffffffffffffffL)) < 0)
+				return CLI_EXIT_USAGE;
+			break;
+		default: return client_getopt_error(cl.cmd, c, argv);
+		}
+	}
+	if (optind != argc)
+		return cli_usage_error(cl.cmd, "unexpected argument '%s'", argv[optind]);
+	if (a < 0)
+		return cli_usage_error(cl.cmd, "%s is required", consistency ? "--from SIZE" : "--seq N");
+	snprintf(path, sizeof(path), consistency ? "/v1/audit/consistency?from=%ld" : "/v1/audit/proof?seq=%ld", a);
+	if (b >= 0)
+		snprintf(path + strlen(path), sizeof(path) - strlen(path), consistency ? "&to=%ld" : "&size=%ld", b);
+	if (need_sodium() || (rc = client_open(&cl)) != CLI_EXIT_OK)
+		return CLI_EXIT_FAIL;
+	/* Check the proof even with --json: print it, then say whether it held. */
+	int json = cl.json;
+	cl.json = 0;
+	if ((rc = client_call(&cl, "GET", path, NULL, NULL, &ans)) != CLI_EXIT_OK)
+		goto done;
+	if (json) {
+		char *s = json_dumps(ans, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		if (s)
+			puts(s);
+		free(s);
+	}
+	sl_diag_clear(&d);
+	rc = CLI_EXIT_FAIL;
+	if (!proof_from(json_object_get(ans, "proof"), &p)) {
+		fprintf(stderr, "suanli: the controller's proof is malformed\n");
+		goto done;
+	}
+	if (consistency) {
+		uint8_t r1[MERKLE_HASH_SIZE], r2[MERKLE_HASH_SIZE];
+		uint64_t from = (uint64_t)json_integer_value(json_object_get(ans, "from"));
+		uint64_t to = (uint64_t)json_integer_value(json_object_get(ans, "to"));
+		if (!hex_to(out_str(ans, "from_root", ""), r1, sizeof(r1)) ||
+		    !hex_to(out_str(ans, "to_root", ""), r2, sizeof(r2))) {
+			fprintf(stderr, "suanli: the controller's roots are malformed\n");
+			goto done;
+		}
+		if (merkle_consistency_verify(from, to, r1, r2, &p, &d)) {
+			fprintf(stderr, "suanli: consistency proof from %llu to %llu does NOT hold: %s\n",
+				(unsigned long long)from, (unsigned long long)to, d.msg);
+			goto done;
+		}
+		if (!json)
+			printf("The log of %llu entries (root %s) is a prefix of the log of %llu entries\n"
+			       "(root %s): consistency proof of %zu hashes verified.\n",
+			       (unsigned long long)from, out_str(ans, "from_root", "?"),
+			       (unsigned long long)to, out_str(ans, "to_root", "?"), p.len);
+	} else {
+		const json_t *entry = json_object_get(ans, "entry");
+		const char *b64 = out_str(entry, "canonical", "");
+		uint8_t bytes[AUDIT_ENCODED_MAX], leaf[MERKLE_HASH_SIZE], root[MERKLE_HASH_SIZE];
+		size_t len = 0;
+		uint64_t index = (uint64_t)json_integer_value(json_object_get(ans, "index"));
+		uint64_t size = (uint64_t)json_integer_value(json_object_get(ans, "size"));
+		if (sodium_base642bin(bytes, sizeof(bytes), b64, strlen(b64), NULL, &len, NULL,
+				      sodium_base64_VARIANT_ORIGINAL) ||
+		    !hex_to(out_str(ans, "root", ""), root, sizeof(root))) {
+			fprintf(stderr, "suanli: the controller's entry or root is malformed\n");
+			goto done;
+		}
+		audit_leaf_hash(bytes, len, leaf);
+		if (merkle_inclusion_verify(leaf, index, size, &p, root, &d)) {
+			fprintf(stderr, "suanli: inclusion proof of entry %ld does NOT hold: %s\n", a, d.msg);
+			goto done;
+		}
+		if (!json)
+			printf("Entry %ld (%s %s by %s: %s) is in the log of %llu entries (root %s):\n"
+			       "inclusion proof of %zu hashes verified.\n",
+			       a, out_str(entry, "action", "?"), out_str(entry, "target", "-"),
+			       out_str(entry, "actor", "?"), out_str(entry, "outcome", "?"),
+			       (unsigned long long)size, out_str(ans, "root", "?"), p.len);
+	}
+	if (!json && json_is_string(json_object_get(ans, "checkpoint")))
+		printf("That size has a signed checkpoint:\n%s", out_str(ans, "checkpoint", ""));
+	rc = CLI_EXIT_OK;
+done:
+	json_decref(ans);
+	client_close(&cl);
+	return rc;
+}
+
+static int audit_proof(int argc, char **argv)
+{
+	return proof_cmd(argc, argv, 0);
+}
+
+static int audit_consistency(int argc, char **argv)
+{
+	return proof_cmd(argc, argv, 1);
+}
+
+/* ---- verify ---- */
+
+static const char verify_help[] =
+	"usage: suanli audit verify [OPTIONS]\n"
+	"       suanli audit verify --offline --export FILE --pubkey KEY\n\n"
+	"Checks the whole audit log: every entry's bytes and hash, that none is\n"
+	"missing or out of order, and that every checkpoint is signed by the log's\n"
+	"key and matches the entries it covers. Online, the controller recomputes\n"
+	"the tree from its store (admin, operator, auditor). Offline, an export\n"
+	"(suanli audit export) is checked here against the public key alone\n"
+	"(DATA/audit.pub, or its base64 text). Exits 0 when the log is intact;\n"
+	"otherwise 1, printing 'first bad entry: SEQ' and what was wrong.\n\n"
+	"  --offline          check an export file without the controller\n"
+	"  --export FILE      the export to check\n"
+	"  --pubkey KEY       the log's public key: a file or base64\n" CLIENT_HELP_OPTS
+	"\nExample:\n  suanli audit verify --offline --export audit.jsonl --pubkey audit.pub\n";
+
+static void print_verdict(bool ok, uint64_t entries, uint64_t cps, const char *fault,
+			  uint64_t seq, const char *detail)
+{
+	if (ok) {
+		printf("Audit log intact: %llu entries, %llu checkpoint(s) verified.\n",
+		       (unsigned long long)entries, (unsigned long long)cps);
+		return;
+	}
+	printf("Audit log NOT intact.\nfirst bad entry: %llu\nfault: %s\ndetail: %s\n",
+	       (unsigned long long)seq, fault, detail);
+}
+
+static int verify_online(struct client *cl)
+{
+	json_t *ans = NULL;
+	int json = cl->json, rc;
+	cl->json = 0;
+	if ((rc = client_open(cl)) != CLI_EXIT_OK ||
+	    (rc = client_call(cl, "GET", "/v1/audit/verify", NULL, NULL, &ans)) != CLI_EXIT_OK)
+		goto done;
+	bool ok = json_is_true(json_object_get(ans, "ok"));
+	if (json) {
+		char *s = json_dumps(ans, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		if (s)
+			puts(s);
+		free(s);
+	} else {
+		print_verdict(ok, (uint64_t)json_integer_value(json_object_get(ans, "entries")),
+			      (uint64_t)json_integer_value(json_object_get(ans, "checkpoints")),
+			      out_str(ans, "fault", "?"),
+			      (uint64_t)json_integer_value(json_object_get(ans, "first_bad_seq")),
+			      out_str(ans, "detail", ""));
+	}
+	rc = ok ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+done:
+	json_decref(ans);
+	client_close(cl);
+	return rc;
+}
+
+static int load_pubkey(const char *arg, uint8_t pk[CHECKPOINT_PUBKEY_SIZE])
+{
+	char *text = NULL;
+	size_t len = 0, got = 0;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	const char *s = arg;
+	FILE *f = fopen(arg, "r");
+	if (f) {
+		fclose(f);
+		if (sl_read_file(arg, AUDIT_PUBKEY_FILE_MAX, &text, &len, &d)) {
+			cli_print_diag(&d);
+			return -1;
+		}
+		s = text;
+	}
+	len = strlen(s);
+	while (len && (s[len - 1] == '\n' || s[len - 1] == '\r' || s[len - 1] == ' '))
+		len--;
+	int rc = sodium_base642bin(pk, CHECKPOINT_PUBKEY_SIZE, s, len, NULL, &got, NULL,
+				   sodium_base64_VARIANT_ORIGINAL) == 0 && got == CHECKPOINT_PUBKEY_SIZE
+			 ? 0 : -1;
+	if (rc)
+		fprintf(stderr, "suanli: --pubkey: not a file nor a base64 Ed25519 public key (32 bytes)\n");
+	free(text);
+	return rc;
+}
+
+/* A stored note that does not parse or names another size than it is filed
+ * under counts as an unsigned checkpoint of the filed size (the controller's
+ * online check does the same). */
+static void note_to_checkpoint(const char *origin, uint64_t size, const char *note,
+			       struct checkpoint *out)
+{
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	if (checkpoint_parse(note, strlen(note), out, &d) == SL_OK && out->size == size)
+		return;
+	memset(out, 0, sizeof(*out));
+	snprintf(out->origin, sizeof(out->origin), "%s", origin);
+	out->size = size;
+}
+
+struct export_scan {
+	struct checkpoint *cps;
+	size_t n, cap;
+	char origin[CHECKPOINT_ORIGIN_MAX + 1];
+	uint64_t first_seq;
+	json_t **notes; /* deferred: the origin may come after them */
+	uint64_t *sizes;
+};
+
+/* First pass: checkpoints and the key line. */
+static int scan_meta(FILE *f, const char *path, struct export_scan *x)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	long lineno = 0;
+	int rc = 0;
+	x->first_seq = 1;
+	while (!rc && (n = getline(&line, &cap, f)) >= 0) {
+		lineno++;
+		if ((size_t)n > AUDIT_EXPORT_LINE_MAX) {
+			fprintf(stderr, "suanli: %s:%ld: line longer than %u bytes\n", path, lineno,
+				AUDIT_EXPORT_LINE_MAX);
+			rc = -1;
+			break;
+		}
+		json_t *o = json_loadb(line, (size_t)n, 0, NULL);
+		const char *type = json_string_value(json_object_get(o, "type"));
+		if (!o || !type) {
+			fprintf(stderr, "suanli: %s:%ld: not an export line (JSON with \"type\")\n", path,
+				lineno);
+			rc = -1;
+		} else if (!strcmp(type, "key")) {
+			snprintf(x->origin, sizeof(x->origin), "%s", out_str(o, "origin", ""));
+			json_int_t fs = json_integer_value(json_object_get(o, "first_seq"));
+			x->first_seq = fs > 0 ? (uint64_t)fs : 1;
+		} else if (!strcmp(type, "checkpoint")) {
+			if (x->n == x->cap) {
+				size_t nc = x->cap ? x->cap * 2 : 16;
+				if (nc > AUDIT_EXPORT_MAX_CPS) {
+					fprintf(stderr, "suanli: %s: more than %d checkpoints\n", path,
+						AUDIT_EXPORT_MAX_CPS);
+					rc = -1;
+					json_decref(o);
+					break;
+				}
+				json_t **nn = realloc(x->notes, nc * sizeof(*nn));
+				if (nn)
+					x->notes = nn;
+				uint64_t *ns = realloc(x->sizes, nc * sizeof(*ns));
+				if (ns)
+					x->sizes = ns;
+				if (!nn || !ns) {
+					rc = -1;
+					json_decref(o);
+					break;
+				}
+				x->cap = nc;
+			}
+			json_int_t sz = json_integer_value(json_object_get(o, "size"));
+			x->sizes[x->n] = sz > 0 ? (uint64_t)sz : 0;
+			x->notes[x->n++] = json_incref(json_object_get(o, "note"));
+		}
+		json_decref(o);
+	}
+	free(line);
+	if (!rc && !(x->cps = calloc(x->n ? x->n : 1, sizeof(*x->cps))))
+		rc = -1;
+	for (size_t i = 0; !rc && i < x->n; i++) {
+		const char *note = json_string_value(x->notes[i]);
+		note_to_checkpoint(x->origin, x->sizes[i], note ? note : "", &x->cps[i]);
+	}
+	return rc;
+}
+
+/* Second pass: the entries, streamed into the verifier. */
+static int feed_entries(FILE *f, const char *path, struct audit_verifier *v)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	long lineno = 0;
+	int rc = 0;
+	struct sl_diag d;
+	while (!rc && !audit_verifier_decided(v) && (n = getline(&line, &cap, f)) >= 0) {
+		lineno++;
+		json_t *o = json_loadb(line, (size_t)n, 0, NULL);
+		if (strcmp(out_str(o, "type", ""), "entry")) {
+			json_decref(o);
+			continue;
+		}
+		static uint8_t bytes[AUDIT_EXPORT_LINE_MAX];
+		uint8_t leaf[MERKLE_HASH_SIZE];
+		size_t len = 0;
+		const char *b64 = out_str(o, "canonical", "");
+		json_int_t seq = json_integer_value(json_object_get(o, "seq"));
+		bool have_leaf = hex_to(out_str(o, "leaf_hash", ""), leaf, sizeof(leaf));
+		bool have_bytes = sodium_base642bin(bytes, sizeof(bytes), b64, strlen(b64), NULL,
+						    &len, NULL, sodium_base64_VARIANT_ORIGINAL) == 0;
+		/* Unreadable bytes are kept as empty ones, which never decode: the
+		 * entry then counts as altered even if its leaf hash is intact. */
+		struct audit_record r = {seq > 0 ? (uint64_t)seq : 0, bytes, have_bytes ? len : 0,
+					 have_leaf ? leaf : NULL};
+		sl_diag_clear(&d);
+		if (audit_verifier_add(v, &r, &d)) {
+			fprintf(stderr, "suanli: %s:%ld: %s\n", path, lineno, d.msg);
+			rc = -1;
+		}
+		json_decref(o);
+	}
+	free(line);
+	return rc;
+}
+
+static int verify_offline(const char *path, const char *pubkey, int json)
+{
+	uint8_t pk[CHECKPOINT_PUBKEY_SIZE];
+	struct export_scan x;
+	struct audit_verifier v;
+	struct audit_verify_report rep;
+	struct sl_diag d;
+	int rc = CLI_EXIT_FAIL;
+	memset(&x, 0, sizeof(x));
+	sl_diag_clear(&d);
+	if (need_sodium() || load_pubkey(pubkey, pk))
+		return CLI_EXIT_FAIL;
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		fprintf(stderr, "suanli: cannot open %s: %s\n", path, strerror(errno));
+		return CLI_EXIT_FAIL;
+	}
+	if (scan_meta(f, path, &x))
+		goto out;
+	struct audit_verify_config cfg = {pk, x.origin[0] ? x.origin : NULL, x.first_seq, x.cps, x.n};
+	if (audit_verifier_init(&v, &cfg, &d)) {
+		cli_print_diag(&d);
+		goto out;
+	}
+	rewind(f);
+	if (feed_entries(f, path, &v) == 0) {
+		bool ok = audit_verifier_finish(&v, &rep) == SL_OK;
+		if (json)
+			printf("{\"ok\": %s, \"entries\": %llu, \"checkpoints\": %zu, \"first_bad_seq\": %llu, "
+			       "\"fault\": \"%s\"}\n",
+			       ok ? "true" : "false", (unsigned long long)rep.entries,
+			       rep.checkpoints_verified, (unsigned long long)(ok ? 0 : rep.seq),
+			       audit_fault_name(rep.fault));
+		else
+			print_verdict(ok, rep.entries, rep.checkpoints_verified,
+				      audit_fault_name(rep.fault), rep.seq, rep.detail);
+		rc = ok ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+	}
+	audit_verifier_release(&v);
+out:
+	for (size_t i = 0; i < x.n; i++)
+		json_decref(x.notes[i]);
+	free(x.notes);
+	free(x.sizes);
+	free(x.cps);
+	fclose(f);
+	return rc;
+}
+
+static int audit_verify(int argc, char **argv)
+{
+	static const struct option opts[] = {{"offline", no_argument, NULL, 'o'},
+					     {"export", required_argument, NULL, 'e'},
+					     {"pubkey", required_argument, NULL, 'k'},
+					     CLIENT_LONG_OPTS,
+					     {0, 0, 0, 0}};
+	struct client cl;
+	const char *file = NULL, *key = NULL;
+	int c, offline = 0;
+
+	client_init(&cl, "audit verify");
+	optind = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		if (client_opt(&cl, c, optarg))
+			continue;
+		switch (c) {
+		case 'h': fputs(verify_help, stdout); return CLI_EXIT_OK;
+		case 'o': offline = 1; break;
+		case 'e': file = optarg; break;
+		case 'k': key = optarg; break;
+		default: return client_getopt_error(cl.cmd, c, argv);
+		}
+	}
+	if (optind != argc)
+		return cli_usage_error(cl.cmd, "unexpected argument '%s'", argv[optind]);
+	if (!offline) {
+		if (file || key)
+			return cli_usage_error(cl.cmd, "--export and --pubkey go with --offline");
+		return verify_online(&cl);
+	}
+	if (!file || !key)
+		return cli_usage_error(cl.cmd, "--offline needs --export FILE and --pubkey KEY");
+	return verify_offline(file, key, cl.json);
+}
+
+/* ---- export ---- */
+
+static const char export_help[] =
+	"usage: suanli audit export [--output FILE] [OPTIONS]\n\n"
+	"Writes the whole audit log as JSON lines (entries with their canonical\n"
+	"bytes and leaf hashes, then the signed checkpoints, then the public key)\n"
+	"for a SIEM or for 'suanli audit verify --offline'. Admin, operator,\n"
+	"auditor. Answers are bounded (16 MiB through this command; fetch larger\n"
+	"logs from GET /v1/audit/export directly).\n\n"
+	"  --output FILE      write there instead of standard output\n" CLIENT_HELP_OPTS
+	"\nExample:\n  suanli audit export --output audit.jsonl\n";
+
+static int audit_export(int argc, char **argv)
+{
+	static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
+					     CLIENT_LONG_OPTS,
+					     {0, 0, 0, 0}};
+	struct client cl;
+	const char *out = NULL;
+	struct http_response r = {0};
+	struct sl_diag d;
+	int c, rc;
+
+	client_init(&cl, "audit export");
+	optind = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		if (client_opt(&cl, c, optarg))
+			continue;
+		switch (c) {
+		case 'h': fputs(export_help, stdout); return CLI_EXIT_OK;
+		case 'o': out = optarg; break;
+		default: return client_getopt_error(cl.cmd, c, argv);
+		}
+	}
+	if (optind != argc)
+		return cli_usage_error(cl.cmd, "unexpected argument '%s'", argv[optind]);
+	if ((rc = client_open(&cl)) != CLI_EXIT_OK)
+		return rc;
+	sl_diag_clear(&d);
+	rc = CLI_EXIT_FAIL;
+	if (http_client_request(cl.http, "GET", "/v1/audit/export", NULL, 0, NULL, 0, &r, &d)) {
+		cli_print_diag(&d);
+	} else if (r.status != 200) {
+		if (http_client_error_diag(&r, &d) != SL_OK)
+			cli_print_diag(&d);
+	} else {
+		FILE *f = out ? fopen(out, "w") : stdout;
+		if (!f) {
+			fprintf(stderr, "suanli: cannot create %s: %s\n", out, strerror(errno));
+		} else {
+			bool okw = fwrite(r.body, 1, r.len, f) == r.len;
+			if ((out ? fclose(f) : fflush(f)) || !okw)
+				fprintf(stderr, "suanli: cannot write %s\n", out ? out : "the export");
+			else
+				rc = CLI_EXIT_OK;
+		}
+	}
+	http_response_release(&r);
+	client_close(&cl);
+	return rc;
+}
+
+int cmd_audit(int argc, char **argv)
+{
+	static const struct client_sub subs[] = {
+		{"log", audit_log, "list entries (who did what, for which tenant, how it ended)"},
+		{"checkpoint", audit_checkpoint, "sign a checkpoint now, or show the newest"},
+		{"proof", audit_proof, "prove that an entry is in the log, and check the proof"},
+		{"consistency", audit_consistency, "prove that the log only grew since a size"},
+		{"verify", audit_verify, "check the whole log, online or from an export"},
+		{"export", audit_export, "the log as JSON lines, for a SIEM or offline checks"},
+	};
+	return client_dispatch("audit",
+			       "The tamper-evident audit log: every change and every denied request,\n"
+			       "in a Merkle tree with signed checkpoints.",
+			       subs, sizeof(subs) / sizeof(subs[0]), argc, argv);
+}
