@@ -1,0 +1,760 @@
+/* billing.c - metering, the ledger's postings and the balance rules inside
+ * the controller.
+ *
+ * Why it is built this way:
+ * - Usage is recorded from lease state changes at the lease's own instants
+ *   (started_at, scale instants, ended_at, in milliseconds), so an invoice
+ *   line's GPU-ms is exactly what `lease show` says ran. The events live in
+ *   their own table (usage) beside the lease row and survive restarts.
+ * - Charges are not posted every second: the ledger gets a CHARGE when a
+ *   lease ends and hourly while it runs, each for the rated amount not yet
+ *   posted, with the id "chg.<lease>.<cumulative amount>". The cumulative
+ *   amount only grows, so ids never repeat and a replayed posting is a no-op.
+ *   The balance shown and checked is the ledger's minus the running usage
+ *   not yet posted, so it is exact to the fen at every instant.
+ * - Leases that start while no price applies to them run free (priced:
+ *   false) and stay off invoices: a price set later never re-prices them.
+ * - The balance rules run from the loop once a second while priced leases
+ *   run: at zero (balance plus credit line), the tenant's leases get the
+ *   grace period, then stop (released, reason says why); each step is a
+ *   history entry on the leases and a state on the balance answer. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "billing.h"
+#include "catalog.h"
+#include "ctl_int.h"
+#include "log.h"
+
+/* ---- lookups ---- */
+
+struct bill_usage *billing_usage_find(struct ctl *c, const char *lease)
+{
+	struct ctl_billing *b = c->billing;
+	int i = b ? strmap_get(b->u_by_lease, lease, -1) : -1;
+	return i >= 0 ? &b->u[i] : NULL;
+}
+
+struct bill_tenant *billing_tenant(struct ctl *c, const char *tenant, bool create)
+{
+	struct ctl_billing *b = c->billing;
+	int i = strmap_get(b->t_by_name, tenant, -1);
+	if (i >= 0)
+		return &b->t[i];
+	if (!create)
+		return NULL;
+	if (b->nt == b->capt) {
+		int cap = b->capt ? b->capt * 2 : 16;
+		struct bill_tenant *n = realloc(b->t, (size_t)cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		b->t = n;
+		b->capt = cap;
+	}
+	if (strmap_add(b->t_by_name, tenant, b->nt))
+		return NULL;
+	struct bill_tenant *t = &b->t[b->nt++];
+	memset(t, 0, sizeof(*t));
+	snprintf(t->name, sizeof(t->name), "%s", tenant);
+	return t;
+}
+
+static struct bill_usage *usage_add(struct ctl *c, const char *lease)
+{
+	struct ctl_billing *b = c->billing;
+	if (b->nu == b->capu) {
+		int cap = b->capu ? b->capu * 2 : 64;
+		struct bill_usage *n = realloc(b->u, (size_t)cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		b->u = n;
+		b->capu = cap;
+	}
+	if (strmap_add(b->u_by_lease, lease, b->nu))
+		return NULL;
+	struct bill_usage *u = &b->u[b->nu++];
+	memset(u, 0, sizeof(*u));
+	snprintf(u->lease, sizeof(u->lease), "%s", lease);
+	return u;
+}
+
+static bool usage_push(struct bill_usage *u, int64_t at, enum rating_ev kind, int gpus,
+		       enum rating_end end)
+{
+	if (u->nev == u->cap) {
+		size_t cap = u->cap ? u->cap * 2 : 4;
+		struct rating_event *n = realloc(u->ev, cap * sizeof(*n));
+		if (!n)
+			return false;
+		u->ev = n;
+		u->cap = cap;
+	}
+	if (u->nev && at < u->ev[u->nev - 1].at_ms)
+		at = u->ev[u->nev - 1].at_ms; /* never backwards (clock steps) */
+	u->ev[u->nev++] = (struct rating_event){at, kind, gpus, end};
+	return true;
+}
+
+void billing_rating_lease(const struct bill_usage *u, struct rating_lease *rl)
+{
+	memset(rl, 0, sizeof(*rl));
+	rl->id = u->lease;
+	rl->tenant = u->tenant;
+	rl->site = u->site;
+	rl->region = u->region;
+	rl->model = u->model;
+	rl->plan = u->plan;
+	rl->events = u->ev;
+	rl->nevents = u->nev;
+	rl->bought_ms = u->bought_ms;
+	rl->term_months = u->term_months;
+	rl->gpus = u->gpus;
+}
+
+int64_t billing_accrued(struct ctl *c, const struct bill_usage *u, int64_t to_ms)
+{
+	struct ctl_billing *b = c->billing;
+	if (!u->priced || u->nev == 0)
+		return 0;
+	struct rating_lease rl;
+	struct rating_lines ls;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	billing_rating_lease(u, &rl);
+	rating_lines_init(&ls);
+	if (to_ms < u->ev[0].at_ms)
+		to_ms = u->ev[0].at_ms;
+	int64_t sum = 0;
+	if (rating_rate(b->prices, &b->zone, &rl, CAL_MIN_MS, to_ms, &ls, &d)) {
+		sl_log_error("rating failed", "lease=%s error=%s", u->lease, d.msg);
+	} else {
+		for (size_t i = 0; i < ls.n; i++)
+			sum += ls.v[i].amount;
+	}
+	rating_lines_release(&ls);
+	return sum;
+}
+
+int64_t billing_balance_now(struct ctl *c, const char *tenant, int64_t *unposted)
+{
+	struct ctl_billing *b = c->billing;
+	int64_t now = billing_ms(c->now_ns), open = 0;
+	for (int i = 0; i < b->nu; i++) {
+		const struct bill_usage *u = &b->u[i];
+		if (!u->ended && u->priced && !strcmp(u->tenant, tenant))
+			open += billing_accrued(c, u, now) - u->charged;
+	}
+	if (unposted)
+		*unposted = open;
+	return ledger_tenant_balance(b->ledger, tenant) - open;
+}
+
+/* ---- store rows ---- */
+
+static json_t *usage_json(const struct bill_usage *u)
+{
+	static const char *const kinds[] = {"started", "scaled", "ended"};
+	static const char *const ends[] = {"released", "expired", "preempted", "failed"};
+	json_t *ev = json_array();
+	for (size_t i = 0; ev && i < u->nev; i++) {
+		const struct rating_event *e = &u->ev[i];
+		json_t *o = json_pack("{s:I, s:s, s:i}", "at_ms", (json_int_t)e->at_ms, "kind",
+				      kinds[e->kind], "gpus", e->gpus);
+		if (o && e->kind == RATING_ENDED)
+			json_object_set_new(o, "end", json_string(ends[e->end]));
+		json_array_append_new(ev, o);
+	}
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:b, s:o, s:I, s:i, s:i}", "lease",
+			 u->lease, "tenant", u->tenant, "site", u->site, "region", u->region, "model",
+			 u->model, "plan", price_plan_name(u->plan), "priced", u->priced, "ended",
+			 u->ended, "events", ev, "bought_ms", (json_int_t)u->bought_ms,
+			 "term_months", u->term_months, "gpus", u->gpus);
+}
+
+static void usage_save(struct ctl *c, const struct bill_usage *u)
+{
+	ctl_put(c, STORE_USAGE, u->lease, u->tenant, usage_json(u));
+}
+
+static void tenant_save(struct ctl *c, const struct bill_tenant *t)
+{
+	ctl_put(c, STORE_BILLING, t->name, t->name,
+		json_pack("{s:s, s:I, s:I}", "tenant", t->name, "grace_since_ms",
+			  (json_int_t)t->grace_since_ms, "stopped_ms", (json_int_t)t->stopped_ms));
+}
+
+static void copy_str(char *dst, size_t n, const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	snprintf(dst, n, "%s", s ? s : "");
+}
+
+static enum sl_err load_usage(void *arg, const char *id, const char *tenant, const char *json)
+{
+	struct ctl *c = arg;
+	(void)tenant;
+	json_t *o = json_loads(json, 0, NULL);
+	struct bill_usage *u = o ? usage_add(c, id) : NULL;
+	if (!u) {
+		json_decref(o);
+		return SL_EPARSE;
+	}
+	copy_str(u->tenant, sizeof(u->tenant), o, "tenant");
+	copy_str(u->site, sizeof(u->site), o, "site");
+	copy_str(u->region, sizeof(u->region), o, "region");
+	copy_str(u->model, sizeof(u->model), o, "model");
+	struct sl_diag d;
+	const char *plan = json_string_value(json_object_get(o, "plan"));
+	if (!plan || price_plan_parse(plan, &u->plan, &d))
+		u->plan = PRICE_HOURLY;
+	u->priced = json_is_true(json_object_get(o, "priced"));
+	u->ended = json_is_true(json_object_get(o, "ended"));
+	u->bought_ms = json_integer_value(json_object_get(o, "bought_ms"));
+	u->term_months = (int)json_integer_value(json_object_get(o, "term_months"));
+	u->gpus = (int)json_integer_value(json_object_get(o, "gpus"));
+	size_t i;
+	json_t *e;
+	json_array_foreach(json_object_get(o, "events"), i, e) {
+		const char *k = json_string_value(json_object_get(e, "kind"));
+		const char *end = json_string_value(json_object_get(e, "end"));
+		enum rating_ev kind = !k || !strcmp(k, "started") ? RATING_STARTED
+				      : !strcmp(k, "scaled")      ? RATING_SCALED
+								  : RATING_ENDED;
+		enum rating_end re = !end || !strcmp(end, "released") ? RATING_END_RELEASED
+				     : !strcmp(end, "expired")        ? RATING_END_EXPIRED
+				     : !strcmp(end, "preempted")      ? RATING_END_PREEMPTED
+								      : RATING_END_FAILED;
+		if (!usage_push(u, json_integer_value(json_object_get(e, "at_ms")), kind,
+				(int)json_integer_value(json_object_get(e, "gpus")), re)) {
+			json_decref(o);
+			return SL_ENOMEM;
+		}
+	}
+	json_decref(o);
+	return SL_OK;
+}
+
+static json_t *posting_json(const struct ledger_posting *p, uint64_t seq)
+{
+	return json_pack("{s:I, s:s, s:s, s:s, s:s, s:I, s:I, s:s}", "seq", (json_int_t)seq, "id",
+			 p->id, "type", ledger_type_name(p->type), "tenant", p->tenant, "plan",
+			 price_plan_name(p->plan), "amount", (json_int_t)p->amount, "at_ms",
+			 (json_int_t)p->at_ms, "reason", p->reason);
+}
+
+struct post_row {
+	uint64_t seq;
+	struct ledger_posting p;
+};
+
+struct post_rows {
+	struct post_row *v;
+	size_t n, cap;
+};
+
+static int ledger_type_parse(const char *s)
+{
+	for (int t = 0; s && t < LEDGER_TYPE__COUNT; t++)
+		if (!strcmp(s, ledger_type_name((enum ledger_type)t)))
+			return t;
+	return -1;
+}
+
+static enum sl_err load_posting(void *arg, const char *id, const char *tenant, const char *json)
+{
+	struct post_rows *rows = arg;
+	struct sl_diag d;
+	(void)tenant;
+	sl_diag_clear(&d);
+	json_t *o = json_loads(json, 0, NULL);
+	if (!o)
+		return SL_EPARSE;
+	if (rows->n == rows->cap) {
+		size_t cap = rows->cap ? rows->cap * 2 : 64;
+		struct post_row *n = realloc(rows->v, cap * sizeof(*n));
+		if (!n) {
+			json_decref(o);
+			return SL_ENOMEM;
+		}
+		rows->v = n;
+		rows->cap = cap;
+	}
+	struct post_row *r = &rows->v[rows->n];
+	enum price_plan plan = PRICE_HOURLY;
+	const char *ps = json_string_value(json_object_get(o, "plan"));
+	if (ps && price_plan_parse(ps, &plan, &d))
+		plan = PRICE_HOURLY;
+	int type = ledger_type_parse(json_string_value(json_object_get(o, "type")));
+	r->seq = (uint64_t)json_integer_value(json_object_get(o, "seq"));
+	enum sl_err e = type < 0 ? SL_EPARSE
+				 : ledger_posting_init(&r->p, id, (enum ledger_type)type,
+						       json_string_value(json_object_get(o, "tenant")),
+						       plan, json_integer_value(json_object_get(o, "amount")),
+						       json_integer_value(json_object_get(o, "at_ms")),
+						       json_string_value(json_object_get(o, "reason")), &d);
+	json_decref(o);
+	if (e) {
+		sl_log_error("stored posting unreadable", "id=%s error=%s", id, d.msg);
+		return e;
+	}
+	rows->n++;
+	return SL_OK;
+}
+
+static int cmp_post(const void *a, const void *b)
+{
+	const struct post_row *x = a, *y = b;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static enum sl_err load_price(void *arg, const char *id, const char *tenant, const char *json)
+{
+	struct ctl *c = arg;
+	struct ctl_billing *b = c->billing;
+	struct price_entry e;
+	struct sl_diag d;
+	enum price_plan plan;
+	(void)tenant;
+	sl_diag_clear(&d);
+	json_t *o = json_loads(json, 0, NULL);
+	const char *sc = json_string_value(json_object_get(o, "scope"));
+	enum price_scope scope = sc && !strcmp(sc, "site")     ? PRICE_SITE
+				 : sc && !strcmp(sc, "region") ? PRICE_REGION
+							       : PRICE_GLOBAL;
+	const char *ps = json_string_value(json_object_get(o, "plan"));
+	enum sl_err r = !o || !ps ? SL_EPARSE : price_plan_parse(ps, &plan, &d);
+	if (!r)
+		r = price_entry_init(&e, scope, json_string_value(json_object_get(o, "scope_name")),
+				     json_string_value(json_object_get(o, "model")), plan,
+				     json_integer_value(json_object_get(o, "from_ms")),
+				     json_integer_value(json_object_get(o, "price")), &d);
+	if (!r)
+		r = pricebook_restore(b->prices, &e, &d);
+	uint64_t seq;
+	if (sscanf(id, "pr-%llu", (unsigned long long *)&seq) == 1 && seq > b->price_seq)
+		b->price_seq = seq;
+	json_decref(o);
+	if (r)
+		sl_log_error("stored price unreadable", "id=%s error=%s", id, d.msg);
+	return r;
+}
+
+static enum sl_err load_tenant_state(void *arg, const char *id, const char *tenant,
+				     const char *json)
+{
+	struct ctl *c = arg;
+	(void)tenant;
+	json_t *o = json_loads(json, 0, NULL);
+	struct bill_tenant *t = o ? billing_tenant(c, id, true) : NULL;
+	if (t) {
+		t->grace_since_ms = json_integer_value(json_object_get(o, "grace_since_ms"));
+		t->stopped_ms = json_integer_value(json_object_get(o, "stopped_ms"));
+	}
+	json_decref(o);
+	return t ? SL_OK : SL_EPARSE;
+}
+
+/* ---- postings ---- */
+
+void billing_next_id(struct ctl *c, const char *prefix, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s.%llu", prefix, (unsigned long long)c->billing->post_seq + 1);
+}
+
+enum sl_err billing_post(struct ctl *c, struct ledger_posting *p, bool *applied,
+			 struct sl_diag *d)
+{
+	struct ctl_billing *b = c->billing;
+	bool done = false;
+	enum sl_err e = ledger_apply(b->ledger, p, &done, d);
+	if (applied)
+		*applied = done;
+	if (e || !done)
+		return e;
+	b->post_seq++;
+	ctl_put(c, STORE_POSTINGS, p->id, p->tenant, posting_json(p, b->post_seq));
+	int64_t deb, cre;
+	ledger_totals(b->ledger, &deb, &cre);
+	if (deb != cre) { /* cannot happen: the core balances by construction */
+		sl_log_error("ledger out of balance", "debits=%lld credits=%lld", (long long)deb,
+			     (long long)cre);
+		c->fatal = true;
+	}
+	return SL_OK;
+}
+
+/* Posts u's rated usage up to now that is not posted yet. */
+static void post_charge(struct ctl *c, struct bill_usage *u)
+{
+	int64_t now = billing_ms(c->now_ns);
+	int64_t acc = billing_accrued(c, u, now);
+	u->last_post_ms = now;
+	if (acc <= u->charged)
+		return;
+	struct ledger_posting p;
+	struct sl_diag d;
+	char id[LEDGER_ID_MAX], reason[LEDGER_REASON_MAX], when[32];
+	sl_diag_clear(&d);
+	snprintf(id, sizeof(id), "chg.%.80s.%lld", u->lease, (long long)acc);
+	ctl_time_fmt(c->now_ns, when);
+	snprintf(reason, sizeof(reason), "%s usage of %.80s up to %s", price_plan_name(u->plan),
+		 u->lease, when);
+	if (ledger_posting_init(&p, id, LEDGER_CHARGE, u->tenant, u->plan, acc - u->charged, now,
+				reason, &d) ||
+	    billing_post(c, &p, NULL, &d)) {
+		sl_log_error("charge not posted", "lease=%s error=%s", u->lease, d.msg);
+		return;
+	}
+	u->charged = acc;
+}
+
+/* ---- metering ---- */
+
+static enum rating_end end_of(int state)
+{
+	switch (state) {
+	case LS_EXPIRED: return RATING_END_EXPIRED;
+	case LS_PREEMPTED: return RATING_END_PREEMPTED;
+	case LS_FAILED: return RATING_END_FAILED;
+	default: return RATING_END_RELEASED;
+	}
+}
+
+static bool priced_at(struct ctl *c, const struct bill_usage *u, int64_t at)
+{
+	struct price_key k = {u->site, u->region, u->model, u->plan};
+	struct price_quote q;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	return u->model[0] && pricebook_at(c->billing->prices, &k, at, &q, &d) == SL_OK;
+}
+
+static struct bill_usage *usage_start(struct ctl *c, const struct ctl_lease *l)
+{
+	struct bill_usage *u = usage_add(c, l->id);
+	if (!u)
+		return NULL;
+	snprintf(u->tenant, sizeof(u->tenant), "%s", l->tenant);
+	if (l->pl.npicks > 0) {
+		const struct fleet_node *n = &c->fleet->nodes[l->pl.picks[0].node];
+		const struct fleet_site *s = &c->fleet->sites[n->site];
+		snprintf(u->model, sizeof(u->model), "%s", fleet_node_type(c->fleet, l->pl.picks[0].node)->gpu->name);
+		snprintf(u->site, sizeof(u->site), "%s", s->name);
+		snprintf(u->region, sizeof(u->region), "%s", s->region ? s->region : "");
+	}
+	u->plan = l->req.plan == PLAN_MONTHLY ? PRICE_MONTHLY
+		  : l->req.plan == PLAN_SPOT  ? PRICE_SPOT
+					      : PRICE_HOURLY;
+	int64_t at = billing_ms(l->started_ns ? l->started_ns : c->now_ns);
+	u->bought_ms = at;
+	u->gpus = l->gpus;
+	int64_t month_s = 30 * 86400;
+	int64_t term = l->req.duration_s ? (l->req.duration_s + month_s - 1) / month_s : 1;
+	u->term_months = (int)(term < 1 ? 1 : term > RATING_MAX_TERM_MONTHS ? RATING_MAX_TERM_MONTHS : term);
+	u->priced = priced_at(c, u, at);
+	u->last_post_ms = at;
+	if (!usage_push(u, at, RATING_STARTED, l->gpus, RATING_END_RELEASED))
+		return NULL;
+	return u;
+}
+
+void billing_lease_changed(struct ctl *c, struct ctl_lease *l)
+{
+	if (!c->billing)
+		return;
+	bool live = l->state == LS_ACTIVE || l->state == LS_PREEMPTING;
+	bool ended = l->state == LS_RELEASED || l->state == LS_EXPIRED ||
+		     l->state == LS_PREEMPTED || l->state == LS_FAILED;
+	struct bill_usage *u = billing_usage_find(c, l->id);
+	if (live && !u) {
+		if ((u = usage_start(c, l)))
+			usage_save(c, u);
+		else
+			c->fatal = true;
+		return;
+	}
+	if (!u || u->ended)
+		return;
+	if (live && u->ev[u->nev - 1].gpus != l->gpus) {
+		if (!usage_push(u, billing_ms(c->now_ns), RATING_SCALED, l->gpus, RATING_END_RELEASED))
+			c->fatal = true;
+		usage_save(c, u);
+	} else if (ended) {
+		int last = u->ev[u->nev - 1].gpus;
+		if (!usage_push(u, billing_ms(l->ended_ns ? l->ended_ns : c->now_ns), RATING_ENDED, last,
+				end_of(l->state)))
+			c->fatal = true;
+		u->ended = true;
+		post_charge(c, u);
+		usage_save(c, u);
+	}
+}
+
+/* ---- balance rules ---- */
+
+static int64_t first_hour_min(struct ctl *c, const struct lease_req *r, bool *any)
+{
+	struct ctl_billing *b = c->billing;
+	enum price_plan plan = r->plan == PLAN_SPOT ? PRICE_SPOT : PRICE_HOURLY;
+	int64_t best = 0;
+	*any = false;
+	size_t n = r->nmodels ? (size_t)r->nmodels : catalog_gpu_count();
+	for (size_t i = 0; i < n; i++) {
+		const char *m = r->nmodels ? r->models[i] : catalog_gpu_at(i)->name;
+		struct price_key k = {r->site[0] ? r->site : NULL, r->region[0] ? r->region : NULL, m,
+				      plan};
+		int64_t cost;
+		struct sl_diag d;
+		sl_diag_clear(&d);
+		if (rating_first_hour(b->prices, &k, r->gpus, billing_ms(c->now_ns), &cost, &d))
+			continue;
+		if (!*any || cost < best)
+			best = cost;
+		*any = true;
+	}
+	return best;
+}
+
+enum sl_err billing_can_start(struct ctl *c, const char *tenant, const struct lease_req *r,
+			      struct sl_diag *d)
+{
+	struct ctl_billing *b = c->billing;
+	if (!b || r->plan == PLAN_MONTHLY)
+		return SL_OK;
+	bool any;
+	int64_t cost = first_hour_min(c, r, &any);
+	if (!any)
+		return SL_OK; /* no price applies: it runs free */
+	int64_t bal = billing_balance_now(c, tenant, NULL);
+	int64_t line = ledger_credit_line(b->ledger, tenant);
+	if (bal + line >= cost)
+		return SL_OK;
+	char sb[MONEY_FMT_SIZE] = "?", sl[MONEY_FMT_SIZE] = "?", sc[MONEY_FMT_SIZE] = "?";
+	struct sl_diag ignore;
+	if (money_format(bal, b->cur, sb, sizeof(sb), &ignore) ||
+	    money_format(line, b->cur, sl, sizeof(sl), &ignore) ||
+	    money_format(cost, b->cur, sc, sizeof(sc), &ignore))
+		sl_log_warn("amount out of range", "tenant=%s", tenant);
+	sl_diag_hint(d, "top up with 'suanli topup --tenant %s --amount FEN' or ask for a credit line",
+		     tenant);
+	return sl_diag_set(d, SL_EFUNDS,
+			   "tenant %s's balance %s %s plus credit line %s %s does not cover the first "
+			   "hour of this lease (%d GPUs: %s %s)",
+			   tenant, sb, b->cur->code, sl, b->cur->code, r->gpus, sc, b->cur->code);
+}
+
+/* Stops a running lease because its tenant's balance ran out. */
+static void stop_lease(struct ctl *c, struct ctl_lease *l, const char *why)
+{
+	if (l->in_sched && c->sched) {
+		struct sl_diag d;
+		sl_diag_clear(&d);
+		snprintf(l->end_reason, sizeof(l->end_reason), "%s", why);
+		if (ctl_sched_check(c, sched_release(c->sched, l->seq, c->now_ns, &d), "sched_release"))
+			sl_log_error("balance stop failed", "lease=%s error=%s", l->id, d.msg);
+		l->end_reason[0] = 0;
+	} else {
+		ctl_lease_end(c, l, LS_RELEASED, why);
+		ctl_lease_save(c, l);
+	}
+}
+
+/* Adds a history entry to each running priced lease of tenant (or stops
+ * them when stop is true). */
+static void tenant_leases(struct ctl *c, const char *tenant, const char *msg, bool stop)
+{
+	struct ctl_billing *b = c->billing;
+	/* Stopping changes b->u (ended flags); collect ids first. */
+	int n = 0;
+	int *idx = malloc((size_t)(b->nu ? b->nu : 1) * sizeof(int));
+	if (!idx) {
+		c->fatal = true;
+		return;
+	}
+	for (int i = 0; i < b->nu; i++)
+		if (!b->u[i].ended && b->u[i].priced && b->u[i].plan != PRICE_MONTHLY &&
+		    !strcmp(b->u[i].tenant, tenant))
+			idx[n++] = i;
+	for (int k = 0; k < n; k++) {
+		struct ctl_lease *l = ctl_lease_find(c, b->u[idx[k]].lease);
+		if (!l || (l->state != LS_ACTIVE && l->state != LS_PREEMPTING))
+			continue;
+		if (stop) {
+			stop_lease(c, l, msg);
+		} else {
+			ctl_lease_set_state(c, l, l->state, msg);
+			ctl_lease_save(c, l);
+		}
+	}
+	free(idx);
+}
+
+static void tenant_rules(struct ctl *c, const char *tenant, int64_t now)
+{
+	struct ctl_billing *b = c->billing;
+	int64_t avail = billing_balance_now(c, tenant, NULL) + ledger_credit_line(b->ledger, tenant);
+	struct bill_tenant *t = billing_tenant(c, tenant, avail <= 0);
+	char msg[256], when[32];
+	if (!t)
+		return;
+	if (avail > 0) {
+		if (t->grace_since_ms) {
+			t->grace_since_ms = 0;
+			tenant_save(c, t);
+			tenant_leases(c, tenant, "balance restored: the grace period is over, the lease keeps running",
+				      false);
+			sl_log_info("balance restored", "tenant=%s", tenant);
+		}
+		return;
+	}
+	if (!t->grace_since_ms) {
+		t->grace_since_ms = now;
+		ctl_time_fmt((now + b->grace_ms) * 1000000, when);
+		snprintf(msg, sizeof(msg),
+			 "balance exhausted: the lease stops at %s (grace period) unless the tenant tops up",
+			 when);
+		tenant_save(c, t);
+		tenant_leases(c, tenant, msg, false);
+		sl_log_info("balance exhausted", "tenant=%s grace_until=%s", tenant, when);
+	} else if (now >= t->grace_since_ms + b->grace_ms) {
+		t->grace_since_ms = 0;
+		t->stopped_ms = now;
+		tenant_save(c, t);
+		tenant_leases(c, tenant, "stopped: balance exhausted and the grace period ended", true);
+		sl_log_info("leases stopped for balance", "tenant=%s", tenant);
+	}
+}
+
+void billing_tick(struct ctl *c)
+{
+	struct ctl_billing *b = c->billing;
+	if (!b || c->fatal)
+		return;
+	int64_t now = billing_ms(c->now_ns);
+	bool running = false;
+	for (int i = 0; i < b->nu && !running; i++)
+		running = !b->u[i].ended && b->u[i].priced;
+	bool grace = false;
+	for (int i = 0; i < b->nt && !grace; i++)
+		grace = b->t[i].grace_since_ms != 0;
+	if (!running && !grace)
+		return;
+	if (now >= b->next_ms) {
+		b->next_ms = now + BILLING_TICK_MS;
+		for (int i = 0; i < b->nu; i++) {
+			struct bill_usage *u = &b->u[i];
+			if (!u->ended && u->priced && now - u->last_post_ms >= BILLING_POST_EVERY_MS)
+				post_charge(c, u);
+		}
+		for (int i = 0; i < c->ntenants && !c->fatal; i++)
+			tenant_rules(c, c->tenants[i].name, now);
+	}
+	int64_t at = b->next_ms * 1000000;
+	if (!c->next_deadline || at < c->next_deadline)
+		c->next_deadline = at;
+}
+
+/* ---- prices ---- */
+
+static json_t *price_row(const struct price_entry *e)
+{
+	char from[CAL_RFC3339_SIZE] = "";
+	struct cal_zone utc;
+	struct sl_diag d;
+	cal_zone_utc(&utc);
+	if (cal_format_rfc3339(e->from_ms, &utc, from, sizeof(from), &d))
+		from[0] = 0;
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I}", "scope", price_scope_name(e->scope),
+			 "scope_name", e->scope_name, "model", e->model, "plan",
+			 price_plan_name(e->plan), "from", from, "from_ms", (json_int_t)e->from_ms,
+			 "price", (json_int_t)e->price);
+}
+
+enum sl_err billing_price_add(struct ctl *c, const struct price_entry *e, struct sl_diag *d)
+{
+	struct ctl_billing *b = c->billing;
+	enum sl_err r = pricebook_set(b->prices, e, billing_ms(c->now_ns), d);
+	if (r)
+		return r;
+	char id[32];
+	snprintf(id, sizeof(id), "pr-%010llu", (unsigned long long)++b->price_seq);
+	ctl_put(c, STORE_PRICES, id, NULL, price_row(e));
+	return SL_OK;
+}
+
+/* ---- lifecycle ---- */
+
+enum sl_err billing_start(struct ctl *c, const struct billing_opts *o, struct sl_diag *d)
+{
+	struct ctl_billing *b = calloc(1, sizeof(*b));
+	if (!b)
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	c->billing = b;
+	enum sl_err e = money_currency_get(o->currency ? o->currency : "CNY", &b->cur, d);
+	if (!e && o->zone)
+		e = cal_zone_parse(o->zone, &b->zone, d);
+	else if (!e)
+		cal_zone_utc(&b->zone);
+	b->grace_ms = (o->grace_s >= 0 ? o->grace_s : BILLING_GRACE_DEFAULT_S) * 1000;
+	if (!e && ((e = pricebook_new(&b->prices)) || (e = ledger_new(&b->ledger)) ||
+		   (e = strmap_new(&b->u_by_lease)) || (e = strmap_new(&b->t_by_name))))
+		sl_diag_set(d, e, "out of memory");
+	if (!e)
+		e = store_scan(c->store, STORE_PRICES, load_price, c, d);
+	if (!e)
+		e = store_scan(c->store, STORE_USAGE, load_usage, c, d);
+	if (!e)
+		e = store_scan(c->store, STORE_BILLING, load_tenant_state, c, d);
+	struct post_rows rows = {0};
+	if (!e)
+		e = store_scan(c->store, STORE_POSTINGS, load_posting, &rows, d);
+	if (!e && rows.n)
+		qsort(rows.v, rows.n, sizeof(*rows.v), cmp_post);
+	for (size_t i = 0; !e && i < rows.n; i++) {
+		const struct ledger_posting *p = &rows.v[i].p;
+		e = ledger_apply(b->ledger, p, NULL, d);
+		if (rows.v[i].seq > b->post_seq)
+			b->post_seq = rows.v[i].seq;
+		if (!e && p->type == LEDGER_CHARGE && !strncmp(p->id, "chg.", 4)) {
+			char lease[RATING_ID_MAX];
+			const char *dot = strrchr(p->id, '.');
+			size_t len = (size_t)(dot - (p->id + 4));
+			if (len < sizeof(lease)) {
+				memcpy(lease, p->id + 4, len);
+				lease[len] = 0;
+				struct bill_usage *u = billing_usage_find(c, lease);
+				if (u) {
+					u->charged += p->amount;
+					u->last_post_ms = p->at_ms;
+				}
+			}
+		}
+	}
+	free(rows.v);
+	/* Running leases from before billing existed start being metered now. */
+	for (int i = 0; !e && i < c->nleases; i++) {
+		struct ctl_lease *l = c->leases[i];
+		if (l && (l->state == LS_ACTIVE || l->state == LS_PREEMPTING) &&
+		    !billing_usage_find(c, l->id))
+			billing_lease_changed(c, l);
+	}
+	return e;
+}
+
+void billing_free(struct ctl *c)
+{
+	struct ctl_billing *b = c->billing;
+	if (!b)
+		return;
+	for (int i = 0; i < b->nu; i++)
+		free(b->u[i].ev);
+	free(b->u);
+	free(b->t);
+	strmap_free(b->u_by_lease);
+	strmap_free(b->t_by_name);
+	pricebook_free(b->prices);
+	ledger_free(b->ledger);
+	free(b);
+	c->billing = NULL;
+}
