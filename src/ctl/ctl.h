@@ -28,8 +28,13 @@ struct ctl_opts {
 	bool simulate;          /* fleet nodes count as present and healthy */
 	int64_t preempt_notice_s; /* spot preemption notice; < 0: the default (30 s) */
 	int keep_ended;           /* ended leases kept in memory; 0: the default */
+	const char *currency;     /* billing currency (ISO code); NULL: CNY */
+	const char *billing_zone; /* billing time zone; NULL: UTC */
+	int64_t grace_s;          /* grace period once a balance runs out; 0: the
+				     default (600 s); < 0: none */
 };
 #define CTL_MAX_NOTICE_S (7LL * 86400) /* bound on --preempt-notice */
+#define CTL_MAX_GRACE_S (30 * 86400)   /* bound on --grace */
 #define CTL_KEEP_ENDED_DEFAULT 4096    /* ended leases kept in memory (older: read from the store) */
 #define CTL_KEEP_ENDED_MAX 10000000    /* bound on --keep-ended */
 
