@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "audit_log.h"
+#include "billing.h"
 #include "ctl_int.h"
 #include "file.h"
 #include "log.h"
@@ -639,6 +640,11 @@ static enum sl_err ctl_load(struct ctl *c, const struct ctl_opts *o, struct sl_d
 			return e;
 	}
 	ctl_leases_trim(c);
+	/* Billing before the scheduler, whose first pass may start leases. */
+	struct billing_opts bo = {o->currency, o->billing_zone,
+				  o->grace_s == 0 ? -1 : o->grace_s < 0 ? 0 : o->grace_s};
+	if ((e = billing_start(c, &bo, d)))
+		return e;
 	/* The scheduler may start waiting leases at once: that is a change to
 	 * commit like any other. */
 	if ((e = ctl_sched_start(c, d)))
@@ -711,6 +717,7 @@ void ctl_free(struct ctl *c)
 		return;
 	http_server_free(c->http);
 	ctl_sched_stop(c);
+	billing_free(c);
 	for (int i = 0; i < c->nanswers; i++)
 		free(c->answers[i].body);
 	free(c->answers);
@@ -805,6 +812,7 @@ enum sl_err ctl_run(struct ctl *c, int stop_fd, struct sl_diag *d)
 		if (e)
 			sl_log_error("http server error", "error=%s", sl_err_message(e));
 		c->next_deadline = audit_log_tick(c, ctl_expire(c));
+		billing_tick(c);
 		flush = c->nanswers > 0;
 		if ((e = end_turn(c, d))) {
 			sl_log_error("commit failed; stopping without answering", "error=%s", d->msg);
