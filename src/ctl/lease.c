@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "audit_log.h"
+#include "billing.h"
 #include "catalog.h"
 #include "ctl_int.h"
 #include "log.h"
@@ -155,6 +156,7 @@ void ctl_lease_set_state(struct ctl *c, struct ctl_lease *l, enum lease_state s,
 	json_array_append_new(l->history, h);
 	sl_log_info("lease state", "lease=%s tenant=%s state=%s gpus=%d reason=%s", l->id,
 		    l->tenant, lease_state_name(s), l->gpus, reason ? reason : "");
+	billing_lease_changed(c, l); /* metering: started, scaled, ended */
 }
 
 /* ---- expiry heap ---- */
