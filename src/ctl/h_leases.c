@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "billing.h"
 #include "ctl_int.h"
 #include "log.h"
 
@@ -77,6 +78,11 @@ void h_lease_create(struct ctl_call *call)
 		snprintf(msg, sizeof(msg), "tenant %s may use %zu regions; say which with \"region\"",
 			 t->name, json_array_size(t->regions));
 		ctl_answer_error(call, SL_EINVAL, msg, "GET /v1/tenants/NAME shows its regions");
+		return;
+	}
+	/* On-demand and spot leases need their first hour covered (billing.h). */
+	if ((e = billing_can_start(c, t->name, &r, &d))) {
+		ctl_answer_diag(call, e, &d);
 		return;
 	}
 	if (c->nleases == c->cap_leases) {
