@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "audit_log.h"
+#include "billing.h"
 #include "ctl_int.h"
 #include "json_limits.h"
 #include "log.h"
@@ -63,6 +64,19 @@ static const struct ctl_route routes[] = {
 	 h_resv_create},
 	{"GET", "/v1/reservations", "reservation_list", true, R_AUDIT | R_TENANTS, false, false,
 	 h_resv_list},
+	/* billing (billing.h, h_billing.c) */
+	{"GET", "/v1/prices", "price_list", true, R_ALL_BUT_AGENT, false, false, h_price_list},
+	{"POST", "/v1/prices", "price_set", true, R_PROVIDER, true, true, h_price_set},
+	{"GET", "/v1/tenants/{name}/balance", "balance", true, R_AUDIT | R_TENANTS, false, false,
+	 h_balance},
+	{"POST", "/v1/tenants/{name}/topups", "topup", true, R_PROVIDER, true, true, h_topup},
+	{"POST", "/v1/tenants/{name}/credits", "credit", true, R_PROVIDER, true, true, h_credit},
+	{"POST", "/v1/tenants/{name}/credit-line", "credit_line", true, R_PROVIDER, true, true,
+	 h_credit_line},
+	{"GET", "/v1/tenants/{name}/invoices/{month}", "invoice", true, R_AUDIT | R_TENANTS, false,
+	 false, h_invoice},
+	{"GET", "/v1/usage", "usage", true, R_AUDIT | R_TENANTS, false, false, h_usage},
+	{"GET", "/v1/revenue/{month}", "revenue", true, R_AUDIT, false, false, h_revenue},
 	/* The audit log (docs/audit.md): tenant roles see their own tenant's
 	 * entries; operators read it all (they are audited, not trusted). */
 	{"GET", "/v1/audit/log", "audit_log", true, R_ALL_BUT_AGENT, false, false, h_audit_log},
