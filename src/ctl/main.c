@@ -25,7 +25,8 @@ static const char usage[] =
 	"usage: suanlid init --data DIR\n"
 	"       suanlid serve --data DIR [--listen ADDR] [--fleet FILE] [--simulate]\n"
 	"                     [--config FILE] [--log-level LEVEL] [--preempt-notice SECS]\n"
-	"                     [--keep-ended N]\n"
+	"                     [--keep-ended N] [--currency CODE] [--billing-zone ZONE]\n"
+	"                     [--grace SECS]\n"
 	"       suanlid routes --json\n\n"
 	"The suanli controller. 'init' creates a data directory with its store and\n"
 	"prints a one-time admin token (also written to DIR/admin.token, mode 0600).\n"
@@ -36,11 +37,17 @@ static const char usage[] =
 	"  --simulate         count fleet nodes as present and healthy (no agents)\n"
 	"  --config FILE      'key = value' lines with the same names as these\n"
 	"                     options (data, listen, fleet, simulate, log-level,\n"
-	"                     preempt-notice, keep-ended); command-line options win\n"
+	"                     preempt-notice, keep-ended, currency, billing-zone,\n"
+	"                     grace); command-line options win\n"
 	"  --log-level LEVEL  debug, info, warn or error (default info)\n"
 	"  --preempt-notice SECS  notice a spot lease gets before preemption (default 30)\n"
 	"  --keep-ended N     ended leases kept in memory (default 4096); older ones\n"
 	"                     are read from the store when asked for\n"
+	"  --currency CODE    billing currency, ISO 4217 (default CNY)\n"
+	"  --billing-zone ZONE  time zone of invoice months (default UTC; e.g.\n"
+	"                     Asia/Shanghai, UTC+08:00)\n"
+	"  --grace SECS       how long leases keep running once a tenant's balance\n"
+	"                     runs out (default 600; 0: none)\n"
 	"'routes --json' prints the API's route table with the roles of each route.\n";
 
 static int64_t now_ns(void)
@@ -61,12 +68,14 @@ static void fail(const char *what, const struct sl_diag *d)
 
 struct settings {
 	char *data, *listen, *fleet, *level, *notice, *keep;
+	char *currency, *zone, *grace; /* billing */
 	int simulate; /* -1 unset */
 };
 
 static void settings_free(struct settings *s)
 {
 	free(s->data), free(s->listen), free(s->fleet), free(s->level), free(s->notice), free(s->keep);
+	free(s->currency), free(s->zone), free(s->grace);
 }
 
 static char *trim(char *s)
@@ -123,7 +132,10 @@ static int read_config(const char *path, struct settings *s)
 		char **slot = !strcmp(k, "data") ? &s->data : !strcmp(k, "listen") ? &s->listen :
 			      !strcmp(k, "fleet") ? &s->fleet : !strcmp(k, "log-level") ? &s->level :
 			      !strcmp(k, "preempt-notice") ? &s->notice :
-			      !strcmp(k, "keep-ended") ? &s->keep : NULL;
+			      !strcmp(k, "keep-ended") ? &s->keep :
+			      !strcmp(k, "currency") ? &s->currency :
+			      !strcmp(k, "billing-zone") ? &s->zone :
+			      !strcmp(k, "grace") ? &s->grace : NULL;
 		if (slot) {
 			if (!*slot && !(*slot = strdup(v)))
 				rc = -1;
@@ -136,7 +148,7 @@ static int read_config(const char *path, struct settings *s)
 				s->simulate = b;
 			}
 		} else {
-			fprintf(stderr, "suanlid: %s:%d: unknown key '%s'\n  hint: keys are data, listen, fleet, simulate, log-level, preempt-notice, keep-ended\n",
+			fprintf(stderr, "suanlid: %s:%d: unknown key '%s'\n  hint: keys are data, listen, fleet, simulate, log-level, preempt-notice, keep-ended, currency, billing-zone, grace\n",
 				path, line, k);
 			rc = -1;
 		}
@@ -196,7 +208,7 @@ static int cmd_serve(struct settings *s)
 		return 1;
 	}
 	struct ctl_opts o = {s->data, s->listen ? s->listen : "127.0.0.1:7400", s->fleet,
-			     s->simulate > 0, -1, 0};
+			     s->simulate > 0, -1, 0, NULL, NULL, 0};
 	if (s->keep) {
 		char *end;
 		long v = strtol(s->keep, &end, 10);
@@ -217,6 +229,18 @@ static int cmd_serve(struct settings *s)
 			return 2;
 		}
 		o.preempt_notice_s = v;
+	}
+	o.currency = s->currency;
+	o.billing_zone = s->zone;
+	if (s->grace) {
+		char *end;
+		long long v = strtoll(s->grace, &end, 10);
+		if (end == s->grace || *end || v < 0 || v > CTL_MAX_GRACE_S) {
+			fprintf(stderr, "suanlid: --grace must be 0..%d seconds\n", CTL_MAX_GRACE_S);
+			close(sfd);
+			return 2;
+		}
+		o.grace_s = v ? v : -1;
 	}
 	if (ctl_new(&o, now_ns(), &c, &d)) {
 		char buf[SL_DIAG_MSG + 256];
@@ -269,6 +293,9 @@ int main(int argc, char **argv)
 		{"config", required_argument, NULL, 'c'}, {"log-level", required_argument, NULL, 'L'},
 		{"preempt-notice", required_argument, NULL, 'N'},
 		{"keep-ended", required_argument, NULL, 'K'},
+		{"currency", required_argument, NULL, 'C'},
+		{"billing-zone", required_argument, NULL, 'Z'},
+		{"grace", required_argument, NULL, 'G'},
 		{"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0}};
 	struct settings s = {.simulate = -1};
@@ -298,6 +325,9 @@ int main(int argc, char **argv)
 		case 'L': slot = &s.level; break;
 		case 'N': slot = &s.notice; break;
 		case 'K': slot = &s.keep; break;
+		case 'C': slot = &s.currency; break;
+		case 'Z': slot = &s.zone; break;
+		case 'G': slot = &s.grace; break;
 		case 's': s.simulate = 1; break;
 		case 'c': config = optarg; break;
 		case 'j': break;
