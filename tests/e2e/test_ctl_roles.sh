@@ -34,7 +34,16 @@ POST /v1/leases/{id}/extend admin,operator,tenant-admin,tenant -
 POST /v1/leases/{id}/scale admin,operator,tenant-admin,tenant -
 GET /v1/queue admin,operator,tenant-admin,tenant,auditor -
 POST /v1/reservations admin,operator {}
-GET /v1/reservations admin,operator,tenant-admin,tenant,auditor -'
+GET /v1/reservations admin,operator,tenant-admin,tenant,auditor -
+GET /v1/prices admin,operator,tenant-admin,tenant,auditor -
+POST /v1/prices admin,operator {}
+GET /v1/tenants/{name}/balance admin,operator,tenant-admin,tenant,auditor -
+POST /v1/tenants/{name}/topups admin,operator {}
+POST /v1/tenants/{name}/credits admin,operator {}
+POST /v1/tenants/{name}/credit-line admin,operator {}
+GET /v1/tenants/{name}/invoices/{month} admin,operator,tenant-admin,tenant,auditor -
+GET /v1/usage admin,operator,tenant-admin,tenant,auditor -
+GET /v1/revenue/{month} admin,operator,auditor -'
 ROLES="admin operator tenant-admin tenant auditor agent"
 
 # The daemon's own table must match this one exactly.
