@@ -43,7 +43,14 @@ POST /v1/tenants/{name}/credits admin,operator {}
 POST /v1/tenants/{name}/credit-line admin,operator {}
 GET /v1/tenants/{name}/invoices/{month} admin,operator,tenant-admin,tenant,auditor -
 GET /v1/usage admin,operator,tenant-admin,tenant,auditor -
-GET /v1/revenue/{month} admin,operator,auditor -'
+GET /v1/revenue/{month} admin,operator,auditor -
+GET /v1/audit/log admin,operator,tenant-admin,tenant,auditor -
+GET /v1/audit/checkpoint admin,operator,tenant-admin,tenant,auditor -
+POST /v1/audit/checkpoint admin,operator {}
+GET /v1/audit/proof admin,operator,tenant-admin,tenant,auditor -
+GET /v1/audit/consistency admin,operator,tenant-admin,tenant,auditor -
+GET /v1/audit/verify admin,operator,auditor -
+GET /v1/audit/export admin,operator,auditor -'
 ROLES="admin operator tenant-admin tenant auditor agent"
 
 # The daemon's own table must match this one exactly.
@@ -73,6 +80,12 @@ for role in operator tenant-admin tenant auditor agent; do
 	TOK[$role]=$(body_of "$r" | jq -r .token)
 done
 
+# The audit log must get one entry per probe that changes state (the route
+# table's "mutates") or is denied, and none for allowed reads: counted below.
+declare -A MUTATES
+while read -r m p v; do MUTATES["$m $p"]=$v; done < <(jq -r '.[] | "\(.method) \(.path) \(.mutates)"' "$TMP/routes.json")
+audit_want=6 # the tenant and the five tokens made above
+denied=0
 fails=0 checks=0
 while read -r method path roles body; do
 	p=${path//\{name\}/}
@@ -90,13 +103,20 @@ while read -r method path roles body; do
 		checks=$((checks + 1))
 		if [ "$roles" = none ] || [[ ",$roles," == *",$role,"* ]]; then
 			case $s in 401 | 403 | 405 | 000) fails=$((fails + 1)); bad "$role may $method $path" "got $s: $(body_of "$r")" ;; esac
+			[ "${MUTATES["$method $path"]}" = true ] && audit_want=$((audit_want + 1))
 		else
 			[ "$s" = 403 ] || { fails=$((fails + 1)); bad "$role may not $method $path" "got $s: $(body_of "$r")"; }
+			audit_want=$((audit_want + 1)) denied=$((denied + 1))
 		fi
 	done
 done <<<"$TABLE"
 [ "$fails" -eq 0 ] && ok "$checks route x role checks as designed"
 
+r=$(api "${TOK[admin]}" GET '/v1/audit/log?limit=100000')
+expect_eq "one audit entry per denied or state-changing probe, none per allowed read" \
+	"$(body_of "$r" | jq length)" "$audit_want"
+expect_eq "each denied probe's entry says denied" \
+	"$(body_of "$r" | jq '[.[] | select(.outcome == "denied")] | length')" "$denied"
 r=$(api "${TOK[admin]}" GET /v1/leases)
 expect_eq "the allowed probes changed nothing (no leases)" "$(body_of "$r" | jq length)" 0
 r=$(api "${TOK[admin]}" GET /v1/nodes/fza-h100-001)
