@@ -26,8 +26,13 @@ check: deps
 run: build
 	@scripts/run.sh $(BUILD)
 
+# Every benchmark; each prints its figures and writes bench/results/<name>.md.
+# bench_api also runs Debian's wrk when installed; bench_crash exits 1 if a
+# SIGKILL lost or duplicated anything (never on timings).
 bench: build
 	@$(BUILD)/bench_place
+	@$(BUILD)/bench_api
+	@$(BUILD)/bench_crash
 
 clean:
 	rm -rf build
