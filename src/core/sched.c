@@ -103,6 +103,18 @@ static void arr_del(struct sched_lease **arr, int *n, struct sched_lease *l)
 	l->pos = -1;
 }
 
+enum sl_err snap_reserve(struct sched *s, int n)
+{
+	if (n <= s->capsnap)
+		return SL_OK;
+	struct sched_lease **t = realloc(s->snap, (size_t)n * sizeof(*t));
+	if (!t)
+		return SL_ENOMEM;
+	s->snap = t;
+	s->capsnap = n;
+	return SL_OK;
+}
+
 enum sl_err tmp_reserve(struct sched *s, int n)
 {
 	if (n <= s->captmp)
@@ -129,6 +141,7 @@ enum sl_err sched_new(struct placer *p, struct sched **out)
 	s->f = placer_fleet(p);
 	s->notice_ns = SCHED_DEFAULT_NOTICE_NS;
 	s->gen = 1;
+	s->dirty = true;
 	s->nslots = 64;
 	s->slots = calloc(s->nslots, sizeof(*s->slots));
 	s->mark = calloc((size_t)s->f->nnodes + 1, sizeof(*s->mark));
@@ -173,6 +186,7 @@ void sched_free(struct sched *s)
 	free(s->mark);
 	free(s->tmp);
 	free(s->queue);
+	free(s->snap);
 	free(s);
 }
 
@@ -226,6 +240,7 @@ enum sl_err sched_set_tenant_weight(struct sched *s, const char *tenant, int wei
 	if (!t)
 		return sl_diag_set(d, SL_ENOMEM, "out of memory");
 	t->weight = weight;
+	s->dirty = true; /* the order changed */
 	return SL_OK;
 }
 
@@ -436,7 +451,6 @@ enum sl_err lease_start(struct sched *s, struct sched_lease *l, const struct pla
 	l->start_ns = now;
 	l->start_seq = ++s->start_seq;
 	l->has_rsv = false;
-	l->reason[0] = '\0';
 	l->wait_c = PLACE_C_NONE;
 	(void)arr_push(&s->running, &s->nrunning, &s->caprunning, l);
 	lease_account(s, l, 1);
@@ -543,6 +557,8 @@ static struct sched_lease *lease_new(struct sched *s, uint64_t id,
 	l->emin = sp->elastic_min;
 	l->emax = sp->elastic_max;
 	l->pos = -1;
+	l->note = NOTE_PLACE;
+	l->note_shadow = INT64_MIN;
 	placement_init(&l->pl);
 	placement_init(&l->rsv);
 	if (!ok) {
@@ -594,8 +610,8 @@ enum sl_err sched_submit(struct sched *s, uint64_t id, const struct sched_spec *
 		e = SL_OK;
 		l->fail_gen = s->gen;
 		l->wait_c = pl.failed;
+		l->why_gen = s->gen;
 		snprintf(l->why, sizeof(l->why), "%s", pl.why);
-		snprintf(l->reason, sizeof(l->reason), "%s", pl.why);
 	}
 	if (e == SL_OK)
 		e = quota_check(s, l, NULL, d);
@@ -615,12 +631,13 @@ enum sl_err sched_submit(struct sched *s, uint64_t id, const struct sched_spec *
 	if (s->npending == 1 && pl.npicks > 0 && l->fail_gen != s->gen)
 		e = lease_start(s, l, &pl, now_ns, false);
 	else
-		e = sched_pass(s, now_ns);
+		e = sched_pass_new(s, l, now_ns);
 	placement_release(&pl);
 	if (e == SL_OK && l->state == SCHED_PENDING) {
 		struct sched_event *ev;
 		e = ev_push(s, SCHED_EV_QUEUED, id, now_ns, &ev);
 		if (e == SL_OK) {
+			lease_reason(s, l);
 			ev->position = queue_position(s, l);
 			ev->constraint = l->wait_c;
 			memcpy(ev->reason, l->reason, sizeof(ev->reason));
@@ -684,6 +701,7 @@ enum sl_err sched_restore(struct sched *s, uint64_t id, const struct sched_resto
 		l->start_seq = ++s->start_seq;
 	}
 	lease_account(s, l, 1);
+	s->dirty = true;
 	return SL_OK;
 }
 
@@ -723,6 +741,7 @@ enum sl_err sched_extend(struct sched *s, uint64_t id, int64_t duration_ns,
 	if (duration_ns < 0)
 		return sl_diag_set(d, SL_EINVAL, "negative duration");
 	l->duration_ns = duration_ns;
+	s->dirty = true; /* shadows depend on declared ends */
 	return SL_OK;
 }
 

@@ -187,7 +187,8 @@ enum sl_err sched_node_failed(struct sched *s, int node, int64_t now_ns) SL_MUST
 enum sl_err sched_node_restored(struct sched *s, int node, int64_t now_ns) SL_MUST_USE;
 
 /* Reserves nodes (fleet indices, copied) for tenant during [start_ns, end_ns).
- * Takes effect at the first call with now >= start_ns (this one included).
+ * Windows open and close in sched_tick() and in the reservation calls (this
+ * one included) whose now_ns has reached them, so tick at their edges.
  * SL_EEXIST id in use; SL_EINVAL bad window, node or tenant, or a node
  * colocated by another tenant; SL_ECONFLICT a node already reserved in an
  * overlapping window; SL_ELIMIT past SCHED_MAX_RESV_NODES. */

@@ -28,6 +28,14 @@ struct sched_tenant {
 	int nquotas, capquotas;
 };
 
+/* Why a pending lease did not start in the last pass. */
+enum sched_note {
+	NOTE_PLACE,       /* no room for it now */
+	NOTE_HEAD,        /* no room, and it is first in the queue */
+	NOTE_NO_DURATION, /* behind the head, and declares no duration */
+	NOTE_DELAY,       /* fits now, but would delay the head */
+};
+
 struct sched_lease {
 	uint64_t id;
 	struct sched_tenant *tenant;
@@ -41,12 +49,19 @@ struct sched_lease {
 	struct placement pl;   /* running and preempting */
 	uint64_t start_seq;    /* order of starts, for newest-first preemption */
 	int pos;               /* index in pending or running */
-	/* Queue bookkeeping. */
+	/* Queue bookkeeping. A pass only notes why a lease waits (cheap); the
+	 * sentence, which needs the placer's explanation (a scan of the fleet),
+	 * is written when someone asks: lease_reason(). */
 	uint64_t fail_gen;     /* placement failed at this capacity generation */
+	enum sched_note note;
+	uint64_t note_head;    /* the head it waits behind */
+	int64_t note_shadow;   /* NOTE_HEAD/NOTE_DELAY: earliest start, INT64_MAX
+				  unknown, INT64_MIN not computed */
+	int64_t note_now;      /* when the pass noted it */
+	uint64_t why_gen;      /* why and wait_c explain the state of this gen */
 	enum place_constraint wait_c;
-	char why[512];         /* the placer's last refusal */
+	char why[512];         /* the placer's explanation of the refusal */
 	char reason[SCHED_REASON_MAX]; /* why, plus what the queue adds */
-	bool visited;          /* pass scratch */
 	/* A head that preempted: the placement it takes once its victims are gone. */
 	bool has_rsv;
 	struct placement rsv;
@@ -83,6 +98,12 @@ struct sched {
 	 * pool change, a node back in service): a lease whose placement failed at
 	 * the current generation would fail again, so the pass skips it. */
 	uint64_t gen;
+	/* The head the last full pass left (0: none), and whether anything that
+	 * a pass depends on changed since without one (order, declared ends,
+	 * restored leases): when neither, a submit that ranks behind that head
+	 * only needs itself judged (sched_pass_new). */
+	uint64_t last_head;
+	bool dirty;
 	struct sched_tenant **tenants;
 	int ntenants, captenants;
 	struct sched_resv **resvs;
@@ -96,6 +117,8 @@ struct sched {
 	int captmp;
 	struct sched_queue_entry *queue;
 	int capqueue;
+	struct sched_lease **snap;  /* the pass's queue, sorted */
+	int capsnap;
 };
 
 /* For calls that cannot fail by construction: releasing what this scheduler
@@ -125,6 +148,7 @@ int64_t lease_end_ns(const struct sched_lease *l); /* INT64_MAX if open-ended */
 bool pl_touches(const struct placement *pl, const bool *mark);
 struct sched_tenant *tenant_get(struct sched *s, const char *name, bool add);
 enum sl_err tmp_reserve(struct sched *s, int n) SL_MUST_USE;
+enum sl_err snap_reserve(struct sched *s, int n) SL_MUST_USE;
 /* The lease called id, or NULL with SL_ENOTFOUND in d. */
 struct sched_lease *find_or_diag(struct sched *s, uint64_t id, struct sl_diag *d);
 /* SL_EQUOTA (d says which) when lease l, or only extra GPUs of it when extra
@@ -137,6 +161,12 @@ enum sl_err quota_check(const struct sched *s, const struct sched_lease *l,
 /* < 0 when a ranks before b in the queue. */
 int lease_order_cmp(const struct sched_lease *a, const struct sched_lease *b);
 enum sl_err sched_pass(struct sched *s, int64_t now) SL_MUST_USE;
+/* The pass after submitting l: the same decisions as sched_pass(), cheaper
+ * when l ranks behind the last pass's head and nothing else changed. */
+enum sl_err sched_pass_new(struct sched *s, struct sched_lease *l, int64_t now) SL_MUST_USE;
+/* Writes l->reason (and refreshes why/wait_c when the state changed since):
+ * the sentence the queue listing and the QUEUED event show. */
+void lease_reason(struct sched *s, struct sched_lease *l);
 /* Issues no event; the head of the queue (NULL if none) and its shadow: time
  * (INT64_MAX when unknown) and nodes (in s->mark, to be cleared by the caller
  * with mark_clear). */

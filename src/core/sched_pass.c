@@ -248,29 +248,16 @@ enum sl_err preempt_complete(struct sched *s, int64_t now)
 
 /* ---- the pass ------------------------------------------------------------- */
 
-static struct sched_lease *next_unvisited(struct sched *s)
-{
-	struct sched_lease *best = NULL;
-	for (int i = 0; i < s->npending; i++) {
-		struct sched_lease *l = s->pending[i];
-		if (!l->visited && (!best || lease_order_cmp(l, best) < 0))
-			best = l;
-	}
-	return best;
-}
-
-/* Places l now, or records why not (SL_ENOSPACE). Skips the placer when l
- * failed at the current capacity generation. */
+/* Places l now (SL_OK), or SL_ENOSPACE. Quiet: the explanation is written only
+ * when someone looks (lease_reason). Skips the placer when l failed at the
+ * current capacity generation. */
 static enum sl_err try_place(struct sched *s, struct sched_lease *l, struct placement *pl)
 {
 	if (l->fail_gen == s->gen)
 		return SL_ENOSPACE;
-	enum sl_err e = placer_place(s->p, &l->req, pl, NULL);
-	if (e == SL_ENOSPACE) {
+	enum sl_err e = placer_place_quiet(s->p, &l->req, pl, NULL);
+	if (e == SL_ENOSPACE || e == SL_EINVAL)
 		l->fail_gen = s->gen;
-		l->wait_c = pl->failed;
-		snprintf(l->why, sizeof(l->why), "%s", pl->why);
-	}
 	return e == SL_EINVAL ? SL_ENOSPACE : e;
 }
 
@@ -280,7 +267,7 @@ static long long secs_until(int64_t t, int64_t now)
 }
 
 bool place_avoiding(struct sched *s, struct sched_lease *l, const struct placement *spl,
-			   struct placement *out)
+		    struct placement *out)
 {
 	int n = 0;
 	int *toggled = malloc(((size_t)spl->npicks + 1) * sizeof(*toggled));
@@ -293,7 +280,7 @@ bool place_avoiding(struct sched *s, struct sched_lease *l, const struct placeme
 			toggled[n++] = node;
 		}
 	}
-	bool ok = placer_place(s->p, &l->req, out, NULL) == SL_OK;
+	bool ok = placer_place_quiet(s->p, &l->req, out, NULL) == SL_OK;
 	for (int i = 0; i < n; i++)
 		placer_set_node_usable(s->p, toggled[i], true);
 	free(toggled);
@@ -302,29 +289,36 @@ bool place_avoiding(struct sched *s, struct sched_lease *l, const struct placeme
 
 struct head_ctx {
 	struct sched_lease *l;
+	bool known;          /* shadow computed (lazily: only a backfill needs it) */
 	int64_t shadow;
 	struct placement spl;
 };
 
-static void head_reason(struct sched_lease *l, int64_t shadow, int64_t now, int victims)
+static void note(struct sched_lease *l, enum sched_note n, const struct head_ctx *h,
+		 int64_t now)
 {
-	if (victims > 0)
-		snprintf(l->reason, sizeof(l->reason),
-			 "%s; first in the queue: %d spot lease(s) leave for it within %lld s",
-			 l->why, victims, secs_until(shadow, now));
-	else if (shadow != INT64_MAX)
-		snprintf(l->reason, sizeof(l->reason),
-			 "%s; first in the queue: can start in about %lld s, when running "
-			 "leases reach their declared end",
-			 l->why, secs_until(shadow, now));
-	else
-		snprintf(l->reason, sizeof(l->reason),
-			 "%s; first in the queue: waits for leases without a declared end",
-			 l->why);
+	l->note = n;
+	l->note_head = h && h->l ? h->l->id : 0;
+	l->note_shadow = h && h->known ? h->shadow : INT64_MIN;
+	l->note_now = now;
 }
 
-/* l could not start: it becomes the head, preempts if it may, and gets its
- * shadow time and placement (nodes marked in s->mark). */
+/* The head's shadow time and placement, computed on first use; its nodes
+ * are marked in s->mark. */
+static enum sl_err head_known(struct sched *s, struct head_ctx *h)
+{
+	if (h->known)
+		return SL_OK;
+	enum sl_err e = compute_shadow(s, h->l, &h->shadow, &h->spl);
+	if (e != SL_OK)
+		return e;
+	h->known = true;
+	h->l->note_shadow = h->shadow;
+	mark_set(s, &h->spl, true);
+	return SL_OK;
+}
+
+/* l could not start: it becomes the head and preempts if it may. */
 static enum sl_err become_head(struct sched *s, struct sched_lease *l, struct head_ctx *h,
 			       int64_t now)
 {
@@ -341,14 +335,13 @@ static enum sl_err become_head(struct sched *s, struct sched_lease *l, struct he
 		}
 	}
 	if (l->has_rsv) {
+		/* It waits for its victims: that is its start and placement. */
 		h->shadow = l->rsv_deadline;
+		h->known = true;
 		e = placement_copy(&h->spl, &l->rsv);
-		head_reason(l, h->shadow, now, l->victims_left);
-	} else {
-		e = compute_shadow(s, l, &h->shadow, &h->spl);
-		head_reason(l, h->shadow, now, 0);
+		mark_set(s, &h->spl, true);
 	}
-	mark_set(s, &h->spl, true);
+	note(l, NOTE_HEAD, h, now);
 	return e;
 }
 
@@ -356,60 +349,183 @@ static enum sl_err become_head(struct sched *s, struct sched_lease *l, struct he
 static enum sl_err try_backfill(struct sched *s, struct sched_lease *l, struct head_ctx *h,
 				struct placement *pl, int64_t now)
 {
-	unsigned long long hid = (unsigned long long)h->l->id;
+	if (l->duration_ns == 0) {
+		note(l, NOTE_NO_DURATION, h, now);
+		return SL_OK;
+	}
 	enum sl_err e = try_place(s, l, pl);
 	if (e == SL_ENOSPACE) {
-		snprintf(l->reason, sizeof(l->reason), "%s; behind lease %llu", l->why, hid);
+		note(l, NOTE_PLACE, h, now);
 		return SL_OK;
 	}
+	if (e == SL_OK)
+		e = head_known(s, h);
 	if (e != SL_OK)
 		return e;
-	l->wait_c = PLACE_C_NONE;
-	if (l->duration_ns == 0) {
-		snprintf(l->reason, sizeof(l->reason),
-			 "fits now but waits behind lease %llu, first in the queue; only "
-			 "leases with a declared duration may start ahead of it", hid);
-		return SL_OK;
-	}
 	int64_t end = now > INT64_MAX - l->duration_ns ? INT64_MAX : now + l->duration_ns;
 	if (end <= h->shadow || !pl_touches(pl, s->mark) ||
 	    place_avoiding(s, l, &h->spl, pl))
 		return lease_start(s, l, pl, now, true);
-	snprintf(l->reason, sizeof(l->reason),
-		 "fits now but would delay lease %llu, first in the queue, which can start "
-		 "in about %lld s; a duration ending by then would let it start",
-		 hid, secs_until(h->shadow, now));
+	note(l, NOTE_DELAY, h, now);
 	return SL_OK;
+}
+
+static int snap_cmp(const void *a, const void *b)
+{
+	return lease_order_cmp(*(struct sched_lease *const *)a, *(struct sched_lease *const *)b);
+}
+
+/* After one start by tenant t only t's rank changed (it grew), so its leases
+ * in a[0..n) move later: merge them back in instead of sorting everything. */
+static void resort_tenant(struct sched *s, struct sched_lease **a, int n,
+			  const struct sched_tenant *t)
+{
+	if (tmp_reserve(s, n + 1) != SL_OK) {
+		qsort(a, (size_t)n, sizeof(*a), snap_cmp);
+		return;
+	}
+	int nt = 0, no = 0;
+	for (int i = 0; i < n; i++)
+		if (a[i]->tenant == t)
+			s->tmp[nt++] = a[i];
+		else
+			a[no++] = a[i];
+	/* Others stay in order at the front; merge from the back. */
+	int i = no - 1, j = nt - 1;
+	for (int k = n - 1; k >= 0 && j >= 0; k--) {
+		if (i >= 0 && lease_order_cmp(a[i], s->tmp[j]) > 0)
+			a[k] = a[i--];
+		else
+			a[k] = s->tmp[j--];
+	}
 }
 
 enum sl_err sched_pass(struct sched *s, int64_t now)
 {
 	enum sl_err e = start_ready(s, now);
-	for (int i = 0; i < s->npending; i++)
-		s->pending[i]->visited = false;
-	struct head_ctx h = {.l = NULL, .shadow = INT64_MAX};
+	int n = s->npending;
+	if (e == SL_OK && snap_reserve(s, n + 1) != SL_OK)
+		e = SL_ENOMEM;
+	if (e != SL_OK || n == 0)
+		return e;
+	/* The queue in order; a start changes its tenant's fair-share rank, so the
+	 * rest is sorted again after one. */
+	memcpy(s->snap, s->pending, (size_t)n * sizeof(*s->snap));
+	qsort(s->snap, (size_t)n, sizeof(*s->snap), snap_cmp);
+	struct head_ctx h = {.l = NULL, .known = false, .shadow = INT64_MAX};
 	struct placement pl;
 	placement_init(&pl);
 	placement_init(&h.spl);
-	while (e == SL_OK) {
-		struct sched_lease *l = next_unvisited(s);
-		if (!l)
-			break;
-		l->visited = true;
+	for (int i = 0; e == SL_OK && i < n; i++) {
+		struct sched_lease *l = s->snap[i];
+		if (l->state != SCHED_PENDING)
+			continue; /* started meanwhile (a reserved placement) */
+		uint64_t starts = s->start_seq;
 		if (h.l) {
 			e = try_backfill(s, l, &h, &pl, now);
-			continue;
+		} else {
+			e = try_place(s, l, &pl);
+			if (e == SL_OK)
+				e = lease_start(s, l, &pl, now, false);
+			else if (e == SL_ENOSPACE)
+				e = become_head(s, l, &h, now);
 		}
-		e = try_place(s, l, &pl);
-		if (e == SL_OK)
-			e = lease_start(s, l, &pl, now, false);
-		else if (e == SL_ENOSPACE)
-			e = become_head(s, l, &h, now);
+		if (s->start_seq == starts || i + 1 >= n)
+			continue;
+		if (s->start_seq == starts + 1 && l->state != SCHED_PENDING)
+			resort_tenant(s, s->snap + i + 1, n - i - 1, l->tenant);
+		else
+			qsort(s->snap + i + 1, (size_t)(n - i - 1), sizeof(*s->snap), snap_cmp);
 	}
 	mark_set(s, &h.spl, false);
 	placement_release(&h.spl);
 	placement_release(&pl);
+	s->last_head = h.l && h.l->state == SCHED_PENDING ? h.l->id : 0;
+	s->dirty = e != SL_OK;
 	return e;
+}
+
+enum sl_err sched_pass_new(struct sched *s, struct sched_lease *l, int64_t now)
+{
+	struct sched_lease *head = s->dirty || !s->last_head ? NULL : sched_find(s, s->last_head);
+	if (!head || head == l || head->state != SCHED_PENDING || lease_order_cmp(l, head) < 0)
+		return sched_pass(s, now);
+	/* The last pass left every other lease unable to start, behind this head;
+	 * nothing has been freed since (a release or an end would have run a full
+	 * pass), so only l is new. The head is still first unless a backfill
+	 * start reordered tenants: then do the full pass. */
+	for (int i = 0; i < s->npending; i++)
+		if (s->pending[i] != l && lease_order_cmp(s->pending[i], head) < 0)
+			return sched_pass(s, now);
+	struct head_ctx h = {.l = head, .known = false, .shadow = INT64_MAX};
+	struct placement pl;
+	placement_init(&pl);
+	placement_init(&h.spl);
+	enum sl_err e = SL_OK;
+	if (head->has_rsv) {
+		h.shadow = head->rsv_deadline;
+		h.known = true;
+		e = placement_copy(&h.spl, &head->rsv);
+		mark_set(s, &h.spl, true);
+	}
+	if (e == SL_OK)
+		e = try_backfill(s, l, &h, &pl, now);
+	mark_set(s, &h.spl, false);
+	placement_release(&h.spl);
+	placement_release(&pl);
+	return e;
+}
+
+/* ---- reasons --------------------------------------------------------------- */
+
+void lease_reason(struct sched *s, struct sched_lease *l)
+{
+	struct placement pl;
+	placement_init(&pl);
+	bool fits = false;
+	if (l->note == NOTE_DELAY) {
+		fits = true;
+	} else if (l->why_gen != s->gen || l->note == NOTE_NO_DURATION) {
+		fits = placer_place(s->p, &l->req, &pl, NULL) == SL_OK;
+		l->wait_c = fits ? PLACE_C_NONE : pl.failed;
+		snprintf(l->why, sizeof(l->why), "%s", fits ? "" : pl.why);
+		l->why_gen = s->gen;
+	}
+	unsigned long long hid = (unsigned long long)l->note_head;
+	if (fits)
+		l->wait_c = PLACE_C_NONE;
+	if (l->note == NOTE_HEAD && l->has_rsv) {
+		snprintf(l->reason, sizeof(l->reason),
+			 "%s; first in the queue: %d spot lease(s) leave for it within %lld s",
+			 l->why, l->victims_left, secs_until(l->rsv_deadline, l->note_now));
+	} else if (l->note == NOTE_HEAD) {
+		if (l->note_shadow == INT64_MIN &&
+		    compute_shadow(s, l, &l->note_shadow, &pl) != SL_OK)
+			l->note_shadow = INT64_MAX;
+		if (l->note_shadow != INT64_MAX)
+			snprintf(l->reason, sizeof(l->reason),
+				 "%s; first in the queue: can start in about %lld s, when "
+				 "running leases reach their declared end",
+				 l->why, secs_until(l->note_shadow, l->note_now));
+		else
+			snprintf(l->reason, sizeof(l->reason),
+				 "%s; first in the queue: waits for leases without a declared "
+				 "end", l->why);
+	} else if (fits && l->note == NOTE_DELAY) {
+		snprintf(l->reason, sizeof(l->reason),
+			 "fits now but would delay lease %llu, first in the queue, which can "
+			 "start in about %lld s; a duration ending by then would let it start",
+			 hid, secs_until(l->note_shadow, l->note_now));
+	} else if (fits) {
+		snprintf(l->reason, sizeof(l->reason),
+			 "fits now but waits behind lease %llu, first in the queue; only leases "
+			 "with a declared duration may start ahead of it", hid);
+	} else if (hid) {
+		snprintf(l->reason, sizeof(l->reason), "%s; behind lease %llu", l->why, hid);
+	} else {
+		snprintf(l->reason, sizeof(l->reason), "%s", l->why);
+	}
+	placement_release(&pl);
 }
 
 enum sl_err head_shadow(struct sched *s, struct sched_lease **head, int64_t *shadow,

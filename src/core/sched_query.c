@@ -68,7 +68,7 @@ enum sl_err sched_queue(struct sched *s, const struct sched_queue_entry **arr, i
 {
 	*arr = NULL;
 	*n = 0;
-	if (tmp_reserve(s, s->npending + 1) != SL_OK)
+	if (snap_reserve(s, s->npending + 1) != SL_OK)
 		return SL_ENOMEM;
 	if (s->npending > s->capqueue) {
 		struct sched_queue_entry *q =
@@ -79,10 +79,11 @@ enum sl_err sched_queue(struct sched *s, const struct sched_queue_entry **arr, i
 		s->capqueue = s->npending;
 	}
 	if (s->npending)
-		memcpy(s->tmp, s->pending, (size_t)s->npending * sizeof(*s->tmp));
-	qsort(s->tmp, (size_t)s->npending, sizeof(*s->tmp), qsort_order);
+		memcpy(s->snap, s->pending, (size_t)s->npending * sizeof(*s->snap));
+	qsort(s->snap, (size_t)s->npending, sizeof(*s->snap), qsort_order);
 	for (int i = 0; i < s->npending; i++) {
-		const struct sched_lease *l = s->tmp[i];
+		struct sched_lease *l = s->snap[i];
+		lease_reason(s, l);
 		s->queue[i] = (struct sched_queue_entry){l->id, i + 1, l->plan, l->tenant->name,
 							 lease_gpus(l), l->submit_ns, l->wait_c,
 							 l->reason};

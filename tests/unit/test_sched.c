@@ -1014,6 +1014,70 @@ static void test_random_invariants(void **state)
 	fx_free(&x);
 }
 
+/* The incremental pass after a submit must decide exactly as a full pass:
+ * run one stream on two schedulers, one of them forced to full passes (a
+ * weight set to its current value marks the queue order as changed), and
+ * compare every event. */
+static void test_incremental_matches_full(void **state)
+{
+	(void)state;
+	struct fx a, b;
+	fx_init(&a, 6, "hgx-h100-8");
+	fx_init(&b, 6, "hgx-h100-8");
+	struct rng r = {77};
+	const int sizes[] = {1, 2, 4, 8, 16, 3};
+	int64_t now = 0;
+	uint64_t next = 1;
+	int compared = 0;
+	for (int step = 0; step < 1500; step++) {
+		uint32_t op = rnd(&r, 10);
+		now += rnd(&r, 3);
+		enum sl_err ea, eb;
+		if (op < 6) {
+			const char *t = tenants[rnd(&r, 3)];
+			struct opt o = {(enum sched_plan)rnd(&r, 3), rnd(&r, 2) ? rnd(&r, 60) : 0, 0,
+					0, NULL};
+			int g = sizes[rnd(&r, 6)];
+			assert_int_equal(sched_set_tenant_weight(b.s, t, 1, NULL), SL_OK);
+			ea = sub_opt(&a, next, t, g, now, &o, NULL);
+			eb = sub_opt(&b, next, t, g, now, &o, NULL);
+			next++;
+		} else if (op < 8 && next > 1) {
+			uint64_t id = 1 + rnd(&r, (uint32_t)(next - 1));
+			ea = sched_release(a.s, id, S(now), NULL);
+			eb = sched_release(b.s, id, S(now), NULL);
+		} else {
+			ea = sched_tick(a.s, S(now));
+			eb = sched_tick(b.s, S(now));
+		}
+		assert_int_equal(ea, eb);
+		const struct sched_event *va, *vb;
+		int na, nb;
+		sched_events(a.s, &va, &na);
+		sched_events(b.s, &vb, &nb);
+		assert_int_equal(na, nb);
+		for (int i = 0; i < na; i++, compared++) {
+			assert_int_equal(va[i].type, vb[i].type);
+			assert_int_equal(va[i].id, vb[i].id);
+			assert_int_equal(va[i].backfilled, vb[i].backfilled);
+			assert_int_equal(va[i].position, vb[i].position);
+			assert_string_equal(va[i].reason, vb[i].reason);
+			assert_int_equal(va[i].placement.npicks, vb[i].placement.npicks);
+			for (int k = 0; k < va[i].placement.npicks; k++) {
+				assert_int_equal(va[i].placement.picks[k].node,
+						 vb[i].placement.picks[k].node);
+				assert_int_equal(va[i].placement.picks[k].gpus,
+						 vb[i].placement.picks[k].gpus);
+			}
+		}
+		sched_events_clear(a.s);
+		sched_events_clear(b.s);
+	}
+	assert_true(compared > 1000);
+	fx_free(&a);
+	fx_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1034,6 +1098,7 @@ int main(void)
 		cmocka_unit_test(test_placer_pool),
 		cmocka_unit_test(test_restore),
 		cmocka_unit_test(test_random_invariants),
+		cmocka_unit_test(test_incremental_matches_full),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
