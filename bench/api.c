@@ -15,7 +15,11 @@
  * One event loop over epoll drives all connections: the client must cost
  * far less than the daemon it measures.
  *
- * Usage: bench_api [results.md] [pairs]      env: SUANLID, BENCH_CONNS */
+ * When Debian's wrk is installed it is run too, against the same daemon:
+ * creates with releases (a Lua script), and reads of one lease.
+ *
+ * Usage: bench_api [results.md] [pairs]
+ * env: SUANLID (the daemon), BENCH_CONNS (connections), BENCH_NO_WRK (skip wrk) */
 #define _GNU_SOURCE
 #include <sys/epoll.h>
 
@@ -28,6 +32,8 @@
 #define READS_BY_ID 20000
 #define READS_NODES 300
 #define REQ_MAX 1024
+#define WRK_DURATION "10s"
+#define WRK_CONNS 64
 
 enum op { OP_CREATE, OP_RELEASE, OP_GET_LEASE, OP_GET_NODES, OP_DONE };
 
@@ -203,6 +209,101 @@ static void run_phase(struct phase *ph, struct client *cls, int ncl, enum op fir
 	close(ep);
 }
 
+/* ---- wrk (Debian's), when installed ---- */
+
+/* Lease create+release through wrk: each thread keeps a queue of the ids its
+ * creates got and releases them first, so the fleet never fills whatever
+ * wrk's pacing. done() prints one parsable line with the percentiles (wrk's
+ * own --latency output stops at p99). A headers table given to wrk.format
+ * replaces wrk.headers (and so the -H token): the Content-Type goes there. */
+static const char wrk_create_lua[] =
+	"local q, head, tail = {}, 1, 0\n"
+	"wrk.headers['Content-Type'] = 'application/json'\n"
+	"request = function()\n"
+	"  if tail >= head then\n"
+	"    local id = q[head]; q[head] = nil; head = head + 1\n"
+	"    return wrk.format('POST', '/v1/leases/' .. id .. '/release')\n"
+	"  end\n"
+	"  return wrk.format('POST', '/v1/leases', nil, '{\"gpus\":1,\"duration_s\":3600}')\n"
+	"end\n"
+	"response = function(status, headers, body)\n"
+	"  local id = body:match('\"id\":\"(ls%-[0-9]+)\"')\n"
+	"  if status == 201 and id then tail = tail + 1; q[tail] = id end\n"
+	"end\n";
+static const char wrk_done_lua[] =
+	"done = function(s, lat, req)\n"
+	"  io.write(string.format('WRK %d %d %d %d %.1f %.1f %.1f %.1f\\n', s.requests,\n"
+	"    s.duration, s.errors.status, s.errors.connect + s.errors.read + s.errors.write +\n"
+	"    s.errors.timeout, lat:percentile(50), lat:percentile(99), lat:percentile(99.9),\n"
+	"    lat.max))\n"
+	"end\n";
+
+struct wrk_row {
+	const char *what;
+	bool ran;
+	long requests, non2xx, sockerr;
+	double dur_s, p50, p99, p999, max; /* ms */
+};
+
+static const char *find_wrk(void)
+{
+	static const char *const where[] = {"/usr/bin/wrk", "/usr/local/bin/wrk"};
+	for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++)
+		if (!access(where[i], X_OK))
+			return where[i];
+	return NULL;
+}
+
+/* Runs wrk (1 thread, `conns` connections, WRK_SECONDS) with script body
+ * `lua` + the done() hook against path; fills row from its WRK line. */
+static void run_wrk(struct wrk_row *row, const char *wrk, const char *dir, int port,
+		    const char *tok, const char *path, const char *lua, int conns)
+{
+	char script[BL_PATH_MAX + 32], outp[BL_PATH_MAX + 32], url[256], hdr[320], cs[16],
+		line[512];
+	snprintf(script, sizeof(script), "%s/wrk.lua", dir);
+	snprintf(outp, sizeof(outp), "%s/wrk.out", dir);
+	FILE *f = fopen(script, "w");
+	if (!f)
+		bl_die("cannot write %s", script);
+	fprintf(f, "%s%s", lua, wrk_done_lua);
+	fclose(f);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+	snprintf(hdr, sizeof(hdr), "Authorization: Bearer %s", tok);
+	snprintf(cs, sizeof(cs), "%d", conns);
+	char *argv[] = {(char *)wrk, "-t1", "-c", cs, "-d", WRK_DURATION, "-H", hdr, "-s",
+			script, url, NULL};
+	unlink(outp);
+	pid_t pid = fork();
+	if (pid == 0) { /* keeps our pinning to core 1 */
+		int fd = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd >= 0)
+			dup2(fd, 1), dup2(fd, 2), close(fd);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	int st;
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) {
+		fprintf(stderr, "bench_api: wrk failed (output: %s)\n", outp);
+		return;
+	}
+	f = fopen(outp, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		long long us;
+		if (sscanf(line, "WRK %ld %lld %ld %ld %lf %lf %lf %lf", &row->requests, &us,
+			   &row->non2xx, &row->sockerr, &row->p50, &row->p99, &row->p999,
+			   &row->max) == 8) {
+			row->ran = true;
+			row->dur_s = (double)us / 1e6;
+			row->p50 /= 1000, row->p99 /= 1000, row->p999 /= 1000, row->max /= 1000;
+		}
+	}
+	if (f)
+		fclose(f);
+	if (!row->ran)
+		fprintf(stderr, "bench_api: no figures in wrk's output (%s)\n", outp);
+}
+
 /* Admin setup over one connection: tenant, its token. */
 static void setup(int port, const char *admin, char *tok, size_t n)
 {
@@ -241,7 +342,8 @@ static char (*hold_leases(int port, const char *tok))[64]
 	return ids;
 }
 
-static void report(FILE *o, int argc, char **argv, int conns, struct phase *ph, int nph)
+static void report(FILE *o, int argc, char **argv, int conns, struct phase *ph, int nph,
+		   const struct wrk_row *wr, int nwr)
 {
 	fprintf(o, "# Controller API benchmark (bench/api.c)\n\n");
 	bl_machine(o, argc, argv);
@@ -276,6 +378,23 @@ static void report(FILE *o, int argc, char **argv, int conns, struct phase *ph, 
 		   "pair phase creates and releases share the time, so requests/s there is the sum. "
 		   "Daemon CPU is its user+system time over the phase's wall time (100%% = one core "
 		   "busy).\n");
+	fprintf(o, "\n## wrk\n\n");
+	if (!nwr || !wr[0].ran) {
+		fprintf(o, "wrk was not run (not installed: `apt-get install wrk`).\n");
+		return;
+	}
+	fprintf(o, "Debian's wrk, 1 thread, %d connections, %s each, same daemon and pinning; "
+		   "creates are `{\"gpus\":1,\"duration_s\":3600}` and each thread releases the "
+		   "leases it got (so requests are about half creates, half releases).\n\n"
+		   "| run | requests | req/s | p50 ms | p99 ms | p99.9 ms | max ms | non-2xx | "
+		   "socket errors |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+		WRK_CONNS, WRK_DURATION);
+	for (int i = 0; i < nwr; i++)
+		if (wr[i].ran)
+			fprintf(o, "| %s | %ld | %.0f | %.2f | %.2f | %.2f | %.2f | %ld | %ld |\n",
+				wr[i].what, wr[i].requests, (double)wr[i].requests / wr[i].dur_s,
+				wr[i].p50, wr[i].p99, wr[i].p999, wr[i].max, wr[i].non2xx,
+				wr[i].sockerr);
 }
 
 int main(int argc, char **argv)
@@ -341,6 +460,16 @@ int main(int argc, char **argv)
 
 	for (int i = 0; i < conns; i++)
 		bl_conn_reset(&cls[i].c);
+	struct wrk_row wr[2] = {{.what = "POST /v1/leases + release"},
+				{.what = "GET /v1/leases/{id}"}};
+	const char *wrk = getenv("BENCH_NO_WRK") ? NULL : find_wrk();
+	if (wrk) {
+		char path[96];
+		fprintf(stderr, "bench_api: wrk...\n");
+		run_wrk(&wr[0], wrk, dir, port, tok, "/v1/leases", wrk_create_lua, WRK_CONNS);
+		snprintf(path, sizeof(path), "/v1/leases/%s", ph[1].ids[0]);
+		run_wrk(&wr[1], wrk, dir, port, tok, path, "", WRK_CONNS);
+	}
 	kill(pid, SIGTERM);
 	int st;
 	waitpid(pid, &st, 0);
@@ -349,11 +478,11 @@ int main(int argc, char **argv)
 	else
 		bl_rmrf(dir);
 
-	report(stdout, argc, argv, conns, ph, 3);
+	report(stdout, argc, argv, conns, ph, 3, wr, 2);
 	FILE *o = fopen(out, "w");
 	if (!o)
 		bl_die("cannot write %s", out);
-	report(o, argc, argv, conns, ph, 3);
+	report(o, argc, argv, conns, ph, 3, wr, 2);
 	fclose(o);
 	for (int i = 0; i < conns; i++)
 		free(cls[i].c.buf);

@@ -428,6 +428,15 @@ static inline void bl_machine(FILE *o, int argc, char **argv)
 		fclose(f);
 	fprintf(o, "- date: %s\n- machine: %s %s %s %s\n- cpu: %s, %ld online cores\n",
 		date, u.sysname, u.release, u.version, u.machine, cpu, sysconf(_SC_NPROCESSORS_ONLN));
+	double load[3] = {0, 0, 0};
+	f = fopen("/proc/loadavg", "r");
+	if (f) {
+		if (fscanf(f, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3)
+			load[0] = load[1] = load[2] = 0;
+		fclose(f);
+	}
+	fprintf(o, "- load average when written (other work on the machine skews figures): "
+		   "%.2f %.2f %.2f\n", load[0], load[1], load[2]);
 	fprintf(o, "- command:");
 	for (int i = 0; i < argc; i++)
 		fprintf(o, " %s", argv[i]);
