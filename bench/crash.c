@@ -412,9 +412,9 @@ static void check_state(struct bl_conn *c, int port, const char *tok, int cycle,
 				g.known[n] = K_RELEASED; /* count it once */
 				for (int w = 0; w < WORKERS; w++)
 					for (int h = 0; h < ws[w].nheld; h++)
-						if (!strcmp(ws[w].held[h], id))
-							snprintf(ws[w].held[h], ID_MAX, "%s",
-								 ws[w].held[--ws[w].nheld]);
+						if (!strcmp(ws[w].held[h], id) && h != --ws[w].nheld)
+							memcpy(ws[w].held[h], ws[w].held[ws[w].nheld],
+							       ID_MAX);
 			}
 		}
 	}

@@ -65,8 +65,8 @@ void ctl_answer(struct ctl_call *call, int status, const char *ctype, char *body
 void ctl_answer_json(struct ctl_call *call, int status, json_t *body_take)
 {
 	char *s = body_take ? json_dumps(body_take, JSON_COMPACT) : NULL;
-	json_decref(body_take);
 	if (!s) {
+		json_decref(body_take);
 		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
 		return;
 	}
@@ -77,7 +77,10 @@ void ctl_answer_json(struct ctl_call *call, int status, json_t *body_take)
 		withnl[n] = 0;
 		s = withnl;
 	}
+	call->answer_doc = body_take;
 	ctl_answer(call, status, "application/json", s, n);
+	call->answer_doc = NULL;
+	json_decref(body_take);
 }
 
 void ctl_answer_error(struct ctl_call *call, enum sl_err e, const char *message,

@@ -197,6 +197,9 @@ struct ctl_call {
 	int status;   /* of the answer queued */
 	const char *answer_body;
 	size_t answer_len;
+	/* The answer as a document while ctl_answer_json queues it (borrowed,
+	 * else NULL), so that the audit reads it instead of parsing the text. */
+	const json_t *answer_doc;
 };
 
 /* ---- answers (queued; sent after the turn's commit) ---- */
