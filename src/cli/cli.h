@@ -24,6 +24,15 @@ int cmd_token(int argc, char **argv);
 int cmd_lease(int argc, char **argv);
 int cmd_queue(int argc, char **argv);
 int cmd_reservation(int argc, char **argv);
+/* Billing (cmd_billing.c). */
+int cmd_price(int argc, char **argv);
+int cmd_topup(int argc, char **argv);
+int cmd_credit_line(int argc, char **argv);
+int cmd_credit(int argc, char **argv);
+int cmd_balance(int argc, char **argv);
+int cmd_invoice(int argc, char **argv);
+int cmd_usage(int argc, char **argv);
+int cmd_revenue(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 
 /* Prints "suanli: <diag>" and its hint to stderr. */
