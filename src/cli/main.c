@@ -20,6 +20,14 @@ static const struct {
 	{"lease", cmd_lease, "leases: create, list, show, release, extend, scale"},
 	{"queue", cmd_queue, "leases waiting for capacity, and why"},
 	{"reservation", cmd_reservation, "capacity held for a tenant: create, list"},
+	{"price", cmd_price, "prices per GPU-hour or GPU-month: set, list, history"},
+	{"topup", cmd_topup, "record money a tenant paid in (operator)"},
+	{"credit-line", cmd_credit_line, "set how far below zero a tenant may go (operator)"},
+	{"credit", cmd_credit, "give a tenant a credit, e.g. an SLA refund (operator)"},
+	{"balance", cmd_balance, "a tenant's balance, credit line and grace state"},
+	{"invoice", cmd_invoice, "a tenant's invoice for a month (JSON or CSV)"},
+	{"usage", cmd_usage, "running and month-to-date usage"},
+	{"revenue", cmd_revenue, "revenue of a month by region, model and plan (operator)"},
 	{"audit", cmd_audit, "the tamper-evident audit log: log, checkpoint, proof, verify, export"},
 };
 
