@@ -626,6 +626,26 @@ static void tenant_rules(struct ctl *c, const char *tenant, int64_t now)
 	}
 }
 
+static bool tenant_running(struct ctl *c, const char *tenant)
+{
+	struct ctl_billing *b = c->billing;
+	for (int i = 0; i < b->nu; i++)
+		if (!b->u[i].ended && b->u[i].priced && b->u[i].plan != PRICE_MONTHLY &&
+		    !strcmp(b->u[i].tenant, tenant))
+			return true;
+	return false;
+}
+
+/* A tenant with nothing running has no grace period to count down. */
+static void tenant_idle(struct ctl *c, const char *tenant)
+{
+	struct bill_tenant *t = billing_tenant(c, tenant, false);
+	if (t && t->grace_since_ms) {
+		t->grace_since_ms = 0;
+		tenant_save(c, t);
+	}
+}
+
 void billing_tick(struct ctl *c)
 {
 	struct ctl_billing *b = c->billing;
@@ -648,7 +668,10 @@ void billing_tick(struct ctl *c)
 				post_charge(c, u);
 		}
 		for (int i = 0; i < c->ntenants && !c->fatal; i++)
-			tenant_rules(c, c->tenants[i].name, now);
+			if (tenant_running(c, c->tenants[i].name))
+				tenant_rules(c, c->tenants[i].name, now);
+			else
+				tenant_idle(c, c->tenants[i].name);
 	}
 	int64_t at = b->next_ms * 1000000;
 	if (!c->next_deadline || at < c->next_deadline)
