@@ -18,10 +18,13 @@ Try, in another shell:
   export SUANLI_SERVER=http://$LISTEN SUANLI_TOKEN=\$(cat $DATA/admin.token)
   $B/suanli nodes
   $B/suanli tenant create acme --regions cn-east --quota gb200=72
+  $B/suanli price set --model gb200 --plan hourly --price 3500
+  $B/suanli topup --tenant acme --amount 10000000
   $B/suanli lease create --tenant acme --gpus 16 --model gb200 --plan hourly
+  $B/suanli invoice --tenant acme --month \$(TZ=Asia/Shanghai date +%Y-%m)
 
 Ctrl-C stops the controller; its state stays in $DATA.
 
 MSG
 exec "$B/suanlid" serve --data "$DATA" --listen "$LISTEN" \
-	--fleet examples/demo-fleet.yaml --simulate
+	--fleet examples/demo-fleet.yaml --simulate --billing-zone Asia/Shanghai
