@@ -77,6 +77,7 @@ else bad "every change and every denial left one entry" "$(diff <(echo "$want") 
 log=$(body_of "$(api "$A" GET /v1/audit/log)")
 expect_eq "actors are token ids and roles, never secrets" \
 	"$(echo "$log" | jq -r '.[5] | .actor[0:4] + " " + .role')" "tok_ tenant"
+TAID=$(echo "$log" | jq -r '.[5].actor') # the tenant token's id
 expect_eq "unauthenticated requests are anonymous" "$(echo "$log" | jq -r '.[9].actor')" anonymous
 expect_eq "the request body's digest is recorded" "$(echo "$log" | jq -r '.[5].request_digest')" \
 	"$(printf '%s' '{"gpus":8,"duration_s":7200}' | sha256sum | cut -d' ' -f1)"
@@ -174,6 +175,16 @@ serve
 expect_eq "after a restart: no lease was made" "$(body_of "$(api "$A" GET /v1/leases)" | jq length)" "$before"
 cli audit verify
 expect_match "and the log is intact" "$RC $OUT" '^0 Audit log intact: 22 entries'
+
+# ---- replays and the scheduler's own changes ----
+for _ in 1 2; do api "$TA" POST /v1/leases '{"gpus":8,"duration_s":1}' -H 'Idempotency-Key: k-1' >/dev/null; done
+for _ in $(seq 1 40); do
+	last=$(body_of "$(api "$A" GET '/v1/audit/log?since=22')" | jq -r '.[] | [.actor, .action, .outcome] | join(" ")')
+	[[ $last == *expired* ]] && break
+	sleep 0.1
+done
+expect_eq "a replayed POST is recorded as such; an expiry is a system entry" "$(echo $last)" \
+	"$TAID lease.create ok $TAID lease.create replayed system lease.expired ok"
 stop_daemon
 expect_eq "daemon stops cleanly" "$?" 0
 finish
