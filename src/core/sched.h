@@ -24,7 +24,15 @@
  * ends. A later request starts ahead of the head (backfill) only when it
  * declares a duration and either ends by the shadow time or uses no node of
  * the head's shadow placement. Requests without a duration never pass a head.
- * Only the head preempts or is protected; the rest wait in order.
+ * Only the head preempts or is protected; the rest wait in order. A lease
+ * that preempted takes the GPUs it waited for at the deadline, before any
+ * other request is considered. Preemption notices are never withdrawn.
+ *
+ * Time and cost: a pass retries waiting requests with placer_place_quiet()
+ * (a refusal's explanation scans the fleet, so it is written only when the
+ * queue is listed), skips requests that failed since the last time capacity
+ * came back, and computes the head's shadow only when a backfill needs it;
+ * a submit behind an unchanged head judges only itself.
  *
  * Reservations: during [start, end) the reserved nodes serve only the
  * reserving tenant (through placer_set_pool); leases of other tenants already
@@ -199,9 +207,11 @@ enum sl_err sched_reserve(struct sched *s, uint64_t id, const char *tenant, cons
  * rounded up to whole nodes: when the window opens, whole free provider nodes
  * are chosen as for an exclusive request (fewest leaves, best fit), skipping
  * nodes reserved by a node reservation in an overlapping window. If not enough
- * are free then, the reservation waits and is tried again at every call until
- * it gets all its nodes at once or its window closes (it neither preempts nor
- * holds back backfill). SL_EEXIST, SL_EINVAL. */
+ * are free then, the reservation waits and is tried again at every
+ * sched_tick() until it gets all its nodes at once or its window closes (it
+ * neither preempts nor holds back backfill: reserve by node list for a
+ * guarantee). SL_EEXIST; SL_EINVAL (unknown model, bad window, or fewer
+ * provider GPUs of the model in the fleet than asked). */
 enum sl_err sched_reserve_count(struct sched *s, uint64_t id, const char *tenant,
 				const char *model, int gpus, int64_t start_ns,
 				int64_t end_ns, int64_t now_ns, struct sl_diag *d) SL_MUST_USE;
