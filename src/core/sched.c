@@ -447,6 +447,8 @@ enum sl_err lease_start(struct sched *s, struct sched_lease *l, const struct pla
 		return e;
 	lease_account(s, l, -1);
 	arr_del(s->pending, &s->npending, l);
+	if (s->last_head == l->id)
+		s->last_head = 0; /* ids may be reused: never mistake a new lease for it */
 	l->state = SCHED_RUNNING;
 	l->start_ns = now;
 	l->start_seq = ++s->start_seq;
@@ -480,6 +482,8 @@ enum sl_err lease_end(struct sched *s, struct sched_lease *l, enum sched_end why
 			w->victims_left--;
 	}
 	table_del(s, l->id);
+	if (s->last_head == l->id)
+		s->last_head = 0;
 	uint64_t id = l->id;
 	lease_free(l);
 	struct sched_event *ev;

@@ -666,6 +666,10 @@ static void test_submit_errors(void **state)
 	assert_int_equal(sched_release(x.s, 2, S(2), NULL), SL_OK);
 	assert_int_equal(sched_pending_count(x.s), 0);
 	assert_int_equal(st(&x, 2), SCHED_NONE);
+	/* An ended lease is forgotten; its id may name a new one. */
+	assert_int_equal(sched_release(x.s, 1, S(3), NULL), SL_OK);
+	assert_int_equal(sub(&x, 1, "b", 4, 4), SL_OK);
+	assert_int_equal(st(&x, 1), SCHED_RUNNING);
 	fx_free(&x);
 }
 
