@@ -12,8 +12,9 @@
  *   amount only grows, so ids never repeat and a replayed posting is a no-op.
  *   The balance shown and checked is the ledger's minus the running usage
  *   not yet posted, so it is exact to the fen at every instant.
- * - Leases that start while no price applies to them run free (priced:
- *   false) and stay off invoices: a price set later never re-prices them.
+ * - Leases that start while no price applies to them run free and get no
+ *   usage record at all (so an installation without prices pays nothing for
+ *   billing); a price set later never re-prices them.
  * - The balance rules run from the loop once a second while priced leases
  *   run: at zero (balance plus credit line), the tenant's leases get the
  *   grace period, then stop (released, reason says why); each step is a
@@ -79,6 +80,29 @@ static struct bill_usage *usage_add(struct ctl *c, const char *lease)
 	return u;
 }
 
+static bool live_add(struct ctl_billing *b, int idx)
+{
+	if (b->nlive == b->caplive) {
+		int cap = b->caplive ? b->caplive * 2 : 64;
+		int *n = realloc(b->live, (size_t)cap * sizeof(int));
+		if (!n)
+			return false;
+		b->live = n;
+		b->caplive = cap;
+	}
+	b->live[b->nlive++] = idx;
+	return true;
+}
+
+static void live_del(struct ctl_billing *b, int idx)
+{
+	for (int k = 0; k < b->nlive; k++)
+		if (b->live[k] == idx) {
+			b->live[k] = b->live[--b->nlive];
+			return;
+		}
+}
+
 static bool usage_push(struct bill_usage *u, int64_t at, enum rating_ev kind, int gpus,
 		       enum rating_end end)
 {
@@ -140,8 +164,8 @@ int64_t billing_balance_now(struct ctl *c, const char *tenant, int64_t *unposted
 {
 	struct ctl_billing *b = c->billing;
 	int64_t now = billing_ms(c->now_ns), open = 0;
-	for (int i = 0; i < b->nu; i++) {
-		const struct bill_usage *u = &b->u[i];
+	for (int k = 0; k < b->nlive; k++) {
+		const struct bill_usage *u = &b->u[b->live[k]];
 		if (!u->ended && u->priced && !strcmp(u->tenant, tenant))
 			open += billing_accrued(c, u, now) - u->charged;
 	}
@@ -232,6 +256,8 @@ static enum sl_err load_usage(void *arg, const char *id, const char *tenant, con
 		}
 	}
 	json_decref(o);
+	if (!u->ended && !live_add(c->billing, (int)(u - c->billing->u)))
+		return SL_ENOMEM;
 	return SL_OK;
 }
 
@@ -430,32 +456,48 @@ static bool priced_at(struct ctl *c, const struct bill_usage *u, int64_t at)
 	return u->model[0] && pricebook_at(c->billing->prices, &k, at, &q, &d) == SL_OK;
 }
 
-static struct bill_usage *usage_start(struct ctl *c, const struct ctl_lease *l)
+/* The usage record of a lease that just started, or NULL with *oom false
+ * when no price applied at its start: such a lease runs free and needs no
+ * record (prices are never set backwards, so the answer never changes, and a
+ * restart reaches the same one from the stored price book). */
+static struct bill_usage *usage_start(struct ctl *c, const struct ctl_lease *l, bool *oom)
 {
-	struct bill_usage *u = usage_add(c, l->id);
-	if (!u)
-		return NULL;
-	snprintf(u->tenant, sizeof(u->tenant), "%s", l->tenant);
+	struct bill_usage t;
+	memset(&t, 0, sizeof(t));
+	*oom = false;
+	snprintf(t.tenant, sizeof(t.tenant), "%s", l->tenant);
 	if (l->pl.npicks > 0) {
 		const struct fleet_node *n = &c->fleet->nodes[l->pl.picks[0].node];
 		const struct fleet_site *s = &c->fleet->sites[n->site];
-		snprintf(u->model, sizeof(u->model), "%s", fleet_node_type(c->fleet, l->pl.picks[0].node)->gpu->name);
-		snprintf(u->site, sizeof(u->site), "%s", s->name);
-		snprintf(u->region, sizeof(u->region), "%s", s->region ? s->region : "");
+		snprintf(t.model, sizeof(t.model), "%s", fleet_node_type(c->fleet, l->pl.picks[0].node)->gpu->name);
+		snprintf(t.site, sizeof(t.site), "%s", s->name);
+		snprintf(t.region, sizeof(t.region), "%s", s->region ? s->region : "");
 	}
-	u->plan = l->req.plan == PLAN_MONTHLY ? PRICE_MONTHLY
-		  : l->req.plan == PLAN_SPOT  ? PRICE_SPOT
-					      : PRICE_HOURLY;
+	t.plan = l->req.plan == PLAN_MONTHLY ? PRICE_MONTHLY
+		 : l->req.plan == PLAN_SPOT  ? PRICE_SPOT
+					     : PRICE_HOURLY;
 	int64_t at = billing_ms(l->started_ns ? l->started_ns : c->now_ns);
-	u->bought_ms = at;
-	u->gpus = l->gpus;
+	if (!priced_at(c, &t, at))
+		return NULL;
+	t.priced = true;
+	t.bought_ms = at;
+	t.gpus = l->gpus;
 	int64_t month_s = 30 * 86400;
 	int64_t term = l->req.duration_s ? (l->req.duration_s + month_s - 1) / month_s : 1;
-	u->term_months = (int)(term < 1 ? 1 : term > RATING_MAX_TERM_MONTHS ? RATING_MAX_TERM_MONTHS : term);
-	u->priced = priced_at(c, u, at);
-	u->last_post_ms = at;
-	if (!usage_push(u, at, RATING_STARTED, l->gpus, RATING_END_RELEASED))
+	t.term_months = (int)(term < 1 ? 1 : term > RATING_MAX_TERM_MONTHS ? RATING_MAX_TERM_MONTHS : term);
+	t.last_post_ms = at;
+	struct bill_usage *u = usage_add(c, l->id);
+	if (!u) {
+		*oom = true;
 		return NULL;
+	}
+	snprintf(t.lease, sizeof(t.lease), "%s", u->lease);
+	*u = t;
+	if (!usage_push(u, at, RATING_STARTED, l->gpus, RATING_END_RELEASED) ||
+	    !live_add(c->billing, (int)(u - c->billing->u))) {
+		*oom = true;
+		return NULL;
+	}
 	return u;
 }
 
@@ -468,9 +510,10 @@ void billing_lease_changed(struct ctl *c, struct ctl_lease *l)
 		     l->state == LS_PREEMPTED || l->state == LS_FAILED;
 	struct bill_usage *u = billing_usage_find(c, l->id);
 	if (live && !u) {
-		if ((u = usage_start(c, l)))
+		bool oom;
+		if ((u = usage_start(c, l, &oom)))
 			usage_save(c, u);
-		else
+		else if (oom)
 			c->fatal = true;
 		return;
 	}
@@ -486,6 +529,7 @@ void billing_lease_changed(struct ctl *c, struct ctl_lease *l)
 				end_of(l->state)))
 			c->fatal = true;
 		u->ended = true;
+		live_del(c->billing, (int)(u - c->billing->u));
 		post_charge(c, u);
 		usage_save(c, u);
 	}
@@ -567,15 +611,16 @@ static void tenant_leases(struct ctl *c, const char *tenant, const char *msg, bo
 	struct ctl_billing *b = c->billing;
 	/* Stopping changes b->u (ended flags); collect ids first. */
 	int n = 0;
-	int *idx = malloc((size_t)(b->nu ? b->nu : 1) * sizeof(int));
+	int *idx = malloc((size_t)(b->nlive ? b->nlive : 1) * sizeof(int));
 	if (!idx) {
 		c->fatal = true;
 		return;
 	}
-	for (int i = 0; i < b->nu; i++)
-		if (!b->u[i].ended && b->u[i].priced && b->u[i].plan != PRICE_MONTHLY &&
-		    !strcmp(b->u[i].tenant, tenant))
-			idx[n++] = i;
+	for (int k = 0; k < b->nlive; k++) {
+		const struct bill_usage *u = &b->u[b->live[k]];
+		if (!u->ended && u->priced && u->plan != PRICE_MONTHLY && !strcmp(u->tenant, tenant))
+			idx[n++] = b->live[k];
+	}
 	for (int k = 0; k < n; k++) {
 		struct ctl_lease *l = ctl_lease_find(c, b->u[idx[k]].lease);
 		if (!l || (l->state != LS_ACTIVE && l->state != LS_PREEMPTING))
@@ -629,10 +674,11 @@ static void tenant_rules(struct ctl *c, const char *tenant, int64_t now)
 static bool tenant_running(struct ctl *c, const char *tenant)
 {
 	struct ctl_billing *b = c->billing;
-	for (int i = 0; i < b->nu; i++)
-		if (!b->u[i].ended && b->u[i].priced && b->u[i].plan != PRICE_MONTHLY &&
-		    !strcmp(b->u[i].tenant, tenant))
+	for (int k = 0; k < b->nlive; k++) {
+		const struct bill_usage *u = &b->u[b->live[k]];
+		if (!u->ended && u->priced && u->plan != PRICE_MONTHLY && !strcmp(u->tenant, tenant))
 			return true;
+	}
 	return false;
 }
 
@@ -653,8 +699,8 @@ void billing_tick(struct ctl *c)
 		return;
 	int64_t now = billing_ms(c->now_ns);
 	bool running = false;
-	for (int i = 0; i < b->nu && !running; i++)
-		running = !b->u[i].ended && b->u[i].priced;
+	for (int k = 0; k < b->nlive && !running; k++)
+		running = b->u[b->live[k]].priced;
 	bool grace = false;
 	for (int i = 0; i < b->nt && !grace; i++)
 		grace = b->t[i].grace_since_ms != 0;
@@ -662,8 +708,8 @@ void billing_tick(struct ctl *c)
 		return;
 	if (now >= b->next_ms) {
 		b->next_ms = now + BILLING_TICK_MS;
-		for (int i = 0; i < b->nu; i++) {
-			struct bill_usage *u = &b->u[i];
+		for (int k = 0; k < b->nlive; k++) {
+			struct bill_usage *u = &b->u[b->live[k]];
 			if (!u->ended && u->priced && now - u->last_post_ms >= BILLING_POST_EVERY_MS)
 				post_charge(c, u);
 		}
@@ -773,6 +819,7 @@ void billing_free(struct ctl *c)
 	for (int i = 0; i < b->nu; i++)
 		free(b->u[i].ev);
 	free(b->u);
+	free(b->live);
 	free(b->t);
 	strmap_free(b->u_by_lease);
 	strmap_free(b->t_by_name);

@@ -96,6 +96,9 @@ struct ctl_billing {
 	struct bill_usage *u;
 	int nu, capu;
 	struct strmap *u_by_lease;
+	int *live; /* indices into u of usages not ended, so the per-second
+		      rules cost O(running leases), not O(every lease ever) */
+	int nlive, caplive;
 	struct bill_tenant *t;
 	int nt, capt;
 	struct strmap *t_by_name;

@@ -404,8 +404,8 @@ static json_t *tenant_usage(struct ctl *c, const char *tenant, struct cal_month 
 	struct ctl_billing *b = c->billing;
 	int64_t now = billing_ms(c->now_ns);
 	json_t *run = json_array();
-	for (int i = 0; run && i < b->nu; i++) {
-		const struct bill_usage *u = &b->u[i];
+	for (int k = 0; run && k < b->nlive; k++) {
+		const struct bill_usage *u = &b->u[b->live[k]];
 		if (u->ended || strcmp(u->tenant, tenant))
 			continue;
 		json_array_append_new(
