@@ -161,6 +161,29 @@ expect_eq "usage for a tenant shows its own tenant only" "$(body_of "$r" | jq -c
 r=$(api "$ACME" GET '/v1/usage?tenant=beta')
 expect_eq "usage of another tenant is 404" "$(status_of "$r")" 404
 
+# ---- elastic scaling counts from its instant on ----
+r=$(api "$ACME" POST /v1/leases '{"gpus":8,"models":["h100-sxm"],"elastic":{"min":8,"max":16}}')
+EL=$(body_of "$r" | jq -r .id)
+sleep 0.4
+api "$ACME" POST "/v1/leases/$EL/scale" '{"gpus":16}' >/dev/null
+sleep 0.4
+l=$(body_of "$(api "$ACME" POST "/v1/leases/$EL/release")")
+t0=$(ms_of "$(printf '%s' "$l" | jq -r .started_at)")
+t1=$(ms_of "$(printf '%s' "$l" | jq -r '[.history[] | select(.reason | startswith("scaled"))][0].at')")
+t2=$(ms_of "$(printf '%s' "$l" | jq -r .ended_at)")
+inv=$(cli_as "$ACME" invoice --tenant acme --month "$month" --json)
+expect_eq "an elastic lease: 8 GPUs until the scale instant, 16 after" \
+	"$(printf '%s' "$inv" | jq --arg l "$EL" '[.lines[] | select(.lease == $l) | .gpu_ms] | add')" \
+	$(( (t1 - t0) * 8 + (t2 - t1) * 16 ))
+want_amt=$(printf '%s' "$inv" | jq '[.lines[] | select(.kind == "usage") | .amount] | add')
+
+# ---- a retried top-up (same Idempotency-Key) is posted once ----
+bal0=$(body_of "$(api "$ADMIN" GET /v1/tenants/acme/balance)" | jq .balance)
+api "$ADMIN" POST /v1/tenants/acme/topups '{"amount":700}' -H 'Idempotency-Key: pay-7' >/dev/null
+api "$ADMIN" POST /v1/tenants/acme/topups '{"amount":700}' -H 'Idempotency-Key: pay-7' >/dev/null
+expect_eq "a retried top-up is posted once" \
+	"$(body_of "$(api "$ADMIN" GET /v1/tenants/acme/balance)" | jq .balance)" $((bal0 + 700))
+
 # ---- credits and credit lines ----
 out=$(cli_as "$ADMIN" credit --tenant acme --amount 500 2>&1)
 expect_eq "a credit needs a reason" "$?" 2
