@@ -754,6 +754,27 @@ enum sl_err billing_price_add(struct ctl *c, const struct price_entry *e, struct
 
 /* ---- lifecycle ---- */
 
+/* Every stored amount is in the currency the store was first served with;
+ * serving it with another would silently change what they mean. */
+static enum sl_err currency_fixed(struct ctl *c, struct sl_diag *d)
+{
+	const char *code = c->billing->cur->code;
+	char *cur = NULL;
+	enum sl_err e = store_meta_get(c->store, "billing.currency", &cur, d);
+	if (e == SL_ENOTFOUND) {
+		sl_diag_clear(d);
+		return ctl_meta_set(c, "billing.currency", code)
+			       ? SL_OK
+			       : sl_diag_set(d, SL_EIO, "could not store the billing currency");
+	}
+	if (!e && strcmp(cur, code)) {
+		sl_diag_hint(d, "serve it with --currency %s", cur);
+		e = sl_diag_set(d, SL_ECONFLICT, "this store bills in %s, not %s", cur, code);
+	}
+	free(cur);
+	return e;
+}
+
 enum sl_err billing_start(struct ctl *c, const struct billing_opts *o, struct sl_diag *d)
 {
 	struct ctl_billing *b = calloc(1, sizeof(*b));
@@ -769,6 +790,8 @@ enum sl_err billing_start(struct ctl *c, const struct billing_opts *o, struct sl
 	if (!e && ((e = pricebook_new(&b->prices)) || (e = ledger_new(&b->ledger)) ||
 		   (e = strmap_new(&b->u_by_lease)) || (e = strmap_new(&b->t_by_name))))
 		sl_diag_set(d, e, "out of memory");
+	if (!e)
+		e = currency_fixed(c, d);
 	if (!e)
 		e = store_scan(c->store, STORE_PRICES, load_price, c, d);
 	if (!e)

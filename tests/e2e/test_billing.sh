@@ -216,6 +216,9 @@ expect_eq "the balance is the same after a restart" \
 	"$(body_of "$(api "$ADMIN" GET /v1/tenants/acme/balance)" | jq .balance)" "$bal_before"
 stop_daemon
 expect_eq "daemon stops cleanly" "$?" 0
+out=$(timeout 10 "$SUANLID" serve --data "$DATA" --listen 127.0.0.1:0 --currency USD 2>&1)
+expect_eq "serving the store in another currency is refused" "$?" 1
+expect_match "saying which one it bills in" "$out" "bills in CNY, not USD"
 
 # ---- controlled clock: month boundary in Asia/Shanghai and the grace period ----
 # libfaketime is preloaded directly (not through the faketime wrapper, whose
