@@ -357,6 +357,8 @@ static enum sl_err load_price(void *arg, const char *id, const char *tenant, con
 				     json_integer_value(json_object_get(o, "price")), &d);
 	if (!r)
 		r = pricebook_restore(b->prices, &e, &d);
+	if (!r && e.plan == PRICE_HOSTING)
+		b->has_hosting = true;
 	uint64_t seq;
 	if (sscanf(id, "pr-%llu", (unsigned long long *)&seq) == 1 && seq > b->price_seq)
 		b->price_seq = seq;
@@ -426,7 +428,8 @@ static void post_charge(struct ctl *c, struct bill_usage *u)
 	ctl_time_fmt(c->now_ns, when);
 	snprintf(reason, sizeof(reason), "%s usage of %.80s up to %s", price_plan_name(u->plan),
 		 u->lease, when);
-	if (ledger_posting_init(&p, id, LEDGER_CHARGE, u->tenant, u->plan, acc - u->charged, now,
+	if (ledger_posting_init(&p, id, u->plan == PRICE_HOSTING ? LEDGER_HOSTING_FEE : LEDGER_CHARGE,
+				u->tenant, u->plan, acc - u->charged, now,
 				reason, &d) ||
 	    billing_post(c, &p, NULL, &d)) {
 		sl_log_error("charge not posted", "lease=%s error=%s", u->lease, d.msg);
@@ -453,7 +456,8 @@ static bool priced_at(struct ctl *c, const struct bill_usage *u, int64_t at)
 	struct price_quote q;
 	struct sl_diag d;
 	sl_diag_clear(&d);
-	return u->model[0] && pricebook_at(c->billing->prices, &k, at, &q, &d) == SL_OK;
+	return (u->model[0] || u->plan == PRICE_HOSTING) &&
+	       pricebook_at(c->billing->prices, &k, at, &q, &d) == SL_OK;
 }
 
 /* The usage record of a lease that just started, or NULL with *oom false
@@ -618,7 +622,8 @@ static void tenant_leases(struct ctl *c, const char *tenant, const char *msg, bo
 	}
 	for (int k = 0; k < b->nlive; k++) {
 		const struct bill_usage *u = &b->u[b->live[k]];
-		if (!u->ended && u->priced && u->plan != PRICE_MONTHLY && !strcmp(u->tenant, tenant))
+		if (!u->ended && u->priced && u->plan != PRICE_MONTHLY && u->plan != PRICE_HOSTING &&
+		    !strcmp(u->tenant, tenant))
 			idx[n++] = b->live[k];
 	}
 	for (int k = 0; k < n; k++) {
@@ -671,12 +676,77 @@ static void tenant_rules(struct ctl *c, const char *tenant, int64_t now)
 	}
 }
 
+/* ---- hosting: colocated servers pay a monthly fee ---- */
+
+/* Meters the fleet's colocated servers as usage records "host.<node>" of
+ * plan hosting (one "GPU" = one server): a record starts when its node is
+ * owned and a hosting price applies, and ends when the node leaves the fleet
+ * or changes owner. The fleet can change under any request, so this runs
+ * from the loop (only once a hosting price exists). A node that comes back
+ * after its record ended is not metered again (one record per node id). */
+static void hosting_sync(struct ctl *c)
+{
+	struct ctl_billing *b = c->billing;
+	const struct fleet *f = c->fleet;
+	int64_t now = billing_ms(c->now_ns);
+	for (int k = b->nlive - 1; k >= 0; k--) {
+		struct bill_usage *u = &b->u[b->live[k]];
+		if (u->plan != PRICE_HOSTING)
+			continue;
+		int n = fleet_find_node(f, u->lease + 5);
+		if (n >= 0 && f->nodes[n].owner >= 0 && !strcmp(f->owners[f->nodes[n].owner], u->tenant))
+			continue;
+		if (!usage_push(u, now, RATING_ENDED, 1, RATING_END_RELEASED))
+			c->fatal = true;
+		u->ended = true;
+		live_del(b, (int)(u - b->u));
+		post_charge(c, u);
+		usage_save(c, u);
+	}
+	for (int n = 0; n < f->nnodes; n++) {
+		const struct fleet_node *fn = &f->nodes[n];
+		char id[RATING_ID_MAX];
+		if (fn->owner < 0)
+			continue;
+		snprintf(id, sizeof(id), "host.%.100s", fn->name);
+		if (billing_usage_find(c, id))
+			continue;
+		struct bill_usage t;
+		memset(&t, 0, sizeof(t));
+		snprintf(t.tenant, sizeof(t.tenant), "%s", f->owners[fn->owner]);
+		snprintf(t.site, sizeof(t.site), "%s", f->sites[fn->site].name);
+		snprintf(t.region, sizeof(t.region), "%s",
+			 f->sites[fn->site].region ? f->sites[fn->site].region : "");
+		t.plan = PRICE_HOSTING;
+		if (!priced_at(c, &t, now))
+			continue;
+		struct bill_usage *u = usage_add(c, id);
+		if (!u) {
+			c->fatal = true;
+			return;
+		}
+		snprintf(t.lease, sizeof(t.lease), "%s", id);
+		t.priced = true;
+		t.gpus = 1;
+		t.bought_ms = t.last_post_ms = now;
+		*u = t;
+		if (!usage_push(u, now, RATING_STARTED, 1, RATING_END_RELEASED) ||
+		    !live_add(b, (int)(u - b->u))) {
+			c->fatal = true;
+			return;
+		}
+		usage_save(c, u);
+		sl_log_info("hosting metered", "node=%s tenant=%s", fn->name, u->tenant);
+	}
+}
+
 static bool tenant_running(struct ctl *c, const char *tenant)
 {
 	struct ctl_billing *b = c->billing;
 	for (int k = 0; k < b->nlive; k++) {
 		const struct bill_usage *u = &b->u[b->live[k]];
-		if (!u->ended && u->priced && u->plan != PRICE_MONTHLY && !strcmp(u->tenant, tenant))
+		if (!u->ended && u->priced && u->plan != PRICE_MONTHLY && u->plan != PRICE_HOSTING &&
+		    !strcmp(u->tenant, tenant))
 			return true;
 	}
 	return false;
@@ -704,10 +774,12 @@ void billing_tick(struct ctl *c)
 	bool grace = false;
 	for (int i = 0; i < b->nt && !grace; i++)
 		grace = b->t[i].grace_since_ms != 0;
-	if (!running && !grace)
+	if (!running && !grace && !b->has_hosting)
 		return;
 	if (now >= b->next_ms) {
 		b->next_ms = now + BILLING_TICK_MS;
+		if (b->has_hosting)
+			hosting_sync(c);
 		for (int k = 0; k < b->nlive; k++) {
 			struct bill_usage *u = &b->u[b->live[k]];
 			if (!u->ended && u->priced && now - u->last_post_ms >= BILLING_POST_EVERY_MS)
@@ -747,6 +819,8 @@ enum sl_err billing_price_add(struct ctl *c, const struct price_entry *e, struct
 	if (r)
 		return r;
 	char id[32];
+	if (e->plan == PRICE_HOSTING)
+		b->has_hosting = true;
 	snprintf(id, sizeof(id), "pr-%010llu", (unsigned long long)++b->price_seq);
 	ctl_put(c, STORE_PRICES, id, NULL, price_row(e));
 	return SL_OK;

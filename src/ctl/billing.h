@@ -103,6 +103,7 @@ struct ctl_billing {
 	int nt, capt;
 	struct strmap *t_by_name;
 	uint64_t price_seq, post_seq;
+	bool has_hosting; /* a hosting price exists: colocated servers are metered */
 	int64_t next_ms;
 };
 

@@ -289,6 +289,20 @@ n1=$(curl -s -H "Authorization: Bearer $A2" "$URL/v1/tenants/acme/invoices/2026-
 n2=$(curl -s -H "Authorization: Bearer $A2" "$URL/v1/tenants/acme/invoices/2026-11" | sha256sum)
 expect_eq "a complete month's invoice regenerates byte for byte" "$n1" "$n2"
 
+# Hosting: acme's colocated server (fza-h100-008 in the demo fleet) pays a
+# monthly fee from the instant a hosting price applies, to the millisecond.
+r=$(api "$A2" POST /v1/prices '{"plan":"hosting","price":267840000}')
+expect_eq "a hosting fee is set (per server-month)" "$(status_of "$r")" 201
+sleep 0.5
+h=$(body_of "$(api "$A2" GET /v1/tenants/acme/invoices/2026-12)" | jq -c '[.lines[] | select(.kind == "hosting")]')
+expect_eq "acme's invoice has a hosting line for its server" "$(printf '%s' "$h" | jq -r '.[0].lease')" \
+	host.fza-h100-008
+hq=$(printf '%s' "$h" | jq '.[0].quantity')
+# December has 31 days: 2,678,400,000 ms, so the fee is 0.1 fen per server-ms.
+expect_eq "hosting amount = round_half_up(server-ms x fee / ms in the month)" \
+	"$(printf '%s' "$h" | jq '.[0].amount')" $(( (hq * 267840000 + 1339200000) / 2678400000 ))
+expect_match "and it is metered (server-ms > 0)" "$hq" '^[1-9][0-9]*$'
+
 # Grace: a price 1000x higher from 10 fake seconds on empties the balance fast.
 api "$A2" POST /v1/tenants '{"name":"poor","regions":["cn-east"]}' >/dev/null
 api "$A2" POST /v1/tenants/poor/topups '{"amount":30000}' >/dev/null
