@@ -39,10 +39,13 @@ static char *join(const char *dir, const char *name)
 	return p;
 }
 
-static enum sl_err write_file(const char *path, const char *text, mode_t mode,
+/* excl: refuse to replace an existing file (the secret key); the public key
+ * is derived from it and may be rewritten. */
+static enum sl_err write_file(const char *path, const char *text, mode_t mode, bool excl,
 			      struct sl_diag *d)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+	int fd = open(path, O_WRONLY | O_CREAT | (excl ? O_EXCL : O_TRUNC) | O_CLOEXEC | O_NOFOLLOW,
+		      mode);
 	if (fd < 0)
 		return sl_diag_set(d, errno == EEXIST ? SL_EEXIST : SL_EIO, "cannot create %s: %s",
 				   path, strerror(errno));
@@ -66,12 +69,12 @@ enum sl_err audit_log_key_create(const char *dir, struct sl_diag *d)
 		sodium_bin2base64(b64, sizeof(b64) - 1, seed, sizeof(seed),
 				  sodium_base64_VARIANT_ORIGINAL);
 		strcat(b64, "\n");
-		e = write_file(kp, b64, 0600, d);
+		e = write_file(kp, b64, 0600, true, d);
 	}
 	if (!e) {
 		sodium_bin2base64(b64, sizeof(b64) - 1, pk, sizeof(pk), sodium_base64_VARIANT_ORIGINAL);
 		strcat(b64, "\n");
-		e = write_file(pp, b64, 0644, d);
+		e = write_file(pp, b64, 0644, false, d);
 	}
 	sodium_memzero(seed, sizeof(seed));
 	sodium_memzero(sk, sizeof(sk));
@@ -89,7 +92,21 @@ static enum sl_err key_load(struct ctl *c, struct ctl_audit *a, struct sl_diag *
 	struct stat st;
 	enum sl_err e = kp ? SL_OK : sl_diag_set(d, SL_ENOMEM, "out of memory");
 	if (!e && stat(kp, &st) != 0 && errno == ENOENT) {
-		e = audit_log_key_create(c->data_dir, d);
+		/* A new key would make every stored checkpoint unverifiable. */
+		uint64_t size = 0;
+		char *note = NULL;
+		enum sl_err le = store_audit_checkpoint_latest(c->store, &size, &note, d);
+		free(note);
+		if (le == SL_OK) {
+			sl_diag_set(d, SL_ENOTFOUND, "%s is missing but the audit log has checkpoints signed with it",
+				    kp);
+			sl_diag_hint(d, "restore the key from a backup; a new key would make the old "
+					"checkpoints fail verification");
+			free(kp);
+			return SL_ENOTFOUND;
+		}
+		sl_diag_clear(d);
+		e = le == SL_ENOTFOUND ? audit_log_key_create(c->data_dir, d) : le;
 		if (!e)
 			sl_log_info("created the audit signing key", "file=%s", kp);
 	}
