@@ -118,6 +118,19 @@ expect_match "an edited export fails offline at seq 6" "$RC $OUT" '^1 .*first ba
 other=$(head -c 32 /dev/urandom | base64)
 cli audit verify --offline --export "$TMP/export.jsonl" --pubkey "$other"
 expect_match "another key: the checkpoints do not verify" "$RC $OUT" '^1 .*first bad entry: 1 .*checkpoint signature invalid'
+# A tenant's export: its own entries, each with a proof in the signed checkpoint.
+cli audit export --token "$TA" --output "$TMP/tenant.jsonl"
+n_acme=$(body_of "$(api "$AU" GET '/v1/audit/log?tenant=acme')" | jq length)
+expect_eq "a tenant's export holds only its entries, with proofs" \
+	"$RC $(jq -r 'select(.type == "entry") | .tenant + (if .proof then "+proof" else "" end)' "$TMP/tenant.jsonl" | sort | uniq -c | awk '{print $1, $2}')" \
+	"0 $n_acme acme+proof"
+cli audit verify --offline --export "$TMP/tenant.jsonl" --pubkey "$DATA/audit.pub"
+expect_match "a tenant's export verifies offline" "$RC $OUT" "^0 Tenant's audit entries intact: $n_acme proven"
+first=$(jq -r 'select(.type == "entry") | .seq' "$TMP/tenant.jsonl" | head -1)
+c3=$(jq -r 'select(.type == "entry") | .canonical' "$TMP/tenant.jsonl" | sed -n 3p)
+jq -c --arg c "$c3" --argjson s "$first" 'if .seq == $s then .canonical = $c else . end' "$TMP/tenant.jsonl" >"$TMP/tenant-edited.jsonl"
+cli audit verify --offline --export "$TMP/tenant-edited.jsonl" --pubkey "$DATA/audit.pub"
+expect_match "an edited tenant export fails at that entry" "$RC $OUT" "^1 .*first bad entry: $first fault: entry altered"
 stop_daemon
 cp "$DB" "$TMP/pristine.db"
 
