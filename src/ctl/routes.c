@@ -88,7 +88,8 @@ static const struct ctl_route routes[] = {
 	{"GET", "/v1/audit/consistency", "audit_consistency", true, R_ALL_BUT_AGENT, false, false,
 	 h_audit_consistency},
 	{"GET", "/v1/audit/verify", "audit_verify", true, R_AUDIT, false, false, h_audit_verify},
-	{"GET", "/v1/audit/export", "audit_export", true, R_AUDIT, false, false, h_audit_export},
+	{"GET", "/v1/audit/export", "audit_export", true, R_ALL_BUT_AGENT, false, false,
+	 h_audit_export},
 };
 
 const struct ctl_route *ctl_routes(size_t *n)
