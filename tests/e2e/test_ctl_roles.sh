@@ -50,7 +50,7 @@ POST /v1/audit/checkpoint admin,operator {}
 GET /v1/audit/proof admin,operator,tenant-admin,tenant,auditor -
 GET /v1/audit/consistency admin,operator,tenant-admin,tenant,auditor -
 GET /v1/audit/verify admin,operator,auditor -
-GET /v1/audit/export admin,operator,auditor -'
+GET /v1/audit/export admin,operator,tenant-admin,tenant,auditor -'
 ROLES="admin operator tenant-admin tenant auditor agent"
 
 # The daemon's own table must match this one exactly.
