@@ -33,6 +33,7 @@ bench: build
 	@$(BUILD)/bench_place
 	@$(BUILD)/bench_api
 	@$(BUILD)/bench_crash
+	@$(BUILD)/bench_memory
 
 clean:
 	rm -rf build
