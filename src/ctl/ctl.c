@@ -636,8 +636,8 @@ static enum sl_err ctl_load(struct ctl *c, const struct ctl_opts *o, struct sl_d
 		if (stored_fleet_equals(c, text, len))
 			sl_log_info("fleet unchanged", "file=%s version=%lld", o->fleet_file,
 				    (long long)c->fleet_version);
-		else
-			e = ctl_fleet_replace(c, text, len, o->fleet_file, true, d);
+		else if (!(e = ctl_fleet_replace(c, text, len, o->fleet_file, true, d)))
+			audit_log_system(c, "fleet.load", "", o->fleet_file, "ok"); /* fatal on failure */
 		free(text);
 		if (e)
 			return e;
