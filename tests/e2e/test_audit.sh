@@ -53,7 +53,8 @@ api "$A" POST /v1/nodes/fza-h100-002/resume '{}' >/dev/null
 api "$A" GET /v1/audit/log >/dev/null                                 # read: no entry
 api "$A" POST "/v1/leases/$LEASE/release" '{}' >/dev/null
 
-want='tenant.create ok acme acme
+want='fleet.load ok - FLEET
+tenant.create ok acme acme
 tenant.create ok beta beta
 token.create ok acme -
 token.create ok beta -
@@ -69,17 +70,18 @@ node.drain ok - fza-h100-002
 node.resume ok - fza-h100-002
 lease.release ok acme LEASE'
 want=${want//LEASE/$LEASE}
+want=${want//FLEET/$FLEET}
 got=$(body_of "$(api "$A" GET /v1/audit/log)" |
 	jq -r '.[] | [.action, .outcome, (if .tenant == "" then "-" else .tenant end),
 		(if .target == "" or (.action == "token.create") then "-" else .target end)] | join(" ")')
-if [ "$got" = "$want" ]; then ok "every change and every denial left one entry, in order (15)"
+if [ "$got" = "$want" ]; then ok "every change and every denial left one entry, in order (16)"
 else bad "every change and every denial left one entry" "$(diff <(echo "$want") <(echo "$got"))"; fi
 log=$(body_of "$(api "$A" GET /v1/audit/log)")
 expect_eq "actors are token ids and roles, never secrets" \
-	"$(echo "$log" | jq -r '.[5] | .actor[0:4] + " " + .role')" "tok_ tenant"
-TAID=$(echo "$log" | jq -r '.[5].actor') # the tenant token's id
-expect_eq "unauthenticated requests are anonymous" "$(echo "$log" | jq -r '.[9].actor')" anonymous
-expect_eq "the request body's digest is recorded" "$(echo "$log" | jq -r '.[5].request_digest')" \
+	"$(echo "$log" | jq -r '.[6] | .actor[0:4] + " " + .role')" "tok_ tenant"
+TAID=$(echo "$log" | jq -r '.[6].actor') # the tenant token's id
+expect_eq "unauthenticated requests are anonymous" "$(echo "$log" | jq -r '.[10].actor')" anonymous
+expect_eq "the request body's digest is recorded" "$(echo "$log" | jq -r '.[6].request_digest')" \
 	"$(printf '%s' '{"gpus":8,"duration_s":7200}' | sha256sum | cut -d' ' -f1)"
 expect_eq "a tenant sees only its tenant's entries" \
 	"$(body_of "$(api "$TA" GET /v1/audit/log)" | jq -r '[.[].tenant] | unique | join(",")')" acme
@@ -91,25 +93,25 @@ expect_eq "filters: since and limit" \
 
 # ---- checkpoints, proofs, online and offline verification ----
 cli audit checkpoint
-# 16 entries: the 15 above and the tenant's refused look at beta's.
-expect_match "checkpoint on demand" "$RC $OUT" '^0 Checkpoint of suanli/[0-9a-f]+ at size 16'
+# 17 entries: the 16 above and the tenant's refused look at beta's.
+expect_match "checkpoint on demand" "$RC $OUT" '^0 Checkpoint of suanli/[0-9a-f]+ at size 17'
 for i in 1 2 3 4; do api "$TA" POST /v1/leases '{"gpus":1,"duration_s":60}' >/dev/null; done
 cli audit checkpoint
-expect_match "a second checkpoint" "$RC $OUT" '^0 .* at size 21'
-cli audit proof --seq 7
-expect_match "inclusion proof checked by the CLI" "$RC $OUT" '^0 Entry 7 \(lease.show .*inclusion proof of [0-9]+ hashes verified'
-cli audit consistency --from 16
-expect_match "consistency proof checked by the CLI" "$RC $OUT" '^0 The log of 16 entries .* consistency proof of [0-9]+ hashes verified'
+expect_match "a second checkpoint" "$RC $OUT" '^0 .* at size 22'
+cli audit proof --seq 8
+expect_match "inclusion proof checked by the CLI" "$RC $OUT" '^0 Entry 8 \(lease.show .*inclusion proof of [0-9]+ hashes verified'
+cli audit consistency --from 17
+expect_match "consistency proof checked by the CLI" "$RC $OUT" '^0 The log of 17 entries .* consistency proof of [0-9]+ hashes verified'
 expect_eq "a tenant cannot fetch a proof of another tenant's entry" \
-	"$(status_of "$(api "$TA" GET '/v1/audit/proof?seq=7')")" 404
+	"$(status_of "$(api "$TA" GET '/v1/audit/proof?seq=8')")" 404
 cli audit verify
-expect_match "intact log verifies online" "$RC $OUT" '^0 Audit log intact: 22 entries, 2 checkpoint'
+expect_match "intact log verifies online" "$RC $OUT" '^0 Audit log intact: 23 entries, 2 checkpoint'
 cli audit export --output "$TMP/export.jsonl"
 expect_eq "export: entries, checkpoints, key" "$RC $(jq -r .type "$TMP/export.jsonl" | uniq -c | awk '{print $2 $1}' | tr '\n' ' ')" \
-	"0 entry22 checkpoint2 key1 "
+	"0 entry23 checkpoint2 key1 "
 if grep -q "$TA\|$A" "$TMP/export.jsonl"; then bad "no token secret in the export"; else ok "no token secret in the export"; fi
 cli audit verify --offline --export "$TMP/export.jsonl" --pubkey "$DATA/audit.pub"
-expect_match "intact export verifies offline" "$RC $OUT" '^0 Audit log intact: 22 entries, 2 checkpoint'
+expect_match "intact export verifies offline" "$RC $OUT" '^0 Audit log intact: 23 entries, 2 checkpoint'
 # An edited export is caught offline too (entry 6 given entry 7's bytes).
 c7=$(jq -r 'select(.seq == 7) | .canonical' "$TMP/export.jsonl")
 jq -c --arg c "$c7" 'if .seq == 6 then .canonical = $c else . end' "$TMP/export.jsonl" >"$TMP/edited.jsonl"
@@ -156,19 +158,19 @@ flip() {
 	echo "${h:0:60}$(printf '%02X' $((0x${h:60:2} ^ 1)))${h:62}"
 }
 leaf() { printf "$(echo "00$1" | sed 's/../\\x&/g')" | sha256sum | cut -d' ' -f1; }
-f7=$(flip 7) f17=$(flip 17)
-tamper "one byte of entry 7" "UPDATE audit_entries SET canonical = X'$f7' WHERE seq = 7" 7 "entry altered"
+f8=$(flip 8) f18=$(flip 18)
+tamper "one byte of entry 8" "UPDATE audit_entries SET canonical = X'$f8' WHERE seq = 8" 8 "entry altered"
 # With the leaf hash recomputed too, only a checkpoint can tell: the first
 # one covering the entry names the first seq no earlier checkpoint vouched for.
-tamper "entry 7 and its leaf hash" \
-	"UPDATE audit_entries SET canonical = X'$f7', leaf_hash = X'$(leaf "$f7")' WHERE seq = 7" 1 "checkpoint inconsistent"
-tamper "entry 17 and its leaf hash" \
-	"UPDATE audit_entries SET canonical = X'$f17', leaf_hash = X'$(leaf "$f17")' WHERE seq = 17" 17 "checkpoint inconsistent"
+tamper "entry 8 and its leaf hash" \
+	"UPDATE audit_entries SET canonical = X'$f8', leaf_hash = X'$(leaf "$f8")' WHERE seq = 8" 1 "checkpoint inconsistent"
+tamper "entry 18 and its leaf hash" \
+	"UPDATE audit_entries SET canonical = X'$f18', leaf_hash = X'$(leaf "$f18")' WHERE seq = 18" 18 "checkpoint inconsistent"
 tamper "a deleted entry" "DELETE FROM audit_entries WHERE seq = 9" 9 "entry missing"
 tamper "two swapped entries" "UPDATE audit_entries SET seq = 1000 WHERE seq = 4;
 	UPDATE audit_entries SET seq = 4 WHERE seq = 5; UPDATE audit_entries SET seq = 5 WHERE seq = 1000" 4 "reordered"
 tamper "a replaced checkpoint" \
-	"UPDATE audit_checkpoints SET note = (SELECT note FROM audit_checkpoints WHERE size = 21) WHERE size = 16" \
+	"UPDATE audit_checkpoints SET note = (SELECT note FROM audit_checkpoints WHERE size = 22) WHERE size = 17" \
 	1 "checkpoint signature invalid"
 cp "$TMP/pristine.db" "$DB"
 
@@ -187,12 +189,12 @@ sqlite3 "$DB" "DROP TRIGGER no_audit"
 serve
 expect_eq "after a restart: no lease was made" "$(body_of "$(api "$A" GET /v1/leases)" | jq length)" "$before"
 cli audit verify
-expect_match "and the log is intact" "$RC $OUT" '^0 Audit log intact: 22 entries'
+expect_match "and the log is intact" "$RC $OUT" '^0 Audit log intact: 23 entries'
 
 # ---- replays and the scheduler's own changes ----
 for _ in 1 2; do api "$TA" POST /v1/leases '{"gpus":8,"duration_s":1}' -H 'Idempotency-Key: k-1' >/dev/null; done
 for _ in $(seq 1 40); do
-	last=$(body_of "$(api "$A" GET '/v1/audit/log?since=22')" | jq -r '.[] | [.actor, .action, .outcome] | join(" ")')
+	last=$(body_of "$(api "$A" GET '/v1/audit/log?since=23')" | jq -r '.[] | [.actor, .action, .outcome] | join(" ")')
 	[[ $last == *expired* ]] && break
 	sleep 0.1
 done

@@ -84,7 +84,7 @@ done
 # table's "mutates") or is denied, and none for allowed reads: counted below.
 declare -A MUTATES
 while read -r m p v; do MUTATES["$m $p"]=$v; done < <(jq -r '.[] | "\(.method) \(.path) \(.mutates)"' "$TMP/routes.json")
-audit_want=6 # the tenant and the five tokens made above
+audit_want=7 # the fleet loaded at start, the tenant and the five tokens made above
 denied=0
 fails=0 checks=0
 while read -r method path roles body; do
