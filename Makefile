@@ -34,6 +34,7 @@ bench: build
 	@$(BUILD)/bench_api
 	@$(BUILD)/bench_crash
 	@$(BUILD)/bench_memory
+	@$(BUILD)/bench_audit
 
 clean:
 	rm -rf build
