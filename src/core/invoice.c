@@ -39,23 +39,28 @@ struct line_vec {
 	size_t n, cap;
 };
 
-static enum sl_err push_line(struct line_vec *lv, struct invoice_line **out,
-			     struct sl_diag *d)
+/* A new zeroed line at the end of lv, or NULL with *e and d saying why. */
+static struct invoice_line *push_line(struct line_vec *lv, enum sl_err *e,
+				      struct sl_diag *d)
 {
-	if (lv->n >= INVOICE_MAX_LINES)
-		return sl_diag_set(d, SL_ELIMIT, "an invoice holds at most %d "
-				   "lines", INVOICE_MAX_LINES);
+	if (lv->n >= INVOICE_MAX_LINES) {
+		*e = sl_diag_set(d, SL_ELIMIT, "an invoice holds at most %d lines",
+				 INVOICE_MAX_LINES);
+		return NULL;
+	}
 	if (lv->n == lv->cap) {
 		size_t cap = lv->cap ? lv->cap * 2 : 16;
 		struct invoice_line *v = realloc(lv->v, cap * sizeof(*v));
-		if (!v)
-			return SL_ENOMEM;
+		if (!v) {
+			*e = sl_diag_set(d, SL_ENOMEM, "out of memory building an invoice");
+			return NULL;
+		}
 		lv->v = v;
 		lv->cap = cap;
 	}
-	*out = &lv->v[lv->n++];
-	memset(*out, 0, sizeof(**out));
-	return SL_OK;
+	struct invoice_line *ln = &lv->v[lv->n++];
+	memset(ln, 0, sizeof(*ln));
+	return ln;
 }
 
 static int cmp_i64(int64_t a, int64_t b)
@@ -109,9 +114,8 @@ static enum sl_err add_rated(const struct invoice_input *in, int64_t start,
 		e = rating_rate(in->prices, in->zone, l, start, as_of, &rl, d);
 		for (size_t k = 0; k < rl.n && !e; k++) {
 			const struct rating_line *r = &rl.v[k];
-			struct invoice_line *ln;
-			e = push_line(lv, &ln, d);
-			if (e)
+			struct invoice_line *ln = push_line(lv, &e, d);
+			if (!ln)
 				break;
 			ln->kind = kind_of(r->plan);
 			strcpy(ln->lease, r->lease);
@@ -141,9 +145,9 @@ static enum sl_err add_credits(const struct invoice_input *in, int64_t start,
 		    strcmp(p->tenant, in->tenant) != 0 || p->at_ms < start ||
 		    p->at_ms >= as_of)
 			continue;
-		struct invoice_line *ln;
-		enum sl_err e = push_line(lv, &ln, d);
-		if (e)
+		enum sl_err e = SL_OK;
+		struct invoice_line *ln = push_line(lv, &e, d);
+		if (!ln)
 			return e;
 		ln->kind = p->type == LEDGER_CREDIT ? INVOICE_CREDIT : INVOICE_REFUND;
 		strcpy(ln->posting, p->id);

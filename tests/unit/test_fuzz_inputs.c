@@ -312,9 +312,10 @@ static void load_fleet_text(struct fleet *f, const char *text, size_t len, const
 
 static void load_fleet_file(struct fleet *f, const char *dir, const char *file)
 {
-	char path[512];
+	char path[4096];
 	size_t len;
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if (snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path))
+		fail_msg("path too long: %s/%s", dir, file);
 	char *text = read_all(path, &len);
 	load_fleet_text(f, text, len, path);
 	free(text);
