@@ -12,13 +12,14 @@
 #ifndef SL_BENCH_LIB_H
 #define SL_BENCH_LIB_H
 
-/* Includers define _GNU_SOURCE first (memmem, syscall). */
+/* Includers define _GNU_SOURCE first (memmem, sched_setaffinity). */
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -29,7 +30,6 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -172,15 +172,15 @@ static inline bool bl_two_cores(void)
 	return sysconf(_SC_NPROCESSORS_ONLN) >= 2;
 }
 
-/* Pins the calling process to one core (cpu < 64). The raw system call,
- * because the project's include path has its own sched.h (the scheduler),
- * which hides the C library's. */
+/* Pins the calling process to one core (cpu < 64). */
 static inline void bl_pin(int cpu)
 {
 	if (!bl_two_cores())
 		return;
-	unsigned long mask = 1UL << cpu;
-	(void)syscall(SYS_sched_setaffinity, 0, sizeof(mask), &mask);
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET((size_t)cpu, &set);
+	(void)sched_setaffinity(0, sizeof(set), &set);
 }
 
 /* Runs argv (NULL-terminated) pinned to core 0 with stdout and stderr

@@ -12,7 +12,7 @@
 #define SL_SCHED_INTERNAL_H
 
 #include "catalog.h"
-#include "sched.h"
+#include "scheduler.h"
 
 struct sched_quota {
 	const struct gpu_model *model;

@@ -15,7 +15,7 @@
 #include "fleet.h"
 #include "http.h"
 #include "place.h"
-#include "sched.h"
+#include "scheduler.h"
 #include "store.h"
 #include "strmap.h"
 

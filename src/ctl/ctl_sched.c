@@ -1,4 +1,4 @@
-/* ctl_sched.c - the controller's side of the scheduler (src/core/sched.h).
+/* ctl_sched.c - the controller's side of the scheduler (src/core/scheduler.h).
  *
  * The scheduler decides (queue order, fair share, backfill, preemption,
  * reservations, quotas, elastic scale, expiry) and reports what happened as

@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "catalog.h"
-#include "sched.h"
+#include "scheduler.h"
 
 #define S(x) ((int64_t)(x) * 1000000000LL)
 #define MAXN 16

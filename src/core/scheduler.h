@@ -1,5 +1,7 @@
-/* sched.h - the lease scheduler: queue, priorities, fair share, backfill,
+/* scheduler.h - the lease scheduler: queue, priorities, fair share, backfill,
  * spot preemption, reservations, quotas and elastic leases (DESIGN.md §5).
+ * Its functions carry the sched_ prefix; the header is not called sched.h so
+ * that it cannot shadow the C library's <sched.h> on the include path.
  *
  * Pure: no I/O, no clocks, no globals. Time is passed in as now_ns (monotonic,
  * nanoseconds); the scheduler never looks at a clock, so the controller can
