@@ -349,7 +349,7 @@ static int audit_consistency(int argc, char **argv)
 
 static const char verify_help[] =
 	"usage: suanli audit verify [OPTIONS]\n"
-	"       suanli audit verify --offline --export FILE --pubkey KEY\n\n"
+	"       suanli audit verify --offline --export FILE --pubkey KEY [--checkpoint NOTE]\n\n"
 	"Checks the whole audit log: every entry's bytes and hash, that none is\n"
 	"missing or out of order, and that every checkpoint is signed by the log's\n"
 	"key and matches the entries it covers. Online, the controller recomputes\n"
@@ -359,7 +359,9 @@ static const char verify_help[] =
 	"otherwise 1, printing 'first bad entry: SEQ' and what was wrong.\n\n"
 	"  --offline          check an export file without the controller\n"
 	"  --export FILE      the export to check\n"
-	"  --pubkey KEY       the log's public key: a file or base64\n" CLIENT_HELP_OPTS
+	"  --pubkey KEY       the log's public key: a file or base64\n"
+	"  --checkpoint NOTE  a checkpoint note kept from earlier (a file): the log\n"
+	"                     must still contain what it vouched for\n" CLIENT_HELP_OPTS
 	"\nExample:\n  suanli audit verify --offline --export audit.jsonl --pubkey audit.pub\n";
 
 static void print_verdict(bool ok, uint64_t entries, uint64_t cps, const char *fault,
@@ -452,6 +454,7 @@ struct export_scan {
 	uint64_t first_seq;
 	bool tenant_scope; /* a tenant's export: entries with proofs */
 	json_t **notes; /* deferred: the origin may come after them */
+	size_t nnotes;  /* notes held (cps[nnotes..n) came from --checkpoint) */
 	uint64_t *sizes;
 };
 
@@ -509,6 +512,7 @@ static int scan_meta(FILE *f, const char *path, struct export_scan *x)
 			json_int_t sz = json_integer_value(json_object_get(o, "size"));
 			x->sizes[x->n] = sz > 0 ? (uint64_t)sz : 0;
 			x->notes[x->n++] = json_incref(json_object_get(o, "note"));
+			x->nnotes = x->n;
 		}
 		json_decref(o);
 	}
@@ -636,7 +640,36 @@ static int verify_tenant(FILE *f, const char *path, const struct export_scan *x,
 	return fault ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
 
-static int verify_offline(const char *path, const char *pubkey, int json)
+/* Adds the checkpoint note kept in file path (e.g. from an earlier audit) to
+ * the ones the export carries: it reveals entries cut from the end together
+ * with every later checkpoint, which the export alone cannot show. */
+static int add_kept_checkpoint(struct export_scan *x, const char *path)
+{
+	char *text = NULL;
+	size_t len = 0;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	if (sl_read_file(path, CHECKPOINT_TEXT_MAX, &text, &len, &d)) {
+		cli_print_diag(&d);
+		return -1;
+	}
+	struct checkpoint *v = realloc(x->cps, (x->n + 1) * sizeof(*v));
+	if (!v) {
+		free(text);
+		return -1;
+	}
+	x->cps = v;
+	if (checkpoint_parse(text, len, &x->cps[x->n], &d)) {
+		fprintf(stderr, "suanli: --checkpoint %s: not a checkpoint note: %s\n", path, d.msg);
+		free(text);
+		return -1;
+	}
+	x->n++;
+	free(text);
+	return 0;
+}
+
+static int verify_offline(const char *path, const char *pubkey, const char *kept, int json)
 {
 	uint8_t pk[CHECKPOINT_PUBKEY_SIZE];
 	struct export_scan x;
@@ -654,6 +687,8 @@ static int verify_offline(const char *path, const char *pubkey, int json)
 		return CLI_EXIT_FAIL;
 	}
 	if (scan_meta(f, path, &x))
+		goto out;
+	if (kept && add_kept_checkpoint(&x, kept))
 		goto out;
 	if (x.tenant_scope) {
 		rewind(f);
@@ -681,7 +716,7 @@ static int verify_offline(const char *path, const char *pubkey, int json)
 	}
 	audit_verifier_release(&v);
 out:
-	for (size_t i = 0; i < x.n; i++)
+	for (size_t i = 0; i < x.nnotes; i++)
 		json_decref(x.notes[i]);
 	free(x.notes);
 	free(x.sizes);
@@ -695,10 +730,11 @@ static int audit_verify(int argc, char **argv)
 	static const struct option opts[] = {{"offline", no_argument, NULL, 'o'},
 					     {"export", required_argument, NULL, 'e'},
 					     {"pubkey", required_argument, NULL, 'k'},
+					     {"checkpoint", required_argument, NULL, 'c'},
 					     CLIENT_LONG_OPTS,
 					     {0, 0, 0, 0}};
 	struct client cl;
-	const char *file = NULL, *key = NULL;
+	const char *file = NULL, *key = NULL, *kept = NULL;
 	int c, offline = 0;
 
 	client_init(&cl, "audit verify");
@@ -711,19 +747,20 @@ static int audit_verify(int argc, char **argv)
 		case 'o': offline = 1; break;
 		case 'e': file = optarg; break;
 		case 'k': key = optarg; break;
+		case 'c': kept = optarg; break;
 		default: return client_getopt_error(cl.cmd, c, argv);
 		}
 	}
 	if (optind != argc)
 		return cli_usage_error(cl.cmd, "unexpected argument '%s'", argv[optind]);
 	if (!offline) {
-		if (file || key)
-			return cli_usage_error(cl.cmd, "--export and --pubkey go with --offline");
+		if (file || key || kept)
+			return cli_usage_error(cl.cmd, "--export, --pubkey and --checkpoint go with --offline");
 		return verify_online(&cl);
 	}
 	if (!file || !key)
 		return cli_usage_error(cl.cmd, "--offline needs --export FILE and --pubkey KEY");
-	return verify_offline(file, key, cl.json);
+	return verify_offline(file, key, kept, cl.json);
 }
 
 /* ---- export ---- */

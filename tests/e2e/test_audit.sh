@@ -112,6 +112,15 @@ expect_eq "export: entries, checkpoints, key" "$RC $(jq -r .type "$TMP/export.js
 if grep -q "$TA\|$A" "$TMP/export.jsonl"; then bad "no token secret in the export"; else ok "no token secret in the export"; fi
 cli audit verify --offline --export "$TMP/export.jsonl" --pubkey "$DATA/audit.pub"
 expect_match "intact export verifies offline" "$RC $OUT" '^0 Audit log intact: 23 entries, 2 checkpoint'
+# Entries cut from the end together with the checkpoints covering them leave
+# a shorter but consistent log; a checkpoint kept from earlier reveals them.
+body_of "$(api "$AU" GET /v1/audit/checkpoint)" | jq -j .note >"$TMP/kept.note"
+jq -c 'select((.type == "entry" and .seq > 21) or (.type == "checkpoint" and .size == 22) | not)' \
+	"$TMP/export.jsonl" >"$TMP/cut.jsonl"
+cli audit verify --offline --export "$TMP/cut.jsonl" --pubkey "$DATA/audit.pub"
+expect_match "a cut export alone looks intact" "$RC $OUT" '^0 Audit log intact: 21 entries, 1 checkpoint'
+cli audit verify --offline --export "$TMP/cut.jsonl" --pubkey "$DATA/audit.pub" --checkpoint "$TMP/kept.note"
+expect_match "with a kept checkpoint the cut is found" "$RC $OUT" '^1 .*first bad entry: 22 fault: entry missing'
 # An edited export is caught offline too (entry 6 given entry 7's bytes).
 c7=$(jq -r 'select(.seq == 7) | .canonical' "$TMP/export.jsonl")
 jq -c --arg c "$c7" 'if .seq == 6 then .canonical = $c else . end' "$TMP/export.jsonl" >"$TMP/edited.jsonl"
