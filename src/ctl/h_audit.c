@@ -105,7 +105,7 @@ void h_audit_log(struct ctl_call *call)
 	if (f.limit == 0 || f.limit > CTL_AUDIT_LIST_MAX) {
 		char msg[SL_DIAG_MSG];
 		snprintf(msg, sizeof(msg), "limit must be 1..%d", CTL_AUDIT_LIST_MAX);
-		ctl_answer_error(call, SL_ELIMIT, msg, "page with ?since=SEQ");
+		ctl_answer_error(call, f.limit ? SL_ELIMIT : SL_EINVAL, msg, "page with ?since=SEQ");
 		return;
 	}
 	f.tenant = http_request_param(call->req, "tenant");
@@ -248,6 +248,10 @@ void h_audit_proof(struct ctl_call *call)
 	sl_diag_clear(&d);
 	if (!query_u64(call, "seq", &seq))
 		return;
+	if (!http_request_param(call->req, "seq")) {
+		ctl_answer_error(call, SL_EINVAL, "query parameter 'seq' is required", "?seq=N");
+		return;
+	}
 	if (seq < CTL_AUDIT_FIRST_SEQ || seq - CTL_AUDIT_FIRST_SEQ >= c->audit->tree.size) {
 		ctl_answer_error(call, SL_ENOTFOUND, "no audit entry with that seq",
 				 "?seq=N with N from 1 to the log's size");
