@@ -209,6 +209,23 @@ for _ in $(seq 1 40); do
 done
 expect_eq "a replayed POST is recorded as such; an expiry is a system entry" "$(echo $last)" \
 	"$TAID lease.create ok $TAID lease.create replayed system lease.expired ok"
+
+# ---- a preemption: notice, preemption and the waiting lease's start are system entries ----
+stop_daemon
+start_daemon "$TMP/log" --data "$DATA" --simulate --preempt-notice 1 || { bad "daemon restarts"; finish; exit 1; }
+since=$(body_of "$(api "$A" GET '/v1/audit/log?limit=100000')" | jq '.[-1].seq')
+api "$A" POST /v1/tenants '{"name":"gamma"}' >/dev/null
+SPOT=$(body_of "$(api "$A" POST /v1/leases '{"tenant":"gamma","gpus":16,"per_node":8,"models":["b200"],"plan":"spot"}')" | jq -r .id)
+HOUR=$(body_of "$(api "$A" POST /v1/leases '{"tenant":"gamma","gpus":8,"models":["b200"],"plan":"hourly"}')" | jq -r .id)
+for _ in $(seq 1 40); do
+	[ "$(body_of "$(api "$A" GET "/v1/leases/$HOUR")" | jq -r .state)" = active ] && break
+	sleep 0.1
+done
+got=$(body_of "$(api "$A" GET "/v1/audit/log?since=$since")" |
+	jq -r '.[] | [(if .actor == "system" then "system" else "user" end), .action, .target] | join(" ")' | sort)
+want=$(printf '%s\n' "user tenant.create gamma" "user lease.create $SPOT" "user lease.create $HOUR" \
+	"system lease.preempting $SPOT" "system lease.preempted $SPOT" "system lease.active $HOUR" | sort)
+expect_eq "preemption notice, preemption and the start it allows are system entries" "$got" "$want"
 stop_daemon
 expect_eq "daemon stops cleanly" "$?" 0
 finish
