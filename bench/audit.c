@@ -263,6 +263,8 @@ int main(int argc, char **argv)
 			rep.checkpoints_verified, verify_s);
 		fprintf(w, "| database size, MiB (WAL left after close) | %.0f (%.1f) |\n", mib, wal_mib);
 		fprintf(w, "| peak RSS of the benchmark process, MiB | %.1f |\n", rss_mib);
+		fprintf(w, "\nThe audit's cost on lease create+release throughput (the same daemon with\n"
+			   "and without its audit hooks, A/B) is in bench/results/audit-api.md.\n");
 	}
 	fclose(o);
 	free(inc.v);
