@@ -31,6 +31,10 @@
 #define CTL_AUDIT_EVERY 1000        /* entries between automatic checkpoints */
 #define CTL_AUDIT_PERIOD_S 60       /* seconds before pending entries get a checkpoint */
 #define CTL_AUDIT_FIRST_SEQ 1       /* seq of leaf 0 */
+/* Subtree levels kept in the store's cache: multiples of this. Every level
+ * would cost about one extra row per entry; every 4th costs one per 15 and
+ * leaves a proof at most 15 reads per 4 levels. */
+#define CTL_AUDIT_CACHE_STEP 4
 #define CTL_AUDIT_LIST_DEFAULT 1000 /* entries per GET /v1/audit/log by default */
 #define CTL_AUDIT_LIST_MAX 100000   /* bound on ?limit= */
 
