@@ -389,7 +389,7 @@ enum sl_err placement_from_json(const struct fleet *f, const json_t *arr, struct
 
 /* One sentence on where a lease runs and why that is good, from its picks
  * and score: what `lease show` prints under the placement. */
-static void explain(const struct ctl *c, const struct ctl_lease *l, char *buf, size_t n)
+void lease_explain(const struct ctl *c, const struct ctl_lease *l, char *buf, size_t n)
 {
 	const struct place_score *s = &l->pl.score;
 	int gpus = 0;
@@ -426,7 +426,8 @@ static void explain(const struct ctl *c, const struct ctl_lease *l, char *buf, s
 							     : "; below the best this hardware allows (busy fleet)");
 }
 
-json_t *lease_to_json(struct ctl *c, const struct ctl_lease *l, bool api)
+/* The keys of a lease up to and including its queue entry. */
+static json_t *lease_head_json(struct ctl *c, const struct ctl_lease *l, bool api)
 {
 	json_t *o = json_object(), *placed;
 	if (!o)
@@ -445,7 +446,7 @@ json_t *lease_to_json(struct ctl *c, const struct ctl_lease *l, bool api)
 		json_object_set(o, "score", l->score);
 	if (api && l->pl.npicks > 0) {
 		char why[512];
-		explain(c, l, why, sizeof(why));
+		lease_explain(c, l, why, sizeof(why));
 		json_object_set_new(o, "explanation", json_string(why));
 	}
 	if (l->state == LS_PENDING) {
@@ -457,6 +458,12 @@ json_t *lease_to_json(struct ctl *c, const struct ctl_lease *l, bool api)
 		json_object_set_new(o, "queue", json_pack("{s:i, s:s}", "position", pos, "reason",
 							  reason ? reason : ""));
 	}
+	return o;
+}
+
+/* The keys after the queue entry, added to o. */
+static void lease_add_tail(json_t *o, const struct ctl_lease *l)
+{
 	json_object_set_new(o, "created_at", ctl_time_json(l->created_ns));
 	json_object_set_new(o, "started_at", ctl_time_json(l->started_ns));
 	json_object_set_new(o, "ended_at", ctl_time_json(l->ended_ns));
@@ -466,7 +473,43 @@ json_t *lease_to_json(struct ctl *c, const struct ctl_lease *l, bool api)
 	json_object_set(o, "history", l->history);
 	json_object_set_new(o, "epoch", json_integer(l->epoch));
 	json_object_set_new(o, "simulated", json_boolean(l->simulated));
+}
+
+json_t *lease_to_json(struct ctl *c, const struct ctl_lease *l, bool api)
+{
+	json_t *o = lease_head_json(c, l, api);
+	if (o)
+		lease_add_tail(o, l);
 	return o;
+}
+
+char *lease_row_dump(struct ctl *c, const struct ctl_lease *l, size_t *len, size_t *split)
+{
+	/* Dumped in two halves and joined: jansson writes an object's keys in
+	 * insertion order, "," between pairs, so the join is the same text as
+	 * json_dumps(lease_to_json(c, l, false), JSON_COMPACT), and the answer
+	 * can insert its explanation at the seam without encoding again. */
+	json_t *h = lease_head_json(c, l, false), *t = json_object();
+	char *hs = NULL, *ts = NULL, *out = NULL;
+	if (h && t) {
+		lease_add_tail(t, l);
+		hs = json_dumps(h, JSON_COMPACT);
+		ts = json_dumps(t, JSON_COMPACT);
+	}
+	json_decref(h);
+	json_decref(t);
+	size_t hl = hs ? strlen(hs) : 0, tl = ts ? strlen(ts) : 0;
+	if (hl >= 2 && tl >= 2 && (out = malloc(hl + tl))) {
+		/* "{head}" + "{tail}" -> "{head,tail}" */
+		memcpy(out, hs, hl - 1);
+		out[hl - 1] = ',';
+		memcpy(out + hl, ts + 1, tl); /* with its NUL */
+		*len = hl + tl - 1;
+		*split = hl;
+	}
+	free(hs);
+	free(ts);
+	return out;
 }
 
 void lease_release_mem(struct ctl_lease *l)

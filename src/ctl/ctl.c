@@ -44,6 +44,7 @@ void ctl_answer(struct ctl_call *call, int status, const char *ctype, char *body
 	}
 	call->answered = true;
 	call->status = status;
+	ctl_row_cache_clear(c); /* a row is reused by the answer that follows it only */
 	/* The audit entry joins the turn's transaction before the answer is queued. */
 	audit_log_answer(call, status, body_take, len);
 	if (c->nanswers == c->cap_answers) {
@@ -123,17 +124,23 @@ static bool tx_ensure(struct ctl *c)
 
 bool ctl_put(struct ctl *c, enum store_kind k, const char *id, const char *tenant, json_t *doc)
 {
-	struct sl_diag d;
-	sl_diag_clear(&d);
 	char *s = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
 	json_decref(doc);
+	bool ok = ctl_put_text(c, k, id, tenant, s);
+	free(s);
+	return ok;
+}
+
+bool ctl_put_text(struct ctl *c, enum store_kind k, const char *id, const char *tenant,
+		  const char *s)
+{
+	struct sl_diag d;
+	sl_diag_clear(&d);
 	if (!s || !tx_ensure(c)) {
-		free(s);
 		c->fatal = true;
 		return false;
 	}
 	enum sl_err e = store_put(c->store, k, id, tenant, s, c->now_ns, &d);
-	free(s);
 	if (e) {
 		sl_log_error("store write failed", "kind=%s id=%s error=%s", store_kind_name(k), id,
 			     d.msg);

@@ -117,6 +117,24 @@ struct ctl_expiry {
 	int lease;
 };
 
+/* The last lease row written, kept until the next answer or commit, so that
+ * the answer about that lease reuses the row's text (plus the explanation)
+ * instead of building and dumping the lease a second time (~15% of the
+ * daemon's time under create+release, bench/results/api-profile.md). What the
+ * text was made from is kept too: any difference at answer time, or a state
+ * change, means the text is stale and the answer is built afresh. */
+struct ctl_row_cache {
+	const struct ctl_lease *lease; /* NULL: empty */
+	char *text;
+	size_t len, split;             /* split: where "created_at" starts */
+	enum lease_state state;
+	int gpus, npicks;
+	const json_t *score, *history;
+	size_t nhistory;
+	int64_t created_ns, started_ns, ended_ns, expires_ns, preempt_ns, epoch;
+	bool simulated;
+};
+
 struct ctl_metric_req {
 	const char *route;
 	int status;
@@ -171,6 +189,7 @@ struct ctl {
 	bool fatal;   /* a store write failed: the turn must not be committed */
 	struct ctl_answer *answers;
 	int nanswers, cap_answers;
+	struct ctl_row_cache row; /* see struct ctl_row_cache */
 	int64_t now_ns;
 
 	/* Metrics. */
@@ -205,12 +224,18 @@ struct ctl_call {
 /* ---- answers (queued; sent after the turn's commit) ---- */
 void ctl_answer(struct ctl_call *c, int status, const char *ctype, char *body_take, size_t len);
 void ctl_answer_json(struct ctl_call *c, int status, json_t *body_take);
+/* Answers with lease l as the API shows it (lease_to_json(..., true)),
+ * reusing the text of its row when it was just written (struct ctl_row_cache). */
+void ctl_answer_lease(struct ctl_call *c, int status, const struct ctl_lease *l);
 void ctl_answer_error(struct ctl_call *c, enum sl_err e, const char *message, const char *hint);
 void ctl_answer_diag(struct ctl_call *c, enum sl_err e, const struct sl_diag *d);
 
 /* ---- store writes in the turn's transaction; a failure marks the turn
  * fatal (the loop then exits without committing or answering) ---- */
 bool ctl_put(struct ctl *c, enum store_kind k, const char *id, const char *tenant, json_t *doc);
+/* The same with the row's text already encoded (borrowed). */
+bool ctl_put_text(struct ctl *c, enum store_kind k, const char *id, const char *tenant,
+		  const char *text);
 bool ctl_meta_set(struct ctl *c, const char *key, const char *value);
 
 /* ---- body validation ---- */
@@ -258,6 +283,12 @@ enum sl_err token_from_json(const json_t *o, struct ctl_token *t, struct sl_diag
  * position and reason come from the scheduler (else the last stored reason
  * and position 0, which is what the store keeps). New reference. */
 json_t *lease_to_json(struct ctl *c, const struct ctl_lease *l, bool api);
+/* json_dumps(lease_to_json(c, l, false), JSON_COMPACT) with its length and
+ * the offset of its "created_at" key, where the API's explanation goes
+ * (malloc'd; NULL when out of memory). */
+char *lease_row_dump(struct ctl *c, const struct ctl_lease *l, size_t *len, size_t *split);
+/* One sentence on where l runs and why that is good (its "explanation"). */
+void lease_explain(const struct ctl *c, const struct ctl_lease *l, char *buf, size_t n);
 enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
 			    struct sl_diag *d) SL_MUST_USE;
 void lease_release_mem(struct ctl_lease *l);
@@ -299,6 +330,8 @@ struct ctl_token *ctl_token_find_id(struct ctl *c, const char *id);
 enum sl_err ctl_tenant_add(struct ctl *c, const struct ctl_tenant *t) SL_MUST_USE;
 /* Saves lease l to the store in the open transaction. */
 bool ctl_lease_save(struct ctl *c, struct ctl_lease *l);
+/* Empties c->row (the cached row text). */
+void ctl_row_cache_clear(struct ctl *c);
 /* Appends a history entry and changes state. */
 void ctl_lease_set_state(struct ctl *c, struct ctl_lease *l, enum lease_state s,
 			 const char *reason);

@@ -125,7 +125,7 @@ void h_lease_create(struct ctl_call *call)
 		ctl_answer_diag(call, e, &d);
 		return;
 	}
-	ctl_answer_json(call, 201, lease_to_json(c, l, true));
+	ctl_answer_lease(call, 201, l);
 }
 
 /* The lease named in the path, visible to the caller; NULL after a 404. */
@@ -241,7 +241,7 @@ void h_lease_show(struct ctl_call *call)
 {
 	struct ctl_lease *l = path_lease(call);
 	if (l)
-		ctl_answer_json(call, 200, lease_to_json(call->ctl, l, true));
+		ctl_answer_lease(call, 200, l);
 }
 
 static bool lease_live(const struct ctl_lease *l)
@@ -263,7 +263,7 @@ void h_lease_release(struct ctl_call *call)
 	if (!l || !ctl_check_fields(call, call->body, NULL, 0, "a release request"))
 		return;
 	if (l->state == LS_RELEASED) {
-		ctl_answer_json(call, 200, lease_to_json(c, l, true));
+		ctl_answer_lease(call, 200, l);
 		return;
 	}
 	if (!lease_live(l)) {
@@ -287,7 +287,7 @@ void h_lease_release(struct ctl_call *call)
 		ctl_lease_end(c, l, LS_RELEASED, why);
 		ctl_lease_save(c, l);
 	}
-	ctl_answer_json(call, 200, lease_to_json(c, l, true));
+	ctl_answer_lease(call, 200, l);
 }
 
 void h_lease_extend(struct ctl_call *call)
@@ -337,7 +337,7 @@ void h_lease_extend(struct ctl_call *call)
 	snprintf(msg, sizeof(msg), "extended by %lld s", (long long)by);
 	ctl_lease_set_state(c, l, l->state, msg);
 	ctl_lease_save(c, l);
-	ctl_answer_json(call, 200, lease_to_json(c, l, true));
+	ctl_answer_lease(call, 200, l);
 }
 
 void h_lease_scale(struct ctl_call *call)
@@ -394,5 +394,5 @@ void h_lease_scale(struct ctl_call *call)
 		}
 		ctl_lease_save(c, l);
 	}
-	ctl_answer_json(call, 200, lease_to_json(c, l, true));
+	ctl_answer_lease(call, 200, l);
 }
