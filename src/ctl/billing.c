@@ -256,6 +256,10 @@ static enum sl_err load_usage(void *arg, const char *id, const char *tenant, con
 		}
 	}
 	json_decref(o);
+	/* The hourly posting clock restarts where the record began; restored
+	 * charges move it on (billing_start). Left at 0, every running lease would
+	 * be charged at the first tick after each restart. */
+	u->last_post_ms = u->nev ? u->ev[0].at_ms : u->bought_ms;
 	if (!u->ended && !live_add(c->billing, (int)(u - c->billing->u)))
 		return SL_ENOMEM;
 	return SL_OK;
