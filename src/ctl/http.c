@@ -9,7 +9,10 @@
  *   left would wait for its answer forever. We therefore keep our own epoll
  *   set holding MHD's epoll fd plus, for each suspended request, its socket
  *   with EPOLLRDHUP only (pipelined bytes do not wake us). That outer set is
- *   the one fd the owner polls.
+ *   the one fd the owner polls. The watch is added just before the owner
+ *   next waits (http_server_timeout_ms, http_server_run), not at suspension:
+ *   most deferred requests are answered in the same turn (group commit), and
+ *   adding then removing their sockets was two epoll_ctl calls per request.
  * - A request object is made in MHD's URI-log callback (the earliest point, so
  *   every request MHD later completes has one) and lives until both MHD has
  *   completed it and its answer has been given, in either order. Every
@@ -52,6 +55,7 @@ struct field {
 struct http_request {
 	struct http_server *srv;
 	struct http_request *prev, *next; /* every allocated request */
+	struct http_request *wnext; /* in the server's to_watch list */
 	struct MHD_Connection *conn;
 	char *uri;   /* the request target as sent */
 	char *path;  /* uri up to '?' */
@@ -74,7 +78,8 @@ struct http_request {
 	unsigned nrhdrs;
 	unsigned started : 1, too_large : 1, dispatched : 1, answered : 1,
 		suspended : 1, watched : 1, gone : 1, completed : 1, queued : 1,
-		close_only : 1; /* answer by closing (no response could be made) */
+		close_only : 1, /* answer by closing (no response could be made) */
+		to_watch : 1;   /* in the server's to_watch list */
 };
 
 struct http_server {
@@ -84,6 +89,7 @@ struct http_server {
 	struct http_callbacks cb;
 	struct http_limits lim;
 	struct http_request *reqs;
+	struct http_request *to_watch; /* suspended since the owner last waited */
 	size_t pending;
 	int closing;
 };
@@ -246,6 +252,12 @@ static void fields_free(struct field *f, size_t n)
 static void req_free(struct http_request *r)
 {
 	struct http_server *s = r->srv;
+	for (struct http_request **p = &s->to_watch; r->to_watch && *p; p = &(*p)->wnext)
+		if (*p == r) {
+			*p = r->wnext;
+			r->to_watch = 0;
+			break;
+		}
 	if (r->prev)
 		r->prev->next = r->next;
 	else
@@ -288,6 +300,19 @@ static void watch(struct http_request *r)
 	struct epoll_event ev = {.events = EPOLLRDHUP, .data.ptr = r};
 	if (r->fd >= 0 && epoll_ctl(r->srv->ep, EPOLL_CTL_ADD, r->fd, &ev) == 0)
 		r->watched = 1;
+}
+
+/* Watches the requests suspended since the owner last waited that still
+ * wait for their answer. */
+static void watch_deferred(struct http_server *s)
+{
+	while (s->to_watch) {
+		struct http_request *r = s->to_watch;
+		s->to_watch = r->wnext;
+		r->to_watch = 0;
+		if (r->suspended && !r->answered && !r->watched && !r->gone)
+			watch(r);
+	}
 }
 
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
@@ -681,7 +706,11 @@ static enum MHD_Result req_finish(struct http_request *r)
 	if (!r->suspended) {
 		MHD_suspend_connection(r->conn);
 		r->suspended = 1;
-		watch(r);
+		if (!r->to_watch) {
+			r->wnext = s->to_watch;
+			s->to_watch = r;
+			r->to_watch = 1;
+		}
 	}
 	return MHD_YES;
 }
@@ -824,7 +853,9 @@ void http_server_free(struct http_server *s)
 	if (!s)
 		return;
 	s->closing = 1;
+	s->to_watch = NULL;
 	for (struct http_request *r = s->reqs; r; r = r->next) {
+		r->to_watch = 0;
 		if (r->dispatched && !r->answered && !r->gone) {
 			r->gone = 1;
 			if (s->cb.gone)
@@ -854,6 +885,7 @@ int http_server_fd(const struct http_server *s)
 int http_server_timeout_ms(struct http_server *s)
 {
 	MHD_UNSIGNED_LONG_LONG t;
+	watch_deferred(s); /* the owner is about to wait */
 	if (MHD_get_timeout(s->mhd, &t) != MHD_YES)
 		return -1;
 	return t > INT_MAX ? INT_MAX : (int)t;
@@ -879,6 +911,7 @@ static void client_gone(struct http_request *r)
 enum sl_err http_server_run(struct http_server *s)
 {
 	struct epoll_event ev[RUN_EVENTS];
+	watch_deferred(s); /* for an owner that did not ask for a timeout */
 	int n = epoll_wait(s->ep, ev, RUN_EVENTS, 0);
 	for (int i = 0; i < n; i++) {
 		struct http_request *r = ev[i].data.ptr;

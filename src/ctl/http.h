@@ -123,7 +123,8 @@ void http_server_free(struct http_server *s);
 int http_server_fd(const struct http_server *s);
 
 /* Milliseconds the owner may wait before calling http_server_run even with
- * nothing readable; -1 means no limit. */
+ * nothing readable; -1 means no limit. Call it before each wait: it also
+ * starts watching for hang-ups the requests deferred since the last one. */
 int http_server_timeout_ms(struct http_server *s);
 
 /* Accepts, reads, answers and closes whatever is ready, calling the
