@@ -3,7 +3,8 @@
  *
  * The queue is kept unordered (fair share changes the order as leases start
  * and end), so a listing sorts a snapshot; the controller asks for it per
- * request, not per lease. */
+ * request, not per lease, and for one lease's place asks sched_queue_position,
+ * which counts instead of sorting. */
 #include "sched_internal.h"
 
 #include <stdlib.h>
@@ -91,6 +92,23 @@ enum sl_err sched_queue(struct sched *s, const struct sched_queue_entry **arr, i
 	*arr = s->queue;
 	*n = s->npending;
 	return SL_OK;
+}
+
+bool sched_queue_position(struct sched *s, uint64_t id, int *position, const char **reason)
+{
+	struct sched_lease *l = s ? sched_find(s, id) : NULL;
+	if (!l || l->state != SCHED_PENDING)
+		return false;
+	/* The order is total (the id breaks ties), so the rank is one plus the
+	 * number of pending leases before it. */
+	int pos = 1;
+	for (int i = 0; i < s->npending; i++)
+		if (s->pending[i] != l && lease_order_cmp(s->pending[i], l) < 0)
+			pos++;
+	lease_reason(s, l);
+	*position = pos;
+	*reason = l->reason;
+	return true;
 }
 
 int sched_running_count(const struct sched *s)

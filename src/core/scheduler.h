@@ -264,6 +264,11 @@ const struct placement *sched_lease_placement(const struct sched *s, uint64_t id
  * next call. SL_ENOMEM. */
 enum sl_err sched_queue(struct sched *s, const struct sched_queue_entry **arr,
 			int *n) SL_MUST_USE;
+/* The position and reason sched_queue() would give pending lease id, without
+ * building the listing: O(queue) comparisons and one reason, where the listing
+ * sorts the queue and writes every lease's reason. The reason is owned by s,
+ * valid until the next call. False (nothing set) when id is not pending. */
+bool sched_queue_position(struct sched *s, uint64_t id, int *position, const char **reason);
 /* Number of leases that are running or preempting / pending. */
 int sched_running_count(const struct sched *s);
 int sched_pending_count(const struct sched *s);

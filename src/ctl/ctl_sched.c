@@ -433,15 +433,7 @@ void ctl_sched_stop(struct ctl *c)
 
 bool ctl_sched_queue_pos(struct ctl *c, const struct ctl_lease *l, int *pos, const char **reason)
 {
-	const struct sched_queue_entry *q;
-	int n;
-	if (!c->sched || sched_queue(c->sched, &q, &n))
-		return false;
-	for (int i = 0; i < n; i++)
-		if (q[i].id == l->seq) {
-			*pos = q[i].position;
-			*reason = q[i].reason;
-			return true;
-		}
-	return false;
+	/* One lease's place, not the whole listing: a queued create would
+	 * otherwise cost O(queue) reasons (bench/results/api-profile.md). */
+	return c->sched && sched_queue_position(c->sched, l->seq, pos, reason);
 }

@@ -217,6 +217,20 @@ static void test_priority_order(void **state)
 		assert_int_equal(q[i].id, want[i]);
 		assert_int_equal(q[i].position, i + 1);
 	}
+	/* One lease's place is its place in the listing. */
+	for (int i = 0; i < 3; i++) {
+		int pos = 0;
+		const char *why = NULL;
+		char listed[SCHED_REASON_MAX];
+		snprintf(listed, sizeof(listed), "%s", q[i].reason);
+		assert_true(sched_queue_position(x.s, want[i], &pos, &why));
+		assert_int_equal(pos, i + 1);
+		assert_string_equal(why, listed);
+	}
+	int pos = 0;
+	const char *why = NULL;
+	assert_false(sched_queue_position(x.s, 1, &pos, &why)); /* running */
+	assert_false(sched_queue_position(x.s, 99, &pos, &why)); /* unknown */
 	/* The monthly lease was queued at position 1, ahead of those before it. */
 	assert_int_equal(ev_at(&x, ev_find(&x, SCHED_EV_QUEUED, 4))->position, 1);
 	assert_int_equal(ev_at(&x, ev_find(&x, SCHED_EV_QUEUED, 2))->position, 1);
@@ -853,6 +867,15 @@ static void check_invariants(struct fx *x, struct model_lease *ls)
 	const struct sched_queue_entry *q;
 	int n;
 	assert_int_equal(sched_queue(x->s, &q, &n), SL_OK);
+	for (int i = 0; i < n; i++) {
+		int pos = 0;
+		const char *why = NULL;
+		char listed[SCHED_REASON_MAX];
+		snprintf(listed, sizeof(listed), "%s", q[i].reason);
+		assert_true(sched_queue_position(x->s, q[i].id, &pos, &why));
+		assert_int_equal(pos, q[i].position);
+		assert_string_equal(why, listed);
+	}
 	for (int i = 1; i < n; i++) {
 		const struct sched_queue_entry *a = &q[i - 1], *b = &q[i];
 		assert_int_equal(b->position, i + 1);
