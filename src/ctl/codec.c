@@ -483,7 +483,7 @@ json_t *lease_to_json(struct ctl *c, const struct ctl_lease *l, bool api)
 	return o;
 }
 
-char *lease_row_dump(struct ctl *c, const struct ctl_lease *l, size_t *len, size_t *split)
+char *lease_row_dump_json(struct ctl *c, const struct ctl_lease *l, size_t *len, size_t *split)
 {
 	/* Dumped in two halves and joined: jansson writes an object's keys in
 	 * insertion order, "," between pairs, so the join is the same text as

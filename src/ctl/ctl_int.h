@@ -287,6 +287,10 @@ json_t *lease_to_json(struct ctl *c, const struct ctl_lease *l, bool api);
  * the offset of its "created_at" key, where the API's explanation goes
  * (malloc'd; NULL when out of memory). */
 char *lease_row_dump(struct ctl *c, const struct ctl_lease *l, size_t *len, size_t *split);
+/* The same through a jansson tree (codec.c): what lease_row_dump
+ * (lease_row.c, which writes the text directly) falls back to and is
+ * checked against in debug builds. */
+char *lease_row_dump_json(struct ctl *c, const struct ctl_lease *l, size_t *len, size_t *split);
 /* One sentence on where l runs and why that is good (its "explanation"). */
 void lease_explain(const struct ctl *c, const struct ctl_lease *l, char *buf, size_t n);
 enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,

@@ -1,0 +1,250 @@
+/* lease_row.c - a lease's store row written straight into a buffer.
+ *
+ * Why: every change to a lease writes its row, and building the row as a
+ * jansson tree (about 60 small objects: the lease, its picks, their quality
+ * and the score) and then dumping it was the largest single cost of the
+ * daemon under create+release load (bench/results/api-profile.md). The text
+ * written here is exactly what json_dumps(lease_to_json(c, l, false),
+ * JSON_COMPACT) gives: the same keys in the same order, integers in decimal,
+ * and the nested documents the lease keeps as jansson values (request,
+ * score, history) dumped by jansson itself. Strings are written only when
+ * they are plain printable ASCII; any other byte sends the whole row to the
+ * jansson path (lease_row_dump_json), so escaping never has to match
+ * jansson's byte for byte. Debug builds compare the two on every row. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl_int.h"
+#include "log.h"
+
+struct rbuf {
+	char *p;
+	size_t n, cap;
+	bool bad; /* out of memory, or something only jansson may write */
+};
+
+static bool rb_grow(struct rbuf *b, size_t more)
+{
+	if (b->bad)
+		return false;
+	if (b->n + more + 1 <= b->cap)
+		return true;
+	size_t cap = b->cap ? b->cap : 2048;
+	while (cap < b->n + more + 1)
+		cap *= 2;
+	char *p = realloc(b->p, cap);
+	if (!p) {
+		b->bad = true;
+		return false;
+	}
+	b->p = p;
+	b->cap = cap;
+	return true;
+}
+
+static void rb_raw(struct rbuf *b, const char *s, size_t n)
+{
+	if (rb_grow(b, n)) {
+		memcpy(b->p + b->n, s, n);
+		b->n += n;
+	}
+}
+
+#define RB_LIT(b, s) rb_raw((b), (s), sizeof(s) - 1)
+
+/* A JSON string of printable ASCII; '"' and '\' escaped as jansson does. */
+static void rb_str(struct rbuf *b, const char *s)
+{
+	size_t n = strlen(s);
+	if (!rb_grow(b, 2 * n + 2))
+		return;
+	char *o = b->p + b->n;
+	*o++ = '"';
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch < 0x20 || ch >= 0x7f) {
+			b->bad = true;
+			return;
+		}
+		if (ch == '"' || ch == '\\')
+			*o++ = '\\';
+		*o++ = (char)ch;
+	}
+	*o++ = '"';
+	b->n = (size_t)(o - b->p);
+}
+
+static void rb_int(struct rbuf *b, long long v)
+{
+	char t[24];
+	int k = sizeof(t);
+	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+	do {
+		t[--k] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		t[--k] = '-';
+	rb_raw(b, t + k, sizeof(t) - (size_t)k);
+}
+
+static void rb_time(struct rbuf *b, int64_t ns)
+{
+	if (ns <= 0) {
+		RB_LIT(b, "null");
+		return;
+	}
+	char t[32];
+	ctl_time_fmt(ns, t);
+	rb_str(b, t);
+}
+
+/* A document the lease keeps (request, score, history), dumped by jansson. */
+static void rb_json(struct rbuf *b, const json_t *j)
+{
+	size_t need = json_dumpb(j, NULL, 0, JSON_COMPACT);
+	if (need == 0) {
+		b->bad = true;
+		return;
+	}
+	if (rb_grow(b, need) && json_dumpb(j, b->p + b->n, need, JSON_COMPACT) == need)
+		b->n += need;
+	else
+		b->bad = true;
+}
+
+/* As place_json.c's pick_to_json. */
+static void rb_pick(struct rbuf *b, const struct fleet *f, const struct place_pick *pk)
+{
+	const struct fleet_node *n = &f->nodes[pk->node];
+	RB_LIT(b, "{\"node\":");
+	rb_str(b, n->name);
+	RB_LIT(b, ",\"type\":");
+	rb_str(b, f->types[n->type].name);
+	RB_LIT(b, ",\"site\":");
+	rb_str(b, f->sites[n->site].name);
+	RB_LIT(b, ",\"gpus\":[");
+	bool first = true;
+	for (int i = 0; i < TOPO_MAX_GPUS; i++)
+		if (pk->gpus & (1u << i)) {
+			if (!first)
+				RB_LIT(b, ",");
+			first = false;
+			rb_int(b, i);
+		}
+	RB_LIT(b, "],\"cpus\":");
+	rb_int(b, pk->cpus);
+	RB_LIT(b, ",\"mem_mib\":");
+	rb_int(b, (long long)pk->mem_mib);
+	RB_LIT(b, ",\"leaf\":");
+	rb_str(b, f->leaves[n->leaf].name);
+	if (n->domain >= 0) {
+		RB_LIT(b, ",\"nvlink_domain\":");
+		rb_str(b, f->domains[n->domain].name);
+	}
+	if (pk->milli > 0) {
+		RB_LIT(b, ",\"gpu\":");
+		rb_int(b, pk->gpu);
+		RB_LIT(b, ",\"milli\":");
+		rb_int(b, pk->milli);
+	}
+	RB_LIT(b, ",\"quality\":{\"bottleneck_gbps\":");
+	rb_int(b, pk->q.bottleneck_gbps);
+	RB_LIT(b, ",\"total_gbps\":");
+	rb_int(b, pk->q.total_gbps);
+	RB_LIT(b, ",\"numa_spanned\":");
+	rb_int(b, pk->q.numa_spanned);
+	RB_LIT(b, ",\"nic_rails\":");
+	rb_int(b, pk->q.nics);
+	RB_LIT(b, "}}");
+}
+
+/* The row as lease_to_json(c, l, false) orders it; *split at "created_at". */
+static void rb_lease(struct rbuf *b, struct ctl *c, const struct ctl_lease *l, size_t *split)
+{
+	if (!l->request || !l->history) {
+		b->bad = true; /* jansson leaves such keys out: let it */
+		return;
+	}
+	RB_LIT(b, "{\"id\":");
+	rb_str(b, l->id);
+	RB_LIT(b, ",\"tenant\":");
+	rb_str(b, l->tenant);
+	RB_LIT(b, ",\"user\":");
+	rb_str(b, l->user);
+	RB_LIT(b, ",\"plan\":");
+	rb_str(b, lease_plan_name(l->req.plan));
+	RB_LIT(b, ",\"state\":");
+	rb_str(b, lease_state_name(l->state));
+	RB_LIT(b, ",\"gpus\":");
+	rb_int(b, l->gpus);
+	RB_LIT(b, ",\"request\":");
+	rb_json(b, l->request);
+	RB_LIT(b, ",\"placement\":[");
+	for (int i = 0; i < l->pl.npicks; i++) {
+		if (i)
+			RB_LIT(b, ",");
+		rb_pick(b, c->fleet, &l->pl.picks[i]);
+	}
+	RB_LIT(b, "]");
+	if (l->score) {
+		RB_LIT(b, ",\"score\":");
+		rb_json(b, l->score);
+	}
+	if (l->state == LS_PENDING) {
+		RB_LIT(b, ",\"queue\":{\"position\":0,\"reason\":");
+		rb_str(b, l->reason);
+		RB_LIT(b, "}");
+	}
+	RB_LIT(b, ",");
+	*split = b->n;
+	RB_LIT(b, "\"created_at\":");
+	rb_time(b, l->created_ns);
+	RB_LIT(b, ",\"started_at\":");
+	rb_time(b, l->started_ns);
+	RB_LIT(b, ",\"ended_at\":");
+	rb_time(b, l->ended_ns);
+	RB_LIT(b, ",\"expires_at\":");
+	rb_time(b, l->expires_ns);
+	if (l->state == LS_PREEMPTING) {
+		RB_LIT(b, ",\"preempt_deadline\":");
+		rb_time(b, l->preempt_ns);
+	}
+	RB_LIT(b, ",\"history\":");
+	rb_json(b, l->history);
+	RB_LIT(b, ",\"epoch\":");
+	rb_int(b, (long long)l->epoch);
+	if (l->simulated)
+		RB_LIT(b, ",\"simulated\":true}");
+	else
+		RB_LIT(b, ",\"simulated\":false}");
+}
+
+char *lease_row_dump(struct ctl *c, const struct ctl_lease *l, size_t *len, size_t *split)
+{
+	struct rbuf b = {NULL, 0, 0, false};
+	size_t sp = 0;
+	rb_lease(&b, c, l, &sp);
+	if (b.bad) {
+		free(b.p);
+		return lease_row_dump_json(c, l, len, split);
+	}
+	b.p[b.n] = 0;
+#ifndef NDEBUG
+	{
+		/* Debug builds (the tests) check the text against jansson's. */
+		size_t jl = 0, js = 0;
+		char *j = lease_row_dump_json(c, l, &jl, &js);
+		if (j && (jl != b.n || js != sp || memcmp(j, b.p, jl))) {
+			sl_log_error("lease row differs from jansson's", "lease=%s row=%s jansson=%s",
+				     l->id, b.p, j);
+			abort();
+		}
+		free(j);
+	}
+#endif
+	*len = b.n;
+	*split = sp;
+	return b.p;
+}
