@@ -5,12 +5,13 @@
  * and the score) and then dumping it was the largest single cost of the
  * daemon under create+release load (bench/results/api-profile.md). The text
  * written here is exactly what json_dumps(lease_to_json(c, l, false),
- * JSON_COMPACT) gives: the same keys in the same order, integers in decimal,
- * and the nested documents the lease keeps as jansson values (request,
- * score, history) dumped by jansson itself. Strings are written only when
- * they are plain printable ASCII; any other byte sends the whole row to the
- * jansson path (lease_row_dump_json), so escaping never has to match
- * jansson's byte for byte. Debug builds compare the two on every row. */
+ * JSON_COMPACT) gives: the same keys in the same order (the documents the
+ * lease keeps as jansson values - request, score, history - walked in their
+ * keys' order, as jansson dumps them), integers in decimal. Strings are
+ * written only when they are plain printable ASCII; any other byte (or a
+ * number with a fraction) sends the whole row to the jansson path
+ * (lease_row_dump_json), so escaping never has to match jansson's byte for
+ * byte. Debug builds compare the two on every row. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,18 +101,54 @@ static void rb_time(struct rbuf *b, int64_t ns)
 	rb_str(b, t);
 }
 
-/* A document the lease keeps (request, score, history), dumped by jansson. */
-static void rb_json(struct rbuf *b, const json_t *j)
+/* A document the lease keeps (request, score, history), as jansson dumps it
+ * compactly: keys in their order, integers in decimal. A number with a
+ * fraction (never in these documents) is left to jansson. */
+static void rb_json(struct rbuf *b, const json_t *j, int depth)
 {
-	size_t need = json_dumpb(j, NULL, 0, JSON_COMPACT);
-	if (need == 0) {
+	const char *key;
+	json_t *v;
+	size_t i;
+	if (b->bad || depth > 64) {
 		b->bad = true;
 		return;
 	}
-	if (rb_grow(b, need) && json_dumpb(j, b->p + b->n, need, JSON_COMPACT) == need)
-		b->n += need;
-	else
-		b->bad = true;
+	switch (json_typeof(j)) {
+	case JSON_OBJECT: {
+		bool first = true;
+		RB_LIT(b, "{");
+		json_object_foreach((json_t *)j, key, v) {
+			if (!first)
+				RB_LIT(b, ",");
+			first = false;
+			rb_str(b, key);
+			RB_LIT(b, ":");
+			rb_json(b, v, depth + 1);
+		}
+		RB_LIT(b, "}");
+		break;
+	}
+	case JSON_ARRAY:
+		RB_LIT(b, "[");
+		json_array_foreach(j, i, v) {
+			if (i)
+				RB_LIT(b, ",");
+			rb_json(b, v, depth + 1);
+		}
+		RB_LIT(b, "]");
+		break;
+	case JSON_STRING:
+		if (strlen(json_string_value(j)) != json_string_length(j))
+			b->bad = true; /* a NUL inside */
+		else
+			rb_str(b, json_string_value(j));
+		break;
+	case JSON_INTEGER: rb_int(b, (long long)json_integer_value(j)); break;
+	case JSON_TRUE: RB_LIT(b, "true"); break;
+	case JSON_FALSE: RB_LIT(b, "false"); break;
+	case JSON_NULL: RB_LIT(b, "null"); break;
+	default: b->bad = true; break;
+	}
 }
 
 /* As place_json.c's pick_to_json. */
@@ -180,7 +217,7 @@ static void rb_lease(struct rbuf *b, struct ctl *c, const struct ctl_lease *l, s
 	RB_LIT(b, ",\"gpus\":");
 	rb_int(b, l->gpus);
 	RB_LIT(b, ",\"request\":");
-	rb_json(b, l->request);
+	rb_json(b, l->request, 0);
 	RB_LIT(b, ",\"placement\":[");
 	for (int i = 0; i < l->pl.npicks; i++) {
 		if (i)
@@ -190,7 +227,7 @@ static void rb_lease(struct rbuf *b, struct ctl *c, const struct ctl_lease *l, s
 	RB_LIT(b, "]");
 	if (l->score) {
 		RB_LIT(b, ",\"score\":");
-		rb_json(b, l->score);
+		rb_json(b, l->score, 0);
 	}
 	if (l->state == LS_PENDING) {
 		RB_LIT(b, ",\"queue\":{\"position\":0,\"reason\":");
@@ -212,7 +249,7 @@ static void rb_lease(struct rbuf *b, struct ctl *c, const struct ctl_lease *l, s
 		rb_time(b, l->preempt_ns);
 	}
 	RB_LIT(b, ",\"history\":");
-	rb_json(b, l->history);
+	rb_json(b, l->history, 0);
 	RB_LIT(b, ",\"epoch\":");
 	rb_int(b, (long long)l->epoch);
 	if (l->simulated)
