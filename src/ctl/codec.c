@@ -54,11 +54,24 @@ void ctl_time_fmt(int64_t ns, char buf[32])
 	int ms = (int)((ns % 1000000000) / 1000000);
 	struct tm tm;
 	gmtime_r(&secs, &tm);
-	/* The modulos only bound the fields for the compiler; real values fit. */
-	snprintf(buf, 32, "%04u-%02u-%02uT%02u:%02u:%02u.%03uZ",
-		 (unsigned)(tm.tm_year + 1900) % 10000u, (unsigned)(tm.tm_mon + 1) % 100u,
-		 (unsigned)tm.tm_mday % 100u, (unsigned)tm.tm_hour % 100u,
-		 (unsigned)tm.tm_min % 100u, (unsigned)tm.tm_sec % 100u, (unsigned)ms % 1000u);
+	/* The modulos only bound the fields; real values fit. Digits by hand:
+	 * snprintf here was ~1.5% of the daemon's time under lease load (four
+	 * times per lease row). "YYYY-MM-DDTHH:MM:SS.mmmZ" */
+	unsigned v[7] = {(unsigned)(tm.tm_year + 1900) % 10000u, (unsigned)(tm.tm_mon + 1) % 100u,
+			 (unsigned)tm.tm_mday % 100u, (unsigned)tm.tm_hour % 100u,
+			 (unsigned)tm.tm_min % 100u, (unsigned)tm.tm_sec % 100u, (unsigned)ms % 1000u};
+	static const int width[7] = {4, 2, 2, 2, 2, 2, 3};
+	static const char after[7] = {'-', '-', 'T', ':', ':', '.', 'Z'};
+	char *o = buf;
+	for (int i = 0; i < 7; i++) {
+		for (int k = width[i] - 1; k >= 0; k--) {
+			o[k] = (char)('0' + v[i] % 10u);
+			v[i] /= 10u;
+		}
+		o += width[i];
+		*o++ = after[i];
+	}
+	*o = 0;
 }
 
 json_t *ctl_time_json(int64_t ns)
