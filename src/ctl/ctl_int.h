@@ -225,7 +225,8 @@ struct ctl_call {
 void ctl_answer(struct ctl_call *c, int status, const char *ctype, char *body_take, size_t len);
 void ctl_answer_json(struct ctl_call *c, int status, json_t *body_take);
 /* Answers with lease l as the API shows it (lease_to_json(..., true)),
- * reusing the text of its row when it was just written (struct ctl_row_cache). */
+ * from the text of its row (the one just written when it is fresh, struct
+ * ctl_row_cache, else written now) with the explanation inserted. */
 void ctl_answer_lease(struct ctl_call *c, int status, const struct ctl_lease *l);
 void ctl_answer_error(struct ctl_call *c, enum sl_err e, const char *message, const char *hint);
 void ctl_answer_diag(struct ctl_call *c, enum sl_err e, const struct sl_diag *d);
