@@ -300,6 +300,25 @@ done:
 	return rc;
 }
 
+int client_get_list(struct client *cl, const char *path, const char *empty, json_t **arr)
+{
+	int rc;
+	*arr = NULL;
+	if ((rc = client_open(cl)) == CLI_EXIT_OK &&
+	    (rc = client_call(cl, "GET", path, NULL, NULL, arr)) == CLI_EXIT_OK && !cl->json) {
+		if (json_array_size(*arr))
+			rc = CLIENT_GO;
+		else
+			fputs(empty, stdout);
+	}
+	if (rc != CLIENT_GO) {
+		json_decref(*arr);
+		*arr = NULL;
+	}
+	client_close(cl);
+	return rc;
+}
+
 void client_close(struct client *cl)
 {
 	http_client_free(cl->http);

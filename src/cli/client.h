@@ -90,6 +90,13 @@ int client_call(struct client *cl, const char *method, const char *path, json_t 
 int client_args(struct client *cl, int argc, char **argv, const char *help, int npos,
 		const char *what);
 
+/* The list subcommands' common step: opens cl and GETs path, whose answer is
+ * a JSON array. Returns CLIENT_GO with *arr the answer (caller json_decref's)
+ * when there are rows to print; otherwise the exit status, after --json
+ * printed the answer, empty (a whole line) was printed for an empty list, or
+ * an error was reported, and *arr is NULL. Closes cl either way. */
+int client_get_list(struct client *cl, const char *path, const char *empty, json_t **arr);
+
 /* One subcommand of a group ("lease create"). */
 struct client_sub {
 	const char *name;

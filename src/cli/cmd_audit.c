@@ -71,6 +71,21 @@ static const char log_help[] =
 	"  --limit N          at most N entries (default 1000)\n" CLIENT_HELP_OPTS
 	"\nExample:\n  suanli audit log --tenant acme --action lease.create\n";
 
+/* An empty field prints as "-", like an absent one. */
+static void audit_row(struct out_table *tab, const json_t *e, const void *ctx)
+{
+	char seq[24];
+	(void)ctx;
+	const char *row[] = {out_int(e, "seq", seq, sizeof(seq)), out_str(e, "time", "-"),
+			     out_str(e, "actor", "-"), out_str(e, "role", "-"),
+			     out_str(e, "tenant", "-"), out_str(e, "action", "-"),
+			     out_str(e, "target", "-"), out_str(e, "outcome", out_str(e, "error", "-"))};
+	for (int k = 0; k < 8; k++)
+		if (!row[k][0])
+			row[k] = "-";
+	out_table_row(tab, row);
+}
+
 static int audit_log(int argc, char **argv)
 {
 	static const struct option opts[] = {{"tenant", required_argument, NULL, 't'},
@@ -85,8 +100,7 @@ static int audit_log(int argc, char **argv)
 	const char *tenant = NULL, *action = NULL;
 	long since = -1, limit = -1;
 	char path[CLIENT_PATH_MAX] = "/v1/audit/log?";
-	json_t *arr = NULL, *e;
-	size_t i;
+	json_t *arr;
 	int c, rc;
 
 	client_init(&cl, "audit log");
@@ -121,32 +135,10 @@ static int audit_log(int argc, char **argv)
 		snprintf(path + strlen(path), sizeof(path) - strlen(path), "&since=%ld", since);
 	if (limit > 0)
 		snprintf(path + strlen(path), sizeof(path) - strlen(path), "&limit=%ld", limit);
-	if ((rc = client_open(&cl)) != CLI_EXIT_OK ||
-	    (rc = client_call(&cl, "GET", path, NULL, NULL, &arr)) != CLI_EXIT_OK || cl.json)
-		goto done;
-	if (!json_array_size(arr)) {
-		printf("No audit entries.\n");
-		goto done;
-	}
-	struct out_table tab;
-	out_table_init(&tab, 8, head);
-	json_array_foreach(arr, i, e) {
-		char seq[24];
-		const char *row[] = {out_int(e, "seq", seq, sizeof(seq)), out_str(e, "time", "-"),
-				     out_str(e, "actor", "-"), out_str(e, "role", "-"),
-				     out_str(e, "tenant", "-"), out_str(e, "action", "-"),
-				     out_str(e, "target", "-"), out_str(e, "outcome", out_str(e, "error", "-"))};
-		for (int k = 0; k < 8; k++)
-			if (!row[k][0])
-				row[k] = "-";
-		out_table_row(&tab, row);
-	}
-	if (out_table_print(&tab, stdout))
-		rc = CLI_EXIT_FAIL;
-	out_table_release(&tab);
-done:
+	if ((rc = client_get_list(&cl, path, "No audit entries.\n", &arr)) != CLIENT_GO)
+		return rc;
+	rc = out_table_list(stdout, 8, head, arr, audit_row, NULL) ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 	json_decref(arr);
-	client_close(&cl);
 	return rc;
 }
 

@@ -161,6 +161,18 @@ static int price_set(int argc, char **argv)
 	return rc;
 }
 
+/* ctx is the whole answer, whose currency formats the money. */
+static void price_row(struct out_table *tab, const json_t *e, const void *ctx)
+{
+	char p[64];
+	fmt_money(ctx, json_integer_value(json_object_get(e, "price")), p, sizeof(p));
+	const char *row[] = {out_str(e, "scope", "?"), out_str(e, "scope_name", "-"),
+			     out_str(e, "model", "-"), out_str(e, "plan", "?"), p,
+			     out_str(e, "from", "?"),
+			     json_is_true(json_object_get(e, "in_force")) ? "yes" : "no"};
+	out_table_row(tab, row);
+}
+
 static int price_show(int argc, char **argv, bool history)
 {
 	static const char *const head[] = {"SCOPE", "NAME", "MODEL", "PLAN", "PRICE", "FROM", "IN FORCE"};
@@ -172,9 +184,7 @@ static int price_show(int argc, char **argv, bool history)
 		"usage: suanli price history [OPTIONS]\n\nEvery price entry ever set, in order.\n\n" CLIENT_HELP_OPTS;
 	struct client cl;
 	struct bargs a;
-	struct out_table tab;
-	json_t *ans = NULL, *e;
-	size_t i;
+	json_t *ans = NULL;
 	int rc;
 	client_init(&cl, history ? "price history" : "price list");
 	if ((rc = bparse(&cl, argc, argv, history ? history_help : list_help, history ? "" : "H", &a)) !=
@@ -190,19 +200,8 @@ static int price_show(int argc, char **argv, bool history)
 		printf("No prices set: leases run free (suanli price set adds one).\n");
 		goto done;
 	}
-	out_table_init(&tab, 7, head);
-	json_array_foreach(json_object_get(ans, "prices"), i, e) {
-		char p[64];
-		fmt_money(ans, json_integer_value(json_object_get(e, "price")), p, sizeof(p));
-		const char *row[] = {out_str(e, "scope", "?"), out_str(e, "scope_name", "-"),
-				     out_str(e, "model", "-"), out_str(e, "plan", "?"), p,
-				     out_str(e, "from", "?"),
-				     json_is_true(json_object_get(e, "in_force")) ? "yes" : "no"};
-		out_table_row(&tab, row);
-	}
-	if (out_table_print(&tab, stdout))
+	if (out_table_list(stdout, 7, head, json_object_get(ans, "prices"), price_row, ans))
 		rc = CLI_EXIT_FAIL;
-	out_table_release(&tab);
 done:
 	json_decref(ans);
 	client_close(&cl);
@@ -331,34 +330,32 @@ int cmd_balance(int argc, char **argv)
 	return rc;
 }
 
+/* ctx is the invoice, whose currency formats the money. */
+static void invoice_row(struct out_table *tab, const json_t *l, const void *ctx)
+{
+	char secs[32], up[64], amt[64];
+	json_int_t gms = json_integer_value(json_object_get(l, "gpu_ms"));
+	snprintf(secs, sizeof(secs), "%lld.%03lld", (long long)(gms / 1000), (long long)(gms % 1000));
+	fmt_money(ctx, json_integer_value(json_object_get(l, "unit_price")), up, sizeof(up));
+	fmt_money(ctx, json_integer_value(json_object_get(l, "amount")), amt, sizeof(amt));
+	const char *row[] = {out_str(l, "kind", "?"), out_str(l, "lease", "-"),
+			     out_str(l, "model", "-"), out_str(l, "plan", "-"),
+			     gms ? secs : "-", up, amt};
+	out_table_row(tab, row);
+}
+
 static void print_invoice(const json_t *inv)
 {
 	static const char *const head[] = {"KIND", "LEASE", "MODEL", "PLAN", "GPU-SECONDS",
 					   "UNIT PRICE", "AMOUNT"};
-	struct out_table tab;
-	size_t i;
-	const json_t *l;
 	printf("Invoice of %s for %s (%s, %s)%s\n", out_str(inv, "tenant", "?"),
 	       out_str(inv, "month", "?"), out_str(inv, "zone", "?"), out_str(inv, "currency", "?"),
 	       json_is_true(json_object_get(inv, "complete")) ? ""
 							      : ", month not over: up to now");
-	out_table_init(&tab, 7, head);
-	json_array_foreach(json_object_get(inv, "lines"), i, l) {
-		char secs[32], up[64], amt[64];
-		json_int_t gms = json_integer_value(json_object_get(l, "gpu_ms"));
-		snprintf(secs, sizeof(secs), "%lld.%03lld", (long long)(gms / 1000), (long long)(gms % 1000));
-		fmt_money(inv, json_integer_value(json_object_get(l, "unit_price")), up, sizeof(up));
-		fmt_money(inv, json_integer_value(json_object_get(l, "amount")), amt, sizeof(amt));
-		const char *row[] = {out_str(l, "kind", "?"), out_str(l, "lease", "-"),
-				     out_str(l, "model", "-"), out_str(l, "plan", "-"),
-				     gms ? secs : "-", up, amt};
-		out_table_row(&tab, row);
-	}
 	if (json_array_size(json_object_get(inv, "lines")))
-		out_table_print(&tab, stdout);
+		(void)out_table_list(stdout, 7, head, json_object_get(inv, "lines"), invoice_row, inv);
 	else
 		printf("No lines.\n");
-	out_table_release(&tab);
 	char tot[64];
 	fmt_money(inv, json_integer_value(json_object_get(inv, "total")), tot, sizeof(tot));
 	printf("Total: %s\n", tot);
@@ -478,6 +475,16 @@ done:
 	return rc;
 }
 
+/* ctx is the whole answer, whose currency formats the money. */
+static void revenue_row(struct out_table *tab, const json_t *r, const void *ctx)
+{
+	char q[32], amt[64];
+	fmt_money(ctx, json_integer_value(json_object_get(r, "amount")), amt, sizeof(amt));
+	const char *row[] = {out_str(r, "region", "-"), out_str(r, "model", "-"),
+			     out_str(r, "plan", "?"), out_int(r, "quantity", q, sizeof(q)), amt};
+	out_table_row(tab, row);
+}
+
 int cmd_revenue(int argc, char **argv)
 {
 	static const char help[] =
@@ -488,9 +495,7 @@ int cmd_revenue(int argc, char **argv)
 	static const char *const head[] = {"REGION", "MODEL", "PLAN", "QUANTITY", "AMOUNT"};
 	struct client cl;
 	struct bargs a;
-	struct out_table tab;
-	json_t *ans = NULL, *r;
-	size_t i;
+	json_t *ans = NULL;
 	char path[CLIENT_PATH_MAX] = "/v1/revenue/";
 	int rc;
 	client_init(&cl, "revenue");
@@ -503,16 +508,7 @@ int cmd_revenue(int argc, char **argv)
 	if ((rc = client_open(&cl)) != CLI_EXIT_OK ||
 	    (rc = client_call(&cl, "GET", path, NULL, NULL, &ans)) != CLI_EXIT_OK || cl.json)
 		goto done;
-	out_table_init(&tab, 5, head);
-	json_array_foreach(json_object_get(ans, "rows"), i, r) {
-		char q[32], amt[64];
-		fmt_money(ans, json_integer_value(json_object_get(r, "amount")), amt, sizeof(amt));
-		const char *row[] = {out_str(r, "region", "-"), out_str(r, "model", "-"),
-				     out_str(r, "plan", "?"), out_int(r, "quantity", q, sizeof(q)), amt};
-		out_table_row(&tab, row);
-	}
-	out_table_print(&tab, stdout);
-	out_table_release(&tab);
+	(void)out_table_list(stdout, 5, head, json_object_get(ans, "rows"), revenue_row, ans);
 	char tot[64];
 	fmt_money(ans, json_integer_value(json_object_get(ans, "total")), tot, sizeof(tot));
 	printf("Total %s: %s\n", out_str(ans, "month", "?"), tot);

@@ -283,35 +283,17 @@ static void lease_nodes(const json_t *l, char *buf, size_t n)
 		snprintf(buf, n, "%s +%zu", out_str(json_array_get(pl, 0), "node", "?"), count - 1);
 }
 
-static int print_lease_table(const json_t *arr)
+static void lease_row(struct out_table *t, const json_t *l, const void *ctx)
 {
-	static const char *const head[] = {"ID",    "TENANT", "STATE", "PLAN",
-					   "GPUS",  "MODEL",  "NODES", "AGE"};
-	struct out_table t;
-	time_t now = time(NULL);
-	size_t i;
-	json_t *l;
-	int rc;
-
-	if (!json_array_size(arr)) {
-		printf("No leases.\n");
-		return CLI_EXIT_OK;
-	}
-	out_table_init(&t, 8, head);
-	json_array_foreach(arr, i, l) {
-		char gpus[32], models[256], nodes[256], age[32];
-		lease_models(l, models, sizeof(models));
-		lease_nodes(l, nodes, sizeof(nodes));
-		out_age(out_str(l, "created_at", NULL), now, age, sizeof(age));
-		const char *row[] = {out_str(l, "id", "?"),   out_str(l, "tenant", "-"),
-				     out_str(l, "state", "?"), out_str(l, "plan", "-"),
-				     out_int(l, "gpus", gpus, sizeof(gpus)),
-				     models, nodes, age};
-		out_table_row(&t, row);
-	}
-	rc = out_table_print(&t, stdout) ? CLI_EXIT_FAIL : CLI_EXIT_OK;
-	out_table_release(&t);
-	return rc;
+	char gpus[32], models[256], nodes[256], age[32];
+	lease_models(l, models, sizeof(models));
+	lease_nodes(l, nodes, sizeof(nodes));
+	out_age(out_str(l, "created_at", NULL), *(const time_t *)ctx, age, sizeof(age));
+	const char *row[] = {out_str(l, "id", "?"),   out_str(l, "tenant", "-"),
+			     out_str(l, "state", "?"), out_str(l, "plan", "-"),
+			     out_int(l, "gpus", gpus, sizeof(gpus)),
+			     models, nodes, age};
+	out_table_row(t, row);
 }
 
 static int lease_list(int argc, char **argv)
@@ -320,10 +302,13 @@ static int lease_list(int argc, char **argv)
 					     {"tenant", required_argument, NULL, OPT_TENANT},
 					     CLIENT_LONG_OPTS,
 					     {0, 0, 0, 0}};
+	static const char *const head[] = {"ID",    "TENANT", "STATE", "PLAN",
+					   "GPUS",  "MODEL",  "NODES", "AGE"};
 	struct client cl;
 	const char *state = NULL, *tenant = NULL;
 	char path[CLIENT_PATH_MAX] = "/v1/leases";
-	json_t *arr = NULL;
+	time_t now;
+	json_t *arr;
 	int c, rc;
 
 	client_init(&cl, "lease list");
@@ -344,11 +329,11 @@ static int lease_list(int argc, char **argv)
 	    (tenant && (strcat(path, state ? "&tenant=" : "?tenant="),
 			client_escape(path, sizeof(path), tenant))))
 		return cli_usage_error(cl.cmd, "--state or --tenant is too long");
-	if ((rc = client_open(&cl)) == CLI_EXIT_OK &&
-	    (rc = client_call(&cl, "GET", path, NULL, NULL, &arr)) == CLI_EXIT_OK && !cl.json)
-		rc = print_lease_table(arr);
+	if ((rc = client_get_list(&cl, path, "No leases.\n", &arr)) != CLIENT_GO)
+		return rc;
+	now = time(NULL);
+	rc = out_table_list(stdout, 8, head, arr, lease_row, &now) ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 	json_decref(arr);
-	client_close(&cl);
 	return rc;
 }
 

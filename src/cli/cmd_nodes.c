@@ -17,44 +17,34 @@ static const char nodes_help[] =
 	"does not see other tenants' colocated nodes).\n\n" CLIENT_HELP_OPTS
 	"\nExample:\n  suanli nodes --server http://10.0.0.5:7400\n";
 
+static void node_row(struct out_table *t, const json_t *n, const void *ctx)
+{
+	char free_[64], f[32], g[32];
+	(void)ctx;
+	snprintf(free_, sizeof(free_), "%s/%s", out_int(n, "free_gpus", f, sizeof(f)),
+		 out_int(n, "gpus", g, sizeof(g)));
+	const char *row[] = {out_str(n, "name", "?"),   out_str(n, "type", "-"),
+			     out_str(n, "model", "-"),  out_str(n, "site", "-"),
+			     out_str(n, "region", "-"), out_str(n, "state", "-"),
+			     free_,                     out_str(n, "reason", "")};
+	out_table_row(t, row);
+}
+
 int cmd_nodes(int argc, char **argv)
 {
 	static const char *const head[] = {"NAME",  "TYPE", "MODEL", "SITE",
 					   "REGION", "STATE", "FREE", "REASON"};
 	struct client cl;
-	struct out_table t;
-	json_t *arr = NULL, *n;
-	size_t i;
+	json_t *arr;
 	int rc;
 
 	client_init(&cl, "nodes");
-	if ((rc = client_args(&cl, argc, argv, nodes_help, 0, "no arguments")) != CLIENT_GO)
+	if ((rc = client_args(&cl, argc, argv, nodes_help, 0, "no arguments")) != CLIENT_GO ||
+	    (rc = client_get_list(&cl, "/v1/nodes", "No nodes: the controller has no fleet yet.\n",
+				  &arr)) != CLIENT_GO)
 		return rc;
-	if ((rc = client_open(&cl)) != CLI_EXIT_OK ||
-	    (rc = client_call(&cl, "GET", "/v1/nodes", NULL, NULL, &arr)) != CLI_EXIT_OK ||
-	    cl.json)
-		goto done;
-	if (!json_array_size(arr)) {
-		printf("No nodes: the controller has no fleet yet.\n");
-		goto done;
-	}
-	out_table_init(&t, 8, head);
-	json_array_foreach(arr, i, n) {
-		char free_[64], f[32], g[32];
-		snprintf(free_, sizeof(free_), "%s/%s", out_int(n, "free_gpus", f, sizeof(f)),
-			 out_int(n, "gpus", g, sizeof(g)));
-		const char *row[] = {out_str(n, "name", "?"),   out_str(n, "type", "-"),
-				     out_str(n, "model", "-"),  out_str(n, "site", "-"),
-				     out_str(n, "region", "-"), out_str(n, "state", "-"),
-				     free_,                     out_str(n, "reason", "")};
-		out_table_row(&t, row);
-	}
-	if (out_table_print(&t, stdout))
-		rc = CLI_EXIT_FAIL;
-	out_table_release(&t);
-done:
+	rc = out_table_list(stdout, 8, head, arr, node_row, NULL) ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 	json_decref(arr);
-	client_close(&cl);
 	return rc;
 }
 

@@ -16,44 +16,32 @@ static const char queue_help[] =
 	"the reason each one waits. A tenant sees its own entries; others' count in\n"
 	"the positions.\n\n" CLIENT_HELP_OPTS "\nExample:\n  suanli queue\n";
 
+static void queue_row(struct out_table *t, const json_t *e, const void *ctx)
+{
+	char pos[32], gpus[32], age[32];
+	out_age(out_str(e, "submitted_at", NULL), *(const time_t *)ctx, age, sizeof(age));
+	const char *row[] = {out_int(e, "position", pos, sizeof(pos)),
+			     out_str(e, "lease", "-"), out_str(e, "tenant", "-"),
+			     out_str(e, "plan", "-"), out_int(e, "gpus", gpus, sizeof(gpus)),
+			     age, out_str(e, "reason", "-")};
+	out_table_row(t, row);
+}
+
 int cmd_queue(int argc, char **argv)
 {
 	static const char *const head[] = {"POS", "LEASE", "TENANT", "PLAN",
 					   "GPUS", "WAITING", "REASON"};
 	struct client cl;
-	struct out_table t;
 	time_t now = time(NULL);
-	json_t *arr = NULL, *e;
-	size_t i;
+	json_t *arr;
 	int rc;
 
 	client_init(&cl, "queue");
-	if ((rc = client_args(&cl, argc, argv, queue_help, 0, "no arguments")) != CLIENT_GO)
+	if ((rc = client_args(&cl, argc, argv, queue_help, 0, "no arguments")) != CLIENT_GO ||
+	    (rc = client_get_list(&cl, "/v1/queue", "The queue is empty.\n", &arr)) != CLIENT_GO)
 		return rc;
-	if ((rc = client_open(&cl)) != CLI_EXIT_OK ||
-	    (rc = client_call(&cl, "GET", "/v1/queue", NULL, NULL, &arr)) != CLI_EXIT_OK ||
-	    cl.json)
-		goto done;
-	if (!json_array_size(arr)) {
-		printf("The queue is empty.\n");
-		goto done;
-	}
-	out_table_init(&t, 7, head);
-	json_array_foreach(arr, i, e) {
-		char pos[32], gpus[32], age[32];
-		out_age(out_str(e, "submitted_at", NULL), now, age, sizeof(age));
-		const char *row[] = {out_int(e, "position", pos, sizeof(pos)),
-				     out_str(e, "lease", "-"), out_str(e, "tenant", "-"),
-				     out_str(e, "plan", "-"), out_int(e, "gpus", gpus, sizeof(gpus)),
-				     age, out_str(e, "reason", "-")};
-		out_table_row(&t, row);
-	}
-	if (out_table_print(&t, stdout))
-		rc = CLI_EXIT_FAIL;
-	out_table_release(&t);
-done:
+	rc = out_table_list(stdout, 7, head, arr, queue_row, &now) ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 	json_decref(arr);
-	client_close(&cl);
 	return rc;
 }
 
@@ -134,41 +122,31 @@ static const char list_help[] =
 	"Lists reservations (a tenant sees its own).\n\n" CLIENT_HELP_OPTS
 	"\nExample:\n  suanli reservation list --json\n";
 
+static void reservation_row(struct out_table *t, const json_t *r, const void *ctx)
+{
+	char nodes[2048];
+	(void)ctx;
+	out_join(json_object_get(r, "nodes"), ",", nodes, sizeof(nodes));
+	const char *row[] = {out_str(r, "id", "?"), out_str(r, "tenant", "-"), nodes,
+			     out_str(r, "start", "-"), out_str(r, "end", "-")};
+	out_table_row(t, row);
+}
+
 static int reservation_list(int argc, char **argv)
 {
 	static const char *const head[] = {"ID", "TENANT", "NODES", "START", "END"};
 	struct client cl;
-	struct out_table t;
-	json_t *arr = NULL, *r;
-	size_t i;
+	json_t *arr;
 	int rc;
 
 	client_init(&cl, "reservation list");
-	if ((rc = client_args(&cl, argc, argv, list_help, 0, "no arguments")) != CLIENT_GO)
+	if ((rc = client_args(&cl, argc, argv, list_help, 0, "no arguments")) != CLIENT_GO ||
+	    (rc = client_get_list(&cl, "/v1/reservations", "No reservations.\n", &arr)) !=
+		    CLIENT_GO)
 		return rc;
-	if ((rc = client_open(&cl)) != CLI_EXIT_OK ||
-	    (rc = client_call(&cl, "GET", "/v1/reservations", NULL, NULL, &arr)) !=
-		    CLI_EXIT_OK ||
-	    cl.json)
-		goto done;
-	if (!json_array_size(arr)) {
-		printf("No reservations.\n");
-		goto done;
-	}
-	out_table_init(&t, 5, head);
-	json_array_foreach(arr, i, r) {
-		char nodes[2048];
-		out_join(json_object_get(r, "nodes"), ",", nodes, sizeof(nodes));
-		const char *row[] = {out_str(r, "id", "?"), out_str(r, "tenant", "-"), nodes,
-				     out_str(r, "start", "-"), out_str(r, "end", "-")};
-		out_table_row(&t, row);
-	}
-	if (out_table_print(&t, stdout))
-		rc = CLI_EXIT_FAIL;
-	out_table_release(&t);
-done:
+	rc = out_table_list(stdout, 5, head, arr, reservation_row, NULL) ? CLI_EXIT_FAIL
+									  : CLI_EXIT_OK;
 	json_decref(arr);
-	client_close(&cl);
 	return rc;
 }
 

@@ -152,41 +152,32 @@ static const char list_help[] = "usage: suanli tenant list [OPTIONS]\n\n"
 				"Lists the tenants. Admin, operator and auditor.\n\n" CLIENT_HELP_OPTS
 				"\nExample:\n  suanli tenant list\n";
 
+static void tenant_row(struct out_table *tab, const json_t *t, const void *ctx)
+{
+	char regions[1024], quotas[2048];
+	(void)ctx;
+	out_join(json_object_get(t, "regions"), ",", regions, sizeof(regions));
+	counts_text(json_object_get(t, "quotas"), quotas, sizeof(quotas));
+	const char *row[] = {out_str(t, "name", "?"), strcmp(regions, "-") ? regions : "any",
+			     quotas, out_str(t, "created_at", "-")};
+	out_table_row(tab, row);
+}
+
 static int tenant_list(int argc, char **argv)
 {
 	static const char *const head[] = {"NAME", "REGIONS", "QUOTAS", "CREATED"};
 	struct client cl;
-	struct out_table tab;
-	json_t *arr = NULL, *t;
-	size_t i;
+	json_t *arr;
 	int rc;
 
 	client_init(&cl, "tenant list");
-	if ((rc = client_args(&cl, argc, argv, list_help, 0, "no arguments")) != CLIENT_GO)
+	if ((rc = client_args(&cl, argc, argv, list_help, 0, "no arguments")) != CLIENT_GO ||
+	    (rc = client_get_list(&cl, "/v1/tenants",
+				  "No tenants yet; create one with 'suanli tenant create NAME'.\n",
+				  &arr)) != CLIENT_GO)
 		return rc;
-	if ((rc = client_open(&cl)) != CLI_EXIT_OK ||
-	    (rc = client_call(&cl, "GET", "/v1/tenants", NULL, NULL, &arr)) != CLI_EXIT_OK ||
-	    cl.json)
-		goto done;
-	if (!json_array_size(arr)) {
-		printf("No tenants yet; create one with 'suanli tenant create NAME'.\n");
-		goto done;
-	}
-	out_table_init(&tab, 4, head);
-	json_array_foreach(arr, i, t) {
-		char regions[1024], quotas[2048];
-		out_join(json_object_get(t, "regions"), ",", regions, sizeof(regions));
-		counts_text(json_object_get(t, "quotas"), quotas, sizeof(quotas));
-		const char *row[] = {out_str(t, "name", "?"), strcmp(regions, "-") ? regions : "any",
-				     quotas, out_str(t, "created_at", "-")};
-		out_table_row(&tab, row);
-	}
-	if (out_table_print(&tab, stdout))
-		rc = CLI_EXIT_FAIL;
-	out_table_release(&tab);
-done:
+	rc = out_table_list(stdout, 4, head, arr, tenant_row, NULL) ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 	json_decref(arr);
-	client_close(&cl);
 	return rc;
 }
 

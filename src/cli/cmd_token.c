@@ -84,39 +84,28 @@ static const char list_help[] =
 	"Lists tokens (never their secrets). Admin, operator, auditor; a tenant-admin\n"
 	"sees its own tenant's.\n\n" CLIENT_HELP_OPTS "\nExample:\n  suanli token list\n";
 
+static void token_row(struct out_table *tab, const json_t *t, const void *ctx)
+{
+	(void)ctx;
+	const char *row[] = {out_str(t, "id", "?"),     out_str(t, "role", "-"),
+			     out_str(t, "tenant", "-"), out_str(t, "user", "-"),
+			     out_str(t, "created_at", "-"), out_str(t, "revoked_at", "-")};
+	out_table_row(tab, row);
+}
+
 static int token_list(int argc, char **argv)
 {
 	static const char *const head[] = {"ID", "ROLE", "TENANT", "USER", "CREATED", "REVOKED"};
 	struct client cl;
-	struct out_table tab;
-	json_t *arr = NULL, *t;
-	size_t i;
+	json_t *arr;
 	int rc;
 
 	client_init(&cl, "token list");
-	if ((rc = client_args(&cl, argc, argv, list_help, 0, "no arguments")) != CLIENT_GO)
+	if ((rc = client_args(&cl, argc, argv, list_help, 0, "no arguments")) != CLIENT_GO ||
+	    (rc = client_get_list(&cl, "/v1/tokens", "No tokens.\n", &arr)) != CLIENT_GO)
 		return rc;
-	if ((rc = client_open(&cl)) != CLI_EXIT_OK ||
-	    (rc = client_call(&cl, "GET", "/v1/tokens", NULL, NULL, &arr)) != CLI_EXIT_OK ||
-	    cl.json)
-		goto done;
-	if (!json_array_size(arr)) {
-		printf("No tokens.\n");
-		goto done;
-	}
-	out_table_init(&tab, 6, head);
-	json_array_foreach(arr, i, t) {
-		const char *row[] = {out_str(t, "id", "?"),     out_str(t, "role", "-"),
-				     out_str(t, "tenant", "-"), out_str(t, "user", "-"),
-				     out_str(t, "created_at", "-"), out_str(t, "revoked_at", "-")};
-		out_table_row(&tab, row);
-	}
-	if (out_table_print(&tab, stdout))
-		rc = CLI_EXIT_FAIL;
-	out_table_release(&tab);
-done:
+	rc = out_table_list(stdout, 6, head, arr, token_row, NULL) ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 	json_decref(arr);
-	client_close(&cl);
 	return rc;
 }
 

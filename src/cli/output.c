@@ -115,6 +115,21 @@ void out_table_release(struct out_table *t)
 	memset(t, 0, sizeof(*t));
 }
 
+int out_table_list(FILE *f, int ncols, const char *const *head, const json_t *arr,
+		   out_row_fn *row, const void *ctx)
+{
+	struct out_table t;
+	size_t i;
+	json_t *e;
+	int rc;
+	out_table_init(&t, ncols, head);
+	json_array_foreach(arr, i, e)
+		row(&t, e, ctx);
+	rc = out_table_print(&t, f);
+	out_table_release(&t);
+	return rc;
+}
+
 static void indent(FILE *f, int depth)
 {
 	fputc('\n', f);

@@ -31,6 +31,13 @@ void out_table_row(struct out_table *t, const char *const *cells);
 int out_table_print(struct out_table *t, FILE *f);
 void out_table_release(struct out_table *t);
 
+/* Adds to t the row for element e of a list; ctx is out_table_list's. */
+typedef void out_row_fn(struct out_table *t, const json_t *e, const void *ctx);
+/* Prints to f a table with ncols headers head and one row per element of
+ * arr, made by row. Returns as out_table_print. */
+int out_table_list(FILE *f, int ncols, const char *const *head, const json_t *arr,
+		   out_row_fn *row, const void *ctx);
+
 /* Prints JSON text indented by two spaces per level, one member or element
  * per line, with every token (numbers, strings) byte for byte as given, and a
  * final newline. Text that is not JSON comes out re-spaced but whole. */
