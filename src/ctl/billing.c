@@ -599,17 +599,14 @@ enum sl_err billing_can_start(struct ctl *c, const char *tenant, const struct le
 /* Stops a running lease because its tenant's balance ran out. */
 static void stop_lease(struct ctl *c, struct ctl_lease *l, const char *why)
 {
-	if (l->in_sched && c->sched) {
-		struct sl_diag d;
-		sl_diag_clear(&d);
-		snprintf(l->end_reason, sizeof(l->end_reason), "%s", why);
-		if (ctl_sched_check(c, sched_release(c->sched, l->seq, c->now_ns, &d), "sched_release"))
-			sl_log_error("balance stop failed", "lease=%s error=%s", l->id, d.msg);
-		l->end_reason[0] = 0;
-	} else {
-		ctl_lease_end(c, l, LS_RELEASED, why);
-		ctl_lease_save(c, l);
-	}
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	if (!c->sched)
+		return; /* billing_tick runs from the loop, after ctl_sched_start */
+	snprintf(l->end_reason, sizeof(l->end_reason), "%s", why);
+	if (ctl_sched_check(c, sched_release(c->sched, l->seq, c->now_ns, &d), "sched_release"))
+		sl_log_error("balance stop failed", "lease=%s error=%s", l->id, d.msg);
+	l->end_reason[0] = 0;
 }
 
 /* Adds a history entry to each running priced lease of tenant (or stops

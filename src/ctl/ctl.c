@@ -485,9 +485,9 @@ static enum sl_err load_lease(void *arg, const char *id, const char *tenant, con
 	return SL_OK;
 }
 
-/* Re-claims running leases' placements on the placer (they are adopted: see
- * ctl_sched.c) and fills the deadline heap. Pending leases go to the
- * scheduler when it starts. */
+/* Re-claims running leases' placements on the placer (which checks that no
+ * two hold one GPU; ctl_sched_start then hands them to the scheduler) and
+ * fills the deadline heap. */
 static enum sl_err leases_rebuild(struct ctl *c, struct sl_diag *d)
 {
 	/* Claims first with every node in service (the placer refuses claims

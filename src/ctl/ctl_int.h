@@ -93,7 +93,6 @@ struct ctl_lease {
 	json_t *history; /* [{"at","state","reason"}] */
 	int64_t epoch;
 	bool simulated;
-	bool in_sched;        /* the scheduler knows it (else adopted, see ctl_sched.c) */
 	char end_reason[64];  /* history reason for the coming end, "" for the default */
 };
 
@@ -340,17 +339,11 @@ void ctl_row_cache_clear(struct ctl *c);
 /* Appends a history entry and changes state. */
 void ctl_lease_set_state(struct ctl *c, struct ctl_lease *l, enum lease_state s,
 			 const char *reason);
-/* Grows or shrinks an active adopted elastic lease to gpus GPUs (bounds checked by
- * the caller). SL_ENOSPACE (d says why) leaves it unchanged. */
-enum sl_err ctl_lease_scale(struct ctl *c, struct ctl_lease *l, int gpus, struct sl_diag *d) SL_MUST_USE;
-/* Ends an adopted lease (not known to the scheduler): releases its GPUs on
- * the placer and tells the scheduler that capacity came back. */
-void ctl_lease_end(struct ctl *c, struct ctl_lease *l, enum lease_state s, const char *reason);
 /* Schedules a deadline at time at: a lease's end (idx = its index) or a
  * scheduler edge such as a reservation window (idx -1). */
 enum sl_err ctl_expiry_push(struct ctl *c, int64_t at, int idx) SL_MUST_USE;
-/* Handles deadlines that passed (adopted leases' ends, then one scheduler
- * tick); returns the next deadline (0: none). */
+/* Handles deadlines that passed (one scheduler tick); returns the next
+ * deadline (0: none). */
 int64_t ctl_expire(struct ctl *c);
 /* Replaces the fleet (text is the YAML). Validates that active leases keep
  * their nodes; on error nothing changes. */
@@ -396,9 +389,10 @@ void h_resv_list(struct ctl_call *c);
 
 /* ---- the scheduler (ctl_sched.c) ---- */
 /* Creates the scheduler over the current placer: quotas, reservations, then
- * the pending leases submitted again in their order. */
+ * every pending and running lease restored as it was, and one tick. */
 enum sl_err ctl_sched_start(struct ctl *c, struct sl_diag *d) SL_MUST_USE;
-/* Frees it; its running leases become adopted. */
+/* Frees it; running leases stay claimed on the placer until the next
+ * ctl_sched_start() restores them. */
 void ctl_sched_stop(struct ctl *c);
 /* Applies the scheduler's events to leases (state, history, store). */
 void ctl_sched_events(struct ctl *c);
@@ -407,7 +401,6 @@ void ctl_sched_events(struct ctl *c);
 enum sl_err ctl_sched_check(struct ctl *c, enum sl_err e, const char *what);
 /* Submits lease l (SL_OK: started or queued, events applied). */
 enum sl_err ctl_sched_submit(struct ctl *c, struct ctl_lease *l, struct sl_diag *d) SL_MUST_USE;
-void ctl_sched_capacity_back(struct ctl *c, const struct placement *pl);
 enum sl_err ctl_sched_tenant(struct ctl *c, const struct ctl_tenant *t, struct sl_diag *d) SL_MUST_USE;
 enum sl_err ctl_sched_reserve(struct ctl *c, const struct ctl_resv *r, struct sl_diag *d) SL_MUST_USE;
 /* Position and reason of a pending lease in the scheduler's queue. */

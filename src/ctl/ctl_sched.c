@@ -5,21 +5,12 @@
  * events; this file turns requests into scheduler calls and events into lease
  * state, history, log lines and store rows, all inside the turn's transaction.
  *
- * Restoring running leases. The scheduler has no call to take over a running
- * lease with its placement, so a new scheduler (at start, after a fleet
- * replacement) gets each running lease through sched_submit while only that
- * lease's nodes are in service and only its GPUs free on them: the placer,
- * deterministic and the only way in, can choose nothing else. The result is
- * checked; a lease the scheduler places otherwise, or refuses (an elastic
- * lease whose shape the placer would not choose, a quota lowered since), or
- * one under a preemption notice stays adopted: claimed on the placer directly
- * ("claimed by whoever will not release them through the scheduler") and
- * ended or scaled by the controller itself, after which the scheduler is told
- * that capacity came back (sched_node_restored on the lease's in-service
- * nodes, the public way to make it look again). Adopted GPUs do not count in
- * fair share or quotas and adopted spot leases are not preempted; a
- * sched_restore() in sched.h would make this whole path unnecessary. Pending
- * leases are simply submitted again, in their old order.
+ * Restoring leases. A new scheduler (at start, after a fleet replacement)
+ * gets every live lease back through sched_restore: pending ones with their
+ * submission time, running ones with their placement, start and any
+ * preemption notice, so they count in fair share and quotas and can be
+ * preempted like any other; one sched_tick then applies what changed while
+ * the controller was away (ends, notices, starts).
  *
  * Time: the scheduler is given the wall clock in ns, like every lease instant,
  * because durations must survive a restart (a monotonic clock does not). */
@@ -134,7 +125,6 @@ void ctl_sched_events(struct ctl *c)
 			const char *r = end_state_reason(ev->end, &st);
 			if (l->state == LS_ACTIVE || l->state == LS_PREEMPTING)
 				c->nactive--;
-			l->in_sched = false;
 			l->ended_ns = ev->at_ns;
 			ctl_lease_set_state(c, l, st, l->end_reason[0] ? l->end_reason : r);
 			ctl_lease_ended(c, l);
@@ -193,21 +183,7 @@ enum sl_err ctl_sched_submit(struct ctl *c, struct ctl_lease *l, struct sl_diag 
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	/* The submit is the placement decision (and the pass it triggers). */
 	ctl_metrics_observe(c, (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
-	if (e == SL_OK)
-		l->in_sched = true;
 	return ctl_sched_check(c, e, "sched_submit");
-}
-
-/* Tells the scheduler that capacity came back on the nodes of pl (an adopted
- * lease ended): the only public way to make it look at the queue again. */
-void ctl_sched_capacity_back(struct ctl *c, const struct placement *pl)
-{
-	for (int i = 0; i < pl->npicks && !c->fatal; i++) {
-		int node = pl->picks[i].node;
-		if (node < 0 || !placer_node_usable(c->placer, node))
-			continue;
-		ctl_sched_check(c, sched_node_restored(c->sched, node, c->now_ns), "sched_node_restored");
-	}
 }
 
 static enum sl_err set_quotas(struct ctl *c, const struct ctl_tenant *t, struct sl_diag *d)
@@ -259,118 +235,117 @@ enum sl_err ctl_sched_reserve(struct ctl *c, const struct ctl_resv *r, struct sl
 	return e;
 }
 
-/* A pending lease the new scheduler refuses (the fleet changed under it). */
-static void fail_pending(struct ctl *c, struct ctl_lease *l, const struct sl_diag *d)
+/* A lease the new scheduler refuses (the fleet changed under it). */
+static void fail_restore(struct ctl *c, struct ctl_lease *l, const struct sl_diag *d)
 {
 	char why[600];
 	snprintf(why, sizeof(why), "refused after a restart or fleet change: %.500s", d->msg);
+	if (l->state == LS_ACTIVE || l->state == LS_PREEMPTING)
+		c->nactive--;
 	l->ended_ns = c->now_ns;
 	ctl_lease_set_state(c, l, LS_FAILED, why);
 	ctl_lease_save(c, l);
 	ctl_lease_ended(c, l);
 }
 
-static bool same_placement(const struct placement *a, const struct placement *b)
+static bool running(const struct ctl_lease *l)
 {
-	if (!a || a->npicks != b->npicks)
-		return false;
-	for (int i = 0; i < a->npicks; i++) {
-		int k;
-		for (k = 0; k < b->npicks; k++)
-			if (a->picks[i].node == b->picks[k].node && a->picks[i].gpus == b->picks[k].gpus &&
-			    a->picks[i].milli == b->picks[k].milli)
-				break;
-		if (k == b->npicks)
-			return false;
-	}
-	return true;
+	return l && (l->state == LS_ACTIVE || l->state == LS_PREEMPTING) && l->pl.npicks > 0;
 }
 
-/* Hands one running lease to the scheduler with exactly its placement: only
- * its nodes are in service and only its GPUs free there while it is
- * submitted, so the placer (deterministic, and the only way in) can choose
- * nothing else. The scheduler counts it from now, so its duration is what is
- * left. Returns false (nothing changed, the lease still claimed directly) when
- * the scheduler refuses or chooses otherwise; the lease then stays adopted. */
-static bool restore_one(struct ctl *c, struct ctl_lease *l)
+/* Order of restore: running leases oldest start first (the scheduler starts
+ * them in call order, which "newest started" preemption relies on), then
+ * pending ones (their submission time keeps their queue order). */
+static int *restore_order(struct ctl *c, int *nrun, int *n)
 {
-	struct sl_diag d;
-	bool ok = false;
-	sl_diag_clear(&d);
-	if (placer_release(c->placer, &l->pl, &d))
-		return false;
-	for (int i = 0; i < l->pl.npicks; i++) {
-		int node = l->pl.picks[i].node;
-		placer_set_node_usable(c->placer, node, true);
-		for (int g = 0; g < fleet_node_type(c->fleet, node)->ngpus; g++)
-			if (!(l->pl.picks[i].gpus & (1u << g)) && placer_gpu_used_milli(c->placer, node, g) == 0)
-				placer_set_gpu_usable(c->placer, node, g, false);
-	}
-	struct place_request pr;
-	struct sched_spec sp;
-	spec_of(l, &pr, &sp);
-	if (sched_submit(c->sched, l->seq, &sp, c->now_ns, &d) == SL_OK) {
-		ok = same_placement(sched_lease_placement(c->sched, l->seq), &l->pl);
-		int64_t left = l->expires_ns ? l->expires_ns - c->now_ns : 0;
-		if (ok && l->expires_ns)
-			ok = sched_extend(c->sched, l->seq, left > 0 ? left : 1, &d) == SL_OK;
-		if (!ok && sched_release(c->sched, l->seq, c->now_ns, &d))
-			c->fatal = true; /* it knows the lease: cannot happen */
-	}
-	/* Its own STARTED (or QUEUED, ENDED) events say nothing new. */
-	sched_events_clear(c->sched);
-	for (int i = 0; i < l->pl.npicks; i++) {
-		int node = l->pl.picks[i].node;
-		for (int g = 0; g < fleet_node_type(c->fleet, node)->ngpus; g++)
-			placer_set_gpu_usable(c->placer, node, g, true);
-		if (!ok)
-			placer_set_node_usable(c->placer, node, true);
-	}
-	if (!ok && placer_claim(c->placer, &l->pl, &d)) {
-		sl_log_error("lease lost its GPUs during restore", "lease=%s error=%s", l->id, d.msg);
-		c->fatal = true;
-	}
-	for (int i = 0; i < l->pl.npicks; i++)
-		placer_set_node_usable(c->placer, l->pl.picks[i].node, false);
-	l->in_sched = ok;
-	return ok;
-}
-
-/* Running leases back into a new scheduler, oldest start first (so "newest
- * started" keeps its meaning for preemption). Leases under a preemption
- * notice stay adopted: the notice they were given must hold. */
-static void restore_running(struct ctl *c)
-{
-	int n = c->fleet->nnodes, *order = NULL, nrun = 0, adopted = 0;
-	bool *usable = calloc((size_t)n + 1, sizeof(bool));
-	order = malloc(((size_t)c->nleases + 1) * sizeof(int));
-	if (!usable || !order) {
-		free(usable);
-		free(order);
-		return; /* they stay adopted */
-	}
+	int *order = malloc(((size_t)c->nleases + 1) * sizeof(int));
+	if (!order)
+		return NULL;
+	*n = 0;
 	for (int i = 0; i < c->nleases; i++)
-		if (c->leases[i] && c->leases[i]->state == LS_ACTIVE && c->leases[i]->pl.npicks > 0)
-			order[nrun++] = i;
-	for (int i = 1; i < nrun; i++) /* insertion sort by start time; mostly sorted */
+		if (running(c->leases[i]))
+			order[(*n)++] = i;
+	*nrun = *n;
+	for (int i = 1; i < *nrun; i++) /* insertion sort by start time; mostly sorted */
 		for (int k = i; k > 0 && c->leases[order[k - 1]]->started_ns > c->leases[order[k]]->started_ns; k--) {
 			int t = order[k];
 			order[k] = order[k - 1];
 			order[k - 1] = t;
 		}
-	for (int i = 0; i < n; i++) {
-		usable[i] = placer_node_usable(c->placer, i);
-		if (nrun)
-			placer_set_node_usable(c->placer, i, false);
+	for (int i = 0; i < c->nleases; i++)
+		if (c->leases[i] && c->leases[i]->state == LS_PENDING)
+			order[(*n)++] = i;
+	return order;
+}
+
+/* Hands lease l to the scheduler as it was. A running lease is claimed on the
+ * placer already (ctl.c and h_fleet.c claim it to check it fits): that claim
+ * moves to the scheduler, which makes it again. SL_ENOMEM or SL_OK; a
+ * refusal fails the lease. */
+static enum sl_err restore_one(struct ctl *c, struct ctl_lease *l, bool run)
+{
+	struct place_request pr;
+	struct sched_spec sp;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	spec_of(l, &pr, &sp);
+	struct sched_restore r = {&sp, l->created_ns, run ? &l->pl : NULL, run ? l->started_ns : 0,
+				  run && l->state == LS_PREEMPTING ? l->preempt_ns : 0};
+	if (run && placer_release(c->placer, &l->pl, &d)) {
+		sl_log_error("lease lost its GPUs during restore", "lease=%s error=%s", l->id, d.msg);
+		c->fatal = true;
+		return SL_OK;
 	}
-	for (int i = 0; i < nrun && !c->fatal; i++)
-		adopted += !restore_one(c, c->leases[order[i]]);
-	for (int i = 0; nrun && i < n; i++)
+	enum sl_err e = sched_restore(c->sched, l->seq, &r, &d);
+	if (e == SL_ENOMEM)
+		return e;
+	if (e)
+		fail_restore(c, l, &d);
+	return SL_OK;
+}
+
+/* Pending leases keep the reason the scheduler gives them now (what a
+ * QUEUED event used to say); saved only when it changed. */
+static enum sl_err refresh_reasons(struct ctl *c)
+{
+	const struct sched_queue_entry *q;
+	int n;
+	enum sl_err e = sched_queue(c->sched, &q, &n);
+	for (int i = 0; e == SL_OK && i < n; i++) {
+		struct ctl_lease *l = lease_of(c, q[i].id);
+		if (!l || l->state != LS_PENDING || !strcmp(l->reason, q[i].reason))
+			continue;
+		snprintf(l->reason, sizeof(l->reason), "%s", q[i].reason);
+		ctl_lease_save(c, l);
+	}
+	return e;
+}
+
+/* Every live lease into the new scheduler, then one tick. The placer refuses
+ * claims on nodes out of service, so all are in service while restoring. */
+static enum sl_err restore_leases(struct ctl *c)
+{
+	int nnodes = c->fleet->nnodes, nrun = 0, n = 0;
+	bool *usable = calloc((size_t)nnodes + 1, sizeof(bool));
+	int *order = restore_order(c, &nrun, &n);
+	enum sl_err e = usable && order ? SL_OK : SL_ENOMEM;
+	for (int i = 0; e == SL_OK && i < nnodes; i++) {
+		usable[i] = placer_node_usable(c->placer, i);
+		placer_set_node_usable(c->placer, i, true);
+	}
+	for (int i = 0; e == SL_OK && i < n && !c->fatal; i++)
+		e = restore_one(c, c->leases[order[i]], i < nrun);
+	for (int i = 0; usable && order && i < nnodes; i++)
 		placer_set_node_usable(c->placer, i, usable[i]);
-	if (nrun)
-		sl_log_info("running leases restored", "scheduled=%d adopted=%d", nrun - adopted, adopted);
 	free(usable);
 	free(order);
+	if (e == SL_OK && nrun)
+		sl_log_info("running leases restored", "scheduled=%d", sched_running_count(c->sched));
+	if (e == SL_OK && !c->fatal)
+		e = ctl_sched_check(c, sched_tick(c->sched, c->now_ns), "sched_tick");
+	if (e == SL_OK && !c->fatal)
+		e = refresh_reasons(c);
+	return e;
 }
 
 enum sl_err ctl_sched_start(struct ctl *c, struct sl_diag *d)
@@ -392,28 +367,7 @@ enum sl_err ctl_sched_start(struct ctl *c, struct sl_diag *d)
 			sl_log_warn("reservation not honoured", "reservation=%s error=%s",
 				    c->resvs[i].id, rd.msg);
 	}
-	restore_running(c);
-	int *pend = malloc(((size_t)c->nleases + 1) * sizeof(int)), np = 0;
-	if (!pend)
-		return sl_diag_set(d, SL_ENOMEM, "out of memory");
-	/* The old order: plan first, then submission (ids grow with time). */
-	for (int plan = 0; plan < PLAN__COUNT; plan++)
-		for (int i = 0; i < c->nleases; i++)
-			if (c->leases[i] && c->leases[i]->state == LS_PENDING &&
-			    (int)c->leases[i]->req.plan == plan)
-				pend[np++] = i;
-	for (int i = 0; i < np && !c->fatal; i++) {
-		struct ctl_lease *l = c->leases[pend[i]];
-		struct sl_diag ld;
-		sl_diag_clear(&ld);
-		e = ctl_sched_submit(c, l, &ld);
-		if (e == SL_ENOMEM)
-			break;
-		if (e)
-			fail_pending(c, l, &ld);
-		e = SL_OK;
-	}
-	free(pend);
+	e = restore_leases(c);
 	if (c->fatal)
 		return sl_diag_set(d, SL_EIO, "could not store the scheduler's decisions");
 	return e ? sl_diag_set(d, e, "out of memory") : SL_OK;
@@ -423,10 +377,8 @@ void ctl_sched_stop(struct ctl *c)
 {
 	if (!c->sched)
 		return;
-	/* Running leases stay claimed on the placer; they become adopted. */
-	for (int i = 0; i < c->nleases; i++)
-		if (c->leases[i])
-			c->leases[i]->in_sched = false;
+	/* Running leases stay claimed on the placer (sched_free releases
+	 * nothing); the next ctl_sched_start() hands them to the new one. */
 	sched_free(c->sched);
 	c->sched = NULL;
 }

@@ -4,9 +4,9 @@
  * refused request leaves nothing behind; the one exception, a lease that the
  * scheduler refuses (quota, a request no node could ever take), is undone by
  * popping it off the end of the lease array: the scheduler changed nothing
- * and nothing was written. Leases known to the scheduler go through it;
- * adopted ones (see ctl_sched.c) through lease.c. Tenant-scoped callers get 404 for other tenants' leases, the same
- * answer as for a lease that does not exist. */
+ * and nothing was written. Every live lease goes through the scheduler.
+ * Tenant-scoped callers get 404 for other tenants' leases, the same answer as
+ * for a lease that does not exist. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -272,20 +272,15 @@ void h_lease_release(struct ctl_call *call)
 	}
 	char why[64];
 	snprintf(why, sizeof(why), "released by %s", call->tok->id);
-	if (l->in_sched) {
-		struct sl_diag d;
-		sl_diag_clear(&d);
-		snprintf(l->end_reason, sizeof(l->end_reason), "%s", why);
-		enum sl_err e = ctl_sched_check(c, sched_release(c->sched, l->seq, c->now_ns, &d),
-						"sched_release");
-		l->end_reason[0] = 0;
-		if (e) {
-			ctl_answer_diag(call, e, &d);
-			return;
-		}
-	} else {
-		ctl_lease_end(c, l, LS_RELEASED, why);
-		ctl_lease_save(c, l);
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	snprintf(l->end_reason, sizeof(l->end_reason), "%s", why);
+	enum sl_err e = ctl_sched_check(c, sched_release(c->sched, l->seq, c->now_ns, &d),
+					"sched_release");
+	l->end_reason[0] = 0;
+	if (e) {
+		ctl_answer_diag(call, e, &d);
+		return;
 	}
 	ctl_answer_lease(call, 200, l);
 }
@@ -318,14 +313,12 @@ void h_lease_extend(struct ctl_call *call)
 		ctl_answer_error(call, SL_ELIMIT, msg, NULL);
 		return;
 	}
-	if (l->in_sched) {
-		struct sl_diag d;
-		sl_diag_clear(&d);
-		enum sl_err e = sched_extend(c->sched, l->seq, (l->req.duration_s + by) * 1000000000, &d);
-		if (e) {
-			ctl_answer_diag(call, e, &d);
-			return;
-		}
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	enum sl_err e = sched_extend(c->sched, l->seq, (l->req.duration_s + by) * 1000000000, &d);
+	if (e) {
+		ctl_answer_diag(call, e, &d);
+		return;
 	}
 	l->req.duration_s += by;
 	json_object_set_new(l->request, "duration_s", json_integer(l->req.duration_s));
@@ -366,7 +359,7 @@ void h_lease_scale(struct ctl_call *call)
 		answer_ended(call, l);
 		return;
 	}
-	if (gpus != l->gpus && l->in_sched) {
+	if (gpus != l->gpus) {
 		int before = l->gpus;
 		enum sl_err e = ctl_sched_check(c, sched_scale(c->sched, l->seq, (int)gpus, c->now_ns, &d),
 						"sched_scale");
@@ -380,19 +373,6 @@ void h_lease_scale(struct ctl_call *call)
 			ctl_lease_set_state(c, l, l->state, msg);
 			ctl_lease_save(c, l);
 		}
-	} else if (gpus != l->gpus) {
-		if (l->state == LS_PENDING) {
-			snprintf(msg, sizeof(msg), "asked to scale to %lld GPUs while waiting", (long long)gpus);
-			l->gpus = (int)gpus;
-			ctl_lease_set_state(c, l, l->state, msg);
-		} else {
-			enum sl_err e = ctl_lease_scale(c, l, (int)gpus, &d);
-			if (e) {
-				ctl_answer_diag(call, e, &d);
-				return;
-			}
-		}
-		ctl_lease_save(c, l);
 	}
 	ctl_answer_lease(call, 200, l);
 }

@@ -1,22 +1,16 @@
 /* lease.c - lease bookkeeping shared by the handlers: lookup, saving, state
- * history, the deadline heap, and the adopted-lease path.
+ * history and the deadline heap.
  *
- * New leases go through the scheduler (ctl_sched.c). Leases that were running
- * when the scheduler was (re)created are adopted: claimed on the placer
- * directly, and ended or scaled here with the placer (placer_place +
- * placer_claim for a grow, under the tenant's quotas and regions), after which
- * the scheduler is told that capacity came back. */
+ * Every live lease is known to the scheduler (ctl_sched.c restores them after
+ * a restart or fleet change), which decides starts, ends and scaling. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "audit_log.h"
 #include "billing.h"
-#include "catalog.h"
 #include "ctl_int.h"
 #include "log.h"
-#include "place_json.h"
 
 /* Reads an evicted lease back from the store for this turn. */
 static struct ctl_lease *lease_load(struct ctl *c, const char *id)
@@ -346,262 +340,14 @@ static void heap_pop(struct ctl *c)
 
 int64_t ctl_expire(struct ctl *c)
 {
+	/* The scheduler keeps every end and notice; the heap only says when to
+	 * tick. */
 	bool tick = false;
 	while (c->nexpiry > 0 && c->expiry[0].at <= c->now_ns) {
-		struct ctl_expiry top = c->expiry[0];
 		heap_pop(c);
 		tick = true;
-		if (top.lease < 0)
-			continue;
-		struct ctl_lease *l = ctl_lease_at(c, top.lease);
-		if (!l || l->in_sched || (l->state != LS_ACTIVE && l->state != LS_PREEMPTING))
-			continue;
-		/* An adopted lease: the controller keeps its end and its notice. */
-		if (l->state == LS_PREEMPTING && l->preempt_ns == top.at) {
-			ctl_lease_end(c, l, LS_PREEMPTED, "preempted after its notice");
-			ctl_lease_save(c, l);
-		} else if (l->expires_ns == top.at) {
-			ctl_lease_end(c, l, LS_EXPIRED, "its duration ended");
-			ctl_lease_save(c, l);
-		}
 	}
-	if (tick && c->sched && !c->fatal) {
+	if (tick && c->sched && !c->fatal)
 		ctl_sched_check(c, sched_tick(c->sched, c->now_ns), "sched_tick");
-	}
 	return c->nexpiry ? c->expiry[0].at : 0;
-}
-
-/* ---- placement ---- */
-
-static int tenant_used(struct ctl *c, const char *tenant, const char *model)
-{
-	int n = 0;
-	for (int i = 0; i < c->nleases; i++) {
-		const struct ctl_lease *l = c->leases[i];
-		if (!l || (l->state != LS_ACTIVE && l->state != LS_PREEMPTING) || strcmp(l->tenant, tenant))
-			continue;
-		for (int k = 0; k < l->pl.npicks; k++)
-			if (!strcmp(fleet_node_type(c->fleet, l->pl.picks[k].node)->gpu->name, model))
-				n += __builtin_popcount(l->pl.picks[k].gpus);
-	}
-	return n;
-}
-
-/* The models the lease may use under its tenant's quotas: *n = -1 means no
- * narrowing; 0 means none (then d says why). */
-static void quota_models(struct ctl *c, const struct ctl_lease *l, const char **out, int *n,
-			 int gpus, struct sl_diag *d)
-{
-	const struct ctl_tenant *t = ctl_tenant_find(c, l->tenant);
-	*n = -1;
-	if (!t || json_object_size(t->quotas) == 0)
-		return;
-	const char *cand[64];
-	int ncand = 0;
-	if (l->req.nmodels)
-		for (int i = 0; i < l->req.nmodels; i++)
-			cand[ncand++] = l->req.models[i];
-	else
-		for (size_t i = 0; i < catalog_gpu_count() && ncand < 64; i++)
-			cand[ncand++] = catalog_gpu_at(i)->name;
-	int kept = 0;
-	for (int i = 0; i < ncand; i++) {
-		const json_t *q = json_object_get(t->quotas, cand[i]);
-		if (q) {
-			int used = tenant_used(c, t->name, cand[i]);
-			if (used + gpus > json_integer_value(q)) {
-				sl_diag_set(d, SL_EQUOTA,
-					    "tenant %s may hold %lld %s GPUs and holds %d; this lease asks for %d more",
-					    t->name, (long long)json_integer_value(q), cand[i], used, gpus);
-				continue;
-			}
-		}
-		out[kept++] = cand[i];
-	}
-	*n = kept == ncand && !l->req.nmodels ? -1 : kept;
-}
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* One placer attempt; SL_OK with pl filled and claimed. */
-static enum sl_err try_place(struct ctl *c, struct place_request *pr, struct placement *pl,
-			     struct sl_diag *d)
-{
-	int64_t t0 = mono_ns();
-	enum sl_err e = placer_place(c->placer, pr, pl, d);
-	ctl_metrics_observe(c, (double)(mono_ns() - t0) / 1e9);
-	if (e)
-		return e;
-	return placer_claim(c->placer, pl, d);
-}
-
-/* Finds and claims gpus GPUs for lease l under its quotas and regions. */
-static enum sl_err lease_claim(struct ctl *c, struct ctl_lease *l, int gpus, bool gang,
-			       struct placement *pl, struct sl_diag *d)
-{
-	const char *models[64];
-	int nmodels;
-	const struct ctl_tenant *t = ctl_tenant_find(c, l->tenant);
-	quota_models(c, l, models, &nmodels, gpus, d);
-	if (nmodels == 0) {
-		snprintf(l->reason, sizeof(l->reason), "quota: %.500s", d->msg);
-		return SL_EQUOTA;
-	}
-	const char *regions[CTL_MAX_REGIONS + 1];
-	int nregions = 0;
-	if (l->req.region[0])
-		regions[nregions++] = l->req.region;
-	else if (t && json_array_size(t->regions))
-		for (size_t i = 0; i < json_array_size(t->regions) && nregions < CTL_MAX_REGIONS; i++)
-			regions[nregions++] = json_string_value(json_array_get(t->regions, i));
-	else
-		regions[nregions++] = NULL;
-
-	enum sl_err e = SL_ENOSPACE;
-	char why[sizeof(l->reason)] = "";
-	for (int r = 0; r < nregions && e != SL_OK; r++) {
-		int chunks = nmodels < 0 ? 1 : (nmodels + PLACE_MAX_MODELS - 1) / PLACE_MAX_MODELS;
-		for (int k = 0; k < chunks && e != SL_OK; k++) {
-			struct place_request pr;
-			lease_req_to_place(&l->req, l->tenant, &pr);
-			pr.gpus = gpus;
-			pr.region = regions[r];
-			if (!gang)
-				pr.per_node = 0;
-			if (nmodels >= 0) {
-				pr.nmodels = 0;
-				for (int m = k * PLACE_MAX_MODELS; m < nmodels && pr.nmodels < PLACE_MAX_MODELS; m++)
-					pr.models[pr.nmodels++] = models[m];
-			}
-			placement_release(pl);
-			placement_init(pl);
-			sl_diag_clear(d);
-			e = try_place(c, &pr, pl, d);
-			if (e == SL_ENOSPACE && !why[0])
-				snprintf(why, sizeof(why), "%s", pl->why[0] ? pl->why : "no capacity");
-			else if (e && e != SL_ENOSPACE && e != SL_ECONFLICT)
-				return e;
-		}
-	}
-	if (c->fleet->nnodes == 0)
-		snprintf(why, sizeof(why), "the fleet is empty; load one with PUT /v1/fleet");
-	if (e) {
-		snprintf(l->reason, sizeof(l->reason), "%s", why[0] ? why : "no capacity");
-		return SL_ENOSPACE;
-	}
-	return SL_OK;
-}
-
-/* Merges add's picks into l's placement (same node: one pick). */
-static enum sl_err merge_picks(struct placement *dst, const struct placement *add)
-{
-	for (int i = 0; i < add->npicks; i++) {
-		const struct place_pick *p = &add->picks[i];
-		int k;
-		for (k = 0; k < dst->npicks; k++)
-			if (dst->picks[k].node == p->node && !dst->picks[k].milli && !p->milli)
-				break;
-		if (k < dst->npicks) {
-			dst->picks[k].gpus |= p->gpus;
-			dst->picks[k].cpus += p->cpus;
-			dst->picks[k].mem_mib += p->mem_mib;
-		} else if (placement_add(dst, p)) {
-			return SL_ENOMEM;
-		}
-	}
-	return SL_OK;
-}
-
-/* The GPUs to give back when shrinking from the end: *gone gets them, keep is
- * what stays. CPUs and memory go back in proportion. */
-static enum sl_err split_tail(const struct placement *pl, int drop, struct placement *gone,
-			      struct placement *keep)
-{
-	enum sl_err e = placement_copy(keep, pl);
-	for (int i = keep->npicks - 1; !e && i >= 0 && drop > 0; i--) {
-		struct place_pick *p = &keep->picks[i];
-		int have = __builtin_popcount(p->gpus);
-		if (p->milli || have == 0)
-			continue;
-		int n = drop < have ? drop : have;
-		struct place_pick g = *p;
-		g.gpus = 0;
-		for (int b = TOPO_MAX_GPUS - 1, left = n; b >= 0 && left; b--)
-			if (p->gpus & (1u << b)) {
-				g.gpus |= 1u << b;
-				left--;
-			}
-		int kcpus = p->cpus * (have - n) / have;
-		int64_t kmem = p->mem_mib * (have - n) / have;
-		g.cpus = p->cpus - kcpus;
-		g.mem_mib = p->mem_mib - kmem;
-		p->gpus &= ~g.gpus;
-		p->cpus = kcpus;
-		p->mem_mib = kmem;
-		e = placement_add(gone, &g);
-		drop -= n;
-	}
-	/* Drop emptied picks. */
-	int w = 0;
-	for (int i = 0; i < keep->npicks; i++)
-		if (keep->picks[i].gpus || keep->picks[i].milli)
-			keep->picks[w++] = keep->picks[i];
-	keep->npicks = w;
-	return e;
-}
-
-enum sl_err ctl_lease_scale(struct ctl *c, struct ctl_lease *l, int gpus, struct sl_diag *d)
-{
-	struct placement add, keep;
-	placement_init(&add);
-	placement_init(&keep);
-	enum sl_err e = SL_OK;
-	if (gpus > l->gpus) {
-		e = lease_claim(c, l, gpus - l->gpus, false, &add, d);
-		if (e == SL_ENOSPACE)
-			sl_diag_set(d, SL_ENOSPACE, "cannot grow to %d GPUs: %s", gpus, l->reason);
-		l->reason[0] = 0;
-		if (!e && (e = merge_picks(&l->pl, &add)))
-			c->fatal = true; /* claimed but not recorded: do not commit */
-	} else {
-		e = split_tail(&l->pl, l->gpus - gpus, &add, &keep);
-		if (!e)
-			e = placer_release(c->placer, &add, d);
-		if (!e) {
-			placement_release(&l->pl);
-			l->pl = keep;
-			placement_init(&keep);
-		}
-	}
-	placement_release(&add);
-	placement_release(&keep);
-	if (e)
-		return e;
-	char why[64];
-	snprintf(why, sizeof(why), "scaled from %d to %d GPUs", l->gpus, gpus);
-	l->gpus = gpus;
-	l->epoch++;
-	ctl_lease_set_state(c, l, l->state, why);
-	return SL_OK;
-}
-
-void ctl_lease_end(struct ctl *c, struct ctl_lease *l, enum lease_state s, const char *reason)
-{
-	if (l->state == LS_ACTIVE || l->state == LS_PREEMPTING) {
-		struct sl_diag d;
-		sl_diag_clear(&d);
-		if (placer_release(c->placer, &l->pl, &d))
-			sl_log_error("placer release failed", "lease=%s error=%s", l->id, d.msg);
-		c->nactive--;
-	}
-	l->ended_ns = c->now_ns;
-	ctl_lease_set_state(c, l, s, reason);
-	ctl_lease_ended(c, l);
-	if (c->sched)
-		ctl_sched_capacity_back(c, &l->pl);
 }
