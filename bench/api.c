@@ -402,30 +402,14 @@ int main(int argc, char **argv)
 	const char *out = argc > 1 ? argv[1] : "bench/results/api.md";
 	long pairs = argc > 2 ? atol(argv[2]) : PAIRS_DEFAULT;
 	int conns = getenv("BENCH_CONNS") ? atoi(getenv("BENCH_CONNS")) : CONNS_DEFAULT;
-	char suanlid[BL_PATH_MAX], dir[BL_PATH_MAX], data[BL_PATH_MAX + 8], fleet[BL_PATH_MAX + 16],
-		log[BL_PATH_MAX + 16], admin[256], tok[256], portarg[32];
+	char tok[256];
 	if (pairs <= 0 || conns <= 0 || conns > 1000)
 		bl_die("usage: bench_api [results.md] [pairs>0]; BENCH_CONNS 1..1000");
-	if (getenv("SUANLID"))
-		snprintf(suanlid, sizeof(suanlid), "%s", getenv("SUANLID"));
-	else {
-		ssize_t n = readlink("/proc/self/exe", suanlid, sizeof(suanlid) - 16);
-		if (n <= 0)
-			bl_die("cannot find myself; set SUANLID");
-		suanlid[n] = 0;
-		snprintf(strrchr(suanlid, '/') + 1, 16, "suanlid");
-	}
-	if (access(suanlid, X_OK))
-		bl_die("no suanlid at %s (build it, or set SUANLID)", suanlid);
-
-	bl_tmpdir(dir, sizeof(dir), "api");
-	snprintf(data, sizeof(data), "%s/data", dir);
-	snprintf(fleet, sizeof(fleet), "%s/fleet.yaml", dir);
-	snprintf(log, sizeof(log), "%s/suanlid.log", dir);
-	bl_write_fleet(fleet, NODES);
-	bl_init_data(suanlid, data, log, admin, sizeof(admin));
-	int port = bl_free_port();
-	snprintf(portarg, sizeof(portarg), "127.0.0.1:%d", port);
+	struct bl_daemon dm;
+	bl_daemon_prepare(&dm, "api", NODES);
+	char *suanlid = dm.suanlid, *dir = dm.dir, *data = dm.data, *fleet = dm.fleet,
+	     *log = dm.log, *admin = dm.admin, *portarg = dm.portarg;
+	int port = dm.port;
 	char *args[] = {suanlid, "serve", "--data", data, "--listen", portarg, "--fleet", fleet,
 			"--simulate", "--log-level", "warn", NULL};
 	pid_t pid = bl_spawn(args, log);

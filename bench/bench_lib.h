@@ -452,6 +452,39 @@ static inline void bl_tmpdir(char *out, size_t n, const char *tag)
 		bl_die("mkdtemp: %s", strerror(errno));
 }
 
+/* Everything a benchmark needs before it starts suanlid: the binary
+ * ($SUANLID, else suanlid beside this program), a temp dir with a generated
+ * fleet of nodes nodes, an initialised data dir (admin token read back), its
+ * log path, and a free loopback port. Dies with a message when any is missing. */
+struct bl_daemon {
+	char suanlid[BL_PATH_MAX], dir[BL_PATH_MAX], data[BL_PATH_MAX + 8];
+	char fleet[BL_PATH_MAX + 16], log[BL_PATH_MAX + 16], admin[256], portarg[32];
+	int port;
+};
+
+static inline void bl_daemon_prepare(struct bl_daemon *d, const char *tag, int nodes)
+{
+	if (getenv("SUANLID"))
+		snprintf(d->suanlid, sizeof(d->suanlid), "%s", getenv("SUANLID"));
+	else {
+		ssize_t n = readlink("/proc/self/exe", d->suanlid, sizeof(d->suanlid) - 16);
+		if (n <= 0)
+			bl_die("cannot find myself; set SUANLID");
+		d->suanlid[n] = 0;
+		snprintf(strrchr(d->suanlid, '/') + 1, 16, "suanlid");
+	}
+	if (access(d->suanlid, X_OK))
+		bl_die("no suanlid at %s (build it, or set SUANLID)", d->suanlid);
+	bl_tmpdir(d->dir, sizeof(d->dir), tag);
+	snprintf(d->data, sizeof(d->data), "%s/data", d->dir);
+	snprintf(d->fleet, sizeof(d->fleet), "%s/fleet.yaml", d->dir);
+	snprintf(d->log, sizeof(d->log), "%s/suanlid.log", d->dir);
+	bl_write_fleet(d->fleet, nodes);
+	bl_init_data(d->suanlid, d->data, d->log, d->admin, sizeof(d->admin));
+	d->port = bl_free_port();
+	snprintf(d->portarg, sizeof(d->portarg), "127.0.0.1:%d", d->port);
+}
+
 static inline void bl_rmrf(const char *dir)
 {
 	char *argv[] = {"/bin/rm", "-rf", (char *)dir, NULL};

@@ -157,27 +157,12 @@ int main(int argc, char **argv)
 	const char *out = argc > 1 ? argv[1] : "bench/results/memory.md";
 	if (argc > 2 && (NODES = atoi(argv[2])) < 1)
 		bl_die("usage: bench_memory [results.md] [nodes>0]");
-	char suanlid[BL_PATH_MAX], dir[BL_PATH_MAX], data[BL_PATH_MAX + 8], fleet[BL_PATH_MAX + 16],
-		log[BL_PATH_MAX + 16], admin[256], tok[256], portarg[32];
-	if (getenv("SUANLID"))
-		snprintf(suanlid, sizeof(suanlid), "%s", getenv("SUANLID"));
-	else {
-		ssize_t n = readlink("/proc/self/exe", suanlid, sizeof(suanlid) - 16);
-		if (n <= 0)
-			bl_die("cannot find myself; set SUANLID");
-		suanlid[n] = 0;
-		snprintf(strrchr(suanlid, '/') + 1, 16, "suanlid");
-	}
-	if (access(suanlid, X_OK))
-		bl_die("no suanlid at %s (build it, or set SUANLID)", suanlid);
-	bl_tmpdir(dir, sizeof(dir), "memory");
-	snprintf(data, sizeof(data), "%s/data", dir);
-	snprintf(fleet, sizeof(fleet), "%s/fleet.yaml", dir);
-	snprintf(log, sizeof(log), "%s/suanlid.log", dir);
-	bl_write_fleet(fleet, NODES);
-	bl_init_data(suanlid, data, log, admin, sizeof(admin));
-	int port = bl_free_port();
-	snprintf(portarg, sizeof(portarg), "127.0.0.1:%d", port);
+	char tok[256];
+	struct bl_daemon dm;
+	bl_daemon_prepare(&dm, "memory", NODES);
+	char *suanlid = dm.suanlid, *dir = dm.dir, *data = dm.data, *fleet = dm.fleet,
+	     *log = dm.log, *admin = dm.admin, *portarg = dm.portarg;
+	int port = dm.port;
 	char *args[] = {suanlid, "serve", "--data", data, "--listen", portarg, "--fleet", fleet,
 			"--simulate", "--log-level", "warn", NULL};
 	double t0 = bl_now_ms();
