@@ -212,7 +212,9 @@ enum sl_err store_begin(struct store *s, struct sl_diag *d)
 	return e;
 }
 
-enum sl_err store_commit(struct store *s, struct sl_diag *d)
+/* Ends the open transaction one way or the other; either failing fails the
+ * store (note_error), since SQLite's state after a failed end is unknown. */
+static enum sl_err end_tx(struct store *s, bool commit, struct sl_diag *d)
 {
 	struct sl_diag scratch;
 	d = diag_or(d, &scratch);
@@ -220,22 +222,21 @@ enum sl_err store_commit(struct store *s, struct sl_diag *d)
 	if (e != SL_OK)
 		return e;
 	if (!s->in_tx)
-		return sl_diag_set(d, SL_EINVAL, "store_commit: no transaction is open");
+		return sl_diag_set(d, SL_EINVAL, "store_%s: no transaction is open",
+				   commit ? "commit" : "rollback");
 	s->in_tx = false;
-	return note_error(s, s->ops->commit(s->impl, d), true, d);
+	return note_error(s, commit ? s->ops->commit(s->impl, d) : s->ops->rollback(s->impl, d),
+			  true, d);
+}
+
+enum sl_err store_commit(struct store *s, struct sl_diag *d)
+{
+	return end_tx(s, true, d);
 }
 
 enum sl_err store_rollback(struct store *s, struct sl_diag *d)
 {
-	struct sl_diag scratch;
-	d = diag_or(d, &scratch);
-	enum sl_err e = check_usable(s, d);
-	if (e != SL_OK)
-		return e;
-	if (!s->in_tx)
-		return sl_diag_set(d, SL_EINVAL, "store_rollback: no transaction is open");
-	s->in_tx = false;
-	return note_error(s, s->ops->rollback(s->impl, d), true, d);
+	return end_tx(s, false, d);
 }
 
 enum sl_err store_put(struct store *s, enum store_kind k, const char *id, const char *tenant,
