@@ -403,3 +403,29 @@ long client_parse_duration(const char *cmd, const char *opt, const char *s)
 		return duration_error(cmd, opt, s, "must be longer than zero");
 	return total;
 }
+
+int client_set_list(json_t *obj, const char *key, const char *cmd, const char *opt,
+		    const char *s, size_t max, const char *noun)
+{
+	json_t *arr = json_array();
+	const char *p = s;
+	size_t count = 0;
+	for (;;) {
+		const char *e = strchr(p, ',');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		if (!len || (max && ++count > max)) {
+			json_decref(arr);
+			if (!len)
+				cli_usage_error(cmd, "%s '%s' has an empty name", opt, s);
+			else
+				cli_usage_error(cmd, "%s names more than %zu %s", opt, max, noun);
+			return -1;
+		}
+		json_array_append_new(arr, json_stringn(p, len));
+		if (!e)
+			break;
+		p = e + 1;
+	}
+	json_object_set_new(obj, key, arr);
+	return 0;
+}

@@ -113,6 +113,13 @@ int client_dispatch(const char *group, const char *intro, const struct client_su
 /* Frees what client_open made; safe on an unopened client. */
 void client_close(struct client *cl);
 
+/* Sets obj[key] to the JSON list of the comma-separated names in s
+ * ("a,b" -> ["a","b"]). An empty name, or more than max names (0: no bound),
+ * is a usage error naming opt; returns -1 then, 0 otherwise. noun names the
+ * entries in the "more than" message ("models"). */
+int client_set_list(json_t *obj, const char *key, const char *cmd, const char *opt,
+		    const char *s, size_t max, const char *noun);
+
 /* Appends s to buf (of size n, holding a NUL-terminated string) with every
  * byte outside [A-Za-z0-9-._~] percent-encoded, so a name from the user is one
  * path segment or query value. Returns 0, or -1 if it does not fit. */

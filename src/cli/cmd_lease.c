@@ -112,33 +112,6 @@ static int set_int(json_t *req, const char *cmd, const char *key, const char *op
 	return 0;
 }
 
-/* "h100-sxm,h800-sxm" -> ["h100-sxm","h800-sxm"]; -1 after a usage error. */
-static int set_models(json_t *req, const char *cmd, const char *s)
-{
-	json_t *arr = json_array();
-	const char *p = s;
-	size_t count = 0;
-	for (;;) {
-		const char *e = strchr(p, ',');
-		size_t len = e ? (size_t)(e - p) : strlen(p);
-		if (!len || ++count > LEASE_MAX_MODELS) {
-			json_decref(arr);
-			if (!len)
-				cli_usage_error(cmd, "--model '%s' has an empty name", s);
-			else
-				cli_usage_error(cmd, "--model names more than %d models",
-						LEASE_MAX_MODELS);
-			return -1;
-		}
-		json_array_append_new(arr, json_stringn(p, len));
-		if (!e)
-			break;
-		p = e + 1;
-	}
-	json_object_set_new(req, "models", arr);
-	return 0;
-}
-
 /* "8-32" (or "8:32") -> {"min":8,"max":32}; -1 after a usage error. */
 static int set_elastic(json_t *req, const char *cmd, const char *s)
 {
@@ -170,7 +143,8 @@ static int create_opt(json_t *req, const char *cmd, int c, const char *arg)
 	case OPT_PER_NODE: return set_int(req, cmd, "per_node", "--per-node", arg, 1, 1024);
 	case OPT_MIN_BW: return set_int(req, cmd, "min_bw_gbps", "--min-bw", arg, 0, 1000000);
 	case OPT_MIN_MEM: return set_int(req, cmd, "min_mem_gib", "--min-mem", arg, 0, 1000000);
-	case OPT_MODEL: return set_models(req, cmd, arg);
+	case OPT_MODEL:
+		return client_set_list(req, "models", cmd, "--model", arg, LEASE_MAX_MODELS, "models");
 	case OPT_ELASTIC: return set_elastic(req, cmd, arg);
 	case OPT_REGION: json_object_set_new(req, "region", json_string(arg)); return 0;
 	case OPT_SITE: json_object_set_new(req, "site", json_string(arg)); return 0;

@@ -39,28 +39,6 @@ static const char create_help[] =
 	"                     default: no limit)\n" CLIENT_HELP_OPTS
 	"\nExample:\n  suanli tenant create acme --regions cn-east --quota h100-sxm=16\n";
 
-/* "R1,R2" -> ["R1","R2"]; -1 after a usage error. */
-static int add_regions(json_t *t, const char *cmd, const char *s)
-{
-	json_t *arr = json_array();
-	const char *p = s;
-	for (;;) {
-		const char *e = strchr(p, ',');
-		size_t len = e ? (size_t)(e - p) : strlen(p);
-		if (!len) {
-			json_decref(arr);
-			cli_usage_error(cmd, "--regions '%s' has an empty name", s);
-			return -1;
-		}
-		json_array_append_new(arr, json_stringn(p, len));
-		if (!e)
-			break;
-		p = e + 1;
-	}
-	json_object_set_new(t, "regions", arr);
-	return 0;
-}
-
 /* "MODEL=N" into t.quotas; -1 after a usage error. */
 static int add_quota(json_t *t, const char *cmd, const char *s)
 {
@@ -113,7 +91,8 @@ static int tenant_create(int argc, char **argv)
 			rc = CLI_EXIT_OK;
 			goto done;
 		}
-		if (c == 'r' && add_regions(t, cl.cmd, optarg) < 0)
+		if (c == 'r' &&
+		    client_set_list(t, "regions", cl.cmd, "--regions", optarg, 0, "regions") < 0)
 			goto done;
 		if (c == 'q' && add_quota(t, cl.cmd, optarg) < 0)
 			goto done;
