@@ -19,9 +19,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agents.h"
 #include "audit_log.h"
 #include "billing.h"
 #include "ctl_int.h"
+#include "jobs.h"
 #include "file.h"
 #include "log.h"
 
@@ -655,6 +657,9 @@ static enum sl_err ctl_load(struct ctl *c, const struct ctl_opts *o, struct sl_d
 				  o->grace_s == 0 ? -1 : o->grace_s < 0 ? 0 : o->grace_s};
 	if ((e = billing_start(c, &bo, d)))
 		return e;
+	struct agents_opts ao = {o->heartbeat_s, o->unreachable_after_s, o->down_after_s};
+	if ((e = agents_start(c, &ao, d)) || (e = jobs_start(c, d)))
+		return e;
 	/* The scheduler may start waiting leases at once: that is a change to
 	 * commit like any other. */
 	if ((e = ctl_sched_start(c, d)))
@@ -727,6 +732,8 @@ void ctl_free(struct ctl *c)
 		return;
 	http_server_free(c->http);
 	ctl_sched_stop(c);
+	jobs_free(c);
+	agents_free(c);
 	billing_free(c);
 	for (int i = 0; i < c->nanswers; i++)
 		free(c->answers[i].body);
@@ -823,6 +830,8 @@ enum sl_err ctl_run(struct ctl *c, int stop_fd, struct sl_diag *d)
 			sl_log_error("http server error", "error=%s", sl_err_message(e));
 		c->next_deadline = audit_log_tick(c, ctl_expire(c));
 		billing_tick(c);
+		agents_tick(c);
+		jobs_tick(c);
 		flush = c->nanswers > 0;
 		if ((e = end_turn(c, d))) {
 			sl_log_error("commit failed; stopping without answering", "error=%s", d->msg);

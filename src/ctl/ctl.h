@@ -32,6 +32,9 @@ struct ctl_opts {
 	const char *billing_zone; /* billing time zone; NULL: UTC */
 	int64_t grace_s;          /* grace period once a balance runs out; 0: the
 				     default (600 s); < 0: none */
+	int64_t heartbeat_s;      /* agents' heartbeat interval; 0: the default (5 s) */
+	int64_t unreachable_after_s; /* silent agent -> node unreachable; 0: 15 s */
+	int64_t down_after_s;        /* silent agent -> node down, leases fail; 0: 60 s */
 };
 #define CTL_MAX_NOTICE_S (7LL * 86400) /* bound on --preempt-notice */
 #define CTL_MAX_GRACE_S (30 * 86400)   /* bound on --grace */

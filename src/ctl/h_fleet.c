@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agents.h"
 #include "catalog.h"
 #include "ctl_int.h"
 #include "log.h"
@@ -20,7 +21,8 @@ void ctl_apply_usable(struct ctl *c)
 {
 	for (int i = 0; i < c->fleet->nnodes; i++)
 		placer_set_node_usable(c->placer, i,
-				       c->simulate && !json_object_get(c->drains, c->fleet->nodes[i].name));
+				       agents_node_ready(c, i) &&
+					       !json_object_get(c->drains, c->fleet->nodes[i].name));
 }
 
 static int used_gpus(struct ctl *c, int node)
@@ -43,6 +45,9 @@ const char *ctl_node_state(struct ctl *c, int node, const char **reason)
 		*reason = json_string_value(json_object_get(dr, "reason"));
 		return used_gpus(c, node) ? "draining" : "drained";
 	}
+	const char *st = agents_node_state(c, node, reason);
+	if (st)
+		return st;
 	if (!c->simulate) {
 		*reason = "no agent has reported from this node yet";
 		return "unreachable";

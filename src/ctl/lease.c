@@ -10,6 +10,7 @@
 #include "audit_log.h"
 #include "billing.h"
 #include "ctl_int.h"
+#include "jobs.h"
 #include "log.h"
 
 /* Reads an evicted lease back from the store for this turn. */
@@ -289,6 +290,7 @@ void ctl_lease_set_state(struct ctl *c, struct ctl_lease *l, enum lease_state s,
 	sl_log_info("lease state", "lease=%s tenant=%s state=%s gpus=%d reason=%s", l->id,
 		    l->tenant, lease_state_name(s), l->gpus, reason ? reason : "");
 	billing_lease_changed(c, l); /* metering: started, scaled, ended */
+	jobs_lease_changed(c, l);    /* ranks stop where the lease no longer runs */
 }
 
 /* ---- expiry heap ---- */

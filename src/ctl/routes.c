@@ -16,8 +16,10 @@
 #include <string.h>
 
 #include "audit_log.h"
+#include "agents.h"
 #include "billing.h"
 #include "ctl_int.h"
+#include "jobs.h"
 #include "json_limits.h"
 #include "log.h"
 
@@ -29,6 +31,7 @@
 #define R_AUDIT (R_PROVIDER | CTL_ROLE_BIT(CTL_ROLE_AUDITOR))
 #define R_TENANTS (CTL_ROLE_BIT(CTL_ROLE_TENANT_ADMIN) | CTL_ROLE_BIT(CTL_ROLE_TENANT))
 #define R_LEASE_WRITE (R_PROVIDER | R_TENANTS)
+#define R_AGENT CTL_ROLE_BIT(CTL_ROLE_AGENT)
 
 static const struct ctl_route routes[] = {
 	{"GET", "/healthz", "healthz", false, 0, false, false, h_healthz},
@@ -59,6 +62,18 @@ static const struct ctl_route routes[] = {
 	 h_lease_extend},
 	{"POST", "/v1/leases/{id}/scale", "lease_scale", true, R_LEASE_WRITE, true, true,
 	 h_lease_scale},
+	{"POST", "/v1/jobs", "job_create", true, R_LEASE_WRITE, true, true, h_job_create},
+	{"GET", "/v1/jobs", "job_list", true, R_ALL_BUT_AGENT, false, false, h_job_list},
+	{"GET", "/v1/jobs/{id}", "job_show", true, R_ALL_BUT_AGENT, false, false, h_job_show},
+	{"POST", "/v1/jobs/{id}/cancel", "job_cancel", true, R_LEASE_WRITE, true, true, h_job_cancel},
+	{"GET", "/v1/jobs/{id}/logs", "job_logs", true, R_ALL_BUT_AGENT, false, false, h_job_logs},
+	{"POST", "/v1/agent-tokens", "agent_token_create", true, R_PROVIDER, true, true,
+	 h_agent_token_create},
+	{"POST", "/v1/agent/register", "agent_register", true, R_AGENT, true, true, h_agent_register},
+	{"POST", "/v1/agent/heartbeat", "agent_heartbeat", true, R_AGENT, true, true,
+	 h_agent_heartbeat},
+	{"GET", "/v1/agent/work", "agent_work", true, R_AGENT, false, false, h_agent_work},
+	{"POST", "/v1/agent/logs", "agent_logs", true, R_AGENT, true, false, h_agent_logs},
 	{"GET", "/v1/queue", "queue", true, R_ALL_BUT_AGENT, false, false, h_queue},
 	{"POST", "/v1/reservations", "reservation_create", true, R_PROVIDER, true, true,
 	 h_resv_create},

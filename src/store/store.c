@@ -35,6 +35,8 @@ static const char *const kind_names[STORE_KIND__COUNT] = {
 	[STORE_POSTINGS] = "postings",
 	[STORE_USAGE] = "usage",
 	[STORE_BILLING] = "billing",
+	[STORE_AGENTS] = "agents",
+	[STORE_JOBS] = "jobs",
 };
 
 const char *store_kind_name(enum store_kind k)
@@ -51,7 +53,7 @@ enum sl_err store_kind_parse(const char *name, enum store_kind *out, struct sl_d
 		}
 	}
 	sl_diag_set(d, SL_EINVAL, "unknown store kind '%.64s'", name ? name : "(null)");
-	sl_diag_hint(d, "kinds are tenants, tokens, leases, reservations, nodes, fleets, idempotency, prices, postings, usage, billing");
+	sl_diag_hint(d, "kinds are tenants, tokens, leases, reservations, nodes, fleets, idempotency, prices, postings, usage, billing, agents, jobs");
 	return SL_EINVAL;
 }
 

@@ -56,6 +56,8 @@ enum store_kind {
 	STORE_POSTINGS,    /* billing: ledger postings, keyed by posting id */
 	STORE_USAGE,       /* billing: a lease's usage events (started, scaled, ended) */
 	STORE_BILLING,     /* billing: per-tenant balance state (grace period) */
+	STORE_AGENTS,      /* agents: per-node registration (discovery, address, GPU health) */
+	STORE_JOBS,        /* jobs run on leases by agents (src/ctl/jobs.c) */
 	STORE_KIND__COUNT
 };
 

@@ -97,7 +97,18 @@ static const char sq_migration_3[] =
 	" updated_ns INTEGER NOT NULL);\n"
 	"CREATE INDEX billing_tenant ON billing(tenant);\n";
 
-static const char *const sq_migrations[] = {sq_migration_1, sq_migration_2, sq_migration_3};
+/* v4: node agents' registrations and the jobs they run (src/ctl/agents.c,
+ * src/ctl/jobs.c), as object tables like v1's. */
+static const char sq_migration_4[] =
+	"CREATE TABLE agents (id TEXT PRIMARY KEY, tenant TEXT, body TEXT NOT NULL,"
+	" updated_ns INTEGER NOT NULL);\n"
+	"CREATE INDEX agents_tenant ON agents(tenant);\n"
+	"CREATE TABLE jobs (id TEXT PRIMARY KEY, tenant TEXT, body TEXT NOT NULL,"
+	" updated_ns INTEGER NOT NULL);\n"
+	"CREATE INDEX jobs_tenant ON jobs(tenant);\n";
+
+static const char *const sq_migrations[] = {sq_migration_1, sq_migration_2, sq_migration_3,
+					    sq_migration_4};
 #define SQ_SCHEMA_VERSION ((int)(sizeof(sq_migrations) / sizeof(sq_migrations[0])))
 
 enum sq_verb { SQ_PUT, SQ_DEL, SQ_GET, SQ_SCAN, SQ_VERB__COUNT };

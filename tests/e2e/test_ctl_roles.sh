@@ -50,7 +50,17 @@ POST /v1/audit/checkpoint admin,operator {}
 GET /v1/audit/proof admin,operator,tenant-admin,tenant,auditor -
 GET /v1/audit/consistency admin,operator,tenant-admin,tenant,auditor -
 GET /v1/audit/verify admin,operator,auditor -
-GET /v1/audit/export admin,operator,tenant-admin,tenant,auditor -'
+GET /v1/audit/export admin,operator,tenant-admin,tenant,auditor -
+POST /v1/jobs admin,operator,tenant-admin,tenant {}
+GET /v1/jobs admin,operator,tenant-admin,tenant,auditor -
+GET /v1/jobs/{id} admin,operator,tenant-admin,tenant,auditor -
+POST /v1/jobs/{id}/cancel admin,operator,tenant-admin,tenant {}
+GET /v1/jobs/{id}/logs admin,operator,tenant-admin,tenant,auditor -
+POST /v1/agent-tokens admin,operator {}
+POST /v1/agent/register agent {}
+POST /v1/agent/heartbeat agent {}
+GET /v1/agent/work agent -
+POST /v1/agent/logs agent -'
 ROLES="admin operator tenant-admin tenant auditor agent"
 
 # The daemon's own table must match this one exactly.
@@ -94,6 +104,7 @@ while read -r method path roles body; do
 	/v1/tenants/*) p=${path//\{name\}/acme} ;;
 	/v1/tokens/*) p=${path//\{id\}/tok_000000000000} ;;
 	/v1/leases/*) p=${path//\{id\}/ls-999999} ;;
+	/v1/jobs/*) p=${path//\{id\}/job-999999} ;;
 	*) p=$path ;;
 	esac
 	[ "$body" = "-" ] && body=""

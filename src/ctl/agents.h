@@ -1,0 +1,58 @@
+/* agents.h - the controller's side of node agents (docs/agent-protocol.md):
+ * join tokens and node credentials, registration (discovery compared with the
+ * declared type, nodes joining by labels), heartbeats, the node lifecycle
+ * (ready -> unreachable -> down, leases failed or replaced, billing stopped at
+ * the last healthy report) and per-GPU health (XID drain, re-qualify, fail).
+ *
+ * Private to src/ctl; touched by the loop's thread only. State lives in
+ * struct ctl_agents (owned by struct ctl) and in the store (STORE_AGENTS). */
+#ifndef SL_CTL_AGENTS_H
+#define SL_CTL_AGENTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+struct ctl;
+struct ctl_call;
+
+#define AGENTS_HEARTBEAT_DEFAULT_S 5
+#define AGENTS_UNREACHABLE_DEFAULT_S 15
+#define AGENTS_DOWN_DEFAULT_S 60
+
+struct agents_opts {
+	int64_t heartbeat_s;       /* 0: the default */
+	int64_t unreachable_after_s; /* 0: the default */
+	int64_t down_after_s;        /* 0: the default */
+};
+
+/* Reads registrations from the store and sets every node's service state on
+ * the placer. Call after the fleet and leases are loaded, before the
+ * scheduler starts. */
+enum sl_err agents_start(struct ctl *c, const struct agents_opts *o, struct sl_diag *d) SL_MUST_USE;
+void agents_free(struct ctl *c);
+/* Timers: nodes whose heartbeats stopped become unreachable, then down;
+ * lowers c->next_deadline to its next check. */
+void agents_tick(struct ctl *c);
+
+/* The node index the calling agent's token is bound to; answers 403 and
+ * returns -1 when the token is not a node credential of a fleet node. */
+int agents_call_node(struct ctl_call *call);
+/* Where other nodes reach node's agent (MASTER_ADDR); false when no agent
+ * has registered it. */
+bool agents_node_addr(const struct ctl *c, int node, char *buf, size_t n);
+/* True when node's agent is registered and its heartbeats are current (or
+ * the controller simulates nodes without agents). */
+bool agents_node_ready(const struct ctl *c, int node);
+/* Node state for listings: "ready", "unreachable", "down", ... with a reason,
+ * or NULL when agents have nothing to say (no drain applies). */
+const char *agents_node_state(const struct ctl *c, int node, const char **reason);
+
+/* handlers */
+void h_agent_token_create(struct ctl_call *c);
+void h_agent_register(struct ctl_call *c);
+void h_agent_heartbeat(struct ctl_call *c);
+
+#endif
