@@ -200,6 +200,10 @@ json_t *token_to_json(const struct ctl_token *t, bool store)
 			      ctl_time_json(t->revoked_ns));
 	if (o && store)
 		json_object_set_new(o, "sha256", json_string(t->hash));
+	if (o && t->role == CTL_ROLE_AGENT) {
+		json_object_set_new(o, "node", json_string(t->node[0] ? t->node : "*"));
+		json_object_set_new(o, "credential", json_boolean(t->node_cred));
+	}
 	return o;
 }
 
@@ -222,6 +226,11 @@ enum sl_err token_from_json(const json_t *o, struct ctl_token *t, struct sl_diag
 	snprintf(t->user, sizeof(t->user), "%s", user);
 	t->created_ns = time_field(o, "created_at");
 	t->revoked_ns = time_field(o, "revoked_at");
+	const char *node = json_string_value(json_object_get(o, "node"));
+	if (node && strlen(node) > CTL_NAME_MAX)
+		return sl_diag_set(d, SL_EPARSE, "token record is malformed");
+	snprintf(t->node, sizeof(t->node), "%s", node && strcmp(node, "*") ? node : "");
+	t->node_cred = json_is_true(json_object_get(o, "credential"));
 	return SL_OK;
 }
 
@@ -321,6 +330,16 @@ enum sl_err lease_req_parse(const json_t *o, struct lease_req *r, struct sl_diag
 		if (!json_is_boolean(ex))
 			return sl_diag_set(d, SL_EINVAL, "field 'exclusive' must be a boolean");
 		r->exclusive = json_is_true(ex);
+	}
+	const json_t *onf = json_object_get(o, "on_node_failure");
+	if (onf) {
+		const char *pol = json_string_value(onf);
+		if (!pol || (strcmp(pol, "fail") && strcmp(pol, "replace"))) {
+			sl_diag_hint(d, "\"fail\" (the default) ends the lease when a node it uses goes down; "
+					"\"replace\" moves it to other GPUs");
+			return sl_diag_set(d, SL_EINVAL, "field 'on_node_failure' must be \"fail\" or \"replace\"");
+		}
+		r->replace_on_failure = !strcmp(pol, "replace");
 	}
 	const json_t *el = json_object_get(o, "elastic");
 	if (el) {

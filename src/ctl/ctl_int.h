@@ -61,6 +61,11 @@ struct ctl_token {
 	char tenant[CTL_NAME_MAX + 1]; /* "" for provider roles */
 	char user[CTL_USER_MAX + 1];
 	int64_t created_ns, revoked_ns; /* revoked_ns 0: live */
+	/* Role agent only (agents.h): the node the token may register, "*" or ""
+	 * for any; node_cred: a node credential (returned by register), else a
+	 * join token. */
+	char node[CTL_NAME_MAX + 1];
+	bool node_cred;
 };
 
 /* A lease request, validated (the JSON as posted is kept beside it). */
@@ -74,6 +79,7 @@ struct lease_req {
 	int64_t duration_s; /* 0: none */
 	int el_min, el_max; /* 0, 0: not elastic */
 	bool exclusive;
+	bool replace_on_failure; /* "on_node_failure": "replace" (agents.c) */
 	char tenant[CTL_NAME_MAX + 1];
 };
 
