@@ -203,7 +203,7 @@ static int add_header(struct curl_slist **list, const char *h)
 	return 0;
 }
 
-static enum sl_err build_headers(struct http_client *c, const char *body,
+static enum sl_err build_headers(struct http_client *c, const char *ctype,
 				 const char *idem, struct curl_slist **out,
 				 struct sl_diag *d)
 {
@@ -211,8 +211,11 @@ static enum sl_err build_headers(struct http_client *c, const char *body,
 	struct curl_slist *h = NULL;
 	int bad = add_header(&h, "Accept: application/json") ||
 		  add_header(&h, "Expect:") ||
-		  (body && add_header(&h, "Content-Type: application/json")) ||
 		  (c->auth && add_header(&h, c->auth));
+	if (!bad && ctype) {
+		snprintf(line, sizeof(line), "Content-Type: %s", ctype);
+		bad = add_header(&h, line);
+	}
 	if (!bad && idem) {
 		snprintf(line, sizeof(line), "Idempotency-Key: %s", idem);
 		bad = add_header(&h, line);
@@ -225,6 +228,16 @@ enum sl_err http_client_request(struct http_client *c, const char *method,
 				const char *path, const char *body, size_t body_len,
 				const char *idempotency_key, long timeout_ms,
 				struct http_response *resp, struct sl_diag *d)
+{
+	return http_client_request_ct(c, method, path, body ? "application/json" : NULL,
+				      body, body_len, idempotency_key, timeout_ms, resp, d);
+}
+
+enum sl_err http_client_request_ct(struct http_client *c, const char *method,
+				   const char *path, const char *content_type,
+				   const char *body, size_t body_len,
+				   const char *idempotency_key, long timeout_ms,
+				   struct http_response *resp, struct sl_diag *d)
 {
 	char url[2 * HTTP_CLIENT_URL_MAX];
 	char errbuf[CURL_ERROR_SIZE] = "";
@@ -245,10 +258,14 @@ enum sl_err http_client_request(struct http_client *c, const char *method,
 				strlen(idempotency_key) >= HTTP_CLIENT_HEADER_MAX))
 		return sl_diag_set(d, SL_EINVAL, "bad Idempotency-Key (empty, too long "
 						 "or with control characters)");
+	if (content_type && (!*content_type || has_ctl(content_type, 0) ||
+			     strlen(content_type) >= HTTP_CLIENT_HEADER_MAX))
+		return sl_diag_set(d, SL_EINVAL, "bad Content-Type (empty, too long or "
+						 "with control characters)");
 	if (timeout_ms <= 0)
 		timeout_ms = HTTP_CLIENT_DEFAULT_TIMEOUT_MS;
 	snprintf(url, sizeof(url), "%s%s", c->server, path);
-	e = build_headers(c, body, idempotency_key, &hdrs, d);
+	e = build_headers(c, body ? content_type : NULL, idempotency_key, &hdrs, d);
 	if (e != SL_OK) {
 		curl_slist_free_all(hdrs);
 		return e;

@@ -64,6 +64,16 @@ enum sl_err http_client_request(struct http_client *c, const char *method,
 				struct http_response *resp,
 				struct sl_diag *d) SL_MUST_USE;
 
+/* Like http_client_request with the body sent as content_type (e.g.
+ * "application/octet-stream"; NULL or no body: no Content-Type). SL_EINVAL
+ * also for a content type with control characters or too long. */
+enum sl_err http_client_request_ct(struct http_client *c, const char *method,
+				   const char *path, const char *content_type,
+				   const char *body, size_t body_len,
+				   const char *idempotency_key, long timeout_ms,
+				   struct http_response *resp,
+				   struct sl_diag *d) SL_MUST_USE;
+
 /* Frees resp's body and zeroes it; NULL is allowed. */
 void http_response_release(struct http_response *resp);
 
