@@ -615,6 +615,7 @@ static void gone_cb(struct http_request *req, void *ctx)
 	for (int i = 0; i < c->nanswers; i++)
 		if (c->answers[i].req == req)
 			return;
+	jobs_request_gone(c, req); /* a waiting work poll: forgotten before it is freed */
 	http_respond_error(req, SL_EIO, "the controller is stopping", NULL);
 }
 

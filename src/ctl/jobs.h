@@ -31,6 +31,10 @@ void jobs_lease_changed(struct ctl *c, struct ctl_lease *l);
  * states are updated and the heartbeat answer gets its "stop" array (work the
  * controller no longer assigns to node). */
 void jobs_on_heartbeat(struct ctl *c, int node, const json_t *work, json_t *answer);
+/* A waiting work poll's client went away (the gone callback): forget it;
+ * the caller then answers it (which frees it). Any other request: nothing. */
+struct http_request;
+void jobs_request_gone(struct ctl *c, struct http_request *req);
 /* The node's work version (for the register answer). */
 int64_t jobs_work_version(const struct ctl *c, int node);
 

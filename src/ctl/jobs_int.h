@@ -1,0 +1,134 @@
+/* jobs_int.h - what the jobs files (jobs.c, h_jobs.c, job_work.c, job_logs.c)
+ * share: the job records, per-node work versions and waiting polls.
+ *
+ * Jobs live in an array indexed by seq - 1 and are never removed (history);
+ * ranks name their node by fleet name (fleet replacements renumber nodes).
+ * Loop thread only. */
+#ifndef SL_CTL_JOBS_INT_H
+#define SL_CTL_JOBS_INT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ctl_int.h"
+#include "job_env.h"
+#include "jobs.h"
+
+#define JOB_ID_LEN 24
+#define JOBS_WAIT_DEFAULT_S 30      /* work poll ?wait= default */
+#define JOBS_WAIT_MAX_S 60          /* and bound */
+#define JOBS_MAX_POLLS_PER_NODE 4   /* waiting work polls per node; more answers the oldest */
+#define JOB_STOP_GRACE_DEFAULT_S 10 /* SIGTERM -> SIGKILL at the agent */
+#define JOB_STOP_GRACE_MAX_S 3600
+#define JOB_CANCEL_SLACK_S 30       /* cancelling -> cancelled without word after grace + this */
+#define JOB_MAX_LIVE_PER_LEASE 64   /* jobs not yet ended on one lease */
+#define JOB_REASON_MAX 160
+
+enum job_state { JS_PENDING, JS_RUNNING, JS_SUCCEEDED, JS_FAILED, JS_CANCELLING, JS_CANCELLED, JS__COUNT };
+enum rank_state { RS_PENDING, RS_RUNNING, RS_EXITED, RS_STOPPED, RS__COUNT };
+
+struct job_rank {
+	char node[FLEET_NAME_MAX + 1];
+	gpumask_t gpus;
+	enum rank_state state;
+	bool stop;          /* desired: must not run (cancel, job failed, lease ended) */
+	bool gone;          /* stop confirmed: the node reported it not running */
+	int exit_code, signal, restarts;
+	int64_t pid;
+	int64_t started_ns, ended_ns;
+	int64_t log_base;   /* the controller's log size when this node took the rank */
+	uint64_t hb_mark;   /* heartbeat that last reported it (jobs_on_heartbeat) */
+};
+
+struct job {
+	uint64_t seq;
+	char id[JOB_ID_LEN];
+	char lease[24];
+	char tenant[CTL_NAME_MAX + 1];
+	char user[CTL_USER_MAX + 1];
+	enum job_state state;
+	char reason[JOB_REASON_MAX];
+	json_t *argv, *env;  /* checked (job_env.h) */
+	enum job_restart restart;
+	int nodes_req;       /* 0: all of the lease's nodes */
+	int stop_grace_s;
+	int64_t epoch;       /* the lease's epoch the ranks were placed with */
+	int nranks;
+	struct job_rank *ranks;
+	int64_t created_ns, ended_ns, cancel_ns;
+};
+
+struct job_poll {
+	struct http_request *req;
+	int64_t version, deadline_ns;
+};
+
+struct job_node {
+	char name[FLEET_NAME_MAX + 1];
+	int64_t version;
+	int npolls;
+	struct job_poll polls[JOBS_MAX_POLLS_PER_NODE];
+	bool dirty; /* version changed since its polls were last looked at */
+};
+
+struct ctl_jobs {
+	struct job **jobs;   /* index seq - 1 */
+	int njobs, cap_jobs;
+	struct strmap *node_by_name; /* name -> index into nodes */
+	struct job_node *nodes;
+	int nnodes, cap_nodes;
+	int *dirty;          /* node indices with dirty set */
+	int ndirty, cap_dirty;
+	int npolls;          /* waiting in all */
+	int64_t poll_deadline;   /* earliest poll deadline, 0: none */
+	int64_t cancel_deadline; /* earliest cancelling timeout, 0: none */
+	int64_t version_base;    /* start time in ms: versions never repeat across restarts */
+	uint64_t hb_seq;
+};
+
+const char *job_state_name(enum job_state s);
+int job_state_parse(const char *s);
+const char *rank_state_name(const struct job_rank *r);
+static inline bool job_ended(const struct job *j)
+{
+	return j->state == JS_SUCCEEDED || j->state == JS_FAILED || j->state == JS_CANCELLED;
+}
+
+/* The job named in the path, visible to the caller (tenant scoping); NULL
+ * after answering 404. */
+struct job *jobs_path_job(struct ctl_call *call);
+/* The job by id, NULL if none. */
+struct job *jobs_find(struct ctl *c, const char *id);
+/* The job as the API shows it (logs: add log_size/log_start per rank) or as
+ * stored (store: internal fields too). New reference, NULL on ENOMEM. */
+json_t *job_to_json(struct ctl *c, const struct job *j, bool store);
+/* Writes j to the store in the turn's transaction. */
+void job_save(struct ctl *c, struct job *j);
+/* The node's record, created on first use; NULL on ENOMEM. */
+struct job_node *jobs_node(struct ctl *c, const char *name);
+/* The node's desired state changed: new version, its polls answered this turn. */
+void jobs_bump(struct ctl *c, const char *node);
+/* Assigns ranks from lease l's picks (first nodes_req nodes); keeps each
+ * rank's log_base when its node stays. false on ENOMEM. */
+bool job_assign(struct ctl *c, struct job *j, const struct ctl_lease *l);
+/* Re-evaluates j's state from its ranks; saves and bumps what changed. */
+void job_eval(struct ctl *c, struct job *j);
+/* Marks every rank of j to stop and bumps their nodes. */
+void job_stop_ranks(struct ctl *c, struct job *j);
+/* Moves j to state s with reason (ended_ns set for final states). */
+void job_set_state(struct ctl *c, struct job *j, enum job_state s, const char *reason);
+
+/* job_work.c */
+json_t *job_work_doc(struct ctl *c, struct job_node *n);
+void jobs_answer_polls(struct ctl *c);
+
+/* job_logs.c: a rank's log in DATA_DIR/logs/<job>/ */
+#define JOB_LOG_SEGMENT ((int64_t)32 << 20) /* the current file rotates past this */
+#define JOB_LOG_KEEP (2 * JOB_LOG_SEGMENT)   /* newest bytes kept per rank: 64 MiB */
+#define JOB_LOG_READ_MAX ((int64_t)4 << 20)  /* bytes per GET ?rank= answer */
+#define JOB_LOG_ALL_MAX ((int64_t)8 << 20)   /* bytes per GET without ?rank= */
+/* Bytes the rank has written in all, and the first one still kept. */
+void job_log_size(struct ctl *c, const struct job *j, int rank, int64_t *size, int64_t *start);
+
+#endif
