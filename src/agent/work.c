@@ -1,0 +1,746 @@
+/* work.c - the work supervisor (see work.h): items, processes, timers.
+ *
+ * An item moves PENDING -> RUNNING -> (STOPPING) -> EXITED | STOPPED, or
+ * through BACKOFF back to PENDING when its restart policy says so. Only this
+ * file sends signals or forks. A process is identified by its pid and its
+ * start time (/proc/PID/stat field 22), so a recycled pid is never mistaken
+ * for our work after an agent restart; children of this process are reaped
+ * with waitpid, adopted ones (the agent restarted) are polled with kill(0)
+ * and /proc. The process group of an item is killed with SIGKILL once its
+ * leader is gone, so no stray member keeps a GPU after its rank ended. */
+#include "work.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "nccl_topo.h"
+#include "state.h"
+#include "work_int.h"
+
+extern char **environ;
+
+int64_t work_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* ---- processes ------------------------------------------------------- */
+
+/* Reads state and start time of pid from /proc; false when it is gone. */
+static bool proc_stat(pid_t pid, char *state, uint64_t *ticks)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return false;
+	p += 2;
+	*state = *p;
+	/* field 3 is the state; starttime is field 22 */
+	for (int field = 3; field < 22; field++) {
+		p = strchr(p, ' ');
+		if (!p)
+			return false;
+		p++;
+	}
+	*ticks = strtoull(p, NULL, 10);
+	return true;
+}
+
+uint64_t work_proc_start_ticks(pid_t pid)
+{
+	char st;
+	uint64_t t = 0;
+	return proc_stat(pid, &st, &t) ? t : 0;
+}
+
+/* Our process (same start time), alive and not a zombie. */
+static bool proc_alive(pid_t pid, uint64_t ticks)
+{
+	char st;
+	uint64_t t;
+	if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM))
+		return false;
+	return proc_stat(pid, &st, &t) && t == ticks && st != 'Z' && st != 'X';
+}
+
+/* 1: alive; 0: exited, *status from waitpid; -1: vanished (exit unknown). */
+static int item_poll(struct work_item *it, int *status)
+{
+	if (it->child) {
+		pid_t r = waitpid(it->pid, status, WNOHANG);
+		if (r == it->pid)
+			return 0;
+		if (r == 0)
+			return 1;
+		if (errno != ECHILD)
+			return 1;
+		it->child = false;
+	}
+	return proc_alive(it->pid, it->start_ticks) ? 1 : -1;
+}
+
+static void group_signal(pid_t pid, int sig)
+{
+	if (pid <= 0)
+		return;
+	if (kill(-pid, sig) != 0 && errno == ESRCH)
+		(void)kill(pid, sig);
+}
+
+static void wall_iso(int64_t t, char *buf, size_t n)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	gmtime_r(&tt, &tm);
+	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* The environment of a child: ours, minus what the item or the agent sets,
+ * plus those. NULL on ENOMEM; free with free_strv. */
+static char **build_env(const struct work_spec *sp, const char *topo, const char *dir)
+{
+	size_t nenv = 0, n = 0;
+	while (environ && environ[nenv])
+		nenv++;
+	char **v = calloc(nenv + sp->nenv + 3, sizeof(char *));
+	if (!v)
+		return NULL;
+	char *extra[2] = {NULL, NULL};
+	size_t tl = strlen(topo) + sizeof("NCCL_TOPO_FILE=");
+	size_t dl = strlen(dir) + sizeof("SUANLI_STATE_DIR=");
+	extra[0] = topo[0] ? malloc(tl) : NULL;
+	extra[1] = malloc(dl);
+	if ((topo[0] && !extra[0]) || !extra[1]) {
+		free(extra[0]);
+		free(extra[1]);
+		free(v);
+		return NULL;
+	}
+	if (extra[0])
+		snprintf(extra[0], tl, "NCCL_TOPO_FILE=%s", topo);
+	snprintf(extra[1], dl, "SUANLI_STATE_DIR=%s", dir);
+	for (size_t i = 0; i < nenv; i++) {
+		const char *e = environ[i], *eq = strchr(e, '=');
+		size_t kl = eq ? (size_t)(eq - e) + 1 : strlen(e);
+		bool over = false;
+		for (size_t j = 0; !over && j < sp->nenv; j++)
+			over = strncmp(sp->env[j], e, kl) == 0;
+		for (size_t j = 0; !over && j < 2; j++)
+			over = extra[j] && strncmp(extra[j], e, kl) == 0;
+		if (!over && !(v[n++] = strdup(e)))
+			goto oom;
+	}
+	for (size_t j = 0; j < sp->nenv; j++)
+		if (!(v[n++] = strdup(sp->env[j])))
+			goto oom;
+	for (size_t j = 0; j < 2; j++)
+		if (extra[j])
+			v[n++] = extra[j];
+	return v;
+oom:
+	for (size_t j = 0; j < n; j++)
+		free(v[j]);
+	free(v);
+	free(extra[0]);
+	free(extra[1]);
+	return NULL;
+}
+
+static void free_strv(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* Writes the NCCL topology of the item into jobs/J/nccl-topo-R.xml; path is
+ * left "" when there is no discovery. */
+static enum sl_err write_topo(struct work_sup *s, const struct work_spec *sp, char *path,
+			      size_t n, struct sl_diag *d)
+{
+	const char *nics[TOPO_MAX_NICS];
+	enum sl_err e;
+
+	path[0] = '\0';
+	if (!s->disc)
+		return SL_OK;
+	for (int i = 0; i < sp->nnics; i++)
+		nics[i] = sp->nics[i];
+	size_t need = nccl_topo_xml(s->disc, sp->gpus, nics, sp->nnics, NULL, 0);
+	char *xml = malloc(need + 1);
+	if (!xml)
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	nccl_topo_xml(s->disc, sp->gpus, nics, sp->nnics, xml, need + 1);
+	e = state_path(path, n, s->dir, d, "jobs/%s/nccl-topo-%d.xml", sp->job, sp->rank);
+	if (e == SL_OK)
+		e = state_write_atomic(path, xml, need, 0644, d);
+	free(xml);
+	if (e != SL_OK)
+		path[0] = '\0';
+	return e;
+}
+
+/* In the child, between fork and exec: only async-signal-safe calls. */
+static void child_exec(int null_fd, int log_fd, char **argv, char **envp)
+{
+	struct sigaction sa;
+	sigset_t all;
+
+	(void)setsid();
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (int sig = 1; sig < NSIG; sig++)
+		(void)sigaction(sig, &sa, NULL);
+	sigemptyset(&all);
+	(void)sigprocmask(SIG_SETMASK, &all, NULL);
+	if (dup2(null_fd, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0)
+		_exit(127);
+#ifdef SYS_close_range
+	if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
+#endif
+		for (int fd = 3; fd < 4096; fd++)
+			(void)close(fd);
+	environ = envp;
+	execvp(argv[0], argv);
+	static const char msg[] = "suanli-agent: cannot execute the command: ";
+	const char *why = strerror(errno);
+	(void)!write(2, msg, sizeof(msg) - 1);
+	(void)!write(2, argv[0], strlen(argv[0]));
+	(void)!write(2, ": ", 2);
+	(void)!write(2, why, strlen(why));
+	(void)!write(2, "\n", 1);
+	_exit(127);
+}
+
+/* Starts the item's process. On error the item is left without a process. */
+static enum sl_err item_spawn(struct work_sup *s, struct work_item *it, int64_t now_ns,
+			      struct sl_diag *d)
+{
+	char jobdir[STATE_PATH_MAX], logp[STATE_PATH_MAX], topo[STATE_PATH_MAX];
+	const struct work_spec *sp = &it->spec;
+	enum sl_err e;
+
+	if ((e = state_path(jobdir, sizeof(jobdir), s->dir, d, "jobs/%s", sp->job)) != SL_OK ||
+	    (e = state_mkdirs(jobdir, 0700, d)) != SL_OK ||
+	    (e = state_path(logp, sizeof(logp), s->dir, d, "jobs/%s/rank-%d.log", sp->job,
+			    sp->rank)) != SL_OK ||
+	    (e = write_topo(s, sp, topo, sizeof(topo), d)) != SL_OK)
+		return e;
+	int log_fd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	if (log_fd < 0)
+		return sl_diag_set(d, SL_EIO, "cannot open %s: %s", logp, strerror(errno));
+	int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	char **envp = build_env(sp, topo, s->dir);
+	if (null_fd < 0 || !envp) {
+		close(log_fd);
+		if (null_fd >= 0)
+			close(null_fd);
+		free_strv(envp);
+		return sl_diag_set(d, SL_ENOMEM, "cannot prepare the process (out of memory "
+						 "or no /dev/null)");
+	}
+	pid_t pid = fork();
+	if (pid == 0)
+		child_exec(null_fd, log_fd, sp->argv, envp);
+	int fork_errno = errno;
+	close(log_fd);
+	close(null_fd);
+	free_strv(envp);
+	if (pid < 0)
+		return sl_diag_set(d, SL_EIO, "cannot fork: %s", strerror(fork_errno));
+	it->pid = pid;
+	it->child = true;
+	it->start_ticks = work_proc_start_ticks(pid);
+	it->state = IT_RUNNING;
+	it->killed = false;
+	it->started_at = (int64_t)time(NULL);
+	it->ended_at = 0;
+	it->run_start_ns = now_ns;
+	it->exit_code = 0;
+	it->signal = 0;
+	it->lost = false;
+	it->reported = false;
+	s->dirty = true;
+	sl_log_info("work started", "job=%s rank=%d epoch=%lld pid=%d argv0=%s", sp->job,
+		    sp->rank, (long long)sp->epoch, (int)pid, sp->argv[0]);
+	return SL_OK;
+}
+
+/* ---- state changes --------------------------------------------------- */
+
+static void item_replace(struct work_item *it)
+{
+	work_spec_release(&it->spec);
+	it->spec = *it->next;
+	free(it->next);
+	it->next = NULL;
+	it->state = IT_PENDING;
+	it->want_stop = false;
+	it->restarts = 0;
+	it->consec = 0;
+	it->lost = false;
+	it->reported = false;
+}
+
+static int64_t backoff_ns(int consec)
+{
+	int64_t ns = WORK_BACKOFF_MIN_NS;
+	for (int i = 0; i < consec && ns < WORK_BACKOFF_MAX_NS; i++)
+		ns *= 2;
+	return ns < WORK_BACKOFF_MAX_NS ? ns : WORK_BACKOFF_MAX_NS;
+}
+
+/* The item's process ended: status from waitpid, or lost (status < 0). */
+static void item_ended(struct work_sup *s, struct work_item *it, int status, bool lost,
+		       int64_t now_ns)
+{
+	group_signal(it->pid, SIGKILL); /* stray members of its group */
+	it->ended_at = (int64_t)time(NULL);
+	it->lost = lost;
+	it->exit_code = -1;
+	it->signal = 0;
+	if (!lost && WIFEXITED(status))
+		it->exit_code = WEXITSTATUS(status);
+	else if (!lost && WIFSIGNALED(status))
+		it->signal = WTERMSIG(status);
+	s->dirty = true;
+	sl_log_info("work ended", "job=%s rank=%d pid=%d exit_code=%d signal=%d lost=%d",
+		    it->spec.job, it->spec.rank, (int)it->pid, it->exit_code, it->signal,
+		    (int)lost);
+	if (it->want_stop) {
+		it->state = IT_STOPPED;
+		if (it->next)
+			item_replace(it);
+		return;
+	}
+	bool failed = lost || it->exit_code != 0 || it->signal != 0;
+	bool again = it->spec.restart == WORK_RESTART_ALWAYS ||
+		     (it->spec.restart == WORK_RESTART_ON_FAILURE && failed && !lost);
+	if (!again) {
+		it->state = IT_EXITED;
+		return;
+	}
+	if (now_ns - it->run_start_ns >= (int64_t)WORK_BACKOFF_RESET_S * 1000000000LL)
+		it->consec = 0;
+	it->deadline_ns = now_ns + backoff_ns(it->consec);
+	it->consec++;
+	it->state = IT_BACKOFF;
+}
+
+static void item_start(struct work_sup *s, struct work_item *it, int64_t now_ns)
+{
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	if (item_spawn(s, it, now_ns, &d) == SL_OK)
+		return;
+	sl_log_error("cannot start work", "job=%s rank=%d error=%s", it->spec.job,
+		     it->spec.rank, d.msg);
+	it->pid = 0;
+	it->run_start_ns = now_ns;
+	item_ended(s, it, 127 << 8, false, now_ns);
+}
+
+void work_item_stop(struct work_sup *s, struct work_item *it, int64_t now_ns)
+{
+	if (it->want_stop && it->state != IT_RUNNING)
+		return;
+	it->want_stop = true;
+	s->dirty = true;
+	switch (it->state) {
+	case IT_RUNNING:
+		sl_log_info("stopping work", "job=%s rank=%d pid=%d grace_s=%d", it->spec.job,
+			    it->spec.rank, (int)it->pid, it->spec.stop_grace_s);
+		group_signal(it->pid, SIGTERM);
+		it->state = IT_STOPPING;
+		it->deadline_ns = now_ns + (int64_t)it->spec.stop_grace_s * 1000000000LL;
+		break;
+	case IT_PENDING:
+	case IT_BACKOFF:
+		it->state = IT_STOPPED;
+		if (it->ended_at == 0)
+			it->ended_at = (int64_t)time(NULL);
+		if (it->next)
+			item_replace(it);
+		break;
+	default:
+		break;
+	}
+}
+
+bool work_sup_stop(struct work_sup *s, const char *job, int rank, int64_t now_ns)
+{
+	struct work_item *it = work_find(s, job, rank);
+	if (!it)
+		return false;
+	if (it->state == IT_RUNNING || it->state == IT_PENDING || it->state == IT_BACKOFF)
+		work_item_stop(s, it, now_ns);
+	return true;
+}
+
+struct work_item *work_find(const struct work_sup *s, const char *job, int rank)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->items[i]->spec.rank == rank && strcmp(s->items[i]->spec.job, job) == 0)
+			return s->items[i];
+	return NULL;
+}
+
+static bool item_finished(const struct work_item *it)
+{
+	return it->state == IT_EXITED || it->state == IT_STOPPED;
+}
+
+static bool log_shipped(const struct work_sup *s, const struct work_item *it)
+{
+	char p[STATE_PATH_MAX];
+	struct stat st;
+	if (state_path(p, sizeof(p), s->dir, NULL, "jobs/%s/rank-%d.log", it->spec.job,
+		       it->spec.rank) != SL_OK || stat(p, &st) != 0)
+		return true;
+	return it->log_offset >= (int64_t)st.st_size;
+}
+
+void work_item_free(struct work_item *it)
+{
+	if (!it)
+		return;
+	work_spec_release(&it->spec);
+	if (it->next)
+		work_spec_release(it->next);
+	free(it->next);
+	free(it);
+}
+
+static void item_remove(struct work_sup *s, size_t i)
+{
+	work_item_free(s->items[i]);
+	memmove(&s->items[i], &s->items[i + 1], (s->n - i - 1) * sizeof(s->items[0]));
+	s->n--;
+	s->dirty = true;
+}
+
+bool work_sup_tick(struct work_sup *s, int64_t now_ns)
+{
+	bool changed = false;
+	for (size_t i = 0; i < s->n; i++) {
+		struct work_item *it = s->items[i];
+		enum work_item_state before = it->state;
+		int status = 0, r;
+
+		switch (it->state) {
+		case IT_RUNNING:
+		case IT_STOPPING:
+			r = item_poll(it, &status);
+			if (r <= 0)
+				item_ended(s, it, status, r < 0, now_ns);
+			else if (it->state == IT_STOPPING && !it->killed &&
+				 now_ns >= it->deadline_ns) {
+				sl_log_warn("work did not stop in its grace period; killing it",
+					    "job=%s rank=%d pid=%d", it->spec.job, it->spec.rank,
+					    (int)it->pid);
+				group_signal(it->pid, SIGKILL);
+				it->killed = true;
+			}
+			break;
+		case IT_BACKOFF:
+			if (now_ns < it->deadline_ns)
+				break;
+			it->restarts++;
+			item_start(s, it, now_ns);
+			break;
+		case IT_PENDING:
+			item_start(s, it, now_ns);
+			break;
+		default:
+			break;
+		}
+		/* a replacement made pending by item_ended starts in this turn */
+		if (it->state == IT_PENDING)
+			item_start(s, it, now_ns);
+		changed = changed || it->state != before;
+	}
+	for (size_t i = s->n; i-- > 0;) {
+		struct work_item *it = s->items[i];
+		if (item_finished(it) && it->reported && !it->desired && !it->next &&
+		    log_shipped(s, it))
+			item_remove(s, i);
+	}
+	return changed;
+}
+
+int64_t work_sup_next_ns(const struct work_sup *s, int64_t now_ns)
+{
+	int64_t best = INT64_MAX;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct work_item *it = s->items[i];
+		if (it->state == IT_BACKOFF || (it->state == IT_STOPPING && !it->killed)) {
+			int64_t w = it->deadline_ns - now_ns;
+			if (w < best)
+				best = w < 0 ? 0 : w;
+		}
+	}
+	return best;
+}
+
+/* ---- desired state ---------------------------------------------------- */
+
+static int64_t *lease_epoch(struct work_sup *s, const char *lease, bool add)
+{
+	for (size_t i = 0; i < s->nepochs; i++)
+		if (strcmp(s->epochs[i].lease, lease) == 0)
+			return &s->epochs[i].epoch;
+	if (!add)
+		return NULL;
+	size_t slot = s->nepochs < WORK_MAX_LEASES ? s->nepochs++ : (s->epoch_ring++ % WORK_MAX_LEASES);
+	snprintf(s->epochs[slot].lease, sizeof(s->epochs[slot].lease), "%s", lease);
+	s->epochs[slot].epoch = -1;
+	return &s->epochs[slot].epoch;
+}
+
+int64_t work_sup_lease_epoch(struct work_sup *s, const char *lease)
+{
+	int64_t *e = lease_epoch(s, lease, false);
+	return e ? *e : -1;
+}
+
+/* Frees a table slot for a new item: forgets the oldest finished item the
+ * desired state no longer lists (reported ones first). */
+static bool make_room(struct work_sup *s)
+{
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < s->n; i++) {
+			struct work_item *it = s->items[i];
+			if (item_finished(it) && !it->desired && !it->next &&
+			    (pass == 1 || it->reported)) {
+				item_remove(s, i);
+				return true;
+			}
+		}
+	return false;
+}
+
+/* Applies one parsed item (ownership of *sp passes here). */
+static void apply_one(struct work_sup *s, struct work_spec *sp, int64_t now_ns, int *refused)
+{
+	int64_t *known = lease_epoch(s, sp->lease, true);
+	struct work_item *it = work_find(s, sp->job, sp->rank);
+
+	if (sp->epoch < *known || (it && sp->epoch < it->spec.epoch)) {
+		sl_log_warn("refused a work item with a stale epoch",
+			    "job=%s rank=%d lease=%s epoch=%lld highest=%lld", sp->job, sp->rank,
+			    sp->lease, (long long)sp->epoch, (long long)*known);
+		(*refused)++;
+		if (it)
+			it->desired = true; /* a stale copy is no reason to stop the current one */
+		work_spec_release(sp);
+		return;
+	}
+	if (sp->epoch > *known) {
+		*known = sp->epoch;
+		s->dirty = true;
+	}
+	if (it) {
+		it->desired = true;
+		if (!sp->run) {
+			work_item_stop(s, it, now_ns);
+		} else if (sp->epoch > it->spec.epoch) {
+			struct work_spec *nx = malloc(sizeof(*nx));
+			if (!nx) {
+				(*refused)++;
+				work_spec_release(sp);
+				return;
+			}
+			*nx = *sp;
+			if (it->next) {
+				work_spec_release(it->next);
+				free(it->next);
+			}
+			it->next = nx;
+			sl_log_info("new epoch: replacing work", "job=%s rank=%d epoch=%lld",
+				    sp->job, sp->rank, (long long)sp->epoch);
+			if (item_finished(it))
+				item_replace(it);
+			else
+				work_item_stop(s, it, now_ns);
+			if (it->state == IT_PENDING)
+				item_start(s, it, now_ns);
+			return;
+		}
+		work_spec_release(sp);
+		return;
+	}
+	if (!sp->run) {
+		work_spec_release(sp);
+		return;
+	}
+	if (s->n >= WORK_MAX_ITEMS && !make_room(s)) {
+		sl_log_error("refused a work item: too many items",
+			     "job=%s rank=%d max=%d", sp->job, sp->rank, WORK_MAX_ITEMS);
+		(*refused)++;
+		work_spec_release(sp);
+		return;
+	}
+	it = calloc(1, sizeof(*it));
+	if (!it) {
+		(*refused)++;
+		work_spec_release(sp);
+		return;
+	}
+	it->spec = *sp;
+	it->state = IT_PENDING;
+	it->desired = true;
+	s->items[s->n++] = it;
+	s->dirty = true;
+	item_start(s, it, now_ns);
+}
+
+enum sl_err work_sup_apply(struct work_sup *s, const json_t *work, int64_t now_ns,
+			   int *refused, struct sl_diag *d)
+{
+	size_t n = json_array_size(work);
+	struct work_spec *specs;
+	int ref = 0;
+	enum sl_err e = SL_OK;
+
+	if (refused)
+		*refused = 0;
+	if (!json_is_array(work))
+		return sl_diag_set(d, SL_EINVAL, "the work answer's \"work\" is not an array");
+	if (n > WORK_MAX_ITEMS)
+		return sl_diag_set(d, SL_ELIMIT, "the work answer lists %zu items; the agent "
+						 "holds at most %d", n, WORK_MAX_ITEMS);
+	specs = calloc(n ? n : 1, sizeof(*specs));
+	if (!specs)
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n && e == SL_OK; i++) {
+		e = work_spec_from_json(json_array_get(work, i), &specs[i], d);
+		for (size_t j = 0; e == SL_OK && j < i; j++)
+			if (specs[j].rank == specs[i].rank && strcmp(specs[j].job, specs[i].job) == 0)
+				e = sl_diag_set(d, SL_EINVAL, "the work answer lists job %s rank %d "
+							      "twice", specs[i].job, specs[i].rank);
+		if (e != SL_OK) {
+			char msg[SL_DIAG_MSG];
+			if (d) {
+				memcpy(msg, d->msg, sizeof(msg));
+				snprintf(d->msg, sizeof(d->msg), "work[%zu]: %.400s", i, msg);
+			}
+		}
+	}
+	if (e != SL_OK) {
+		for (size_t i = 0; i < n; i++)
+			work_spec_release(&specs[i]);
+		free(specs);
+		return e;
+	}
+	for (size_t i = 0; i < s->n; i++)
+		s->items[i]->desired = false;
+	for (size_t i = 0; i < n; i++)
+		apply_one(s, &specs[i], now_ns, &ref);
+	free(specs);
+	for (size_t i = 0; i < s->n; i++) {
+		struct work_item *it = s->items[i];
+		if (!it->desired && !item_finished(it)) {
+			sl_log_info("the controller no longer assigns this work; stopping it",
+				    "job=%s rank=%d", it->spec.job, it->spec.rank);
+			work_item_stop(s, it, now_ns);
+		}
+	}
+	if (refused)
+		*refused = ref;
+	return SL_OK;
+}
+
+/* ---- reports ---------------------------------------------------------- */
+
+json_t *work_sup_report(const struct work_sup *s)
+{
+	static const char *const names[] = {
+		[IT_PENDING] = "running", [IT_RUNNING] = "running", [IT_STOPPING] = "running",
+		[IT_BACKOFF] = "running", [IT_EXITED] = "exited",   [IT_STOPPED] = "stopped"};
+	json_t *a = json_array();
+	char ts[32];
+
+	for (size_t i = 0; a && i < s->n; i++) {
+		const struct work_item *it = s->items[i];
+		json_t *o = json_pack("{s:s, s:i, s:I, s:i, s:s, s:i, s:i, s:i}", "job",
+				      it->spec.job, "rank", it->spec.rank, "epoch",
+				      (json_int_t)it->spec.epoch, "pid", (int)it->pid, "state",
+				      names[it->state], "exit_code", it->exit_code, "signal",
+				      it->signal, "restarts", it->restarts);
+		int bad_alloc = !o;
+		if (!bad_alloc && it->started_at) {
+			wall_iso(it->started_at, ts, sizeof(ts));
+			bad_alloc = json_object_set_new(o, "started_at", json_string(ts)) != 0;
+		}
+		if (!bad_alloc && it->ended_at && item_finished(it)) {
+			wall_iso(it->ended_at, ts, sizeof(ts));
+			bad_alloc = json_object_set_new(o, "ended_at", json_string(ts)) != 0;
+		}
+		if (!bad_alloc && it->lost)
+			bad_alloc = json_object_set_new(o, "lost", json_true()) != 0;
+		if (!bad_alloc && it->state == IT_BACKOFF)
+			bad_alloc = json_object_set_new(o, "restarting", json_true()) != 0;
+		if (bad_alloc || json_array_append_new(a, o) != 0) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+void work_sup_reported(struct work_sup *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (item_finished(s->items[i]) && !s->items[i]->reported) {
+			s->items[i]->reported = true;
+			s->dirty = true;
+		}
+}
+
+bool work_sup_log_next(const struct work_sup *s, size_t *iter, char *job, int *rank,
+		       int64_t *offset)
+{
+	if (*iter >= s->n)
+		return false;
+	const struct work_item *it = s->items[(*iter)++];
+	memcpy(job, it->spec.job, WORK_ID_MAX);
+	*rank = it->spec.rank;
+	*offset = it->log_offset;
+	return true;
+}
+
+void work_sup_log_shipped(struct work_sup *s, const char *job, int rank, int64_t offset)
+{
+	struct work_item *it = work_find(s, job, rank);
+	if (it && offset >= 0)
+		it->log_offset = offset;
+}
+
+size_t work_sup_count(const struct work_sup *s)
+{
+	return s->n;
+}
+
+bool work_sup_dirty(const struct work_sup *s)
+{
+	return s->dirty;
+}

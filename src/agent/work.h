@@ -1,0 +1,147 @@
+/* work.h - the work supervisor: runs the node's desired work items
+ * (docs/agent-protocol.md, "Work") as real process groups and reports what
+ * actually runs.
+ *
+ * One struct work_sup per agent, owned and driven by one thread (the agent's
+ * loop; unit tests drive it directly). It never blocks: children are reaped
+ * with waitpid(WNOHANG) in work_sup_tick, timers (restart backoff, the
+ * SIGTERM -> SIGKILL grace) are deadlines the caller's loop waits for
+ * (work_sup_next_ns).
+ *
+ * Every item runs as the leader of its own session and process group, with
+ * stdout and stderr appended to STATE_DIR/jobs/J/rank-R.log, stdin from
+ * /dev/null, the agent's environment plus the item's env plus NCCL_TOPO_FILE
+ * (STATE_DIR/jobs/J/nccl-topo-R.xml, generated from the discovery for the
+ * item's gpus and nics) and SUANLI_STATE_DIR; argv[0] is looked up in PATH.
+ *
+ * STATE_DIR/work.json records every item (spec, pid, process start time,
+ * state, log offset) and the highest epoch seen per lease; a new supervisor
+ * on the same directory (the agent restarted, or crashed) re-adopts processes
+ * that still run and reports those that vanished as exited and "lost". The
+ * supervisor never kills work because it is freed: processes outlive it. */
+#ifndef SL_AGENT_WORK_H
+#define SL_AGENT_WORK_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "discovery.h"
+#include "err.h"
+
+/* Bounds on the controller's work items (named, checked, never truncated). */
+#define WORK_MAX_ITEMS 64       /* items held at once, finished ones included */
+#define WORK_MAX_LEASES 256     /* leases whose highest epoch is remembered */
+#define WORK_ID_MAX 64          /* job and lease ids, bytes with the NUL */
+#define WORK_ARGV_MAX 256       /* words of argv */
+#define WORK_ENV_MAX 256        /* entries of env */
+#define WORK_STR_MAX 4096       /* one argv word, env key or env value */
+#define WORK_TEXT_MAX (256u << 10) /* argv plus env text of one item */
+#define WORK_NIC_MAX 64         /* one NIC name */
+#define WORK_RANK_MAX 65535
+#define WORK_GRACE_MAX_S 3600   /* stop_grace_s */
+#define WORK_GRACE_DEFAULT_S 10
+/* Restart backoff: 1 s, doubling per quick failure, at most 30 s; a run of
+ * WORK_BACKOFF_RESET_S or longer starts the doubling again. */
+#define WORK_BACKOFF_MIN_NS 1000000000LL
+#define WORK_BACKOFF_MAX_NS 30000000000LL
+#define WORK_BACKOFF_RESET_S 30
+
+enum work_restart { WORK_RESTART_NEVER, WORK_RESTART_ON_FAILURE, WORK_RESTART_ALWAYS };
+
+/* One item as the controller sends it. */
+struct work_spec {
+	char job[WORK_ID_MAX];   /* [A-Za-z0-9][A-Za-z0-9._-]*: also a directory name */
+	int rank;
+	char lease[WORK_ID_MAX];
+	int64_t epoch;
+	bool run;                /* state "run" (true) or "stop" */
+	char **argv;             /* argc words + NULL */
+	size_t argc;
+	char **env;              /* nenv "KEY=VALUE" strings */
+	size_t nenv;
+	gpumask_t gpus;
+	char nics[TOPO_MAX_NICS][WORK_NIC_MAX];
+	int nnics;
+	enum work_restart restart;
+	int stop_grace_s;
+};
+
+/* Parses one item of the work answer, strictly: every field present with
+ * the right type and within the bounds above (env, gpus, nics, restart and
+ * stop_grace_s may be absent: {}, [], [], "never", WORK_GRACE_DEFAULT_S).
+ * On error d names the field and nothing is allocated. SL_EINVAL, SL_ENOMEM. */
+enum sl_err work_spec_from_json(const json_t *o, struct work_spec *out,
+				struct sl_diag *d) SL_MUST_USE;
+/* The same JSON form; NULL on ENOMEM. */
+json_t *work_spec_to_json(const struct work_spec *s);
+void work_spec_release(struct work_spec *s);
+
+struct work_sup;
+
+/* A supervisor for state_dir (copied; made by state_dir_init) generating
+ * NCCL topology files from disc (borrowed, must outlive the supervisor; NULL:
+ * no NCCL_TOPO_FILE). Reads STATE_DIR/work.json when present and re-adopts
+ * its processes (see above). SL_EINVAL with a hint when work.json is not
+ * ours to read (the file names it); SL_EIO, SL_ENOMEM. */
+enum sl_err work_sup_new(const char *state_dir, const struct discovery *disc,
+			 int64_t now_ns, struct work_sup **out,
+			 struct sl_diag *d) SL_MUST_USE;
+/* Frees the supervisor; running processes keep running. NULL is fine. */
+void work_sup_free(struct work_sup *s);
+
+/* Applies the whole desired state (the work answer's "work" array; now_ns on
+ * the monotonic clock): starts new "run" items, stops "stop" items and every
+ * running item the list omits, applies the epoch rules (an item with an epoch
+ * below the highest seen for its lease is refused; a higher epoch for a
+ * running item stops the old process, then starts the new one). The array is
+ * checked as a whole first: on error nothing changes (SL_EINVAL with d naming
+ * the item and field; SL_ELIMIT beyond WORK_MAX_ITEMS). *refused (may be NULL)
+ * counts items refused for a stale epoch or a full table (logged). */
+enum sl_err work_sup_apply(struct work_sup *s, const json_t *work, int64_t now_ns,
+			   int *refused, struct sl_diag *d) SL_MUST_USE;
+
+/* Stops (job, rank) if it runs: SIGTERM to its process group, SIGKILL after
+ * its stop_grace_s. False when there is no such item. */
+bool work_sup_stop(struct work_sup *s, const char *job, int rank, int64_t now_ns);
+
+/* Reaps exited children, notices vanished adopted processes, escalates
+ * stops, restarts per policy when the backoff ran out, starts pending items.
+ * True when some item changed state (report at once). */
+bool work_sup_tick(struct work_sup *s, int64_t now_ns);
+
+/* Nanoseconds from now_ns to the next timer (backoff, grace); INT64_MAX when
+ * none. Liveness of adopted processes is polled: callers tick at least every
+ * few seconds anyway. */
+int64_t work_sup_next_ns(const struct work_sup *s, int64_t now_ns);
+
+/* The heartbeat's "work" array: every item with job, rank, epoch, pid,
+ * state ("running" | "exited" | "stopped"), exit_code (-1 when killed by a
+ * signal or unknown), signal, restarts, started_at, ended_at, and "lost": true
+ * for a process that vanished while the agent was away, "restarting": true
+ * while a restart waits for its backoff. NULL on ENOMEM. */
+json_t *work_sup_report(const struct work_sup *s);
+/* The controller accepted the last report: finished items it contained may be
+ * forgotten once their logs are shipped and the desired state omits them. */
+void work_sup_reported(struct work_sup *s);
+
+/* Writes STATE_DIR/work.json (atomically). SL_EIO, SL_ENOMEM. */
+enum sl_err work_sup_save(struct work_sup *s, struct sl_diag *d) SL_MUST_USE;
+/* True when something recorded in work.json changed since the last save. */
+bool work_sup_dirty(const struct work_sup *s);
+
+/* Log shipping: items in order; *iter starts at 0. Fills job (WORK_ID_MAX),
+ * rank and the offset shipped so far. False at the end. */
+bool work_sup_log_next(const struct work_sup *s, size_t *iter, char *job, int *rank,
+		       int64_t *offset);
+/* Records that the controller holds the first offset bytes of (job, rank). */
+void work_sup_log_shipped(struct work_sup *s, const char *job, int rank, int64_t offset);
+
+/* Number of items held (tests, bounds). */
+size_t work_sup_count(const struct work_sup *s);
+
+/* Monotonic clock in ns (for callers of the functions above). */
+int64_t work_now_ns(void);
+
+#endif

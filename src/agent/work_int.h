@@ -1,0 +1,64 @@
+/* work_int.h - the supervisor's insides, shared by work.c (processes and
+ * timers) and work_store.c (work.json, re-adoption). Private to src/agent. */
+#ifndef SL_AGENT_WORK_INT_H
+#define SL_AGENT_WORK_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "work.h"
+
+enum work_item_state {
+	IT_PENDING,  /* to be started in this turn */
+	IT_RUNNING,
+	IT_STOPPING, /* SIGTERM sent; SIGKILL at deadline_ns */
+	IT_BACKOFF,  /* ended; restarts at deadline_ns */
+	IT_EXITED,
+	IT_STOPPED,
+};
+
+struct work_item {
+	struct work_spec spec;
+	struct work_spec *next;   /* a higher epoch, started once the old process ended */
+	enum work_item_state state;
+	pid_t pid;                /* the last process (0: none yet); also its group id */
+	uint64_t start_ticks;     /* its start time, /proc/PID/stat field 22 */
+	bool child;               /* ours to waitpid (false: adopted after a restart) */
+	bool want_stop;
+	bool killed;              /* SIGKILL sent */
+	bool desired;             /* listed by the last desired state */
+	bool lost;                /* the process vanished while the agent was away */
+	bool reported;            /* its final state reached the controller */
+	int exit_code, signal;
+	int restarts;
+	int consec;               /* quick failures in a row (backoff doubling) */
+	int64_t started_at, ended_at; /* wall clock, seconds; 0: not yet */
+	int64_t run_start_ns;     /* monotonic */
+	int64_t deadline_ns;      /* grace or backoff end, monotonic */
+	int64_t log_offset;       /* bytes of the log the controller holds */
+};
+
+struct work_lease_epoch {
+	char lease[WORK_ID_MAX];
+	int64_t epoch;
+};
+
+struct work_sup {
+	char *dir;
+	const struct discovery *disc;
+	struct work_item *items[WORK_MAX_ITEMS];
+	size_t n;
+	struct work_lease_epoch epochs[WORK_MAX_LEASES];
+	size_t nepochs, epoch_ring;
+	bool dirty;
+};
+
+struct work_item *work_find(const struct work_sup *s, const char *job, int rank);
+void work_item_stop(struct work_sup *s, struct work_item *it, int64_t now_ns);
+void work_item_free(struct work_item *it);
+uint64_t work_proc_start_ticks(pid_t pid);
+/* The highest epoch seen for lease; -1 when none. */
+int64_t work_sup_lease_epoch(struct work_sup *s, const char *lease);
+
+#endif

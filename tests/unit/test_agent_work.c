@@ -1,0 +1,440 @@
+/* test_agent_work.c - the work supervisor alone (src/agent/work.h): real
+ * `sh -c` children in their own session and process group with the item's
+ * environment and log file; exit codes and signals reported; restart
+ * on-failure counted; a stop that escalates from SIGTERM to SIGKILL; stale
+ * epochs refused and new ones replacing the process; re-adoption from
+ * work.json by a new supervisor on the same directory, and a vanished
+ * process reported as lost. No timing is asserted: waits poll for a state
+ * with a generous bound. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "log.h"
+#include "state.h"
+#include "topo.h"
+#include "work.h"
+
+#define WAIT_LIMIT_S 20
+
+struct fx {
+	char dir[64];
+	struct work_sup *sup;
+	struct discovery disc;
+};
+
+static void rm_rf(const char *dir)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	struct sl_diag d;
+	assert_non_null(f);
+	snprintf(f->dir, sizeof(f->dir), "/tmp/test_agent_work.XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	sl_diag_clear(&d);
+	assert_int_equal(state_dir_init(f->dir, &d), SL_OK);
+	sl_log_init(NULL, SL_LOG_ERROR);
+	assert_int_equal(work_sup_new(f->dir, NULL, work_now_ns(), &f->sup, &d), SL_OK);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	/* stop whatever still runs: apply an empty desired state and wait */
+	json_t *none = json_array();
+	int refused;
+	struct sl_diag d;
+	if (f->sup) {
+		assert_int_equal(work_sup_apply(f->sup, none, work_now_ns(), &refused, &d), SL_OK);
+		for (int i = 0; i < WAIT_LIMIT_S * 100; i++) {
+			(void)work_sup_tick(f->sup, work_now_ns());
+			json_t *r = work_sup_report(f->sup);
+			size_t j;
+			json_t *v;
+			bool live = false;
+			json_array_foreach(r, j, v) live = live || strcmp(json_string_value(json_object_get(v, "state")), "running") == 0;
+			json_decref(r);
+			if (!live)
+				break;
+			usleep(10000);
+		}
+		work_sup_free(f->sup);
+	}
+	json_decref(none);
+	rm_rf(f->dir);
+	free(f);
+	return 0;
+}
+
+/* One desired item; argv is sh -c SCRIPT. */
+static json_t *item(const char *job, int rank, const char *lease, int epoch, const char *script,
+		    const char *restart, int grace)
+{
+	return json_pack("{s:s, s:i, s:s, s:i, s:s, s:[s,s,s], s:{s:s, s:s}, s:[i], s:[], s:s, s:i}",
+			 "job", job, "rank", rank, "lease", lease, "epoch", epoch, "state", "run",
+			 "argv", "sh", "-c", script, "env", "NODE_RANK", "1", "CUDA_VISIBLE_DEVICES",
+			 "0", "gpus", 0, "nics", "restart", restart, "stop_grace_s", grace);
+}
+
+static void apply1(struct fx *f, json_t *it, int want_refused)
+{
+	json_t *a = json_array();
+	int refused = -1;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	json_array_append_new(a, it);
+	assert_int_equal(work_sup_apply(f->sup, a, work_now_ns(), &refused, &d), SL_OK);
+	assert_int_equal(refused, want_refused);
+	json_decref(a);
+}
+
+/* The report entry of (job, rank), a new reference; NULL when absent. */
+static json_t *entry(struct fx *f, const char *job, int rank)
+{
+	json_t *r = work_sup_report(f->sup), *v, *found = NULL;
+	size_t i;
+	json_array_foreach(r, i, v) if (strcmp(json_string_value(json_object_get(v, "job")), job) == 0 &&
+					json_integer_value(json_object_get(v, "rank")) == rank) found = v;
+	json_incref(found);
+	json_decref(r);
+	return found;
+}
+
+static const char *estate(json_t *e)
+{
+	return json_string_value(json_object_get(e, "state"));
+}
+
+static json_int_t eint(json_t *e, const char *k)
+{
+	return json_integer_value(json_object_get(e, k));
+}
+
+/* Ticks until (job, rank) is in state st (and, when restarts >= 0, has at
+ * least that many restarts); returns its entry. */
+static json_t *wait_state(struct fx *f, const char *job, int rank, const char *st, int restarts)
+{
+	for (int i = 0; i < WAIT_LIMIT_S * 100; i++) {
+		(void)work_sup_tick(f->sup, work_now_ns());
+		json_t *e = entry(f, job, rank);
+		if (e && strcmp(estate(e), st) == 0 && (restarts < 0 || eint(e, "restarts") >= restarts))
+			return e;
+		json_decref(e);
+		usleep(10000);
+	}
+	fail_msg("%s rank %d never reached state %s", job, rank, st);
+	return NULL;
+}
+
+static char *read_log(struct fx *f, const char *job, int rank)
+{
+	char p[256];
+	snprintf(p, sizeof(p), "%s/jobs/%s/rank-%d.log", f->dir, job, rank);
+	FILE *fp = fopen(p, "r");
+	assert_non_null(fp);
+	char *buf = calloc(1, 65536);
+	assert_non_null(buf);
+	size_t n = fread(buf, 1, 65535, fp);
+	buf[n] = '\0';
+	fclose(fp);
+	return buf;
+}
+
+/* Waits until the log of (job, rank) contains text. */
+static void wait_log(struct fx *f, const char *job, int rank, const char *text)
+{
+	for (int i = 0; i < WAIT_LIMIT_S * 100; i++) {
+		char *l = read_log(f, job, rank);
+		bool ok = strstr(l, text) != NULL;
+		free(l);
+		if (ok)
+			return;
+		(void)work_sup_tick(f->sup, work_now_ns());
+		usleep(10000);
+	}
+	fail_msg("log of %s rank %d never showed '%s'", job, rank, text);
+}
+
+static void test_process_group_env_log_exit_code(void **state)
+{
+	struct fx *f = *state;
+	apply1(f, item("job-1", 1, "lease-1", 1,
+		       "echo pid=$$ pgid=$(cut -d' ' -f5 /proc/$$/stat) sid=$(cut -d' ' -f6 /proc/$$/stat);"
+		       "echo rank=$NODE_RANK cvd=$CUDA_VISIBLE_DEVICES dir=$SUANLI_STATE_DIR;"
+		       "echo to-stderr >&2; read x; echo stdin=$?; exit 3",
+		       "never", 5),
+	       0);
+	json_t *e = wait_state(f, "job-1", 1, "exited", -1);
+	assert_int_equal(eint(e, "exit_code"), 3);
+	assert_int_equal(eint(e, "signal"), 0);
+	assert_int_equal(eint(e, "epoch"), 1);
+	assert_non_null(json_object_get(e, "started_at"));
+	assert_non_null(json_object_get(e, "ended_at"));
+	int pid = (int)eint(e, "pid");
+	json_decref(e);
+
+	char *l = read_log(f, "job-1", 1), want[512];
+	snprintf(want, sizeof(want), "pid=%d pgid=%d sid=%d\n", pid, pid, pid);
+	assert_non_null(strstr(l, want));
+	snprintf(want, sizeof(want), "rank=1 cvd=0 dir=%s\n", f->dir);
+	assert_non_null(strstr(l, want));
+	assert_non_null(strstr(l, "to-stderr\n"));
+	assert_non_null(strstr(l, "stdin=1\n")); /* stdin is /dev/null: read hits EOF */
+	free(l);
+}
+
+static void test_nccl_topo_file(void **state)
+{
+	struct fx *f = *state;
+	struct sl_diag d;
+	assert_int_equal(topo_builtin("hgx-h100-8", &f->disc.type), SL_OK);
+	snprintf(f->disc.source, sizeof(f->disc.source), "simulate");
+	work_sup_free(f->sup);
+	assert_int_equal(work_sup_new(f->dir, &f->disc, work_now_ns(), &f->sup, &d), SL_OK);
+	json_t *it = item("job-t", 2, "lease-t", 1,
+			  "echo topo=$NCCL_TOPO_FILE; echo gpus=$(grep -c '<gpu ' $NCCL_TOPO_FILE)",
+			  "never", 5);
+	json_array_append_new(json_object_get(it, "gpus"), json_integer(3));
+	apply1(f, it, 0);
+	json_decref(wait_state(f, "job-t", 2, "exited", -1));
+	char *l = read_log(f, "job-t", 2), want[512];
+	snprintf(want, sizeof(want), "topo=%s/jobs/job-t/nccl-topo-2.xml\ngpus=2\n", f->dir);
+	assert_string_equal(l, want);
+	free(l);
+}
+
+static void test_signal_reported_and_path_lookup(void **state)
+{
+	struct fx *f = *state;
+	apply1(f, item("job-2", 0, "lease-2", 1, "kill -9 $$", "never", 5), 0);
+	json_t *e = wait_state(f, "job-2", 0, "exited", -1);
+	assert_int_equal(eint(e, "signal"), 9);
+	assert_int_equal(eint(e, "exit_code"), -1);
+	json_decref(e);
+
+	/* argv[0] not in PATH: exit 127 and the reason in the log */
+	json_t *bad = item("job-3", 0, "lease-3", 1, "unused", "never", 5);
+	json_array_set_new(json_object_get(bad, "argv"), 0, json_string("no-such-command-xyz"));
+	apply1(f, bad, 0);
+	e = wait_state(f, "job-3", 0, "exited", -1);
+	assert_int_equal(eint(e, "exit_code"), 127);
+	json_decref(e);
+	char *l = read_log(f, "job-3", 0);
+	assert_non_null(strstr(l, "cannot execute the command: no-such-command-xyz"));
+	free(l);
+}
+
+static void test_restart_on_failure_counts(void **state)
+{
+	struct fx *f = *state;
+	apply1(f, item("job-4", 0, "lease-4", 1, "echo run; exit 1", "on-failure", 5), 0);
+	json_t *e = wait_state(f, "job-4", 0, "running", 2);
+	assert_true(eint(e, "restarts") >= 2);
+	json_decref(e);
+	char *l = read_log(f, "job-4", 0);
+	assert_non_null(strstr(l, "run\nrun\n"));
+	free(l);
+
+	/* on-failure does not restart a success */
+	apply1(f, item("job-5", 0, "lease-5", 1, "exit 0", "on-failure", 5), 0);
+	e = wait_state(f, "job-5", 0, "exited", -1);
+	for (int i = 0; i < 150; i++) { /* longer than the first backoff */
+		(void)work_sup_tick(f->sup, work_now_ns());
+		usleep(10000);
+	}
+	json_decref(e);
+	e = entry(f, "job-5", 0);
+	assert_string_equal(estate(e), "exited");
+	assert_int_equal(eint(e, "restarts"), 0);
+	assert_int_equal(eint(e, "exit_code"), 0);
+	json_decref(e);
+}
+
+static void test_stop_escalates_to_sigkill(void **state)
+{
+	struct fx *f = *state;
+	apply1(f, item("job-6", 0, "lease-6", 1,
+		       "trap '' TERM; echo ready; while :; do sleep 0.05; done", "always", 1),
+	       0);
+	wait_log(f, "job-6", 0, "ready");
+	json_t *e = entry(f, "job-6", 0);
+	pid_t pid = (pid_t)eint(e, "pid");
+	json_decref(e);
+	assert_true(work_sup_stop(f->sup, "job-6", 0, work_now_ns()));
+	e = wait_state(f, "job-6", 0, "stopped", -1);
+	assert_int_equal(eint(e, "signal"), SIGKILL);
+	assert_int_equal(eint(e, "restarts"), 0); /* a stop is not restarted, even with always */
+	json_decref(e);
+	/* the whole group is gone (its sleep too) */
+	for (int i = 0; i < 200 && kill(-pid, 0) == 0; i++)
+		usleep(10000);
+	assert_int_equal(kill(-pid, 0), -1);
+
+	/* a child that honours SIGTERM ends with it, without SIGKILL */
+	apply1(f, item("job-7", 0, "lease-7", 1, "echo ready; exec sleep 30", "never", 30), 0);
+	wait_log(f, "job-7", 0, "ready");
+	json_t *none = json_array();
+	int refused;
+	struct sl_diag d;
+	assert_int_equal(work_sup_apply(f->sup, none, work_now_ns(), &refused, &d), SL_OK);
+	json_decref(none);
+	e = wait_state(f, "job-7", 0, "stopped", -1);
+	assert_int_equal(eint(e, "signal"), SIGTERM);
+	json_decref(e);
+}
+
+static void test_epochs(void **state)
+{
+	struct fx *f = *state;
+	apply1(f, item("job-8", 0, "lease-8", 3, "echo e3; exec sleep 30", "never", 5), 0);
+	wait_log(f, "job-8", 0, "e3");
+	json_t *e = entry(f, "job-8", 0);
+	json_int_t pid3 = eint(e, "pid");
+	json_decref(e);
+
+	/* a lower epoch is refused and changes nothing */
+	apply1(f, item("job-8", 0, "lease-8", 2, "echo e2; exec sleep 30", "never", 5), 1);
+	(void)work_sup_tick(f->sup, work_now_ns());
+	e = entry(f, "job-8", 0);
+	assert_string_equal(estate(e), "running");
+	assert_int_equal(eint(e, "pid"), pid3);
+	assert_int_equal(eint(e, "epoch"), 3);
+	json_decref(e);
+	/* ... also for another rank of the same lease */
+	apply1(f, item("job-9", 1, "lease-8", 1, "echo never", "never", 5), 1);
+	assert_null(entry(f, "job-9", 1));
+
+	/* a higher one stops the old process and starts the new */
+	apply1(f, item("job-8", 0, "lease-8", 4, "echo e4; exec sleep 30", "never", 5), 0);
+	wait_log(f, "job-8", 0, "e4");
+	e = entry(f, "job-8", 0);
+	assert_string_equal(estate(e), "running");
+	assert_int_equal(eint(e, "epoch"), 4);
+	assert_true(eint(e, "pid") != pid3);
+	json_decref(e);
+	assert_int_equal(kill((pid_t)pid3, 0), -1); /* the old one was reaped */
+	char *l = read_log(f, "job-8", 0);
+	assert_null(strstr(l, "e2"));
+	free(l);
+}
+
+static void test_readopt_after_restart(void **state)
+{
+	struct fx *f = *state;
+	struct sl_diag d;
+	apply1(f, item("job-10", 0, "lease-10", 2, "echo up; exec sleep 30", "never", 5), 0);
+	wait_log(f, "job-10", 0, "up");
+	json_t *e = entry(f, "job-10", 0);
+	json_int_t pid = eint(e, "pid");
+	json_decref(e);
+	assert_int_equal(work_sup_save(f->sup, &d), SL_OK);
+	work_sup_free(f->sup); /* the agent "crashes": its work keeps running */
+	f->sup = NULL;
+	assert_int_equal(kill((pid_t)pid, 0), 0);
+
+	assert_int_equal(work_sup_new(f->dir, NULL, work_now_ns(), &f->sup, &d), SL_OK);
+	e = entry(f, "job-10", 0);
+	assert_non_null(e);
+	assert_string_equal(estate(e), "running");
+	assert_int_equal(eint(e, "pid"), pid);
+	json_decref(e);
+	/* the epoch memory survived too */
+	apply1(f, item("job-10", 0, "lease-10", 1, "echo stale", "never", 5), 1);
+	/* and the adopted process can be stopped */
+	assert_true(work_sup_stop(f->sup, "job-10", 0, work_now_ns()));
+	e = wait_state(f, "job-10", 0, "stopped", -1);
+	assert_int_equal(eint(e, "signal"), SIGTERM);
+	json_decref(e);
+
+	/* a process that vanished while the agent was away is reported lost */
+	apply1(f, item("job-11", 0, "lease-11", 1, "echo up; exec sleep 30", "never", 5), 0);
+	wait_log(f, "job-11", 0, "up");
+	e = entry(f, "job-11", 0);
+	pid = eint(e, "pid");
+	json_decref(e);
+	assert_int_equal(work_sup_save(f->sup, &d), SL_OK);
+	work_sup_free(f->sup);
+	f->sup = NULL;
+	assert_int_equal(kill((pid_t)pid, SIGKILL), 0);
+	assert_int_equal(waitpid((pid_t)pid, NULL, 0), (pid_t)pid);
+	assert_int_equal(work_sup_new(f->dir, NULL, work_now_ns(), &f->sup, &d), SL_OK);
+	e = entry(f, "job-11", 0);
+	assert_non_null(e);
+	assert_string_equal(estate(e), "exited");
+	assert_true(json_is_true(json_object_get(e, "lost")));
+	assert_int_equal(eint(e, "exit_code"), -1);
+	json_decref(e);
+}
+
+static void test_bad_answers_change_nothing(void **state)
+{
+	struct fx *f = *state;
+	struct sl_diag d;
+	int refused;
+	static const char *const bad[] = {
+		"[{\"job\": \"../etc\", \"rank\": 0, \"lease\": \"l\", \"epoch\": 1, \"state\": \"run\", \"argv\": [\"true\"]}]",
+		"[{\"job\": \"j\", \"rank\": -1, \"lease\": \"l\", \"epoch\": 1, \"state\": \"run\", \"argv\": [\"true\"]}]",
+		"[{\"job\": \"j\", \"rank\": 0, \"lease\": \"l\", \"epoch\": 1, \"state\": \"go\", \"argv\": [\"true\"]}]",
+		"[{\"job\": \"j\", \"rank\": 0, \"lease\": \"l\", \"epoch\": 1, \"state\": \"run\", \"argv\": []}]",
+		"[{\"job\": \"j\", \"rank\": 0, \"lease\": \"l\", \"epoch\": 1, \"state\": \"run\", \"argv\": [\"true\"], \"env\": {\"A=B\": \"x\"}}]",
+		"[{\"job\": \"j\", \"rank\": 0, \"lease\": \"l\", \"epoch\": 1, \"state\": \"run\", \"argv\": [\"true\"], \"gpus\": [16]}]",
+		"[{\"job\": \"j\", \"rank\": 0, \"lease\": \"l\", \"epoch\": 1, \"state\": \"run\", \"argv\": [\"true\"], \"restart\": \"sometimes\"}]",
+		"[{\"job\": \"j\", \"rank\": 0, \"lease\": \"l\", \"epoch\": 1, \"state\": \"run\", \"argv\": [\"true\"]},"
+		" {\"job\": \"j\", \"rank\": 0, \"lease\": \"l\", \"epoch\": 1, \"state\": \"run\", \"argv\": [\"true\"]}]",
+		"{\"job\": \"j\"}",
+	};
+	apply1(f, item("job-12", 0, "lease-12", 1, "echo up; exec sleep 30", "never", 5), 0);
+	wait_log(f, "job-12", 0, "up");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *a = json_loads(bad[i], 0, NULL);
+		assert_non_null(a);
+		sl_diag_clear(&d);
+		assert_int_not_equal(work_sup_apply(f->sup, a, work_now_ns(), &refused, &d), SL_OK);
+		assert_true(d.msg[0] != '\0');
+		json_decref(a);
+	}
+	json_t *big = json_array();
+	for (int i = 0; i <= WORK_MAX_ITEMS; i++)
+		json_array_append_new(big, item("job-x", i, "lease-x", 1, "true", "never", 1));
+	assert_int_equal(work_sup_apply(f->sup, big, work_now_ns(), &refused, &d), SL_ELIMIT);
+	json_decref(big);
+	(void)work_sup_tick(f->sup, work_now_ns());
+	assert_int_equal(work_sup_count(f->sup), 1);
+	json_t *e = entry(f, "job-12", 0);
+	assert_string_equal(estate(e), "running");
+	json_decref(e);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_process_group_env_log_exit_code, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nccl_topo_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_signal_reported_and_path_lookup, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_restart_on_failure_counts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stop_escalates_to_sigkill, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_epochs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_readopt_after_restart, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_answers_change_nothing, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
