@@ -22,6 +22,7 @@ int cmd_node(int argc, char **argv);
 int cmd_tenant(int argc, char **argv);
 int cmd_token(int argc, char **argv);
 int cmd_lease(int argc, char **argv);
+int cmd_job(int argc, char **argv);
 int cmd_queue(int argc, char **argv);
 int cmd_reservation(int argc, char **argv);
 /* Billing (cmd_billing.c). */

@@ -18,6 +18,7 @@ static const struct {
 	{"tenant", cmd_tenant, "tenants: create, list, show"},
 	{"token", cmd_token, "access tokens: create, list, revoke"},
 	{"lease", cmd_lease, "leases: create, list, show, release, extend, scale"},
+	{"job", cmd_job, "jobs on a lease's nodes: run, list, show, logs, cancel"},
 	{"queue", cmd_queue, "leases waiting for capacity, and why"},
 	{"reservation", cmd_reservation, "capacity held for a tenant: create, list"},
 	{"price", cmd_price, "prices per GPU-hour or GPU-month: set, list, history"},
