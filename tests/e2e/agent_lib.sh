@@ -1,0 +1,122 @@
+# agent_lib.sh - a controller and node agents as separate hosts (netns_lib.sh)
+# for the agent end-to-end tests: the controller in host "ctl" (.1), agents
+# in hosts of their own, every CLI and API call made from inside "ctl" (the
+# test's own root namespace cannot reach the test network, by design).
+#
+# Sourced after lib.sh and netns_lib.sh; not a test itself. Functions:
+#   ag_controller DATA FLEET ARGS...  init + serve; sets URL, PORT, ADMIN, CTL_PID
+#   sl ARGS...          the suanli CLI as admin against the controller
+#   api TOKEN METHOD PATH [BODY]   "STATUS BODY" (curl from inside ctl)
+#   ag_join_token       prints a fresh join token (suanli agent-token create)
+#   ag_start NAME HOST TOKEN [ARGS...]  suanli-agent run for node NAME in HOST
+#                       (simulated AG_TYPE), state dir $TMP/agents/NAME; AG_PID[NAME]
+#   ag_stop NAME        SIGTERM the agent and reap it
+#   wait_until SECS CMD...          polls CMD every 0.2 s; false when it never held
+#   node_field NAME JQ  a field of the node in `suanli nodes --json`
+#   job_field ID JQ     a field of `suanli job show ID --json`
+#   lease_field ID JQ   a field of GET /v1/leases/ID
+: "${SUANLID:?SUANLID must point at the suanlid binary}"
+: "${SUANLI_AGENT:?SUANLI_AGENT must point at the suanli-agent binary}"
+URL=""
+PORT=""
+ADMIN=""
+CTL_PID=""
+AG_TYPE=${AG_TYPE:-hgx-h100-8}
+AG_HEARTBEAT=${AG_HEARTBEAT:-1}
+declare -A AG_PID=()
+declare -A AG_HOST=()
+declare -A AG_ARGS=()
+
+# ag_controller DATA FLEET ARGS... : suanlid in host ctl on a free port.
+ag_controller() {
+	local data=$1 fleet=$2
+	shift 2
+	local log="$TMP/suanlid.log"
+	if ! "$SUANLID" init --data "$data" >/dev/null; then
+		echo "suanlid init failed" >>"$log"
+		return 1
+	fi
+	ADMIN=$(cat "$data/admin.token")
+	ns_spawn ctl "$log" "$SUANLID" serve --data "$data" --listen "$(ns_addr ctl):0" \
+		--fleet "$fleet" "$@"
+	CTL_PID=$NS_LAST_PID
+	for _ in $(seq 1 200); do
+		PORT=$(sed -n 's/.*msg=listening .*port=\([0-9][0-9]*\).*/\1/p' "$log" | head -1)
+		[ -n "$PORT" ] && break
+		kill -0 "$CTL_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	URL="http://$(ns_addr ctl):$PORT"
+	[ -n "$PORT" ]
+}
+
+sl() { SUANLI_SERVER=$URL SUANLI_TOKEN=$ADMIN ns_exec ctl "$SUANLI" "$@"; }
+
+api() {
+	local tok=$1 method=$2 path=$3 body=${4-}
+	local args=(-s -m 20 -o "$TMP/api.body" -w '%{http_code}' -X "$method")
+	[ "$tok" != "-" ] && args+=(-H "Authorization: Bearer $tok")
+	[ -n "$body" ] && args+=(-H 'Content-Type: application/json' --data-binary "$body")
+	local code
+	code=$(ns_exec ctl curl "${args[@]}" "$URL$path")
+	printf '%s %s' "$code" "$(cat "$TMP/api.body" 2>/dev/null)"
+}
+status_of() { printf '%s' "${1%% *}"; }
+body_of() { printf '%s' "${1#* }"; }
+
+ag_join_token() { sl agent-token create --json | jq -r .token; }
+
+# ag_start NAME HOST TOKEN [ARGS...] : the agent of node NAME on host HOST.
+ag_start() {
+	local name=$1 host=$2 tok=$3
+	shift 3
+	AG_HOST[$name]=$host
+	AG_ARGS[$name]="$*"
+	mkdir -p "$TMP/agents"
+	ns_spawn "$host" "$TMP/agent-$name.log" "$SUANLI_AGENT" run --server "$URL" --token "$tok" \
+		--node "$name" --simulate "$AG_TYPE" --state-dir "$TMP/agents/$name" \
+		--heartbeat "$AG_HEARTBEAT" "$@"
+	AG_PID[$name]=$NS_LAST_PID
+}
+
+ag_stop() {
+	local p=${AG_PID[$1]}
+	kill -CONT "$p" 2>/dev/null
+	kill -TERM "$p" 2>/dev/null
+	wait "$p" 2>/dev/null
+	ns_forget "$p"
+	AG_PID[$1]=""
+}
+
+# wait_until SECS CMD... : true as soon as CMD succeeds, false after SECS.
+wait_until() {
+	local secs=$1
+	shift
+	local end=$((SECONDS + secs))
+	while :; do
+		"$@" && return 0
+		[ $SECONDS -ge $end ] && return 1
+		sleep 0.2
+	done
+}
+
+node_field() { sl nodes --json 2>/dev/null | jq -r --arg n "$1" ".[] | select(.name == \$n) | $2"; }
+node_is() { [ "$(node_field "$1" .state)" = "$2" ]; }
+job_field() { sl job show "$1" --json 2>/dev/null | jq -r "$2"; }
+job_is() { [ "$(job_field "$1" .state)" = "$2" ]; }
+lease_field() { body_of "$(api "$ADMIN" GET "/v1/leases/$1")" | jq -r "$2"; }
+lease_is() { [ "$(lease_field "$1" .state)" = "$2" ]; }
+# file_has FILE REGEX
+file_has() { grep -Eq -- "$2" "$1" 2>/dev/null; }
+pid_alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
+
+# A fatal precondition: report, dump the logs that say why, stop.
+die() {
+	bad "$1" "${2:-}"
+	local f
+	for f in "$TMP"/suanlid.log "$TMP"/agent-*.log; do
+		[ -f "$f" ] && { echo "---- $(basename "$f") (tail)"; tail -n 15 "$f"; }
+	done
+	finish
+	exit 1
+}
