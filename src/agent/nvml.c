@@ -327,7 +327,7 @@ static void copy_str(char *dst, size_t n, const char *src)
 
 /* Catalog model from the driver's device name: "NVIDIA H100 80GB HBM3" ->
  * h100-sxm. Order matters: the more specific names first. */
-static const struct gpu_model *model_from_name(const char *name)
+const struct gpu_model *nvml_model_from_name(const char *name)
 {
 	static const struct {
 		const char *needle, *model;
@@ -337,7 +337,7 @@ static const struct gpu_model *model_from_name(const char *name)
 		{"H800", "h800-sxm"}, {"H100", "h100-sxm"}, {"A800", "a800-sxm"},
 		{"A100", "a100-sxm"}, {"L40S", "l40s"},
 	};
-	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++)
+	for (size_t i = 0; name && i < sizeof(rules) / sizeof(rules[0]); i++)
 		if (strstr(name, rules[i].needle)) {
 			/* PCIe A100/H100/H800 cards are not the SXM parts of the catalog. */
 			if (strstr(name, "PCIe"))
@@ -484,7 +484,7 @@ static enum sl_err discover(struct nvml *n, struct discovery *out, struct sl_dia
 	if (r != NVML_SUCCESS)
 		return sl_diag_set(d, SL_EIO, "nvmlDeviceGetName(0): %s", nvml_err(n, r));
 	name[sizeof(name) - 1] = 0;
-	model = model_from_name(name);
+	model = nvml_model_from_name(name);
 	for (int g = 0; g < n->ngpus; g++) {
 		nvmlPciInfo_t pci;
 		memset(&pci, 0, sizeof(pci));

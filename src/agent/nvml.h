@@ -70,4 +70,9 @@ enum sl_err nvml_health(struct nvml *n, struct nvml_health_sample *out,
  * or driver ("no NVIDIA driver found ..."); SL_ELIMIT beyond TOPO_MAX_GPUS. */
 enum sl_err nvml_discover(struct discovery *out, struct sl_diag *d) SL_MUST_USE;
 
+/* The catalog model a driver's device name denotes ("NVIDIA H100 80GB HBM3" ->
+ * h100-sxm, "NVIDIA H100 NVL" -> h100-nvl), or NULL (PCIe variants of SXM
+ * parts, models not in the catalog). Also used for `nvidia-smi` names. */
+const struct gpu_model *nvml_model_from_name(const char *name);
+
 #endif
