@@ -9,7 +9,8 @@
 #   api TOKEN METHOD PATH [BODY]   "STATUS BODY" (curl from inside ctl)
 #   ag_join_token       prints a fresh join token (suanli agent-token create)
 #   ag_start NAME HOST TOKEN [ARGS...]  suanli-agent run for node NAME in HOST
-#                       (simulated AG_TYPE), state dir $TMP/agents/NAME; AG_PID[NAME]
+#                       (simulated AG_TYPE), state dir $TMP/agents/NAME; AG_PID[NAME];
+#                       TOKEN "-": none (the saved credential)
 #   ag_stop NAME        SIGTERM the agent and reap it
 #   wait_until SECS CMD...          polls CMD every 0.2 s; false when it never held
 #   node_field NAME JQ  a field of the node in `suanli nodes --json`
@@ -25,7 +26,6 @@ AG_TYPE=${AG_TYPE:-hgx-h100-8}
 AG_HEARTBEAT=${AG_HEARTBEAT:-1}
 declare -A AG_PID=()
 declare -A AG_HOST=()
-declare -A AG_ARGS=()
 
 # ag_controller DATA FLEET ARGS... : suanlid in host ctl on a free port.
 ag_controller() {
@@ -71,9 +71,12 @@ ag_start() {
 	local name=$1 host=$2 tok=$3
 	shift 3
 	AG_HOST[$name]=$host
-	AG_ARGS[$name]="$*"
 	mkdir -p "$TMP/agents"
-	ns_spawn "$host" "$TMP/agent-$name.log" "$SUANLI_AGENT" run --server "$URL" --token "$tok" \
+	local targs=()
+	[ "$tok" != "-" ] && targs=(--token "$tok")
+	# On loopback every host shares lo: the agent is told its own address.
+	[ "$NS_MODE" = loopback ] && targs+=(--addr "$(ns_addr "$host")")
+	ns_spawn "$host" "$TMP/agent-$name.log" "$SUANLI_AGENT" run --server "$URL" "${targs[@]}" \
 		--node "$name" --simulate "$AG_TYPE" --state-dir "$TMP/agents/$name" \
 		--heartbeat "$AG_HEARTBEAT" "$@"
 	AG_PID[$name]=$NS_LAST_PID
