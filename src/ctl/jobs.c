@@ -678,4 +678,8 @@ void jobs_on_heartbeat(struct ctl *c, int node, const json_t *work, json_t *answ
 		}
 	}
 	json_object_set_new(answer, "stop", stop);
+	/* The reports may have changed this node's desired state. */
+	struct job_node *n = jobs_node(c, name);
+	if (n)
+		json_object_set_new(answer, "work_version", json_integer(n->version));
 }
