@@ -127,6 +127,61 @@ enum sl_err tmp_reserve(struct sched *s, int n)
 	return SL_OK;
 }
 
+/* ---- compact placements --------------------------------------------------- */
+
+enum sl_err spl_copy(struct sched_pl *p, const struct placement *src)
+{
+	struct place_pick *k = NULL;
+	if (src->npicks > 0) {
+		k = malloc((size_t)src->npicks * sizeof(*k));
+		if (!k)
+			return SL_ENOMEM;
+		memcpy(k, src->picks, (size_t)src->npicks * sizeof(*k));
+	}
+	free(p->picks);
+	p->picks = k;
+	p->npicks = p->cap = src->npicks;
+	p->score = src->score;
+	return SL_OK;
+}
+
+void spl_take(struct sched_pl *p, struct placement *src)
+{
+	free(p->picks);
+	p->picks = src->picks;
+	p->npicks = src->npicks;
+	p->cap = src->cap;
+	p->score = src->score;
+	if (p->cap > p->npicks && p->npicks > 0) {
+		/* Exactly what it holds: it is kept for the lease's life. */
+		struct place_pick *k = realloc(p->picks, (size_t)p->npicks * sizeof(*k));
+		if (k) {
+			p->picks = k;
+			p->cap = p->npicks;
+		}
+	}
+	placement_init(src);
+}
+
+void spl_release(struct sched_pl *p)
+{
+	free(p->picks);
+	memset(p, 0, sizeof(*p));
+}
+
+void lease_set_why(struct sched_lease *l, const char *why)
+{
+	if (l->why && why && !strcmp(l->why, why))
+		return;
+	free(l->why);
+	l->why = NULL;
+	if (why && why[0]) {
+		size_t n = strlen(why) + 1;
+		if ((l->why = malloc(n)))
+			memcpy(l->why, why, n);
+	}
+}
+
 /* ---- lifecycle ------------------------------------------------------------ */
 
 enum sl_err sched_new(struct placer *p, struct sched **out)
@@ -145,7 +200,8 @@ enum sl_err sched_new(struct placer *p, struct sched **out)
 	s->nslots = 64;
 	s->slots = calloc(s->nslots, sizeof(*s->slots));
 	s->mark = calloc((size_t)s->f->nnodes + 1, sizeof(*s->mark));
-	if (!s->slots || !s->mark) {
+	s->view = malloc(sizeof(*s->view));
+	if (!s->slots || !s->mark || !s->view) {
 		sched_free(s);
 		return SL_ENOMEM;
 	}
@@ -153,14 +209,24 @@ enum sl_err sched_new(struct placer *p, struct sched **out)
 	return SL_OK;
 }
 
+/* Frees a string the lease owns (its request's borrowed const pointers). */
+static void free_str(const char *x)
+{
+	free((void *)(uintptr_t)x);
+}
+
 static void lease_free(struct sched_lease *l)
 {
 	for (int i = 0; i < PLACE_MAX_MODELS; i++)
-		free(l->models[i]);
-	free(l->region);
-	free(l->site);
-	placement_release(&l->pl);
-	placement_release(&l->rsv);
+		if (l->own_models & (1u << i))
+			free_str(l->req.models[i]);
+	free_str(l->req.region);
+	free_str(l->req.site);
+	spl_release(&l->pl);
+	if (l->rsv)
+		placement_release(l->rsv);
+	free(l->rsv);
+	free(l->why);
 	free(l);
 }
 
@@ -187,6 +253,8 @@ void sched_free(struct sched *s)
 	free(s->tmp);
 	free(s->queue);
 	free(s->snap);
+	free(s->qtext);
+	free(s->view);
 	free(s);
 }
 
@@ -259,12 +327,12 @@ static bool req_may_use(const struct place_request *r, const struct gpu_model *m
 	return false;
 }
 
-static int64_t placement_model_gpus(const struct sched *s, const struct placement *pl,
-				    const struct gpu_model *m)
+static int64_t placement_model_gpus(const struct sched *s, const struct place_pick *picks,
+				    int npicks, const struct gpu_model *m)
 {
 	int64_t n = 0;
-	for (int i = 0; i < pl->npicks; i++) {
-		const struct place_pick *k = &pl->picks[i];
+	for (int i = 0; i < npicks; i++) {
+		const struct place_pick *k = &picks[i];
 		const struct gpu_model *g = fleet_node_type(s->f, k->node)->gpu;
 		if (g && !strcmp(g->name, m->name))
 			n += k->gpu >= 0 ? 1 : __builtin_popcount(k->gpus);
@@ -278,7 +346,7 @@ static int64_t quota_share(const struct sched *s, const struct sched_lease *l,
 {
 	if (l->state == SCHED_PENDING)
 		return req_may_use(&l->req, m) ? lease_gpus(l) : 0;
-	return placement_model_gpus(s, &l->pl, m);
+	return placement_model_gpus(s, l->pl.picks, l->pl.npicks, m);
 }
 
 void lease_account(struct sched *s, struct sched_lease *l, int sign)
@@ -346,7 +414,7 @@ enum sl_err quota_check(const struct sched *s, const struct sched_lease *l,
 	const struct sched_tenant *t = l->tenant;
 	for (int i = 0; i < t->nquotas; i++) {
 		const struct sched_quota *q = &t->quotas[i];
-		int64_t need = extra ? placement_model_gpus(s, extra, q->model)
+		int64_t need = extra ? placement_model_gpus(s, extra->picks, extra->npicks, q->model)
 				     : quota_share(s, l, q->model);
 		if (need > 0 && q->used + need > q->max) {
 			sl_diag_set(d, SL_EQUOTA,
@@ -440,9 +508,9 @@ enum sl_err lease_start(struct sched *s, struct sched_lease *l, const struct pla
 	}
 	struct sched_event *ev = NULL;
 	if (e == SL_OK)
-		e = placement_copy(&l->pl, pl);
-	if (e == SL_OK)
-		e = placer_claim(s->p, &l->pl, NULL);
+		e = placer_claim(s->p, pl, NULL);
+	if (e == SL_OK && (e = spl_copy(&l->pl, pl)) != SL_OK)
+		sched_cannot_fail(placer_release(s->p, pl, NULL));
 	if (e != SL_OK)
 		return e;
 	lease_account(s, l, -1);
@@ -461,7 +529,8 @@ enum sl_err lease_start(struct sched *s, struct sched_lease *l, const struct pla
 		return e;
 	ev->gpus = lease_gpus(l);
 	ev->backfilled = backfilled;
-	return placement_copy(&ev->placement, &l->pl);
+	struct placement v;
+	return placement_copy(&ev->placement, spl_view(&l->pl, &v));
 }
 
 enum sl_err lease_end(struct sched *s, struct sched_lease *l, enum sched_end why,
@@ -472,7 +541,8 @@ enum sl_err lease_end(struct sched *s, struct sched_lease *l, enum sched_end why
 		arr_del(s->pending, &s->npending, l);
 	} else {
 		/* The placement was claimed by this scheduler, so release cannot fail. */
-		sched_cannot_fail(placer_release(s->p, &l->pl, NULL));
+		struct placement v;
+		sched_cannot_fail(placer_release(s->p, spl_view(&l->pl, &v), NULL));
 		arr_del(s->running, &s->nrunning, l);
 		s->gen++;
 	}
@@ -547,15 +617,20 @@ static struct sched_lease *lease_new(struct sched *s, uint64_t id,
 	l->req.tenant = t->name;
 	bool ok = true;
 	for (int i = 0; i < sp->req->nmodels && i < PLACE_MAX_MODELS; i++) {
-		l->models[i] = str_copy(sp->req->models[i]);
-		l->req.models[i] = l->models[i];
-		ok &= !sp->req->models[i] || l->models[i];
+		const char *name = sp->req->models[i];
+		const struct gpu_model *m = name ? catalog_gpu_find(name) : NULL;
+		if (m) {
+			l->req.models[i] = m->name; /* static: nothing to copy */
+			continue;
+		}
+		l->req.models[i] = str_copy(name);
+		if (l->req.models[i])
+			l->own_models |= (uint8_t)(1u << i);
+		ok &= !name || l->req.models[i];
 	}
-	l->region = str_copy(sp->req->region);
-	l->site = str_copy(sp->req->site);
-	l->req.region = l->region;
-	l->req.site = l->site;
-	ok &= (!sp->req->region || l->region) && (!sp->req->site || l->site);
+	l->req.region = str_copy(sp->req->region);
+	l->req.site = str_copy(sp->req->site);
+	ok &= (!sp->req->region || l->req.region) && (!sp->req->site || l->req.site);
 	l->duration_ns = sp->duration_ns;
 	l->submit_ns = now;
 	l->emin = sp->elastic_min;
@@ -563,8 +638,6 @@ static struct sched_lease *lease_new(struct sched *s, uint64_t id,
 	l->pos = -1;
 	l->note = NOTE_PLACE;
 	l->note_shadow = INT64_MIN;
-	placement_init(&l->pl);
-	placement_init(&l->rsv);
 	if (!ok) {
 		lease_free(l);
 		return NULL;
@@ -615,7 +688,7 @@ enum sl_err sched_submit(struct sched *s, uint64_t id, const struct sched_spec *
 		l->fail_gen = s->gen;
 		l->wait_c = pl.failed;
 		l->why_gen = s->gen;
-		snprintf(l->why, sizeof(l->why), "%s", pl.why);
+		lease_set_why(l, pl.why);
 	}
 	if (e == SL_OK)
 		e = quota_check(s, l, NULL, d);
@@ -641,10 +714,9 @@ enum sl_err sched_submit(struct sched *s, uint64_t id, const struct sched_spec *
 		struct sched_event *ev;
 		e = ev_push(s, SCHED_EV_QUEUED, id, now_ns, &ev);
 		if (e == SL_OK) {
-			lease_reason(s, l);
+			lease_reason(s, l, ev->reason, sizeof(ev->reason));
 			ev->position = queue_position(s, l);
 			ev->constraint = l->wait_c;
-			memcpy(ev->reason, l->reason, sizeof(ev->reason));
 		}
 	}
 	return e;
@@ -678,10 +750,10 @@ enum sl_err sched_restore(struct sched *s, uint64_t id, const struct sched_resto
 			e = SL_OK;
 		placement_release(&pl);
 	} else {
-		e = placement_copy(&l->pl, r->placement);
-		if (e == SL_OK)
-			e = placer_claim(s->p, &l->pl, d);
+		e = placer_claim(s->p, r->placement, d);
 		claimed = e == SL_OK;
+		if (e == SL_OK && spl_copy(&l->pl, r->placement) != SL_OK)
+			e = sl_diag_set(d, SL_ENOMEM, "out of memory");
 	}
 	if (e == SL_OK && table_add(s, l) != SL_OK)
 		e = sl_diag_set(d, SL_ENOMEM, "out of memory");
@@ -694,7 +766,7 @@ enum sl_err sched_restore(struct sched *s, uint64_t id, const struct sched_resto
 	}
 	if (e != SL_OK) {
 		if (claimed)
-			sched_cannot_fail(placer_release(s->p, &l->pl, NULL));
+			sched_cannot_fail(placer_release(s->p, r->placement, NULL));
 		lease_free(l);
 		return e;
 	}
@@ -787,8 +859,8 @@ static enum sl_err end_on_node(struct sched *s, int node, int64_t now)
 	/* A waiting head whose reserved placement used the node must wait anew. */
 	for (int i = 0; e == SL_OK && i < s->npending; i++) {
 		struct sched_lease *l = s->pending[i];
-		for (int k = 0; l->has_rsv && k < l->rsv.npicks; k++)
-			if (l->rsv.picks[k].node == node)
+		for (int k = 0; l->has_rsv && k < l->rsv->npicks; k++)
+			if (l->rsv->picks[k].node == node)
 				l->has_rsv = false;
 	}
 	return e;

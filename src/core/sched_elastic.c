@@ -126,10 +126,10 @@ static enum sl_err scale_grow(struct sched *s, struct sched_lease *l, int extra,
 	placement_release(&spl);
 	if (e == SL_OK)
 		e = quota_check(s, l, &x, d);
-	struct placement grown;
+	struct placement grown, cur;
 	placement_init(&grown);
 	if (e == SL_OK)
-		e = placement_copy(&grown, &l->pl);
+		e = placement_copy(&grown, spl_view(&l->pl, &cur));
 	for (int i = 0; e == SL_OK && i < x.npicks; i++)
 		e = placement_add(&grown, &x.picks[i]);
 	if (e == SL_OK) {
@@ -140,9 +140,7 @@ static enum sl_err scale_grow(struct sched *s, struct sched_lease *l, int extra,
 	}
 	if (e == SL_OK) {
 		lease_account(s, l, -1);
-		struct placement old = l->pl;
-		l->pl = grown;
-		grown = old;
+		spl_take(&l->pl, &grown);
 		l->req.gpus += extra;
 		lease_account(s, l, 1);
 	}
@@ -234,7 +232,8 @@ enum sl_err sched_scale(struct sched *s, uint64_t id, int gpus, int64_t now_ns,
 	e = ev_push(s, SCHED_EV_SCALED, id, now_ns, &ev);
 	if (e == SL_OK) {
 		ev->gpus = gpus;
-		e = placement_copy(&ev->placement, &l->pl);
+		struct placement v;
+		e = placement_copy(&ev->placement, spl_view(&l->pl, &v));
 	}
 	return e == SL_OK ? sched_pass(s, now_ns) : e;
 }

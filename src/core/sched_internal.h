@@ -36,17 +36,47 @@ enum sched_note {
 	NOTE_DELAY,       /* fits now, but would delay the head */
 };
 
+/* A lease's placement, compactly: struct placement also carries a refusal's
+ * 512-byte sentence, which a placed lease never needs (bench/results/
+ * memory.md: 100,000 leases). Hand it to the placer through spl_view(). */
+struct sched_pl {
+	struct place_pick *picks; /* owned, npicks of them */
+	int npicks, cap;
+	struct place_score score;
+};
+
+/* A struct placement (in tmp) that borrows p's picks; valid while p is
+ * unchanged. */
+static inline const struct placement *spl_view(const struct sched_pl *p, struct placement *tmp)
+{
+	tmp->npicks = p->npicks;
+	tmp->picks = p->picks;
+	tmp->cap = p->cap;
+	tmp->score = p->score;
+	tmp->failed = PLACE_C_NONE;
+	tmp->why[0] = '\0';
+	return tmp;
+}
+/* Copies src's picks and score into p; SL_ENOMEM leaves p unchanged. */
+enum sl_err spl_copy(struct sched_pl *p, const struct placement *src) SL_MUST_USE;
+/* Moves src's picks and score into p (p's old picks are freed; src is left
+ * initialised, to be released or reused). */
+void spl_take(struct sched_pl *p, struct placement *src);
+void spl_release(struct sched_pl *p);
+
 struct sched_lease {
 	uint64_t id;
 	struct sched_tenant *tenant;
 	enum sched_plan plan;
 	enum sched_state state;
-	struct place_request req; /* strings below; req.tenant = tenant->name */
-	char *models[PLACE_MAX_MODELS];
-	char *region, *site;
+	/* Its strings: models point into the catalog (static) unless bit i of
+	 * own_models says the lease owns a copy; region and site are owned
+	 * copies; req.tenant = tenant->name. */
+	struct place_request req;
+	uint8_t own_models;
 	int64_t duration_ns, submit_ns, start_ns, deadline_ns;
 	int emin, emax;
-	struct placement pl;   /* running and preempting */
+	struct sched_pl pl;    /* running and preempting */
 	uint64_t start_seq;    /* order of starts, for newest-first preemption */
 	int pos;               /* index in pending or running */
 	/* Queue bookkeeping. A pass only notes why a lease waits (cheap); the
@@ -60,11 +90,13 @@ struct sched_lease {
 	int64_t note_now;      /* when the pass noted it */
 	uint64_t why_gen;      /* why and wait_c explain the state of this gen */
 	enum place_constraint wait_c;
-	char why[512];         /* the placer's explanation of the refusal */
-	char reason[SCHED_REASON_MAX]; /* why, plus what the queue adds */
-	/* A head that preempted: the placement it takes once its victims are gone. */
+	char *why;             /* the placer's explanation of the refusal (owned;
+				  NULL: none); the reason is written from it
+				  when asked (lease_reason) */
+	/* A head that preempted: the placement it takes once its victims are
+	 * gone (allocated the first time; has_rsv says whether it holds). */
 	bool has_rsv;
-	struct placement rsv;
+	struct placement *rsv;
 	int victims_left;
 	int64_t rsv_deadline;
 	/* A victim: the lease it makes room for. */
@@ -119,6 +151,12 @@ struct sched {
 	int capqueue;
 	struct sched_lease **snap;  /* the pass's queue, sorted */
 	int capsnap;
+	/* Reasons handed out (sched_queue_position, sched_queue): written
+	 * when asked, not kept per lease. */
+	char reason1[SCHED_REASON_MAX];
+	char *qtext;                /* sched_queue's reasons, one after another */
+	size_t capqtext;
+	struct placement *view;     /* sched_lease_placement's answer */
 };
 
 /* For calls that cannot fail by construction: releasing what this scheduler
@@ -164,9 +202,11 @@ enum sl_err sched_pass(struct sched *s, int64_t now) SL_MUST_USE;
 /* The pass after submitting l: the same decisions as sched_pass(), cheaper
  * when l ranks behind the last pass's head and nothing else changed. */
 enum sl_err sched_pass_new(struct sched *s, struct sched_lease *l, int64_t now) SL_MUST_USE;
-/* Writes l->reason (and refreshes why/wait_c when the state changed since):
- * the sentence the queue listing and the QUEUED event show. */
-void lease_reason(struct sched *s, struct sched_lease *l);
+/* Writes l's reason into out (n bytes; refreshes why/wait_c when the state
+ * changed since): the sentence the queue listing and the QUEUED event show. */
+void lease_reason(struct sched *s, struct sched_lease *l, char *out, size_t n);
+/* Sets l->why (NULL or "" clears it). */
+void lease_set_why(struct sched_lease *l, const char *why);
 /* Issues no event; the head of the queue (NULL if none) and its shadow: time
  * (INT64_MAX when unknown) and nodes (in s->mark, to be cleared by the caller
  * with mark_clear). */

@@ -49,10 +49,11 @@ void mark_set(struct sched *s, const struct placement *pl, bool on)
 /* Moves the released prefix of arr to length k (release forward, claim back). */
 static void tent_to(struct sched *s, struct sched_lease **arr, int *cur, int k)
 {
+	struct placement v;
 	while (*cur < k)
-		sched_cannot_fail(placer_release(s->p, &arr[(*cur)++]->pl, NULL));
+		sched_cannot_fail(placer_release(s->p, spl_view(&arr[(*cur)++]->pl, &v), NULL));
 	while (*cur > k)
-		sched_cannot_fail(placer_claim(s->p, &arr[--*cur]->pl, NULL));
+		sched_cannot_fail(placer_claim(s->p, spl_view(&arr[--*cur]->pl, &v), NULL));
 }
 
 static bool fits(struct sched *s, const struct sched_lease *l, struct placement *out)
@@ -163,17 +164,20 @@ static enum sl_err try_preempt(struct sched *s, struct sched_lease *head, int64_
 	int k = prefix_search(s, head, s->tmp, cuts, n, &P);
 	free(cuts);
 	enum sl_err e = SL_OK;
-	if (k < 0 || placement_copy(&head->rsv, &P) != SL_OK) {
+	if (k >= 0 && !head->rsv && (head->rsv = malloc(sizeof(*head->rsv))))
+		placement_init(head->rsv);
+	if (k < 0 || !head->rsv || placement_copy(head->rsv, &P) != SL_OK) {
 		placement_release(&P);
 		return k < 0 ? SL_OK : SL_ENOMEM;
 	}
 	placement_release(&P);
-	mark_set(s, &head->rsv, true);
+	mark_set(s, head->rsv, true);
 	int nv = 0;
+	struct placement view;
 	for (int i = 0; i <= k; i++)
-		if (pl_touches(&s->tmp[i]->pl, s->mark))
+		if (pl_touches(spl_view(&s->tmp[i]->pl, &view), s->mark))
 			s->tmp[nv++] = s->tmp[i];
-	mark_set(s, &head->rsv, false);
+	mark_set(s, head->rsv, false);
 	head->has_rsv = true;
 	head->victims_left = nv;
 	head->rsv_deadline = now + s->notice_ns;
@@ -198,8 +202,8 @@ static enum sl_err try_preempt(struct sched *s, struct sched_lease *head, int64_
  * reservation window may have opened on them during the notice. */
 static bool rsv_still_allowed(const struct sched *s, const struct sched_lease *l)
 {
-	for (int i = 0; i < l->rsv.npicks; i++) {
-		const char *owner = placer_node_owner(s->p, l->rsv.picks[i].node);
+	for (int i = 0; i < l->rsv->npicks; i++) {
+		const char *owner = placer_node_owner(s->p, l->rsv->picks[i].node);
 		if (owner ? strcmp(owner, l->tenant->name) != 0 : l->req.pool_owned)
 			return false;
 	}
@@ -224,7 +228,7 @@ static enum sl_err start_ready(struct sched *s, int64_t now)
 			best->has_rsv = false; /* wait in the queue again */
 			continue;
 		}
-		enum sl_err e = lease_start(s, best, &best->rsv, now, false);
+		enum sl_err e = lease_start(s, best, best->rsv, now, false);
 		if (e == SL_ECONFLICT)
 			best->has_rsv = false; /* taken meanwhile: wait in the queue again */
 		else if (e != SL_OK)
@@ -338,7 +342,7 @@ static enum sl_err become_head(struct sched *s, struct sched_lease *l, struct he
 		/* It waits for its victims: that is its start and placement. */
 		h->shadow = l->rsv_deadline;
 		h->known = true;
-		e = placement_copy(&h->spl, &l->rsv);
+		e = placement_copy(&h->spl, l->rsv);
 		mark_set(s, &h->spl, true);
 	}
 	note(l, NOTE_HEAD, h, now);
@@ -465,7 +469,7 @@ enum sl_err sched_pass_new(struct sched *s, struct sched_lease *l, int64_t now)
 	if (head->has_rsv) {
 		h.shadow = head->rsv_deadline;
 		h.known = true;
-		e = placement_copy(&h.spl, &head->rsv);
+		e = placement_copy(&h.spl, head->rsv);
 		mark_set(s, &h.spl, true);
 	}
 	if (e == SL_OK)
@@ -478,7 +482,7 @@ enum sl_err sched_pass_new(struct sched *s, struct sched_lease *l, int64_t now)
 
 /* ---- reasons --------------------------------------------------------------- */
 
-void lease_reason(struct sched *s, struct sched_lease *l)
+void lease_reason(struct sched *s, struct sched_lease *l, char *out, size_t n)
 {
 	struct placement pl;
 	placement_init(&pl);
@@ -488,42 +492,43 @@ void lease_reason(struct sched *s, struct sched_lease *l)
 	} else if (l->why_gen != s->gen || l->note == NOTE_NO_DURATION) {
 		fits = placer_place(s->p, &l->req, &pl, NULL) == SL_OK;
 		l->wait_c = fits ? PLACE_C_NONE : pl.failed;
-		snprintf(l->why, sizeof(l->why), "%s", fits ? "" : pl.why);
+		lease_set_why(l, fits ? NULL : pl.why);
 		l->why_gen = s->gen;
 	}
+	const char *why = l->why ? l->why : "";
 	unsigned long long hid = (unsigned long long)l->note_head;
 	if (fits)
 		l->wait_c = PLACE_C_NONE;
 	if (l->note == NOTE_HEAD && l->has_rsv) {
-		snprintf(l->reason, sizeof(l->reason),
+		snprintf(out, n,
 			 "%s; first in the queue: %d spot lease(s) leave for it within %lld s",
-			 l->why, l->victims_left, secs_until(l->rsv_deadline, l->note_now));
+			 why, l->victims_left, secs_until(l->rsv_deadline, l->note_now));
 	} else if (l->note == NOTE_HEAD) {
 		if (l->note_shadow == INT64_MIN &&
 		    compute_shadow(s, l, &l->note_shadow, &pl) != SL_OK)
 			l->note_shadow = INT64_MAX;
 		if (l->note_shadow != INT64_MAX)
-			snprintf(l->reason, sizeof(l->reason),
+			snprintf(out, n,
 				 "%s; first in the queue: can start in about %lld s, when "
 				 "running leases reach their declared end",
-				 l->why, secs_until(l->note_shadow, l->note_now));
+				 why, secs_until(l->note_shadow, l->note_now));
 		else
-			snprintf(l->reason, sizeof(l->reason),
+			snprintf(out, n,
 				 "%s; first in the queue: waits for leases without a declared "
-				 "end", l->why);
+				 "end", why);
 	} else if (fits && l->note == NOTE_DELAY) {
-		snprintf(l->reason, sizeof(l->reason),
+		snprintf(out, n,
 			 "fits now but would delay lease %llu, first in the queue, which can "
 			 "start in about %lld s; a duration ending by then would let it start",
 			 hid, secs_until(l->note_shadow, l->note_now));
 	} else if (fits) {
-		snprintf(l->reason, sizeof(l->reason),
+		snprintf(out, n,
 			 "fits now but waits behind lease %llu, first in the queue; only leases "
 			 "with a declared duration may start ahead of it", hid);
 	} else if (hid) {
-		snprintf(l->reason, sizeof(l->reason), "%s; behind lease %llu", l->why, hid);
+		snprintf(out, n, "%s; behind lease %llu", why, hid);
 	} else {
-		snprintf(l->reason, sizeof(l->reason), "%s", l->why);
+		snprintf(out, n, "%s", why);
 	}
 	placement_release(&pl);
 }
@@ -544,7 +549,7 @@ enum sl_err head_shadow(struct sched *s, struct sched_lease **head, int64_t *sha
 	enum sl_err e;
 	if (best->has_rsv) {
 		*shadow = best->rsv_deadline;
-		e = placement_copy(spl, &best->rsv);
+		e = placement_copy(spl, best->rsv);
 	} else {
 		e = compute_shadow(s, best, shadow, spl);
 	}

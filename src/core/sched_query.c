@@ -57,7 +57,7 @@ bool sched_lease_get(const struct sched *s, uint64_t id, struct sched_lease_info
 const struct placement *sched_lease_placement(const struct sched *s, uint64_t id)
 {
 	const struct sched_lease *l = s ? sched_find(s, id) : NULL;
-	return l && l->state != SCHED_PENDING ? &l->pl : NULL;
+	return l && l->state != SCHED_PENDING ? spl_view(&l->pl, s->view) : NULL;
 }
 
 static int qsort_order(const void *a, const void *b)
@@ -82,13 +82,28 @@ enum sl_err sched_queue(struct sched *s, const struct sched_queue_entry **arr, i
 	if (s->npending)
 		memcpy(s->snap, s->pending, (size_t)s->npending * sizeof(*s->snap));
 	qsort(s->snap, (size_t)s->npending, sizeof(*s->snap), qsort_order);
+	/* The reasons go one after another into s->qtext, not into the leases;
+	 * pointed at once all are written (it may move as it grows). */
+	size_t used = 0;
 	for (int i = 0; i < s->npending; i++) {
 		struct sched_lease *l = s->snap[i];
-		lease_reason(s, l);
+		if (s->capqtext - used < SCHED_REASON_MAX) {
+			size_t cap = s->capqtext ? s->capqtext * 2 : 16 * SCHED_REASON_MAX;
+			char *t = realloc(s->qtext, cap);
+			if (!t)
+				return SL_ENOMEM;
+			s->qtext = t;
+			s->capqtext = cap;
+		}
+		lease_reason(s, l, s->qtext + used, SCHED_REASON_MAX);
 		s->queue[i] = (struct sched_queue_entry){l->id, i + 1, l->plan, l->tenant->name,
 							 lease_gpus(l), l->submit_ns, l->wait_c,
-							 l->reason};
+							 NULL};
+		used += strlen(s->qtext + used) + 1;
 	}
+	const char *r = s->qtext;
+	for (int i = 0; i < s->npending; i++, r += strlen(r) + 1)
+		s->queue[i].reason = r;
 	*arr = s->queue;
 	*n = s->npending;
 	return SL_OK;
@@ -105,9 +120,9 @@ bool sched_queue_position(struct sched *s, uint64_t id, int *position, const cha
 	for (int i = 0; i < s->npending; i++)
 		if (s->pending[i] != l && lease_order_cmp(s->pending[i], l) < 0)
 			pos++;
-	lease_reason(s, l);
+	lease_reason(s, l, s->reason1, sizeof(s->reason1));
 	*position = pos;
-	*reason = l->reason;
+	*reason = s->reason1;
 	return true;
 }
 

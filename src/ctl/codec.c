@@ -470,12 +470,13 @@ static json_t *lease_head_json(struct ctl *c, const struct ctl_lease *l, bool ap
 	json_object_set_new(o, "plan", json_string(lease_plan_name(l->req.plan)));
 	json_object_set_new(o, "state", json_string(lease_state_name(l->state)));
 	json_object_set_new(o, "gpus", json_integer(l->gpus));
-	json_object_set_new(o, "request", json_incref(l->request));
+	if (l->request)
+		json_object_set_new(o, "request", json_loads(l->request, 0, NULL));
 	placed = place_to_json(c->fleet, &l->pl);
 	json_object_set(o, "placement", json_object_get(placed, "placement"));
 	json_decref(placed);
-	if (l->score)
-		json_object_set(o, "score", l->score);
+	if (l->placed)
+		json_object_set_new(o, "score", place_score_to_json(&l->pl.score));
 	if (api && l->pl.npicks > 0) {
 		char why[512];
 		lease_explain(c, l, why, sizeof(why));
@@ -484,7 +485,7 @@ static json_t *lease_head_json(struct ctl *c, const struct ctl_lease *l, bool ap
 	if (l->state == LS_PENDING) {
 		/* The store keeps the last reason; the API asks the scheduler. */
 		int pos = 0;
-		const char *reason = l->reason;
+		const char *reason = lease_reason(l);
 		if (api)
 			ctl_sched_queue_pos(c, l, &pos, &reason);
 		json_object_set_new(o, "queue", json_pack("{s:i, s:s}", "position", pos, "reason",
@@ -502,7 +503,13 @@ static void lease_add_tail(json_t *o, const struct ctl_lease *l)
 	json_object_set_new(o, "expires_at", ctl_time_json(l->expires_ns));
 	if (l->state == LS_PREEMPTING)
 		json_object_set_new(o, "preempt_deadline", ctl_time_json(l->preempt_ns));
-	json_object_set(o, "history", l->history);
+	json_t *h = json_array();
+	for (int i = 0; h && i < l->nhist; i++)
+		json_array_append_new(h, json_pack("{s:o, s:s, s:s}", "at",
+						   ctl_time_json(l->hist[i].at_ns), "state",
+						   lease_state_name(l->hist[i].state), "reason",
+						   l->hist[i].reason ? l->hist[i].reason : ""));
+	json_object_set_new(o, "history", h);
 	json_object_set_new(o, "epoch", json_integer(l->epoch));
 	json_object_set_new(o, "simulated", json_boolean(l->simulated));
 }
@@ -547,10 +554,88 @@ char *lease_row_dump_json(struct ctl *c, const struct ctl_lease *l, size_t *len,
 void lease_release_mem(struct ctl_lease *l)
 {
 	placement_release(&l->pl);
-	json_decref(l->request);
-	json_decref(l->score);
-	json_decref(l->history);
-	l->request = l->score = l->history = NULL;
+	free(l->request);
+	free(l->reason);
+	for (int i = 0; i < l->nhist; i++)
+		free(l->hist[i].reason);
+	free(l->hist);
+	l->request = l->reason = NULL;
+	l->hist = NULL;
+	l->nhist = l->cap_hist = 0;
+}
+
+static char *str_dup_or_null(const char *s)
+{
+	if (!s || !s[0])
+		return NULL;
+	size_t n = strlen(s) + 1;
+	char *d = malloc(n);
+	if (d)
+		memcpy(d, s, n);
+	return d;
+}
+
+bool lease_set_reason(struct ctl_lease *l, const char *reason)
+{
+	if (l->reason && reason && !strcmp(l->reason, reason))
+		return true;
+	free(l->reason);
+	l->reason = str_dup_or_null(reason);
+	return l->reason || !reason || !reason[0];
+}
+
+bool lease_set_request(struct ctl_lease *l, const json_t *doc)
+{
+	char *t = json_dumps(doc, JSON_COMPACT);
+	if (!t)
+		return false;
+	free(l->request);
+	l->request = t;
+	return true;
+}
+
+bool lease_hist_add(struct ctl_lease *l, int64_t at_ns, enum lease_state s, const char *reason)
+{
+	if (l->nhist >= CTL_MAX_HISTORY) {
+		free(l->hist[0].reason);
+		memmove(l->hist, l->hist + 1, (size_t)(l->nhist - 1) * sizeof(*l->hist));
+		l->nhist--;
+	}
+	if (l->nhist == l->cap_hist) {
+		/* Most leases see two or three entries: start small. */
+		int cap = l->cap_hist ? l->cap_hist * 2 : 2;
+		struct lease_hist *n = realloc(l->hist, (size_t)cap * sizeof(*n));
+		if (!n)
+			return false;
+		l->hist = n;
+		l->cap_hist = cap;
+	}
+	struct lease_hist *h = &l->hist[l->nhist];
+	h->at_ns = at_ns;
+	h->state = s;
+	h->reason = str_dup_or_null(reason);
+	l->nhist++;
+	return h->reason || !reason || !reason[0];
+}
+
+/* The history entries of a stored row into l. */
+static enum sl_err hist_from_json(const json_t *arr, struct ctl_lease *l, struct sl_diag *d)
+{
+	size_t i;
+	const json_t *e;
+	json_array_foreach(arr, i, e) {
+		const json_t *at = json_object_get(e, "at");
+		const char *reason = json_string_value(json_object_get(e, "reason"));
+		int st = lease_state_parse(json_string_value(json_object_get(e, "state")));
+		int64_t ns = 0;
+		if (!json_is_object(e) || json_object_size(e) != 3 || st < 0 || !reason ||
+		    !(json_is_null(at) || (json_is_string(at) && ctl_time_parse(json_string_value(at), &ns))))
+			return sl_diag_set(d, SL_EPARSE, "lease record %s: history entry %zu is malformed",
+					   l->id, i);
+		if (!lease_hist_add(l, ns, (enum lease_state)st, reason))
+			return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	}
+	return SL_OK;
 }
 
 enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
@@ -578,9 +663,14 @@ enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
 	snprintf(l->user, sizeof(l->user), "%s", user);
 	l->state = (enum lease_state)st;
 	l->gpus = (int)json_integer_value(json_object_get(o, "gpus"));
-	l->request = json_incref(req);
-	l->history = json_incref(hist);
-	l->score = json_incref(json_object_get(o, "score"));
+	const json_t *sc = json_object_get(o, "score");
+	l->placed = sc != NULL;
+	if (!lease_set_request(l, req))
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	if ((e = hist_from_json(hist, l, d))) {
+		lease_release_mem(l);
+		return e;
+	}
 	l->created_ns = time_field(o, "created_at");
 	l->started_ns = time_field(o, "started_at");
 	l->ended_ns = time_field(o, "ended_at");
@@ -589,8 +679,7 @@ enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
 	l->epoch = json_integer_value(json_object_get(o, "epoch"));
 	l->simulated = json_is_true(json_object_get(o, "simulated"));
 	const json_t *q = json_object_get(o, "queue");
-	snprintf(l->reason, sizeof(l->reason), "%s",
-		 json_string_value(json_object_get(q, "reason")) ? json_string_value(json_object_get(q, "reason")) : "");
+	lease_set_reason(l, json_string_value(json_object_get(q, "reason")));
 	if (l->state == LS_ACTIVE || l->state == LS_PREEMPTING) {
 		e = placement_from_json(c->fleet, json_object_get(o, "placement"), &l->pl, d);
 	} else if (placement_from_json(c->fleet, json_object_get(o, "placement"), &l->pl, NULL)) {
@@ -602,7 +691,6 @@ enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
 		lease_release_mem(l);
 		return e;
 	}
-	const json_t *sc = l->score;
 	struct place_score *s = &l->pl.score;
 	s->bottleneck_gbps = (int)json_integer_value(json_object_get(sc, "bottleneck_gbps"));
 	s->total_gbps = (int)json_integer_value(json_object_get(sc, "total_gbps"));

@@ -83,20 +83,32 @@ struct lease_req {
 	char tenant[CTL_NAME_MAX + 1];
 };
 
+/* One history entry: {"at", "state", "reason"} of the API. */
+struct lease_hist {
+	int64_t at_ns;  /* 0: null */
+	char *reason;   /* owned; NULL: "" */
+	enum lease_state state;
+};
+
+/* A lease in memory. Kept small (bench/results/memory.md: 100,000 live
+ * leases): no jansson documents, no fixed text buffers for what is usually
+ * empty; the API's JSON is written from these fields (codec.c, lease_row.c). */
 struct ctl_lease {
 	uint64_t seq;
 	char id[24];
 	char tenant[CTL_NAME_MAX + 1];
 	char user[CTL_USER_MAX + 1];
 	struct lease_req req;
-	json_t *request; /* as posted (validated) */
+	char *request;   /* as posted (validated): its compact JSON text as jansson
+			    dumps it (json_dumps JSON_COMPACT), owned */
 	enum lease_state state;
 	int gpus;        /* GPUs held now (elastic leases change it) */
+	bool placed;     /* ever placed: pl.score is its "score"; else none */
 	struct placement pl; /* picks while active/preempting */
-	json_t *score;   /* placement score, NULL when never placed */
-	char reason[SCHED_REASON_MAX]; /* why it waits (pending) */
+	char *reason;    /* why it waits (pending; owned, NULL: ""); see lease_set_reason */
 	int64_t created_ns, started_ns, ended_ns, expires_ns, preempt_ns;
-	json_t *history; /* [{"at","state","reason"}] */
+	struct lease_hist *hist; /* oldest first, at most CTL_MAX_HISTORY */
+	int nhist, cap_hist;
 	int64_t epoch;
 	bool simulated;
 	char end_reason[64];  /* history reason for the coming end, "" for the default */
@@ -134,8 +146,9 @@ struct ctl_row_cache {
 	size_t len, split;             /* split: where "created_at" starts */
 	enum lease_state state;
 	int gpus, npicks;
-	const json_t *score, *history;
-	size_t nhistory;
+	bool placed;
+	const struct lease_hist *hist;
+	int nhist;
 	int64_t created_ns, started_ns, ended_ns, expires_ns, preempt_ns, epoch;
 	bool simulated;
 };
@@ -304,6 +317,18 @@ void lease_explain(const struct ctl *c, const struct ctl_lease *l, char *buf, si
 enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
 			    struct sl_diag *d) SL_MUST_USE;
 void lease_release_mem(struct ctl_lease *l);
+/* Sets l->reason (NULL or "" clears it). False when out of memory (the
+ * reason is then empty). */
+bool lease_set_reason(struct ctl_lease *l, const char *reason);
+/* l->reason as a string ("" when none). */
+static inline const char *lease_reason(const struct ctl_lease *l)
+{
+	return l->reason ? l->reason : "";
+}
+/* Replaces the request's text with the JSON of doc (compact). */
+bool lease_set_request(struct ctl_lease *l, const json_t *doc);
+/* Appends a history entry (dropping the oldest past CTL_MAX_HISTORY). */
+bool lease_hist_add(struct ctl_lease *l, int64_t at_ns, enum lease_state s, const char *reason);
 json_t *resv_to_json(const struct ctl_resv *r);
 enum sl_err resv_from_json(const json_t *o, struct ctl_resv *r, struct sl_diag *d) SL_MUST_USE;
 const char *lease_state_name(enum lease_state s);

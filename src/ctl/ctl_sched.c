@@ -67,10 +67,9 @@ static void ev_started(struct ctl *c, struct ctl_lease *l, const struct sched_ev
 		fatal(c, "placement_copy", SL_ENOMEM);
 		return;
 	}
-	json_decref(l->score);
-	l->score = place_score_to_json(&ev->placement.score);
+	l->placed = true; /* l->pl.score, copied above, is its score */
 	l->gpus = ev->gpus;
-	l->reason[0] = 0;
+	lease_set_reason(l, NULL);
 	l->started_ns = ev->at_ns;
 	l->expires_ns = l->req.duration_s ? ev->at_ns + l->req.duration_s * 1000000000 : 0;
 	l->epoch++;
@@ -106,10 +105,11 @@ void ctl_sched_events(struct ctl *c)
 			ev_started(c, l, ev);
 			break;
 		case SCHED_EV_QUEUED:
-			snprintf(l->reason, sizeof(l->reason), "%s", ev->reason);
+			if (!lease_set_reason(l, ev->reason))
+				fatal(c, "lease_set_reason", SL_ENOMEM);
 			/* Queued again after a restart: the history already says so. */
-			if (l->state != LS_PENDING || json_array_size(l->history) == 0)
-				ctl_lease_set_state(c, l, LS_PENDING, l->reason);
+			if (l->state != LS_PENDING || l->nhist == 0)
+				ctl_lease_set_state(c, l, LS_PENDING, ev->reason);
 			break;
 		case SCHED_EV_PREEMPT_NOTICE: {
 			const struct ctl_lease *by = lease_of(c, ev->by);
@@ -313,9 +313,9 @@ static enum sl_err refresh_reasons(struct ctl *c)
 	enum sl_err e = sched_queue(c->sched, &q, &n);
 	for (int i = 0; e == SL_OK && i < n; i++) {
 		struct ctl_lease *l = lease_of(c, q[i].id);
-		if (!l || l->state != LS_PENDING || !strcmp(l->reason, q[i].reason))
+		if (!l || l->state != LS_PENDING || !strcmp(lease_reason(l), q[i].reason))
 			continue;
-		snprintf(l->reason, sizeof(l->reason), "%s", q[i].reason);
+		lease_set_reason(l, q[i].reason);
 		ctl_lease_save(c, l);
 	}
 	return e;

@@ -109,8 +109,11 @@ void h_lease_create(struct ctl_call *call)
 	snprintf(l->user, sizeof(l->user), "%s", call->tok->user);
 	l->req = r;
 	snprintf(l->req.tenant, sizeof(l->req.tenant), "%s", t->name);
-	l->request = json_incref(call->body);
-	l->history = json_array();
+	if (!lease_set_request(l, call->body)) {
+		free(l);
+		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
+		return;
+	}
 	l->gpus = r.gpus;
 	l->created_ns = c->now_ns;
 	l->state = LS_PENDING;
@@ -322,7 +325,11 @@ void h_lease_extend(struct ctl_call *call)
 		return;
 	}
 	l->req.duration_s += by;
-	json_object_set_new(l->request, "duration_s", json_integer(l->req.duration_s));
+	json_t *rq = json_loads(l->request, 0, NULL);
+	if (!rq || json_object_set_new(rq, "duration_s", json_integer(l->req.duration_s)) ||
+	    !lease_set_request(l, rq))
+		c->fatal = true; /* out of memory: the row would keep the old duration */
+	json_decref(rq);
 	if (l->expires_ns) {
 		l->expires_ns += by * 1000000000;
 		if (ctl_expiry_push(c, l->expires_ns, (int)(l->seq - 1)))

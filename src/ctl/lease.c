@@ -148,9 +148,9 @@ static void row_fingerprint(const struct ctl_lease *l, struct ctl_row_cache *r)
 	r->state = l->state;
 	r->gpus = l->gpus;
 	r->npicks = l->pl.npicks;
-	r->score = l->score;
-	r->history = l->history;
-	r->nhistory = json_array_size(l->history);
+	r->placed = l->placed;
+	r->hist = l->hist;
+	r->nhist = l->nhist;
 	r->created_ns = l->created_ns;
 	r->started_ns = l->started_ns;
 	r->ended_ns = l->ended_ns;
@@ -166,8 +166,8 @@ static bool row_cache_fresh(const struct ctl *c, const struct ctl_lease *l)
 	row_fingerprint(l, &now);
 	const struct ctl_row_cache *r = &c->row;
 	return r->text && r->lease == now.lease && r->state == now.state && r->gpus == now.gpus &&
-	       r->npicks == now.npicks && r->score == now.score && r->history == now.history &&
-	       r->nhistory == now.nhistory && r->created_ns == now.created_ns &&
+	       r->npicks == now.npicks && r->placed == now.placed && r->hist == now.hist &&
+	       r->nhist == now.nhist && r->created_ns == now.created_ns &&
 	       r->started_ns == now.started_ns && r->ended_ns == now.ended_ns &&
 	       r->expires_ns == now.expires_ns && r->preempt_ns == now.preempt_ns &&
 	       r->epoch == now.epoch && r->simulated == now.simulated;
@@ -282,11 +282,8 @@ void ctl_lease_set_state(struct ctl *c, struct ctl_lease *l, enum lease_state s,
 	if (c->row.lease == l)
 		ctl_row_cache_clear(c);
 	l->state = s;
-	json_t *h = json_pack("{s:o, s:s, s:s}", "at", ctl_time_json(c->now_ns), "state",
-			      lease_state_name(s), "reason", reason ? reason : "");
-	if (json_array_size(l->history) >= CTL_MAX_HISTORY)
-		json_array_remove(l->history, 0);
-	json_array_append_new(l->history, h);
+	if (!lease_hist_add(l, c->now_ns, s, reason))
+		c->fatal = true; /* out of memory: the row would lose history */
 	sl_log_info("lease state", "lease=%s tenant=%s state=%s gpus=%d reason=%s", l->id,
 		    l->tenant, lease_state_name(s), l->gpus, reason ? reason : "");
 	billing_lease_changed(c, l); /* metering: started, scaled, ended */

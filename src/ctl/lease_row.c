@@ -5,9 +5,8 @@
  * and the score) and then dumping it was the largest single cost of the
  * daemon under create+release load (bench/results/api-profile.md). The text
  * written here is exactly what json_dumps(lease_to_json(c, l, false),
- * JSON_COMPACT) gives: the same keys in the same order (the documents the
- * lease keeps as jansson values - request, score, history - walked in their
- * keys' order, as jansson dumps them), integers in decimal. Strings are
+ * JSON_COMPACT) gives: the same keys in the same order (the request is kept
+ * as the text jansson dumped, so it is copied as it is), integers in decimal. Strings are
  * written only when they are plain printable ASCII; any other byte (or a
  * number with a fraction) sends the whole row to the jansson path
  * (lease_row_dump_json), so escaping never has to match jansson's byte for
@@ -101,54 +100,42 @@ static void rb_time(struct rbuf *b, int64_t ns)
 	rb_str(b, t);
 }
 
-/* A document the lease keeps (request, score, history), as jansson dumps it
- * compactly: keys in their order, integers in decimal. A number with a
- * fraction (never in these documents) is left to jansson. */
-static void rb_json(struct rbuf *b, const json_t *j, int depth)
+static void rb_bool(struct rbuf *b, bool v)
 {
-	const char *key;
-	json_t *v;
-	size_t i;
-	if (b->bad || depth > 64) {
-		b->bad = true;
-		return;
-	}
-	switch (json_typeof(j)) {
-	case JSON_OBJECT: {
-		bool first = true;
-		RB_LIT(b, "{");
-		json_object_foreach((json_t *)j, key, v) {
-			if (!first)
-				RB_LIT(b, ",");
-			first = false;
-			rb_str(b, key);
-			RB_LIT(b, ":");
-			rb_json(b, v, depth + 1);
-		}
-		RB_LIT(b, "}");
-		break;
-	}
-	case JSON_ARRAY:
-		RB_LIT(b, "[");
-		json_array_foreach(j, i, v) {
-			if (i)
-				RB_LIT(b, ",");
-			rb_json(b, v, depth + 1);
-		}
-		RB_LIT(b, "]");
-		break;
-	case JSON_STRING:
-		if (strlen(json_string_value(j)) != json_string_length(j))
-			b->bad = true; /* a NUL inside */
-		else
-			rb_str(b, json_string_value(j));
-		break;
-	case JSON_INTEGER: rb_int(b, (long long)json_integer_value(j)); break;
-	case JSON_TRUE: RB_LIT(b, "true"); break;
-	case JSON_FALSE: RB_LIT(b, "false"); break;
-	case JSON_NULL: RB_LIT(b, "null"); break;
-	default: b->bad = true; break;
-	}
+	if (v)
+		RB_LIT(b, "true");
+	else
+		RB_LIT(b, "false");
+}
+
+/* ",\"score\":{...}" as place_json.c's place_score_to_json. */
+static void rb_score(struct rbuf *b, const struct place_score *s)
+{
+	RB_LIT(b, ",\"score\":{\"bottleneck_gbps\":");
+	rb_int(b, s->bottleneck_gbps);
+	RB_LIT(b, ",\"total_gbps\":");
+	rb_int(b, s->total_gbps);
+	RB_LIT(b, ",\"numa_spanned\":");
+	rb_int(b, s->numa_spanned);
+	RB_LIT(b, ",\"nic_rails\":");
+	rb_int(b, s->nics);
+	RB_LIT(b, ",\"free_after\":");
+	rb_int(b, s->free_after);
+	RB_LIT(b, ",\"stranded_after\":");
+	rb_int(b, s->stranded_after);
+	RB_LIT(b, ",\"price_hint\":");
+	rb_int(b, (long long)s->price_hint);
+	RB_LIT(b, ",\"nodes\":");
+	rb_int(b, s->nodes);
+	RB_LIT(b, ",\"leaves\":");
+	rb_int(b, s->leaves);
+	RB_LIT(b, ",\"domains\":");
+	rb_int(b, s->domains);
+	RB_LIT(b, ",\"rails_aligned\":");
+	rb_bool(b, s->rails_aligned);
+	RB_LIT(b, ",\"full_quality\":");
+	rb_bool(b, s->full_quality);
+	RB_LIT(b, "}");
 }
 
 /* As place_json.c's pick_to_json. */
@@ -200,7 +187,7 @@ static void rb_pick(struct rbuf *b, const struct fleet *f, const struct place_pi
 /* The row as lease_to_json(c, l, false) orders it; *split at "created_at". */
 static void rb_lease(struct rbuf *b, struct ctl *c, const struct ctl_lease *l, size_t *split)
 {
-	if (!l->request || !l->history) {
+	if (!l->request) {
 		b->bad = true; /* jansson leaves such keys out: let it */
 		return;
 	}
@@ -217,7 +204,7 @@ static void rb_lease(struct rbuf *b, struct ctl *c, const struct ctl_lease *l, s
 	RB_LIT(b, ",\"gpus\":");
 	rb_int(b, l->gpus);
 	RB_LIT(b, ",\"request\":");
-	rb_json(b, l->request, 0);
+	rb_raw(b, l->request, strlen(l->request)); /* jansson's own text */
 	RB_LIT(b, ",\"placement\":[");
 	for (int i = 0; i < l->pl.npicks; i++) {
 		if (i)
@@ -225,13 +212,11 @@ static void rb_lease(struct rbuf *b, struct ctl *c, const struct ctl_lease *l, s
 		rb_pick(b, c->fleet, &l->pl.picks[i]);
 	}
 	RB_LIT(b, "]");
-	if (l->score) {
-		RB_LIT(b, ",\"score\":");
-		rb_json(b, l->score, 0);
-	}
+	if (l->placed)
+		rb_score(b, &l->pl.score);
 	if (l->state == LS_PENDING) {
 		RB_LIT(b, ",\"queue\":{\"position\":0,\"reason\":");
-		rb_str(b, l->reason);
+		rb_str(b, lease_reason(l));
 		RB_LIT(b, "}");
 	}
 	RB_LIT(b, ",");
@@ -248,8 +233,19 @@ static void rb_lease(struct rbuf *b, struct ctl *c, const struct ctl_lease *l, s
 		RB_LIT(b, ",\"preempt_deadline\":");
 		rb_time(b, l->preempt_ns);
 	}
-	RB_LIT(b, ",\"history\":");
-	rb_json(b, l->history, 0);
+	RB_LIT(b, ",\"history\":[");
+	for (int i = 0; i < l->nhist; i++) {
+		if (i)
+			RB_LIT(b, ",");
+		RB_LIT(b, "{\"at\":");
+		rb_time(b, l->hist[i].at_ns);
+		RB_LIT(b, ",\"state\":");
+		rb_str(b, lease_state_name(l->hist[i].state));
+		RB_LIT(b, ",\"reason\":");
+		rb_str(b, l->hist[i].reason ? l->hist[i].reason : "");
+		RB_LIT(b, "}");
+	}
+	RB_LIT(b, "]");
 	RB_LIT(b, ",\"epoch\":");
 	rb_int(b, (long long)l->epoch);
 	if (l->simulated)

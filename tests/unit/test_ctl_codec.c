@@ -206,11 +206,13 @@ static void test_lease_roundtrip(void **state)
 	strcpy(l.id, "ls-000042");
 	strcpy(l.tenant, "acme");
 	strcpy(l.user, "alice");
-	l.request = req;
+	assert_true(lease_set_request(&l, req));
+	json_decref(req);
 	l.state = LS_PREEMPTING;
 	l.gpus = 16;
-	l.score = place_score_to_json(&l.pl.score);
-	l.history = json_array();
+	l.placed = true;
+	assert_true(lease_hist_add(&l, 1796016792123000000LL, LS_PENDING, "waiting: \"quoted\""));
+	assert_true(lease_hist_add(&l, 0, LS_ACTIVE, ""));
 	l.created_ns = 1796016792123000000LL;
 	l.started_ns = l.created_ns + 1000000;
 	l.expires_ns = l.started_ns + 3600LL * 1000000000;
