@@ -108,6 +108,7 @@ static enum sl_err item_from_json(const json_t *o, struct work_item **out, struc
 	int64_t pid, ticks, ec, sig, rs, cs, sa, ea, lo;
 	enum sl_err e;
 
+	*out = NULL;
 	if (!it)
 		return sl_diag_set(d, SL_ENOMEM, "out of memory");
 	if ((e = work_spec_from_json(json_object_get(o, "spec"), &it->spec, d)) != SL_OK) {
@@ -187,7 +188,7 @@ static enum sl_err load(struct work_sup *s, const char *path, int64_t now_ns, st
 		s->epochs[s->nepochs++].epoch = ep;
 	}
 	json_array_foreach(items, i, v) {
-		struct work_item *it;
+		struct work_item *it = NULL;
 		if ((e = item_from_json(v, &it, d)) != SL_OK) {
 			char msg[SL_DIAG_MSG];
 			if (d) {
@@ -230,6 +231,7 @@ enum sl_err work_sup_new(const char *state_dir, const struct discovery *disc, in
 		return sl_diag_set(d, SL_ENOMEM, "out of memory");
 	}
 	s->disc = disc;
+	s->default_grace_s = WORK_GRACE_DEFAULT_S;
 	FILE *f = fopen(path, "re");
 	if (f) {
 		fclose(f);
@@ -257,6 +259,12 @@ enum sl_err work_sup_new(const char *state_dir, const struct discovery *disc, in
 	}
 	*out = s;
 	return SL_OK;
+}
+
+void work_sup_set_default_grace(struct work_sup *s, int grace_s)
+{
+	if (grace_s >= 0 && grace_s <= WORK_GRACE_MAX_S)
+		s->default_grace_s = grace_s;
 }
 
 void work_sup_free(struct work_sup *s)
