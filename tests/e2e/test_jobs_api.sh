@@ -221,6 +221,23 @@ expect_match "its running job is cancelled, naming the lease" "$(body_of "$(api 
 r=$(api "$ACME" POST /v1/jobs "{\"lease\":\"$LEASE\",\"argv\":[\"x\"]}")
 expect_eq "no job on an ended lease: 409" "$(status_of "$r")" 409
 
+# ---- a lease that changes epoch (scaled) moves its ranks ----
+r=$(api "$ACME" POST /v1/leases '{"gpus":8,"per_node":8,"elastic":{"min":8,"max":16}}')
+EL=$(body_of "$r" | jq -r .id)
+E1=$(body_of "$r" | jq -r .epoch)
+EJ=$(body_of "$(api "$ACME" POST /v1/jobs "{\"lease\":\"$EL\",\"argv\":[\"sleep\",\"9\"]}")" | jq -r .id)
+r=$(api "$ACME" POST "/v1/leases/$EL/scale" '{"gpus":16}')
+E2=$(body_of "$r" | jq -r .epoch)
+EN1=$(body_of "$r" | jq -r '.placement[1].node')
+j=$(body_of "$(api "$ACME" GET "/v1/jobs/$EJ")")
+expect_eq "scaled to 2 nodes: the job follows with the new epoch" "$(printf '%s' "$j" | jq -r '(.epoch|tostring) + " " + (.ranks|length|tostring)')" "$E2 2"
+[ "$E2" -gt "$E1" ] && ok "the epoch grew" || bad "the epoch grew" "$E1 -> $E2"
+if [ -n "${CRED[$EN1]:-}" ]; then
+	w=$(body_of "$(api "${CRED[$EN1]}" GET '/v1/agent/work?version=0&wait=0')")
+	expect_eq "the new node's item: rank 1 of 2 at the new epoch" \
+		"$(printf '%s' "$w" | jq -r --arg j "$EJ" '.work[] | select(.job == $j) | "\(.rank) \(.env.NNODES) \(.epoch)"')" "1 2 $E2"
+fi
+
 cli job show --token "$ACME" job-000009
 expect_match "job show of a missing job: exit 1 with the server's message" "$(flat "$RC $ERR")" "^1 .*no job with id"
 # A work poll left waiting when the daemon stops is answered, not leaked.
