@@ -22,7 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MX_MAX_DEVS (TOPO_MAX_GPUS + TOPO_MAX_NICS) /* columns a header may name */
+/* NIC columns a header may name. Real servers list more NICs than a node type
+ * keeps (storage and management ports, bonds: 18 on some HGX H100, 40 on some
+ * B200 hosts); the TOPO_MAX_NICS nearest to a GPU are kept. */
+#define MX_MAX_NIC_COLS 64
+#define MX_MAX_DEVS (TOPO_MAX_GPUS + MX_MAX_NIC_COLS) /* columns a header may name */
 #define MX_MAX_TOKENS (MX_MAX_DEVS + 8)              /* tokens on one line */
 #define MX_TOKEN_MAX 32                               /* bytes of one token */
 
@@ -161,11 +165,12 @@ static enum sl_err parse_header(struct mx *m, const struct node_type *t,
 		if (tok_is(&tk[i], "CPU") || tok_is(&tk[i], "NUMA") ||
 		    (tok_is(&tk[i], "GPU") && i + 1 < n && tok_is(&tk[i + 1], "NUMA")))
 			break;
-		if (m->ndev >= MX_MAX_DEVS || tk[i].len >= MX_TOKEN_MAX)
+		if (m->ndev >= MX_MAX_DEVS || tk[i].len >= MX_TOKEN_MAX ||
+		    (gpu_label(&tk[i]) < 0 && m->nnic >= MX_MAX_NIC_COLS))
 			return sl_diag_at(d, SL_ELIMIT, lineno, tk[i].col,
-					  "header names more than %d GPUs and NICs, or a "
-					  "name longer than %d bytes", MX_MAX_DEVS,
-					  MX_TOKEN_MAX - 1);
+					  "header names more than %d GPUs or %d NICs, or a "
+					  "name longer than %d bytes", TOPO_MAX_GPUS,
+					  MX_MAX_NIC_COLS, MX_TOKEN_MAX - 1);
 		int g = gpu_label(&tk[i]);
 		if (g >= 0) {
 			if (g != ngpu || m->nnic > 0)
@@ -184,12 +189,6 @@ static enum sl_err parse_header(struct mx *m, const struct node_type *t,
 		return sl_diag_at(d, SL_EPARSE, lineno, 1,
 				  "expected %d GPU columns (GPU0..GPU%d) for type %s, found %d",
 				  t->ngpus, t->ngpus - 1, t->name, ngpu);
-	if (m->nnic > TOPO_MAX_NICS) {
-		sl_diag_at(d, SL_ELIMIT, lineno, 1, "%d NIC columns; at most %d supported",
-			   m->nnic, TOPO_MAX_NICS);
-		sl_diag_hint(d, "leave out NICs that carry no GPU traffic");
-		return SL_ELIMIT;
-	}
 	while (i < n) {
 		if (i + 1 < n && tok_is(&tk[i], "CPU") && tok_is(&tk[i + 1], "Affinity")) {
 			m->has_cpu = true;
@@ -474,24 +473,38 @@ static enum sl_err build(struct node_type *t, const struct mx *m, struct sl_diag
 		return SL_OK;
 
 	struct topo_nic old[TOPO_MAX_NICS];
-	int nold = t->nnics;
+	enum mx_rel best[MX_MAX_DEVS];
+	gpumask_t rails[MX_MAX_DEVS];
+	bool keep[MX_MAX_DEVS] = {false};
+	int nold = t->nnics, kept = 0;
 	memcpy(old, t->nics, sizeof(old));
 	t->nnics = 0;
-	for (int c = 0; c < m->ndev && !e; c++) {
-		enum mx_rel best = MX_NONE;
-		gpumask_t rail = 0;
-		int gbps = 0;
-		if (m->devgpu[c] >= 0)
-			continue;
-		for (int g = 0; g < t->ngpus; g++) {
+	for (int c = 0; c < m->ndev; c++) {
+		best[c] = MX_NONE;
+		rails[c] = 0;
+		for (int g = 0; m->devgpu[c] < 0 && g < t->ngpus; g++) {
 			enum mx_rel r = m->e[g][c].rel;
-			if (r > best) {
-				best = r;
-				rail = 0;
+			if (r > best[c]) {
+				best[c] = r;
+				rails[c] = 0;
 			}
-			if (r == best)
-				rail |= (gpumask_t)1 << g;
+			if (r == best[c])
+				rails[c] |= (gpumask_t)1 << g;
 		}
+	}
+	/* More NICs than a type keeps: the nearest to some GPU first, ties in
+	 * column order; kept ones stay in column order. */
+	for (int r = MX_SELF; r > MX_NONE && kept < TOPO_MAX_NICS; r--)
+		for (int c = 0; c < m->ndev && kept < TOPO_MAX_NICS; c++)
+			if (m->devgpu[c] < 0 && (int)best[c] == r) {
+				keep[c] = true;
+				kept++;
+			}
+	for (int c = 0; c < m->ndev && !e; c++) {
+		gpumask_t rail = rails[c];
+		int gbps = 0;
+		if (!keep[c])
+			continue;
 		for (int i = 0; i < nold; i++)
 			if (strcmp(old[i].name, m->dev[c]) == 0)
 				gbps = old[i].gbps;

@@ -212,6 +212,39 @@ static void test_nv_everywhere_is_nvswitch(void **state)
 	assert_int_equal(disc.type.link[1][2].gbps, 900);
 }
 
+/* Real servers list more NICs than a node keeps (18 on some HGX H100 hosts):
+ * the TOPO_MAX_NICS nearest to a GPU are kept, in column order. */
+static void test_many_nics(void **state)
+{
+	char text[4096], *p = text;
+	struct discovery disc;
+	struct sl_diag d;
+	(void)state;
+
+	p += sprintf(p, "\tGPU0\tGPU1");
+	for (int i = 0; i < 18; i++)
+		p += sprintf(p, "\tNIC%d", i);
+	p += sprintf(p, "\tCPU Affinity\tNUMA Affinity\n");
+	for (int g = 0; g < 2; g++) {
+		p += sprintf(p, "GPU%d\t%s\t%s", g, g ? "NV18" : " X ", g ? " X " : "NV18");
+		for (int i = 0; i < 18; i++)
+			p += sprintf(p, "\t%s", i == 16 && g == 0 ? "PIX" : i == 17 && g == 1 ? "NODE"
+									   : "SYS");
+		p += sprintf(p, "\t0-7\t0\n");
+	}
+	p += sprintf(p, "\nNIC Legend:\n\n  NIC16: mlx5_0\n  NIC17: mlx5_1\n");
+	sl_diag_clear(&d);
+	if (discovery_from_matrix(&disc, NULL, text, &d) != SL_OK)
+		fail_msg("%d:%d: %s", d.line, d.col, d.msg);
+	assert_int_equal(disc.type.nnics, TOPO_MAX_NICS);
+	assert_string_equal(disc.type.nics[0].name, "NIC0");
+	assert_string_equal(disc.type.nics[13].name, "NIC13");
+	assert_string_equal(disc.type.nics[14].name, "mlx5_0");
+	assert_int_equal(disc.type.nics[14].gpus, 0x1);
+	assert_string_equal(disc.type.nics[15].name, "mlx5_1");
+	assert_int_equal(disc.type.nics[15].gpus, 0x2);
+}
+
 static void test_matrix_errors(void **state)
 {
 	struct discovery disc;
@@ -642,6 +675,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_real_outputs),
 		cmocka_unit_test(test_nv_everywhere_is_nvswitch),
+		cmocka_unit_test(test_many_nics),
 		cmocka_unit_test(test_matrix_errors),
 		cmocka_unit_test(test_json_round_trip),
 		cmocka_unit_test(test_json_rejects),
