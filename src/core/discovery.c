@@ -107,19 +107,21 @@ void discovery_end(struct discovery *out)
 enum sl_err discovery_from_type(struct discovery *out, const struct node_type *t,
 				struct sl_diag *d)
 {
+	struct discovery tmp;
 	enum sl_err e;
 
-	if (!t || !t->gpu)
+	if (!t || !t->gpu || !out)
 		return sl_diag_set(d, SL_EINVAL, "discovery: node type has no GPU model");
-	e = discovery_begin(out, "simulate", t->gpu, t->ngpus, t->numa, d);
+	e = discovery_begin(&tmp, "simulate", t->gpu, t->ngpus, t->numa, d);
 	if (e)
 		return e;
-	out->type = *t;
+	tmp.type = *t;
 	for (int g = 0; g < t->ngpus; g++) {
-		copy_str(out->gpus[g].name, sizeof(out->gpus[g].name), t->gpu->name);
-		out->gpus[g].mem_mib = (int64_t)t->gpu->mem_gib * 1024;
+		copy_str(tmp.gpus[g].name, sizeof(tmp.gpus[g].name), t->gpu->name);
+		tmp.gpus[g].mem_mib = (int64_t)t->gpu->mem_gib * 1024;
 	}
-	discovery_end(out);
+	discovery_end(&tmp);
+	*out = tmp;
 	return SL_OK;
 }
 
@@ -163,7 +165,7 @@ enum sl_err discovery_from_matrix(struct discovery *out, const char *model,
 				  const char *text, struct sl_diag *d)
 {
 	const struct gpu_model *m = NULL;
-	struct discovery *tmp = out;
+	struct discovery tmp; /* *out changes only on success */
 	int n;
 	enum sl_err e;
 
@@ -187,17 +189,16 @@ enum sl_err discovery_from_matrix(struct discovery *out, const char *model,
 		return sl_diag_set(d, SL_ELIMIT, "the matrix has more than %d GPU columns; at "
 				   "most %d GPUs per node supported", TOPO_MAX_GPUS,
 				   TOPO_MAX_GPUS);
-	e = discovery_begin(tmp, "nvidia-smi", m, n, NULL, d);
+	e = discovery_begin(&tmp, "nvidia-smi", m, n, NULL, d);
 	if (!e)
-		e = topo_parse_matrix(&tmp->type, text, d);
+		e = topo_parse_matrix(&tmp.type, text, d);
 	if (e)
 		return e;
-	for (int g = 0; g < n; g++)
-		if (m) {
-			copy_str(tmp->gpus[g].name, sizeof(tmp->gpus[g].name), m->name);
-			tmp->gpus[g].mem_mib = 0; /* the matrix does not say */
-		}
-	discovery_end(tmp);
+	/* Names from the model; memory stays 0: the matrix does not say. */
+	for (int g = 0; g < n && m; g++)
+		copy_str(tmp.gpus[g].name, sizeof(tmp.gpus[g].name), m->name);
+	discovery_end(&tmp);
+	*out = tmp;
 	return SL_OK;
 }
 

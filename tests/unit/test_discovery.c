@@ -265,6 +265,16 @@ static void test_matrix_errors(void **state)
 	p += sprintf(p, "\n");
 	assert_int_equal(discovery_from_matrix(&disc, NULL, text, &d), SL_ELIMIT);
 	assert_non_null(strstr(d.msg, "16"));
+
+	/* A failed parse leaves the previous discovery as it was. */
+	struct node_type t;
+	struct discovery keep;
+	assert_int_equal(topo_builtin("hgx-h100-8", &t), SL_OK);
+	assert_int_equal(discovery_from_type(&disc, &t, NULL), SL_OK);
+	keep = disc;
+	assert_int_equal(discovery_from_matrix(&disc, NULL, "\tGPU0\tGPU1\nGPU0\t X \tNV4\n", &d),
+			 SL_EPARSE);
+	assert_memory_equal(&disc, &keep, sizeof(disc));
 }
 
 static void sim(const char *type, struct discovery *disc)
