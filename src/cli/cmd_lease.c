@@ -90,6 +90,8 @@ static const char create_help[] =
 	"  --min-mem GIB        minimum memory per GPU\n"
 	"  --elastic MIN-MAX    elastic lease: may later scale between MIN and MAX GPUs\n"
 	"  --exclusive          whole nodes only\n"
+	"  --one-leaf           a multi-node gang under one leaf switch only: it\n"
+	"                       waits rather than spread (Slurm's --switches=1)\n"
 	"  --tenant T           on behalf of tenant T (admin, operator)\n"
 	"  --idempotency-key K  a retry with the same key returns the first answer\n" CLIENT_HELP_OPTS
 	"\nExample:\n"
@@ -98,7 +100,7 @@ static const char create_help[] =
 enum {
 	OPT_GPUS = 0x200, OPT_MODEL, OPT_PER_NODE, OPT_PLAN, OPT_DURATION, OPT_REGION,
 	OPT_SITE, OPT_MIN_BW, OPT_MIN_MEM, OPT_ELASTIC, OPT_EXCLUSIVE, OPT_TENANT, OPT_IDEM,
-	OPT_BY, OPT_STATE,
+	OPT_BY, OPT_STATE, OPT_ONE_LEAF,
 };
 
 /* Sets key to the integer s in [min, max]; -1 after a usage error. */
@@ -150,6 +152,7 @@ static int create_opt(json_t *req, const char *cmd, int c, const char *arg)
 	case OPT_SITE: json_object_set_new(req, "site", json_string(arg)); return 0;
 	case OPT_TENANT: json_object_set_new(req, "tenant", json_string(arg)); return 0;
 	case OPT_EXCLUSIVE: json_object_set_new(req, "exclusive", json_true()); return 0;
+	case OPT_ONE_LEAF: json_object_set_new(req, "one_leaf", json_true()); return 0;
 	case OPT_PLAN:
 		if (strcmp(arg, "hourly") && strcmp(arg, "monthly") && strcmp(arg, "spot")) {
 			cli_usage_error(cmd, "--plan is hourly, monthly or spot, not '%s'", arg);
@@ -180,6 +183,7 @@ static int lease_create(int argc, char **argv)
 		{"min-mem", required_argument, NULL, OPT_MIN_MEM},
 		{"elastic", required_argument, NULL, OPT_ELASTIC},
 		{"exclusive", no_argument, NULL, OPT_EXCLUSIVE},
+		{"one-leaf", no_argument, NULL, OPT_ONE_LEAF},
 		{"tenant", required_argument, NULL, OPT_TENANT},
 		{"idempotency-key", required_argument, NULL, OPT_IDEM},
 		CLIENT_LONG_OPTS,
@@ -338,6 +342,8 @@ static void print_request(const json_t *l)
 		printf(", site %s", out_str(r, "site", "?"));
 	if (json_is_true(json_object_get(r, "exclusive")))
 		printf(", whole nodes");
+	if (json_is_true(json_object_get(r, "one_leaf")))
+		printf(", one leaf switch");
 	if (e)
 		printf(", elastic %lld-%lld", (long long)json_integer_value(json_object_get(e, "min")),
 		       (long long)json_integer_value(json_object_get(e, "max")));

@@ -32,6 +32,7 @@ static const char plan_help[] =
 	"  --tenant T         the tenant asking (colocated nodes serve only their owner)\n"
 	"  --owned            only nodes the tenant owns (with --tenant)\n"
 	"  --exclusive        whole nodes: every GPU of each chosen node\n"
+	"  --one-leaf         a multi-node gang under one leaf switch only\n"
 	"  --cpus N           CPU cores per node (default: the node's share per GPU)\n"
 	"  --mem-gib N        host memory per node (default: the node's share per GPU)\n"
 	"  --state FILE       GPUs already in use: [{\"node\":\"n1\",\"gpus\":[0,3]}, ...]\n"
@@ -54,6 +55,7 @@ static int plan_parse(int argc, char **argv, struct plan_args *a)
 		{"owned", no_argument, NULL, 'o'},          {"exclusive", no_argument, NULL, 'x'},
 		{"cpus", required_argument, NULL, 'c'},     {"mem-gib", required_argument, NULL, 'e'},
 		{"state", required_argument, NULL, 'S'},    {"json", no_argument, NULL, 'j'},
+		{"one-leaf", no_argument, NULL, 'L'},
 		{"help", no_argument, NULL, 'h'},           {0, 0, 0, 0}};
 	struct place_request *r = &a->req;
 	long v = 0;
@@ -70,6 +72,7 @@ static int plan_parse(int argc, char **argv, struct plan_args *a)
 		case 't': r->tenant = optarg; break;
 		case 'o': r->pool_owned = true; break;
 		case 'x': r->exclusive = true; break;
+		case 'L': r->one_leaf = true; break;
 		case 'j': a->json = 1; break;
 		case 'h': fputs(plan_help, stdout); return 1;
 		case 'g':

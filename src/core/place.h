@@ -15,7 +15,8 @@
  * nodes that can give per_node GPUs at full quality; fewest NVLink domains for
  * models with multi-node domains (a gang that fits one domain stays in one),
  * then fewest leaf switches, then rail alignment (same local GPU indices on
- * every node), then best fit. */
+ * every node), then best fit. With one_leaf a gang that no single leaf can
+ * hold is refused (it waits in a queue) instead of spanning leaves. */
 #ifndef SL_PLACE_H
 #define SL_PLACE_H
 
@@ -43,6 +44,8 @@ struct place_request {
 			       serves only its owner */
 	bool pool_owned;    /* place only on nodes the tenant owns */
 	bool exclusive;     /* whole nodes: every GPU of each chosen node is taken */
+	bool one_leaf;      /* a gang must sit under one leaf switch (Slurm's
+			       --switches=1); refused rather than spread */
 	int cpus;           /* per node; 0 = the node's share per GPU */
 	int64_t mem_mib;    /* per node; 0 = the node's share per GPU */
 };

@@ -255,10 +255,16 @@ static bool choose(struct placer *p, struct gang *gg, struct pl_cand *arr, int m
 	qsort(us, (size_t)nu, sizeof(*us), ustat_cmp);
 	int last = best_fit_unit(us, nu, need), nfull = 0, r = need;
 	if (last < 0 && one_unit) {
-		snprintf(gg->why, sizeof(gg->why),
-			 "gang of %d nodes x %d GPUs fits one NVLink domain but no domain "
-			 "has %d eligible nodes; best domain %s has %d",
-			 gg->n, gg->k, need, us[0].name, us[0].count);
+		if (level == LV_LEAF)
+			snprintf(gg->why, sizeof(gg->why),
+				 "gang of %d nodes x %d GPUs must sit under one leaf switch "
+				 "but no leaf has %d eligible nodes; best leaf %s has %d",
+				 gg->n, gg->k, need, us[0].name, us[0].count);
+		else
+			snprintf(gg->why, sizeof(gg->why),
+				 "gang of %d nodes x %d GPUs fits one NVLink domain but no "
+				 "domain has %d eligible nodes; best domain %s has %d",
+				 gg->n, gg->k, need, us[0].name, us[0].count);
 		for (int i = 0; i < nu; i++)
 			p->unit_count[us[i].unit] = 0;
 		return false;
@@ -283,7 +289,8 @@ static bool choose(struct placer *p, struct gang *gg, struct pl_cand *arr, int m
 	}
 	for (int i = 0; i < nu; i++)
 		p->unit_count[us[i].unit] = 0;
-	return choose(p, gg, arr, j, r, level + 1, false);
+	return choose(p, gg, arr, j, r, level + 1,
+		      level + 1 == LV_LEAF && nfull == 0 && gg->c->req->one_leaf);
 }
 
 /* ---- comparing gangs ----------------------------------------------------- */
@@ -360,10 +367,23 @@ static bool gang_try_type(struct placer *p, struct gang *gg, bool full_only, int
 		return false;
 	const struct gpu_model *model = p->f->types[gg->type].gpu;
 	gg->nout = 0;
-	if (model && model->domain_gpus > 0)
-		return choose(p, gg, p->cand, m, gg->n, LV_DOMAIN,
-			      (int64_t)gg->n * gg->k <= model->domain_gpus);
-	return choose(p, gg, p->cand, m, gg->n, LV_LEAF, false);
+	if (model && model->domain_gpus > 0) {
+		if (!choose(p, gg, p->cand, m, gg->n, LV_DOMAIN,
+			    gg->c->req->one_leaf || (int64_t)gg->n * gg->k <= model->domain_gpus))
+			return false;
+		/* one_leaf: the domain level kept the gang in one domain, the leaf
+		 * level in one leaf of it; a domain over several leaves may still
+		 * have given nodes of two, so count. */
+		if (gg->c->req->one_leaf && count_units(p, gg->out, gg->nout, LV_LEAF) > 1) {
+			snprintf(gg->why, sizeof(gg->why),
+				 "gang of %d nodes x %d GPUs must sit under one leaf switch but "
+				 "no leaf has %d eligible nodes",
+				 gg->n, gg->k, gg->n);
+			return false;
+		}
+		return true;
+	}
+	return choose(p, gg, p->cand, m, gg->n, LV_LEAF, gg->c->req->one_leaf);
 }
 
 enum sl_err pl_gang_place(struct placer *p, const struct pl_ctx *c, struct placement *out,

@@ -331,6 +331,12 @@ enum sl_err lease_req_parse(const json_t *o, struct lease_req *r, struct sl_diag
 			return sl_diag_set(d, SL_EINVAL, "field 'exclusive' must be a boolean");
 		r->exclusive = json_is_true(ex);
 	}
+	const json_t *ol = json_object_get(o, "one_leaf");
+	if (ol) {
+		if (!json_is_boolean(ol))
+			return sl_diag_set(d, SL_EINVAL, "field 'one_leaf' must be a boolean");
+		r->one_leaf = json_is_true(ol);
+	}
 	const json_t *onf = json_object_get(o, "on_node_failure");
 	if (onf) {
 		const char *pol = json_string_value(onf);
@@ -373,6 +379,7 @@ void lease_req_to_place(const struct lease_req *r, const char *tenant, struct pl
 	pr->site = r->site[0] ? r->site : NULL;
 	pr->tenant = tenant;
 	pr->exclusive = r->exclusive;
+	pr->one_leaf = r->one_leaf;
 }
 
 /* ---- placements ---- */

@@ -79,6 +79,7 @@ struct lease_req {
 	int64_t duration_s; /* 0: none */
 	int el_min, el_max; /* 0, 0: not elastic */
 	bool exclusive;
+	bool one_leaf; /* a gang under one leaf switch only */
 	bool replace_on_failure; /* "on_node_failure": "replace" (agents.c) */
 	char tenant[CTL_NAME_MAX + 1];
 };

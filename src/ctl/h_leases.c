@@ -22,6 +22,7 @@ static const struct ctl_field lease_fields[] = {
 	{"site", FT_STRING, false},    {"plan", FT_STRING, false},
 	{"duration_s", FT_INT, false}, {"elastic", FT_OBJECT, false},
 	{"exclusive", FT_BOOL, false}, {"tenant", FT_STRING, false},
+	{"one_leaf", FT_BOOL, false},
 	{"on_node_failure", FT_STRING, false},
 };
 
