@@ -325,22 +325,33 @@ static void copy_str(char *dst, size_t n, const char *src)
 	snprintf(dst, n, "%s", src);
 }
 
+/* Whether needle occurs in s, ignoring ASCII case ("PCIe", "PCIE"). */
+static bool has_word(const char *s, const char *needle)
+{
+	size_t n = strlen(needle);
+	for (; *s; s++)
+		if (strncasecmp(s, needle, n) == 0)
+			return true;
+	return false;
+}
+
 /* Catalog model from the driver's device name: "NVIDIA H100 80GB HBM3" ->
- * h100-sxm. Order matters: the more specific names first. */
+ * h100-sxm. The more specific names come first; a NULL model marks parts the
+ * catalog does not hold (PCIe cards and NVL variants of SXM parts: other
+ * memory, power and links). */
 const struct gpu_model *nvml_model_from_name(const char *name)
 {
 	static const struct {
 		const char *needle, *model;
 	} rules[] = {
-		{"GB300", "gb300"}, {"GB200", "gb200"},   {"B300", "b300"},
-		{"B200", "b200"},   {"H100 NVL", "h100-nvl"}, {"H200", "h200-sxm"},
-		{"H800", "h800-sxm"}, {"H100", "h100-sxm"}, {"A800", "a800-sxm"},
-		{"A100", "a100-sxm"}, {"L40S", "l40s"},
+		{"GB300", "gb300"}, {"GB200", "gb200"},    {"B300", "b300"},
+		{"B200", "b200"},   {"H100 NVL", "h100-nvl"}, {"H200 NVL", NULL},
+		{"H200", "h200-sxm"}, {"H800", "h800-sxm"}, {"H100", "h100-sxm"},
+		{"A800", "a800-sxm"}, {"A100", "a100-sxm"}, {"L40S", "l40s"},
 	};
 	for (size_t i = 0; name && i < sizeof(rules) / sizeof(rules[0]); i++)
-		if (strstr(name, rules[i].needle)) {
-			/* PCIe A100/H100/H800 cards are not the SXM parts of the catalog. */
-			if (strstr(name, "PCIe"))
+		if (has_word(name, rules[i].needle)) {
+			if (!rules[i].model || (has_word(name, "PCIe") && strcmp(rules[i].model, "l40s")))
 				return NULL;
 			return catalog_gpu_find(rules[i].model);
 		}

@@ -227,6 +227,32 @@ static void test_no_driver(void **state)
 	assert_non_null(strstr(d.msg, "nvmlInit_v2"));
 }
 
+/* Device names as drivers print them. */
+static void test_model_names(void **state)
+{
+	static const struct {
+		const char *name, *model;
+	} names[] = {
+		{"NVIDIA H100 80GB HBM3", "h100-sxm"}, {"NVIDIA H100 NVL", "h100-nvl"},
+		{"NVIDIA H100 PCIe", NULL},           {"NVIDIA H200", "h200-sxm"},
+		{"NVIDIA H200 NVL", NULL},            {"NVIDIA H800", "h800-sxm"},
+		{"NVIDIA A100-SXM4-80GB", "a100-sxm"}, {"NVIDIA A100-PCIE-40GB", NULL},
+		{"NVIDIA A800-SXM4-80GB", "a800-sxm"}, {"NVIDIA L40S", "l40s"},
+		{"NVIDIA L40", NULL},                 {"NVIDIA B200", "b200"},
+		{"NVIDIA GB200", "gb200"},            {"NVIDIA B300 SXM6 AC", "b300"},
+		{"NVIDIA GB300", "gb300"},            {"Tesla V100-SXM2-32GB", NULL},
+		{"NVIDIA GeForce RTX 4090", NULL},    {"", NULL},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const struct gpu_model *m = nvml_model_from_name(names[i].name);
+		if (names[i].model ? !m || strcmp(m->name, names[i].model) : m != NULL)
+			fail_msg("'%s' -> %s, expected %s", names[i].name, m ? m->name : "NULL",
+				 names[i].model ? names[i].model : "NULL");
+	}
+	assert_null(nvml_model_from_name(NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -234,6 +260,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pairbridge_server, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_health_and_xid, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_driver, setup, teardown),
+		cmocka_unit_test(test_model_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
