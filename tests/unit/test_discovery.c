@@ -444,6 +444,60 @@ static void test_json_rejects(void **state)
 	json_decref(arr);
 }
 
+/* Hostile input: random byte edits of valid documents and matrices must be
+ * refused or read, never crash, leak or read out of bounds (ASan build). */
+static void test_mutations(void **state)
+{
+	static const char alphabet[] = "{}[],:\"0123456789-.abcdefghijklmnopqrstuvwxyz \t\nXNV";
+	struct discovery disc;
+	uint32_t seed = 12345;
+	char *orig, *text, *m;
+	json_t *j;
+	(void)state;
+
+	sim("pcie-h100nvl-8", &disc);
+	j = discovery_to_json(&disc);
+	orig = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	assert_non_null(orig);
+	text = read_data("dgx-a100-nv12.txt");
+	size_t olen = strlen(orig), tlen = strlen(text);
+	for (int round = 0; round < 3000; round++) {
+		bool matrix = round % 2;
+		const char *src = matrix ? text : orig;
+		size_t len = matrix ? tlen : olen;
+		m = malloc(len + 1);
+		assert_non_null(m);
+		memcpy(m, src, len + 1);
+		for (int k = 0; k < 1 + round % 4; k++) {
+			seed = seed * 1103515245u + 12345u;
+			size_t at = (seed >> 8) % len;
+			seed = seed * 1103515245u + 12345u;
+			m[at] = alphabet[(seed >> 8) % (sizeof(alphabet) - 1)];
+		}
+		if (matrix) {
+			if (discovery_from_matrix(&disc, round % 3 ? "a100-sxm" : NULL, m, NULL) ==
+			    SL_OK) {
+				char xml[8192];
+				assert_true(nccl_topo_xml(&disc, 0x0f, NULL, 0, xml, sizeof(xml)) > 0);
+			}
+		} else {
+			json_t *o = json_loads(m, 0, NULL);
+			if (o && discovery_from_json(o, &disc, NULL) == SL_OK) {
+				json_t *back = discovery_to_json(&disc);
+				assert_non_null(back);
+				json_decref(back);
+				char xml[4096];
+				(void)nccl_topo_xml(&disc, 0xff, NULL, 0, xml, sizeof(xml));
+			}
+			json_decref(o);
+		}
+		free(m);
+	}
+	free(orig);
+	free(text);
+}
+
 static void test_weaker(void **state)
 {
 	struct discovery disc;
@@ -689,6 +743,7 @@ int main(void)
 		cmocka_unit_test(test_matrix_errors),
 		cmocka_unit_test(test_json_round_trip),
 		cmocka_unit_test(test_json_rejects),
+		cmocka_unit_test(test_mutations),
 		cmocka_unit_test(test_weaker),
 		cmocka_unit_test(test_match_builtin),
 		cmocka_unit_test(test_nccl_xml),
