@@ -30,12 +30,19 @@ run: build
 # Every benchmark; each prints its figures and writes bench/results/<name>.md.
 # bench_api also runs Debian's wrk when installed; bench_crash exits 1 if a
 # SIGKILL lost or duplicated anything (never on timings).
+# scripts/bench-deps.sh installs Slurm, munge and wrk first; bench/slurm.sh
+# runs Slurm (../shared/peers/slurm) and suanli side by side (slurm.md).
+# The whole run's time is printed at the end.
 bench: build
-	@$(BUILD)/bench_place
-	@$(BUILD)/bench_api
-	@$(BUILD)/bench_crash
-	@$(BUILD)/bench_memory
-	@$(BUILD)/bench_audit
+	@start=$$(date +%s) && scripts/bench-deps.sh && \
+	$(BUILD)/bench_place && \
+	$(BUILD)/bench_api && \
+	$(BUILD)/bench_crash && \
+	$(BUILD)/bench_memory && \
+	$(BUILD)/bench_audit && \
+	{ [ ! -x bench/openb.sh ] || bench/openb.sh $(BUILD); } && \
+	bench/slurm.sh $(BUILD) && \
+	echo "make bench: every benchmark in $$(( $$(date +%s) - start )) s (after the build)"
 
 clean:
 	rm -rf build

@@ -1,0 +1,694 @@
+/* bench/slurm_side.c - the suanli half of bench/slurm.sh: the same fleet and
+ * the same job streams that ../shared/peers/slurm/run.sh sends through Slurm,
+ * sent through a real suanlid, with figures printed as JSON lines that
+ * bench/slurm.sh sets beside Slurm's summary.jsonl.
+ *
+ * A Slurm batch job "sleep S" is a lease of S seconds here (duration_s): in
+ * simulate mode nothing runs on the nodes, the controller starts the lease,
+ * and ends it (expired) S seconds later. A backlog is made the way the
+ * harness makes one: Slurm's partition goes DOWN, ours is every node drained;
+ * then the partition goes UP, here every node is resumed, and start times are
+ * read back (the lease's started_at, millisecond resolution, as Slurm's log).
+ *
+ * Phases (env PHASES, default SPT, as the harness):
+ *   S  submissions per second: NJOBS/2 one-GPU leases over one keep-alive
+ *      connection, NJOBS/2 over PAR connections (one process each); the
+ *      backlog released at once: jobs started per second (fill, overall,
+ *      steady). Then the same counts through the `suanli` CLI (a process per
+ *      submission, as sbatch), sequential and with PAR parallel clients.
+ *   P  the harness's mixed stream (file of "k seconds" lines) on the
+ *      pair-bridged nodes (models h100-nvl); active leases are polled every
+ *      POLL_MS to read their GPUs; the decisions are then replayed against
+ *      the GPUs free on that node at that moment, counted as the harness
+ *      counts Slurm's.
+ *   T  the harness's multi-node stream (file of "nodes gpus_per_node
+ *      seconds" lines) with one_leaf and without: leaves spanned (from the
+ *      placement score) and start delay.
+ *
+ * Usage: bench_slurm_side FLEET MIXFILE SWFILE OUT.jsonl
+ * env: SUANLID, SUANLI (the CLI; else beside this program), PHASES, NJOBS,
+ *      PAR, JOB_SLEEP, SLOTS_HINT. Fixed streams; nothing is asserted. */
+#define _GNU_SOURCE
+#include <jansson.h>
+
+#include "bench_lib.h"
+
+#define MAX_NODES 64
+#define POLL_MS 50
+#define WAIT_LIMIT_S 900
+
+struct side {
+	struct bl_daemon dm;
+	pid_t pid;
+	char tok[256];
+	char fleet[BL_PATH_MAX];
+	char nodes[MAX_NODES][16];
+	int nnodes;
+	struct bl_conn c; /* admin's */
+	FILE *out;
+};
+
+static double wall_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* "YYYY-MM-DDTHH:MM:SS.mmmZ" -> seconds since the epoch; 0 when null. */
+static double parse_time(const json_t *v)
+{
+	const char *s = json_string_value(v);
+	struct tm tm = {0};
+	int ms = 0;
+	if (!s || sscanf(s, "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+			 &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) < 6)
+		return 0;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	return (double)timegm(&tm) + ms / 1000.0;
+}
+
+static double proc_cpu_s(pid_t pid)
+{
+	char p[64], buf[1024];
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(p, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *q = strrchr(buf, ')');
+	unsigned long ut = 0, st = 0;
+	if (!q || sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+		return 0;
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* ---- the daemon ---- */
+
+static void read_nodes(struct side *s)
+{
+	/* Node names from GET /v1/nodes, in fleet order. */
+	char *body = NULL;
+	int st = bl_call(&s->c, s->dm.port, "GET", "/v1/nodes", s->dm.admin, NULL, NULL, &body);
+	json_t *a = st == 200 ? json_loads(body, 0, NULL) : NULL;
+	if (!json_is_array(a))
+		bl_die("GET /v1/nodes answered %d: %.200s", st, body ? body : "");
+	size_t i;
+	json_t *n;
+	s->nnodes = 0;
+	json_array_foreach(a, i, n) {
+		const char *name = json_string_value(json_object_get(n, "name"));
+		if (name && s->nnodes < MAX_NODES)
+			snprintf(s->nodes[s->nnodes++], sizeof(s->nodes[0]), "%s", name);
+	}
+	json_decref(a);
+	free(body);
+}
+
+/* A fresh data dir and daemon on s->fleet, a tenant "bench" and its token. */
+static void side_start(struct side *s)
+{
+	memset(&s->dm, 0, sizeof(s->dm));
+	bl_daemon_prepare(&s->dm, "slurmside", 1); /* its generated fleet goes unused */
+	char *args[] = {s->dm.suanlid, "serve", "--data", s->dm.data, "--listen", s->dm.portarg,
+			"--fleet", s->fleet, "--simulate", "--log-level", "warn", NULL};
+	s->pid = bl_spawn(args, s->dm.log);
+	if (!bl_wait_healthy(s->dm.port, s->pid, 30000))
+		bl_die("suanlid did not become healthy (log: %s)", s->dm.log);
+	s->c.fd = -1;
+	char *body = NULL;
+	int st = bl_call(&s->c, s->dm.port, "POST", "/v1/tenants", s->dm.admin,
+			 "{\"name\":\"bench\"}", NULL, &body);
+	if (st != 201)
+		bl_die("creating the tenant answered %d: %s", st, body ? body : "");
+	free(body);
+	st = bl_call(&s->c, s->dm.port, "POST", "/v1/tokens", s->dm.admin,
+		     "{\"role\":\"tenant\",\"tenant\":\"bench\",\"user\":\"bench\"}", NULL, &body);
+	if (st != 201 || !bl_json_str(body, "token", s->tok, sizeof(s->tok)))
+		bl_die("creating the token answered %d: %s", st, body ? body : "");
+	free(body);
+	read_nodes(s);
+}
+
+static void side_stop(struct side *s)
+{
+	bl_conn_reset(&s->c);
+	free(s->c.buf);
+	s->c.buf = NULL;
+	s->c.cap = 0;
+	kill(s->pid, SIGTERM);
+	int st;
+	waitpid(s->pid, &st, 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		fprintf(stderr, "slurm_side: suanlid stopped with status %d (log: %s)\n", st,
+			s->dm.log);
+	else
+		bl_rmrf(s->dm.dir);
+}
+
+/* Drains (true) or resumes every node: the partition DOWN / UP of the harness. */
+static void all_nodes(struct side *s, bool drain)
+{
+	for (int i = 0; i < s->nnodes; i++) {
+		char path[96];
+		snprintf(path, sizeof(path), "/v1/nodes/%s/%s", s->nodes[i], drain ? "drain" : "resume");
+		int st = bl_call(&s->c, s->dm.port, "POST", path, s->dm.admin,
+				 drain ? "{\"reason\":\"bench: backlog\"}" : NULL, NULL, NULL);
+		if (st != 200)
+			bl_die("%s answered %d", path, st);
+	}
+}
+
+/* GET /v1/leases[?state=S] as a jansson array (the admin sees every lease). */
+static json_t *leases(struct side *s, const char *state)
+{
+	char path[64], *body = NULL;
+	snprintf(path, sizeof(path), "/v1/leases%s%s", state ? "?state=" : "", state ? state : "");
+	int st = bl_call(&s->c, s->dm.port, "GET", path, s->dm.admin, NULL, NULL, &body);
+	json_t *a = st == 200 ? json_loads(body, 0, NULL) : NULL;
+	if (!json_is_array(a))
+		bl_die("GET %s answered %d: %.200s", path, st, body ? body : "");
+	free(body);
+	return a;
+}
+
+/* Active leases, else pending ones (the pending list is only asked for when
+ * nothing is active: it is the longer one while a backlog waits). */
+static size_t count_live(struct side *s)
+{
+	json_t *a = leases(s, "active");
+	size_t n = json_array_size(a);
+	json_decref(a);
+	if (n)
+		return n;
+	a = leases(s, "pending");
+	n = json_array_size(a);
+	json_decref(a);
+	return n;
+}
+
+static void wait_empty(struct side *s)
+{
+	double t0 = bl_now_ms();
+	while (count_live(s)) {
+		if (bl_now_ms() - t0 > WAIT_LIMIT_S * 1000.0)
+			bl_die("leases still live after %d s (log: %s)", WAIT_LIMIT_S, s->dm.log);
+		usleep(250000);
+	}
+}
+
+/* One POST /v1/leases over c; dies unless the lease was taken (201). */
+static void submit(struct bl_conn *c, int port, const char *tok, const char *body)
+{
+	char *ans = NULL;
+	int st = bl_call(c, port, "POST", "/v1/leases", tok, body, NULL, &ans);
+	if (st != 201 && st != 200)
+		bl_die("POST /v1/leases %s answered %d: %.300s", body, st, ans ? ans : "");
+	free(ans);
+}
+
+/* ---- S: submissions and throughput ---- */
+
+/* n submissions of body split over par processes, each with its own
+ * connection; returns the wall seconds. */
+static double submit_parallel(struct side *s, const char *body, int n, int par)
+{
+	double t0 = bl_now_ms();
+	pid_t kids[64];
+	for (int k = 0; k < par; k++) {
+		int mine = n / par + (k < n % par);
+		kids[k] = fork();
+		if (kids[k] < 0)
+			bl_die("fork: %s", strerror(errno));
+		if (kids[k] == 0) {
+			struct bl_conn c = {.fd = -1};
+			for (int i = 0; i < mine; i++)
+				submit(&c, s->dm.port, s->tok, body);
+			_exit(0);
+		}
+	}
+	for (int k = 0; k < par; k++) {
+		int st;
+		if (waitpid(kids[k], &st, 0) != kids[k] || !WIFEXITED(st) || WEXITSTATUS(st))
+			bl_die("a submitting client failed");
+	}
+	return (bl_now_ms() - t0) / 1e3;
+}
+
+/* `suanli lease create` n times, by par processes each running its share
+ * one after another (as `seq | xargs -P par sbatch`); returns wall seconds. */
+static double submit_cli(struct side *s, const char *cli, int n, int par, int secs)
+{
+	char server[64], dur[32];
+	snprintf(server, sizeof(server), "http://127.0.0.1:%d", s->dm.port);
+	snprintf(dur, sizeof(dur), "%ds", secs);
+	double t0 = bl_now_ms();
+	pid_t kids[64];
+	for (int k = 0; k < par; k++) {
+		int mine = n / par + (k < n % par);
+		kids[k] = fork();
+		if (kids[k] < 0)
+			bl_die("fork: %s", strerror(errno));
+		if (kids[k] == 0) {
+			/* sbatch's clients may use every core; so may these */
+			cpu_set_t all;
+			CPU_ZERO(&all);
+			for (long c = 0; c < sysconf(_SC_NPROCESSORS_ONLN) && c < CPU_SETSIZE; c++)
+				CPU_SET((size_t)c, &all);
+			(void)sched_setaffinity(0, sizeof(all), &all);
+			setenv("SUANLI_SERVER", server, 1);
+			setenv("SUANLI_TOKEN", s->tok, 1);
+			for (int i = 0; i < mine; i++) {
+				pid_t p = fork();
+				if (p == 0) {
+					int fd = open("/dev/null", O_WRONLY);
+					dup2(fd, 1);
+					execl(cli, cli, "lease", "create", "--gpus", "1", "--duration",
+					      dur, (char *)NULL);
+					_exit(127);
+				}
+				int st;
+				if (p < 0 || waitpid(p, &st, 0) != p || !WIFEXITED(st) ||
+				    WEXITSTATUS(st))
+					_exit(1);
+			}
+			_exit(0);
+		}
+	}
+	int bad = 0;
+	for (int k = 0; k < par; k++) {
+		int st;
+		if (waitpid(kids[k], &st, 0) != kids[k] || !WIFEXITED(st) || WEXITSTATUS(st))
+			bad = 1;
+	}
+	if (bad)
+		bl_die("`%s lease create` failed", cli);
+	return (bl_now_ms() - t0) / 1e3;
+}
+
+static void phase_s(struct side *s, const char *cli, int njobs, int par, int secs)
+{
+	char body[96];
+	snprintf(body, sizeof(body), "{\"gpus\":1,\"duration_s\":%d}", secs);
+	int nseq = njobs / 2;
+	side_start(s);
+	all_nodes(s, true);
+	double t = bl_now_ms();
+	struct bl_conn c = {.fd = -1};
+	for (int i = 0; i < nseq; i++)
+		submit(&c, s->dm.port, s->tok, body);
+	double seq_s = (bl_now_ms() - t) / 1e3;
+	bl_conn_reset(&c);
+	free(c.buf);
+	double par_s = submit_parallel(s, body, njobs - nseq, par);
+	fprintf(stderr, "slurm_side: API submissions: sequential %.0f/s, %d clients %.0f/s\n",
+		nseq / seq_s, par, (njobs - nseq) / par_s);
+
+	int slots = 0;
+	json_t *nl = NULL;
+	{
+		char *b = NULL;
+		if (bl_call(&s->c, s->dm.port, "GET", "/v1/nodes", s->dm.admin, NULL, NULL, &b) == 200)
+			nl = json_loads(b, 0, NULL);
+		free(b);
+		size_t i;
+		json_t *n;
+		json_array_foreach(nl, i, n)
+			slots += (int)json_integer_value(json_object_get(n, "gpus"));
+		json_decref(nl);
+		if (slots <= 0)
+			slots = s->nnodes * 8;
+	}
+	double cpu0 = proc_cpu_s(s->pid), t0 = wall_s();
+	all_nodes(s, false);
+	wait_empty(s);
+	double cpu1 = proc_cpu_s(s->pid), t1 = wall_s();
+	json_t *a = leases(s, NULL);
+	struct bl_samples st = {0};
+	size_t i;
+	json_t *l;
+	json_array_foreach(a, i, l) {
+		double at = parse_time(json_object_get(l, "started_at"));
+		if (at > 0)
+			bl_add(&st, at - t0);
+	}
+	json_decref(a);
+	int n = (int)st.n;
+	if (n < 1)
+		bl_die("no lease started");
+	qsort(st.v, st.n, sizeof(double), bl_cmp_double);
+	int fill = (slots < n ? slots : n) - 1;
+	for (size_t j = 0; j < st.n; j++)
+		st.v[j] = st.v[j] < 0 ? 0 : st.v[j]; /* t0 and started_at round differently */
+	double tf = st.v[fill] > 1e-3 ? st.v[fill] : 1e-3, tl = st.v[n - 1];
+	double steady = n > slots && tl > tf ? (n - slots) / (tl - tf) : 0;
+	fprintf(stderr, "slurm_side: %d started; first %.3fs, %d slots busy at %.3fs, last %.2fs; "
+		"overall %.1f/s, steady %.1f/s\n", n, st.v[0], fill + 1, tf, tl, n / tl, steady);
+	fprintf(s->out,
+		"{\"kind\":\"submission\",\"via\":\"api\",\"sequential_per_s\":%.1f,"
+		"\"parallel_per_s\":%.1f,\"parallel_clients\":%d,\"jobs\":%d}\n",
+		nseq / seq_s, (njobs - nseq) / par_s, par, njobs);
+	fprintf(s->out,
+		"{\"kind\":\"throughput\",\"jobs\":%d,\"slots\":%d,\"first_start_s\":%.3f,"
+		"\"fill_s\":%.3f,\"fill_rate\":%.1f,\"overall_starts_per_s\":%.2f,"
+		"\"steady_starts_per_s\":%.2f,\"last_start_s\":%.3f,\"ideal_steady\":%.1f,"
+		"\"daemon_cpu_s\":%.2f,\"wall_s\":%.2f}\n",
+		n, slots, st.v[0], tf, (fill + 1) / tf, n / tl, steady, tl, slots / (double)secs,
+		cpu1 - cpu0, t1 - t0);
+	free(st.v);
+
+	/* The CLI: a process per submission, into a drained fleet (nothing starts). */
+	all_nodes(s, true);
+	double cseq = submit_cli(s, cli, nseq, 1, secs);
+	double cpar = submit_cli(s, cli, njobs - nseq, par, secs);
+	fprintf(stderr, "slurm_side: CLI submissions: sequential %.0f/s, %d clients %.0f/s\n",
+		nseq / cseq, par, (njobs - nseq) / cpar);
+	fprintf(s->out,
+		"{\"kind\":\"submission\",\"via\":\"cli\",\"sequential_per_s\":%.1f,"
+		"\"parallel_per_s\":%.1f,\"parallel_clients\":%d,\"jobs\":%d}\n",
+		nseq / cseq, (njobs - nseq) / cpar, par, njobs);
+	side_stop(s);
+}
+
+/* ---- P: GPU choice on pair-bridged nodes ---- */
+
+struct pick {
+	char id[32];
+	int node; /* index in s->nodes */
+	unsigned gpus;
+	int k;
+	double start, end;
+	long seq;
+};
+
+static int node_index(struct side *s, const char *name)
+{
+	for (int i = 0; i < s->nnodes; i++)
+		if (!strcmp(s->nodes[i], name))
+			return i;
+	return -1;
+}
+
+static long id_seq(const char *id)
+{
+	const char *d = id + strcspn(id, "0123456789");
+	return atol(d);
+}
+
+/* Records the GPUs of every active single-node lease not yet seen; *nactive
+ * gets how many are active. */
+static int poll_picks(struct side *s, struct pick *pk, int npk, int cap, size_t *nactive)
+{
+	json_t *a = leases(s, "active");
+	*nactive = json_array_size(a);
+	size_t i;
+	json_t *l;
+	json_array_foreach(a, i, l) {
+		const char *id = json_string_value(json_object_get(l, "id"));
+		json_t *pl = json_object_get(l, "placement");
+		if (!id || json_array_size(pl) != 1)
+			continue;
+		int seen = 0;
+		for (int j = npk - 1; j >= 0 && !seen; j--)
+			seen = !strcmp(pk[j].id, id);
+		if (seen || npk == cap)
+			continue;
+		json_t *p0 = json_array_get(pl, 0), *g;
+		struct pick *p = &pk[npk];
+		memset(p, 0, sizeof(*p));
+		snprintf(p->id, sizeof(p->id), "%s", id);
+		p->seq = id_seq(id);
+		p->node = node_index(s, json_string_value(json_object_get(p0, "node")));
+		size_t gi;
+		json_array_foreach(json_object_get(p0, "gpus"), gi, g)
+			p->gpus |= 1u << json_integer_value(g);
+		p->k = __builtin_popcount(p->gpus);
+		npk++;
+	}
+	json_decref(a);
+	return npk;
+}
+
+struct event {
+	double at;
+	int kind; /* 0 end, 1 start: ends first at one instant */
+	long seq;
+	int pick;
+};
+
+static int event_cmp(const void *x, const void *y)
+{
+	const struct event *a = x, *b = y;
+	if (a->at != b->at)
+		return a->at < b->at ? -1 : 1;
+	if (a->kind != b->kind)
+		return a->kind - b->kind;
+	return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+static int full_pairs(unsigned m)
+{
+	int n = 0;
+	for (int p = 0; p < 4; p++)
+		n += (m >> (2 * p) & 3u) == 3u;
+	return n;
+}
+
+static void phase_p(struct side *s, const char *mixfile)
+{
+	FILE *f = fopen(mixfile, "r");
+	if (!f)
+		bl_die("cannot read %s", mixfile);
+	int k, secs, nmix = 0;
+	side_start(s);
+	all_nodes(s, true);
+	while (fscanf(f, "%d %d", &k, &secs) == 2) {
+		char body[128];
+		snprintf(body, sizeof(body),
+			 "{\"gpus\":%d,\"models\":[\"h100-nvl\"],\"duration_s\":%d}", k, secs);
+		submit(&s->c, s->dm.port, s->tok, body);
+		nmix++;
+	}
+	fclose(f);
+	struct pick *pk = calloc((size_t)nmix + 1, sizeof(*pk));
+	if (!pk)
+		bl_die("out of memory");
+	int npk = 0;
+	double t0 = wall_s();
+	all_nodes(s, false);
+	double tw = bl_now_ms();
+	for (;;) {
+		size_t nact;
+		npk = poll_picks(s, pk, npk, nmix, &nact);
+		if (!nact && !count_live(s))
+			break;
+		usleep(POLL_MS * 1000);
+		if (bl_now_ms() - tw > WAIT_LIMIT_S * 1000.0)
+			bl_die("mixed stream not done after %d s", WAIT_LIMIT_S);
+	}
+	double drained = wall_s() - t0;
+	/* start and end instants from the final list */
+	json_t *a = leases(s, NULL);
+	size_t i;
+	json_t *l;
+	json_array_foreach(a, i, l) {
+		const char *id = json_string_value(json_object_get(l, "id"));
+		for (int j = 0; j < npk; j++)
+			if (id && !strcmp(pk[j].id, id)) {
+				pk[j].start = parse_time(json_object_get(l, "started_at"));
+				pk[j].end = parse_time(json_object_get(l, "ended_at"));
+			}
+	}
+	json_decref(a);
+	struct event *ev = calloc((size_t)npk * 2 + 1, sizeof(*ev));
+	if (!ev)
+		bl_die("out of memory");
+	int nev = 0;
+	for (int j = 0; j < npk; j++) {
+		ev[nev++] = (struct event){pk[j].start, 1, pk[j].seq, j};
+		ev[nev++] = (struct event){pk[j].end, 0, pk[j].seq, j};
+	}
+	qsort(ev, (size_t)nev, sizeof(*ev), event_cmp);
+	unsigned used[MAX_NODES] = {0};
+	bool seen_node[MAX_NODES] = {0}; /* nodes the stream ran on (pair-bridged) */
+	for (int j = 0; j < npk; j++)
+		if (pk[j].node >= 0)
+			seen_node[pk[j].node] = true;
+	int k1_lone = 0, k1_took_lone = 0, k1_broke = 0, kdec[5] = {0}, kavoid[5] = {0};
+	int kjobs[5] = {0}, kwhole[5] = {0}, kfleet[5] = {0};
+	for (int e = 0; e < nev; e++) {
+		struct pick *p = &pk[ev[e].pick];
+		if (p->node < 0 || p->k > 4)
+			continue;
+		if (!ev[e].kind) {
+			used[p->node] &= ~p->gpus;
+			continue;
+		}
+		unsigned fr = ~used[p->node] & 0xffu;
+		if (p->k == 1) {
+			unsigned lone = 0;
+			for (int g = 0; g < 8; g++)
+				if ((fr >> g & 1u) && !(fr >> (g ^ 1) & 1u))
+					lone |= 1u << g;
+			if (lone) {
+				k1_lone++;
+				int g = __builtin_ctz(p->gpus);
+				if (!(fr >> (g ^ 1) & 1u))
+					k1_took_lone++;
+				else
+					k1_broke++;
+			}
+		} else {
+			int best = full_pairs(fr) < p->k / 2 ? full_pairs(fr) : p->k / 2;
+			kdec[p->k]++;
+			if (full_pairs(p->gpus) < best)
+				kavoid[p->k]++;
+		}
+		kjobs[p->k]++;
+		if (p->k >= 2 && full_pairs(p->gpus) == p->k / 2) {
+			kwhole[p->k]++;
+		} else if (p->k >= 2) {
+			/* Split: did any node of the stream have enough whole pairs? */
+			for (int n = 0; n < s->nnodes; n++)
+				if (seen_node[n] && full_pairs(~used[n] & 0xffu) >= p->k / 2) {
+					kfleet[p->k]++;
+					break;
+				}
+		}
+		used[p->node] |= p->gpus;
+	}
+	fprintf(stderr,
+		"slurm_side: mix of %d on pair-bridged nodes drained in %.1fs: 2-GPU on a whole "
+		"pair %d/%d, 4-GPU on two whole pairs %d/%d, 1-GPU broke a free pair %d of %d "
+		"(lone GPU free)\n",
+		nmix, drained, kwhole[2], kjobs[2], kwhole[4], kjobs[4], k1_broke, k1_lone);
+	fprintf(s->out,
+		"{\"kind\":\"placement\",\"jobs\":%d,\"seen\":%d,\"drained_s\":%.1f,"
+		"\"k1_jobs\":%d,\"k1_lone_GPU_available\":%d,\"k1_took_lone_GPU\":%d,"
+		"\"k1_broke_a_free_pair_although_a_lone_GPU_existed\":%d,"
+		"\"k2_jobs\":%d,\"k2_whole_pair\":%d,\"k2_decisions\":%d,\"k2_avoidable\":%d,"
+		"\"k4_jobs\":%d,\"k4_two_whole_pairs\":%d,\"k4_decisions\":%d,\"k4_avoidable\":%d,"
+		"\"k2_split_while_a_pair_was_free_elsewhere\":%d,"
+		"\"k4_split_while_two_pairs_were_free_elsewhere\":%d}\n",
+		nmix, npk, drained, kjobs[1], k1_lone, k1_took_lone, k1_broke, kjobs[2], kwhole[2],
+		kdec[2], kavoid[2], kjobs[4], kwhole[4], kdec[4], kavoid[4], kfleet[2], kfleet[4]);
+	free(ev);
+	free(pk);
+	side_stop(s);
+}
+
+/* ---- T: multi-node jobs, one leaf or not ---- */
+
+static void phase_t(struct side *s, const char *swfile)
+{
+	side_start(s);
+	for (int one = 1; one >= 0; one--) {
+		FILE *f = fopen(swfile, "r");
+		if (!f)
+			bl_die("cannot read %s", swfile);
+		int nr, gp, secs, n = 0;
+		long first = -1;
+		all_nodes(s, true);
+		while (fscanf(f, "%d %d %d", &nr, &gp, &secs) == 3) {
+			char body[160], *ans = NULL, id[32];
+			if (nr > 1)
+				snprintf(body, sizeof(body),
+					 "{\"gpus\":%d,\"per_node\":%d,\"duration_s\":%d%s}", nr * gp,
+					 gp, secs, one ? ",\"one_leaf\":true" : "");
+			else
+				snprintf(body, sizeof(body), "{\"gpus\":%d,\"duration_s\":%d}", gp, secs);
+			int st = bl_call(&s->c, s->dm.port, "POST", "/v1/leases", s->tok, body, NULL,
+					 &ans);
+			if ((st != 201 && st != 200) || !bl_json_str(ans, "id", id, sizeof(id)))
+				bl_die("POST /v1/leases %s answered %d: %.300s", body, st,
+				       ans ? ans : "");
+			if (first < 0)
+				first = id_seq(id);
+			free(ans);
+			n++;
+		}
+		fclose(f);
+		double t0 = wall_s();
+		all_nodes(s, false);
+		wait_empty(s);
+		json_t *a = leases(s, NULL);
+		size_t i;
+		json_t *l;
+		int multi = 0, spans[8] = {0}, jobs = 0;
+		double sum = 0, mx = 0, last_end = 0;
+		json_array_foreach(a, i, l) {
+			const char *id = json_string_value(json_object_get(l, "id"));
+			if (!id || id_seq(id) < first)
+				continue;
+			double at = parse_time(json_object_get(l, "started_at")) - t0;
+			double end = parse_time(json_object_get(l, "ended_at")) - t0;
+			jobs++;
+			sum += at;
+			mx = at > mx ? at : mx;
+			last_end = end > last_end ? end : last_end;
+			json_t *sc = json_object_get(l, "score");
+			int nodes = (int)json_integer_value(json_object_get(sc, "nodes"));
+			int lv = (int)json_integer_value(json_object_get(sc, "leaves"));
+			if (nodes > 1) {
+				multi++;
+				spans[lv >= 0 && lv < 8 ? lv : 7]++;
+			}
+		}
+		json_decref(a);
+		fprintf(stderr, "slurm_side: %s: %d jobs, multi-node %d, one leaf %d, two %d, "
+			"three+ %d; mean start delay %.1fs, makespan %.0fs\n",
+			one ? "one_leaf" : "free", jobs, multi, spans[1], spans[2],
+			multi - spans[1] - spans[2], jobs ? sum / jobs : 0, last_end);
+		fprintf(s->out,
+			"{\"kind\":\"switches\",\"label\":\"%s\",\"jobs\":%d,\"submitted\":%d,"
+			"\"multi_node\":%d,\"leaves_spanned\":{\"1\":%d,\"2\":%d,\"3\":%d,\"4\":%d},"
+			"\"mean_start_delay_s\":%.2f,\"max_start_delay_s\":%.2f,\"makespan_s\":%.2f}\n",
+			one ? "one_leaf" : "noswitches", jobs, n, multi, spans[1], spans[2], spans[3],
+			spans[4], jobs ? sum / jobs : 0, mx, last_end);
+	}
+	side_stop(s);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 5)
+		bl_die("usage: bench_slurm_side FLEET MIXFILE SWFILE OUT.jsonl");
+	const char *phases = getenv("PHASES") ? getenv("PHASES") : "SPT";
+	int njobs = getenv("NJOBS") ? atoi(getenv("NJOBS")) : 2000;
+	int par = getenv("PAR") ? atoi(getenv("PAR")) : 4;
+	int secs = getenv("JOB_SLEEP") ? atoi(getenv("JOB_SLEEP")) : 5;
+	if (njobs < 2 || par < 1 || par > 64 || secs < 1)
+		bl_die("NJOBS >= 2, PAR 1..64, JOB_SLEEP >= 1");
+	char cli[BL_PATH_MAX];
+	if (getenv("SUANLI")) {
+		snprintf(cli, sizeof(cli), "%s", getenv("SUANLI"));
+	} else {
+		ssize_t n = readlink("/proc/self/exe", cli, sizeof(cli) - 16);
+		if (n <= 0)
+			bl_die("cannot find myself; set SUANLI");
+		cli[n] = 0;
+		snprintf(strrchr(cli, '/') + 1, 16, "suanli");
+	}
+	if (strchr(phases, 'S') && access(cli, X_OK))
+		bl_die("no suanli CLI at %s (build it, or set SUANLI)", cli);
+	static struct side s;
+	snprintf(s.fleet, sizeof(s.fleet), "%s", argv[1]);
+	if (access(s.fleet, R_OK))
+		bl_die("cannot read %s", s.fleet);
+	s.out = fopen(argv[4], "w");
+	if (!s.out)
+		bl_die("cannot write %s", argv[4]);
+	setvbuf(s.out, NULL, _IOLBF, 0);
+	bl_pin(1);
+	if (strchr(phases, 'S'))
+		phase_s(&s, cli, njobs, par, secs);
+	if (strchr(phases, 'P'))
+		phase_p(&s, argv[2]);
+	if (strchr(phases, 'T'))
+		phase_t(&s, argv[3]);
+	fclose(s.out);
+	return 0;
+}
