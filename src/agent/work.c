@@ -541,6 +541,8 @@ static bool make_room(struct work_sup *s)
 /* Applies one parsed item (ownership of *sp passes here). */
 static void apply_one(struct work_sup *s, struct work_spec *sp, int64_t now_ns, int *refused)
 {
+	if (sp->stop_grace_s < 0)
+		sp->stop_grace_s = s->default_grace_s;
 	int64_t *known = lease_epoch(s, sp->lease, true);
 	struct work_item *it = work_find(s, sp->job, sp->rank);
 
@@ -731,8 +733,10 @@ bool work_sup_log_next(const struct work_sup *s, size_t *iter, char *job, int *r
 void work_sup_log_shipped(struct work_sup *s, const char *job, int rank, int64_t offset)
 {
 	struct work_item *it = work_find(s, job, rank);
-	if (it && offset >= 0)
+	if (it && offset >= 0 && it->log_offset != offset) {
 		it->log_offset = offset;
+		s->dirty = true;
+	}
 }
 
 size_t work_sup_count(const struct work_sup *s)

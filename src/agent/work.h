@@ -70,7 +70,8 @@ struct work_spec {
 
 /* Parses one item of the work answer, strictly: every field present with
  * the right type and within the bounds above (env, gpus, nics, restart and
- * stop_grace_s may be absent: {}, [], [], "never", WORK_GRACE_DEFAULT_S).
+ * stop_grace_s may be absent: {}, [], [], "never", -1 = the supervisor's
+ * default).
  * On error d names the field and nothing is allocated. SL_EINVAL, SL_ENOMEM. */
 enum sl_err work_spec_from_json(const json_t *o, struct work_spec *out,
 				struct sl_diag *d) SL_MUST_USE;
@@ -88,6 +89,9 @@ struct work_sup;
 enum sl_err work_sup_new(const char *state_dir, const struct discovery *disc,
 			 int64_t now_ns, struct work_sup **out,
 			 struct sl_diag *d) SL_MUST_USE;
+/* The grace for items that name none (WORK_GRACE_DEFAULT_S until set;
+ * 0..WORK_GRACE_MAX_S). */
+void work_sup_set_default_grace(struct work_sup *s, int grace_s);
 /* Frees the supervisor; running processes keep running. NULL is fine. */
 void work_sup_free(struct work_sup *s);
 

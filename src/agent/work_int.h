@@ -51,6 +51,7 @@ struct work_sup {
 	size_t n;
 	struct work_lease_epoch epochs[WORK_MAX_LEASES];
 	size_t nepochs, epoch_ring;
+	int default_grace_s;
 	bool dirty;
 };
 

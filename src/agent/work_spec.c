@@ -195,7 +195,7 @@ static enum sl_err parse(const json_t *o, struct work_spec *out, struct sl_diag 
 	else
 		return bad(d, "restart", "\"never\", \"on-failure\" or \"always\"");
 	v = json_object_get(o, "stop_grace_s");
-	out->stop_grace_s = WORK_GRACE_DEFAULT_S;
+	out->stop_grace_s = -1; /* the supervisor's default */
 	if (v) {
 		out->stop_grace_s = (int)int_field(v, 0, WORK_GRACE_MAX_S, &ok);
 		if (!ok)

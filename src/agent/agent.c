@@ -1,0 +1,704 @@
+/* agent.c - the agent's loop (see agent.h).
+ *
+ * Timers are monotonic deadlines in one struct; each turn does what is due,
+ * then sleeps in curl_multi_poll until the earliest one, the long poll's
+ * socket or the signal pipe. The controller's answers are parsed strictly:
+ * anything unexpected is logged and treated like an unreachable controller
+ * (retry later), never trusted and never a crash. */
+#include "agent.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "health.h"
+#include "http_client.h"
+#include "log.h"
+#include "logship.h"
+#include "state.h"
+#include "work.h"
+
+#define NS 1000000000LL
+#define LOG_CALLS_PER_TURN 4
+#define LOG_IDLE_NS (1 * NS)
+#define TICK_MAX_NS (1 * NS) /* adopted processes are polled at least this often */
+
+struct poll_buf {
+	char *buf;
+	size_t len, cap;
+	bool too_large;
+};
+
+struct agent {
+	const struct agent_opts *o;
+	char addr[AGENT_ADDR_MAX];
+	char boot_id[40];
+	char cred[STATE_CREDENTIAL_MAX];
+	char auth[STATE_CREDENTIAL_MAX + 32];
+	char url[HTTP_CLIENT_URL_MAX + 64];
+	bool registered;
+	int heartbeat_s;
+	int64_t version;
+	struct http_client *http;
+	struct work_sup *sup;
+	struct health *health;
+	/* the long poll */
+	CURLM *multi;
+	CURL *poll;
+	struct curl_slist *poll_hdrs;
+	struct poll_buf pb;
+	bool polling;
+	/* timers (monotonic ns) and retry backoffs */
+	int64_t hb_due, log_due, poll_due, reg_due, save_due;
+	int64_t hb_backoff, poll_backoff, reg_backoff;
+	bool down_logged;
+};
+
+static int64_t next_backoff(int64_t *b)
+{
+	int64_t cur = *b ? *b : AGENT_RETRY_MIN_NS;
+	*b = cur * 2 > AGENT_RETRY_MAX_NS ? AGENT_RETRY_MAX_NS : cur * 2;
+	return cur;
+}
+
+/* ---- addresses and ids --------------------------------------------------- */
+
+enum sl_err agent_route_addr(const char *url, char *buf, size_t n, struct sl_diag *d)
+{
+	char host[256], port[16] = "80";
+	const char *p = strstr(url, "://");
+	size_t hl;
+
+	if (!p)
+		return sl_diag_set(d, SL_EINVAL, "bad server URL '%.200s'", url);
+	p += 3;
+	if (strncmp(url, "https", 5) == 0)
+		snprintf(port, sizeof(port), "443");
+	if (*p == '[') {
+		const char *e = strchr(p, ']');
+		if (!e)
+			return sl_diag_set(d, SL_EINVAL, "bad server URL '%.200s'", url);
+		hl = (size_t)(e - p - 1);
+		if (hl >= sizeof(host))
+			return sl_diag_set(d, SL_EINVAL, "server host name too long");
+		memcpy(host, p + 1, hl);
+		p = e + 1;
+	} else {
+		hl = strcspn(p, ":/?#");
+		if (hl >= sizeof(host))
+			return sl_diag_set(d, SL_EINVAL, "server host name too long");
+		memcpy(host, p, hl);
+		p += hl;
+	}
+	host[hl] = '\0';
+	if (*p == ':') {
+		size_t pl = strcspn(p + 1, "/?#");
+		if (pl == 0 || pl >= sizeof(port))
+			return sl_diag_set(d, SL_EINVAL, "bad port in server URL '%.200s'", url);
+		memcpy(port, p + 1, pl);
+		port[pl] = '\0';
+	}
+	if (!host[0])
+		return sl_diag_set(d, SL_EINVAL, "no host in server URL '%.200s'", url);
+
+	struct addrinfo hints, *res = NULL;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_DGRAM;
+	int rc = getaddrinfo(host, port, &hints, &res);
+	if (rc != 0)
+		return sl_diag_set(d, SL_EIO, "cannot resolve %s: %s", host, gai_strerror(rc));
+	enum sl_err e = sl_diag_set(d, SL_EIO, "no route to %s", host);
+	for (struct addrinfo *a = res; a; a = a->ai_next) {
+		int fd = socket(a->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		if (fd < 0)
+			continue;
+		if (connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+		    getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+			const void *src = ss.ss_family == AF_INET6
+						  ? (const void *)&((struct sockaddr_in6 *)&ss)->sin6_addr
+						  : (const void *)&((struct sockaddr_in *)&ss)->sin_addr;
+			if (inet_ntop(ss.ss_family, src, buf, (socklen_t)n)) {
+				close(fd);
+				e = SL_OK;
+				break;
+			}
+		}
+		close(fd);
+	}
+	freeaddrinfo(res);
+	return e;
+}
+
+static void make_boot_id(char *buf, size_t n)
+{
+	unsigned char r[16];
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	ssize_t got = fd >= 0 ? read(fd, r, sizeof(r)) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (got != (ssize_t)sizeof(r)) { /* no urandom: time and pid still differ per start */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		snprintf(buf, n, "%llx-%lx-%d", (unsigned long long)ts.tv_sec, (long)ts.tv_nsec,
+			 (int)getpid());
+		return;
+	}
+	for (size_t i = 0; i < sizeof(r) && 2 * i + 2 < n; i++)
+		snprintf(buf + 2 * i, 3, "%02x", r[i]);
+}
+
+/* ---- calls ---------------------------------------------------------------- */
+
+/* A POST of a JSON document; *resp on SL_OK. */
+static enum sl_err post_json(struct agent *a, const char *path, json_t *body,
+			     struct http_response *resp, struct sl_diag *d)
+{
+	char *text = json_dumps(body, JSON_COMPACT);
+	if (!text)
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	enum sl_err e = http_client_request(a->http, "POST", path, text, strlen(text), NULL,
+					    AGENT_CALL_TIMEOUT_MS, resp, d);
+	free(text);
+	return e;
+}
+
+/* The answer as a JSON object; NULL (logged) when it is not one. */
+static json_t *answer_object(const struct http_response *r, const char *what)
+{
+	json_error_t je;
+	json_t *o = json_loadb(r->body, r->len, JSON_REJECT_DUPLICATES, &je);
+	if (!json_is_object(o)) {
+		sl_log_warn("the controller's answer is not a JSON object; ignoring it",
+			    "call=%s error=%s", what, o ? "not an object" : je.text);
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* 401/403 to a call: fatal. Fills d; returns the error. */
+static enum sl_err refused(struct agent *a, const struct http_response *r, struct sl_diag *d)
+{
+	struct sl_diag sd;
+	sl_diag_clear(&sd);
+	enum sl_err e = http_client_error_diag(r, &sd);
+	(void)e;
+	if (a->cred[0]) {
+		sl_diag_hint(d, "the credential in %s/credential was revoked or belongs to another "
+				"node: delete that file and start the agent with a new join token "
+				"(--token, from `suanli agent-token create`)",
+			     a->o->state_dir);
+		return sl_diag_set(d, r->status == 401 ? SL_EUNAUTH : SL_EFORBIDDEN,
+				   "the controller refused this node's credential (%d: %s)",
+				   r->status, sd.msg);
+	}
+	sl_diag_hint(d, "make a join token with `suanli agent-token create [--node %s]` and "
+			"pass it with --token", a->o->node);
+	return sl_diag_set(d, r->status == 401 ? SL_EUNAUTH : SL_EFORBIDDEN,
+			   "the controller refused the token for node %s (%d: %s)", a->o->node,
+			   r->status, sd.msg);
+}
+
+/* Switches every call to the node credential. */
+static enum sl_err use_credential(struct agent *a, const char *cred, struct sl_diag *d)
+{
+	struct http_client *h = NULL;
+	enum sl_err e = http_client_new(a->o->server, cred, &h, d);
+	if (e != SL_OK)
+		return e;
+	http_client_free(a->http);
+	a->http = h;
+	snprintf(a->auth, sizeof(a->auth), "Authorization: Bearer %s", cred);
+	curl_slist_free_all(a->poll_hdrs);
+	a->poll_hdrs = curl_slist_append(NULL, a->auth);
+	if (!a->poll_hdrs)
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	return SL_OK;
+}
+
+/* One registration attempt. SL_OK: registered; SL_EAGAIN-like (retry) is
+ * SL_EIO with *retry; anything else is fatal. */
+static enum sl_err do_register(struct agent *a, bool *retry, struct sl_diag *d)
+{
+	const struct agent_opts *o = a->o;
+	struct http_response r;
+	json_t *disc = discovery_to_json(o->disc), *running = work_sup_report(a->sup);
+	json_t *body = json_pack("{s:s, s:s, s:s, s:s, s:o*, s:o*}", "node", o->node, "addr",
+				 a->addr, "agent_version", AGENT_VERSION, "boot_id", a->boot_id,
+				 "discovery", disc, "running", running);
+	enum sl_err e;
+
+	*retry = false;
+	if (body && (o->site || o->leaf || o->type)) {
+		json_t *l = json_object();
+		if (o->site)
+			json_object_set_new(l, "site", json_string(o->site));
+		if (o->leaf)
+			json_object_set_new(l, "leaf", json_string(o->leaf));
+		if (o->type)
+			json_object_set_new(l, "type", json_string(o->type));
+		json_object_set_new(body, "labels", l);
+	}
+	if (!body || !disc || !running) {
+		json_decref(body);
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	}
+	e = post_json(a, "/v1/agent/register", body, &r, d);
+	json_decref(body);
+	if (e != SL_OK) {
+		*retry = e == SL_EIO;
+		return e;
+	}
+	if (r.status == 401 || r.status == 403) {
+		e = refused(a, &r, d);
+		http_response_release(&r);
+		return e;
+	}
+	if (r.status != 200) {
+		struct sl_diag sd;
+		sl_diag_clear(&sd);
+		e = http_client_error_diag(&r, &sd);
+		*retry = r.status >= 500 || r.status == 429 || r.status == 408;
+		sl_diag_set(d, *retry ? SL_EIO : e, "registration of node %s refused (%d): %s",
+			    o->node, r.status, sd.msg);
+		if (sd.hint[0])
+			sl_diag_hint(d, "%s", sd.hint);
+		http_response_release(&r);
+		return *retry ? SL_EIO : e;
+	}
+	json_t *ans = answer_object(&r, "register");
+	http_response_release(&r);
+	const json_t *hb = json_object_get(ans, "heartbeat_s");
+	const json_t *cred = json_object_get(ans, "credential");
+	const char *state = json_string_value(json_object_get(ans, "state"));
+	if (!ans || !state || (hb && (!json_is_integer(hb) || json_integer_value(hb) < 1 ||
+				      json_integer_value(hb) > AGENT_HEARTBEAT_MAX_S)) ||
+	    (cred && (!json_is_string(cred) || json_string_length(cred) == 0 ||
+		      json_string_length(cred) >= sizeof(a->cred)))) {
+		json_decref(ans);
+		*retry = true;
+		return sl_diag_set(d, SL_EIO, "the controller's registration answer is malformed");
+	}
+	if (hb && !o->heartbeat_s)
+		a->heartbeat_s = (int)json_integer_value(hb);
+	if (cred) {
+		const char *cs = json_string_value(cred);
+		if ((e = state_credential_save(o->state_dir, cs, d)) != SL_OK ||
+		    (e = use_credential(a, cs, d)) != SL_OK) {
+			json_decref(ans);
+			return e;
+		}
+		snprintf(a->cred, sizeof(a->cred), "%s", cs);
+		sl_log_info("node credential saved", "file=%s/credential", o->state_dir);
+	}
+	const char *reason = json_string_value(json_object_get(ans, "reason"));
+	sl_log_info("registered", "node=%s state=%s reason=%s addr=%s heartbeat_s=%d", o->node,
+		    state, reason ? reason : "", a->addr, a->heartbeat_s);
+	json_decref(ans);
+	a->registered = true;
+	return SL_OK;
+}
+
+/* Heartbeat. SL_OK; SL_EIO: retry later; 409: *reregister; fatal otherwise. */
+static enum sl_err do_heartbeat(struct agent *a, int64_t now, bool *reregister,
+				struct sl_diag *d)
+{
+	struct http_response r;
+	json_t *gpus = health_sample(a->health, (int64_t)time(NULL));
+	json_t *work = work_sup_report(a->sup);
+	json_t *body = json_pack("{s:s, s:o*, s:o*}", "boot_id", a->boot_id, "gpus", gpus,
+				 "work", work);
+	enum sl_err e;
+
+	*reregister = false;
+	if (!body || !gpus || !work) {
+		json_decref(body);
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	}
+	e = post_json(a, "/v1/agent/heartbeat", body, &r, d);
+	json_decref(body);
+	if (e != SL_OK)
+		return e == SL_EIO ? e : SL_EIO;
+	if (r.status == 401 || r.status == 403) {
+		e = refused(a, &r, d);
+		http_response_release(&r);
+		return e;
+	}
+	if (r.status == 409) {
+		http_response_release(&r);
+		*reregister = true;
+		return SL_OK;
+	}
+	if (r.status != 200) {
+		struct sl_diag sd;
+		sl_diag_clear(&sd);
+		e = http_client_error_diag(&r, &sd);
+		(void)e;
+		http_response_release(&r);
+		return sl_diag_set(d, SL_EIO, "heartbeat answered %d: %s", r.status, sd.msg);
+	}
+	json_t *ans = answer_object(&r, "heartbeat");
+	http_response_release(&r);
+	const json_t *stop = json_object_get(ans, "stop"), *hb = json_object_get(ans, "heartbeat_s");
+	bool ok = ans && (!stop || json_is_array(stop)) &&
+		  json_array_size(stop) <= AGENT_MAX_STOPS &&
+		  (!hb || (json_is_integer(hb) && json_integer_value(hb) >= 1 &&
+			   json_integer_value(hb) <= AGENT_HEARTBEAT_MAX_S));
+	size_t i;
+	json_t *v;
+	json_array_foreach(stop, i, v) {
+		const char *job = json_string_value(json_object_get(v, "job"));
+		const json_t *rank = json_object_get(v, "rank");
+		ok = ok && job && json_is_integer(rank);
+	}
+	if (!ok) {
+		json_decref(ans);
+		return sl_diag_set(d, SL_EIO, "the controller's heartbeat answer is malformed");
+	}
+	/* the report reached the controller: finished items may be forgotten */
+	work_sup_reported(a->sup);
+	json_array_foreach(stop, i, v) {
+		const char *job = json_string_value(json_object_get(v, "job"));
+		json_int_t rank = json_integer_value(json_object_get(v, "rank"));
+		if (rank >= 0 && rank <= WORK_RANK_MAX &&
+		    work_sup_stop(a->sup, job, (int)rank, now))
+			sl_log_info("the controller asked to stop work", "job=%s rank=%d", job,
+				    (int)rank);
+	}
+	if (hb && !a->o->heartbeat_s)
+		a->heartbeat_s = (int)json_integer_value(hb);
+	json_decref(ans);
+	return SL_OK;
+}
+
+/* ---- the work long poll ------------------------------------------------- */
+
+static size_t poll_write(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct poll_buf *b = arg;
+	size_t n = size * nmemb;
+	if (n > AGENT_WORK_ANSWER_MAX - b->len) {
+		b->too_large = true;
+		return 0;
+	}
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		char *nb = realloc(b->buf, cap);
+		if (!nb)
+			return 0;
+		b->buf = nb;
+		b->cap = cap;
+	}
+	memcpy(b->buf + b->len, data, n);
+	b->len += n;
+	b->buf[b->len] = '\0';
+	return n;
+}
+
+static bool poll_start(struct agent *a)
+{
+	snprintf(a->url, sizeof(a->url), "%s/v1/agent/work?version=%lld&wait=%d", a->o->server,
+		 (long long)a->version, AGENT_POLL_WAIT_S);
+	/* a server URL may end in '/' */
+	char *dbl = strstr(a->url + 8, "//v1/");
+	if (dbl)
+		memmove(dbl, dbl + 1, strlen(dbl));
+	a->pb.len = 0;
+	a->pb.too_large = false;
+	curl_easy_reset(a->poll);
+	(void)curl_easy_setopt(a->poll, CURLOPT_URL, a->url);
+	(void)curl_easy_setopt(a->poll, CURLOPT_PROTOCOLS_STR, "http,https");
+	(void)curl_easy_setopt(a->poll, CURLOPT_NOSIGNAL, 1L);
+	(void)curl_easy_setopt(a->poll, CURLOPT_TIMEOUT_MS,
+			       (long)(AGENT_POLL_WAIT_S * 1000L + AGENT_CALL_TIMEOUT_MS));
+	(void)curl_easy_setopt(a->poll, CURLOPT_CONNECTTIMEOUT_MS, AGENT_CALL_TIMEOUT_MS);
+	(void)curl_easy_setopt(a->poll, CURLOPT_HTTPHEADER, a->poll_hdrs);
+	(void)curl_easy_setopt(a->poll, CURLOPT_WRITEFUNCTION, poll_write);
+	(void)curl_easy_setopt(a->poll, CURLOPT_WRITEDATA, &a->pb);
+	if (curl_multi_add_handle(a->multi, a->poll) != CURLM_OK)
+		return false;
+	a->polling = true;
+	return true;
+}
+
+/* A work answer arrived (or failed). Returns a fatal error, else SL_OK. */
+static enum sl_err poll_done(struct agent *a, CURLcode rc, int64_t now, struct sl_diag *d)
+{
+	long status = 0;
+	(void)curl_easy_getinfo(a->poll, CURLINFO_RESPONSE_CODE, &status);
+	(void)curl_multi_remove_handle(a->multi, a->poll);
+	a->polling = false;
+	if (rc != CURLE_OK || a->pb.too_large) {
+		sl_log_debug("work poll failed; retrying", "error=%s",
+			     a->pb.too_large ? "answer too large" : curl_easy_strerror(rc));
+		a->poll_due = now + next_backoff(&a->poll_backoff);
+		return SL_OK;
+	}
+	if (status == 401 || status == 403) {
+		struct http_response r = {(int)status, a->pb.buf ? a->pb.buf : (char *)"", a->pb.len};
+		return refused(a, &r, d);
+	}
+	if (status != 200) {
+		sl_log_warn("work poll: unexpected answer; retrying", "status=%ld", status);
+		a->poll_due = now + next_backoff(&a->poll_backoff);
+		return SL_OK;
+	}
+	struct http_response r = {(int)status, a->pb.buf ? a->pb.buf : (char *)"", a->pb.len};
+	json_t *ans = answer_object(&r, "work");
+	const json_t *ver = json_object_get(ans, "version");
+	const json_t *work = json_object_get(ans, "work");
+	struct sl_diag wd;
+	int refused_n = 0;
+	sl_diag_clear(&wd);
+	if (!ans || !json_is_integer(ver) || json_integer_value(ver) < 0 || !json_is_array(work)) {
+		sl_log_error("the controller's work answer is malformed; keeping the current work",
+			     "body=%.120s", a->pb.buf ? a->pb.buf : "");
+		a->poll_due = now + next_backoff(&a->poll_backoff);
+	} else if (work_sup_apply(a->sup, work, now, &refused_n, &wd) != SL_OK) {
+		sl_log_error("refused the controller's work answer; keeping the current work",
+			     "error=%s", wd.msg);
+		a->poll_due = now + next_backoff(&a->poll_backoff);
+	} else {
+		a->version = json_integer_value(ver);
+		a->poll_backoff = 0;
+		a->poll_due = now;
+		a->hb_due = now; /* report the new state at once */
+	}
+	json_decref(ans);
+	return SL_OK;
+}
+
+/* ---- the loop --------------------------------------------------------------- */
+
+static void drain(int fd)
+{
+	char buf[64];
+	while (fd >= 0 && read(fd, buf, sizeof(buf)) > 0)
+		;
+}
+
+static void save(struct agent *a)
+{
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	if (work_sup_save(a->sup, &d) != SL_OK)
+		sl_log_error("cannot save work.json", "error=%s", d.msg);
+}
+
+static enum sl_err turn(struct agent *a, int64_t now, struct sl_diag *d)
+{
+	enum sl_err e;
+	bool rereg = false, retry = false;
+
+	if (!a->registered && now >= a->reg_due) {
+		struct sl_diag rd;
+		sl_diag_clear(&rd);
+		e = do_register(a, &retry, &rd);
+		if (e != SL_OK && !retry) {
+			*d = rd;
+			return e;
+		}
+		if (e != SL_OK) {
+			int64_t b = next_backoff(&a->reg_backoff);
+			sl_log_warn("cannot register; retrying (work keeps running)", "error=%s retry_s=%lld",
+				    rd.msg, (long long)(b / NS));
+			a->reg_due = now + b;
+		} else {
+			a->reg_backoff = 0;
+			a->hb_due = now;
+			a->poll_due = now;
+		}
+	}
+	if (work_sup_tick(a->sup, now))
+		a->hb_due = now;
+	if (a->registered && now >= a->hb_due) {
+		struct sl_diag hd;
+		sl_diag_clear(&hd);
+		e = do_heartbeat(a, now, &rereg, &hd);
+		if (e == SL_EUNAUTH || e == SL_EFORBIDDEN || e == SL_ENOMEM) {
+			*d = hd;
+			return e;
+		}
+		if (rereg) {
+			sl_log_warn("the controller does not know this agent's start (it restarted?); "
+				    "registering again", "node=%s", a->o->node);
+			a->registered = false;
+			a->reg_due = now;
+		} else if (e != SL_OK) {
+			int64_t b = next_backoff(&a->hb_backoff);
+			if (!a->down_logged)
+				sl_log_warn("controller unreachable; work keeps running, retrying",
+					    "error=%s", hd.msg);
+			a->down_logged = true;
+			a->hb_due = now + (b < (int64_t)a->heartbeat_s * NS ? b : (int64_t)a->heartbeat_s * NS);
+		} else {
+			if (a->down_logged)
+				sl_log_info("controller reachable again", "node=%s", a->o->node);
+			a->down_logged = false;
+			a->hb_backoff = 0;
+			a->hb_due = now + (int64_t)a->heartbeat_s * NS;
+		}
+	}
+	if (a->registered && now >= a->log_due) {
+		enum logship_result lr = logship_run(a->http, a->sup, a->o->state_dir,
+						     LOG_CALLS_PER_TURN);
+		a->log_due = now + (lr == LOGSHIP_MORE ? 0 : lr == LOGSHIP_IDLE ? LOG_IDLE_NS : 5 * NS);
+		if (lr == LOGSHIP_REVOKED) {
+			sl_diag_hint(d, "delete %s/credential and start the agent with a new join token",
+				     a->o->state_dir);
+			return sl_diag_set(d, SL_EUNAUTH, "the controller refused this node's credential");
+		}
+	}
+	if (a->registered && !a->polling && now >= a->poll_due && !poll_start(a))
+		a->poll_due = now + next_backoff(&a->poll_backoff);
+	if (work_sup_dirty(a->sup))
+		save(a);
+	return SL_OK;
+}
+
+static int64_t min64(int64_t x, int64_t y)
+{
+	return x < y ? x : y;
+}
+
+static enum sl_err loop(struct agent *a, struct sl_diag *d)
+{
+	enum sl_err e;
+	while (!*a->o->stop) {
+		int64_t now = work_now_ns();
+		if ((e = turn(a, now, d)) != SL_OK)
+			return e;
+		int running = 0;
+		(void)curl_multi_perform(a->multi, &running);
+		CURLMsg *m;
+		int left;
+		while ((m = curl_multi_info_read(a->multi, &left)))
+			if (m->msg == CURLMSG_DONE && m->easy_handle == a->poll &&
+			    (e = poll_done(a, m->data.result, work_now_ns(), d)) != SL_OK)
+				return e;
+		if (!a->polling && a->registered && work_now_ns() >= a->poll_due)
+			continue;
+		now = work_now_ns();
+		int64_t next = now + TICK_MAX_NS;
+		next = min64(next, a->registered ? a->hb_due : a->reg_due);
+		if (a->registered) {
+			next = min64(next, a->log_due);
+			if (!a->polling)
+				next = min64(next, a->poll_due);
+		}
+		int64_t w = work_sup_next_ns(a->sup, now);
+		if (w != INT64_MAX)
+			next = min64(next, now + w);
+		if (next <= now)
+			continue;
+		struct curl_waitfd wfd = {.fd = a->o->wake_fd, .events = CURL_WAIT_POLLIN};
+		int nfd = 0;
+		(void)curl_multi_poll(a->multi, a->o->wake_fd >= 0 ? &wfd : NULL,
+				      a->o->wake_fd >= 0 ? 1u : 0u, (int)((next - now + 999999) / 1000000),
+				      &nfd);
+		drain(a->o->wake_fd);
+	}
+	return SL_OK;
+}
+
+static void agent_release(struct agent *a)
+{
+	if (a->multi && a->poll && a->polling)
+		(void)curl_multi_remove_handle(a->multi, a->poll);
+	if (a->poll)
+		curl_easy_cleanup(a->poll);
+	if (a->multi)
+		curl_multi_cleanup(a->multi);
+	curl_slist_free_all(a->poll_hdrs);
+	free(a->pb.buf);
+	http_client_free(a->http);
+	health_free(a->health);
+	work_sup_free(a->sup);
+}
+
+static void warn_cgroup(void)
+{
+	/* On cgroup v2 device access is an eBPF program attached per cgroup, and
+	 * the agent does not write one: GPU isolation is the visible-devices
+	 * variables the controller sets. Said once, at start, on every host. */
+	sl_log_warn("cgroup v2 device control unavailable on this host; GPU isolation relies "
+		    "on CUDA_VISIBLE_DEVICES", NULL);
+}
+
+enum sl_err agent_run(const struct agent_opts *o, struct sl_diag *d)
+{
+	struct agent a;
+	enum sl_err e;
+
+	memset(&a, 0, sizeof(a));
+	a.o = o;
+	a.heartbeat_s = o->heartbeat_s ? o->heartbeat_s : AGENT_HEARTBEAT_DEFAULT_S;
+	make_boot_id(a.boot_id, sizeof(a.boot_id));
+	if ((e = state_dir_init(o->state_dir, d)) != SL_OK)
+		return e;
+	e = state_credential_load(o->state_dir, a.cred, sizeof(a.cred), d);
+	if (e == SL_ENOTFOUND) {
+		a.cred[0] = '\0';
+		if (!o->token) {
+			sl_diag_hint(d, "pass a join token with --token (make one with `suanli "
+					"agent-token create`); the agent saves the node credential in "
+					"%s/credential and needs no token after that", o->state_dir);
+			return sl_diag_set(d, SL_EINVAL, "no --token and no saved credential in %s",
+					   o->state_dir);
+		}
+	} else if (e != SL_OK) {
+		return e;
+	}
+	if (o->addr) {
+		snprintf(a.addr, sizeof(a.addr), "%s", o->addr);
+	} else if ((e = agent_route_addr(o->server, a.addr, sizeof(a.addr), d)) != SL_OK) {
+		sl_diag_hint(d, "give the address other nodes reach this one at with --addr");
+		return e;
+	}
+	warn_cgroup();
+	if ((e = work_sup_new(o->state_dir, o->disc, work_now_ns(), &a.sup, d)) != SL_OK)
+		return e;
+	if (o->stop_grace_s >= 0)
+		work_sup_set_default_grace(a.sup, o->stop_grace_s);
+	/* a saved credential wins over --token: the token may be spent or revoked */
+	const char *tok = a.cred[0] ? a.cred : o->token;
+	if (a.cred[0] && o->token)
+		sl_log_info("using the saved node credential; --token is not needed", "file=%s/credential",
+			    o->state_dir);
+	if ((e = health_new(o->state_dir, o->disc, o->nvml, &a.health, d)) != SL_OK ||
+	    (e = http_client_new(o->server, tok, &a.http, d)) != SL_OK)
+		goto out;
+	snprintf(a.auth, sizeof(a.auth), "Authorization: Bearer %s", tok);
+	a.poll_hdrs = curl_slist_append(NULL, a.auth);
+	a.multi = curl_multi_init();
+	a.poll = curl_easy_init();
+	if (!a.poll_hdrs || !a.multi || !a.poll) {
+		e = sl_diag_set(d, SL_ENOMEM, "out of memory (or libcurl failed)");
+		goto out;
+	}
+	save(&a);
+	sl_log_info("agent started", "node=%s server=%s state_dir=%s addr=%s boot_id=%s items=%zu",
+		    o->node, o->server, o->state_dir, a.addr, a.boot_id, work_sup_count(a.sup));
+	e = loop(&a, d);
+	save(&a);
+	if (e == SL_OK)
+		sl_log_info("agent stopping; work keeps running", "items=%zu", work_sup_count(a.sup));
+out:
+	agent_release(&a);
+	return e;
+}

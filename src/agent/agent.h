@@ -1,0 +1,64 @@
+/* agent.h - the agent's main loop (`suanli-agent run`): register with the
+ * controller, send heartbeats, long-poll the desired work, supervise it and
+ * ship its logs (docs/agent-protocol.md, docs/agent.md).
+ *
+ * One thread. The work long poll runs on a libcurl multi handle so it never
+ * blocks the loop; register, heartbeat and log calls are short blocking
+ * requests with timeouts. The loop sleeps in curl_multi_poll on the long
+ * poll's socket and wake_fd (the program's signal self-pipe: SIGCHLD wakes it
+ * to reap, SIGTERM/SIGINT set *stop), until the next timer (heartbeat, log
+ * shipping, restart backoff, stop grace).
+ *
+ * When the controller is unreachable the work keeps running and calls are
+ * retried with backoff (1 s doubling to 30 s). A controller that restarted
+ * (or lost this agent's registration: heartbeat answered 409) is registered
+ * with again. A refused credential (401/403) is fatal, with a message that
+ * says what to do. */
+#ifndef SL_AGENT_AGENT_H
+#define SL_AGENT_AGENT_H
+
+#include <signal.h>
+#include <stdbool.h>
+
+#include "discovery.h"
+#include "err.h"
+
+#define AGENT_VERSION "0.1.0"
+#define AGENT_HEARTBEAT_DEFAULT_S 5
+#define AGENT_HEARTBEAT_MAX_S 3600
+#define AGENT_POLL_WAIT_S 30          /* the work long poll's wait */
+#define AGENT_CALL_TIMEOUT_MS 10000L  /* register and heartbeat */
+#define AGENT_RETRY_MIN_NS 1000000000LL
+#define AGENT_RETRY_MAX_NS 30000000000LL
+#define AGENT_WORK_ANSWER_MAX ((size_t)8 << 20) /* bytes of one work answer */
+#define AGENT_ADDR_MAX 64
+#define AGENT_MAX_STOPS 4096          /* items of a heartbeat answer's "stop" */
+
+struct agent_opts {
+	const char *server;     /* controller URL */
+	const char *token;      /* join token; NULL: use STATE_DIR/credential */
+	const char *node;       /* node name */
+	const char *state_dir;
+	const char *addr;       /* NULL: the source address of the route to the server */
+	int heartbeat_s;        /* 0: as the controller says (default 5) */
+	const char *site, *leaf, *type; /* labels for nodes not in the fleet (NULL: none) */
+	int stop_grace_s;       /* -1: default for items without stop_grace_s */
+	const struct discovery *disc; /* what this node has (borrowed) */
+	bool nvml;              /* health from NVML (discovery used NVML) */
+	volatile sig_atomic_t *stop; /* set by the signal handler: leave work running, return */
+	int wake_fd;            /* readable when a signal arrived; -1: none */
+};
+
+/* Runs until *o->stop is set (SL_OK; work keeps running) or a fatal error:
+ * SL_EUNAUTH / SL_EFORBIDDEN (credential or token refused), SL_EINVAL (bad
+ * options, or the controller refused the registration for good, e.g. an
+ * unknown node without labels), SL_EIO (state directory). d says what and how
+ * to fix it. */
+enum sl_err agent_run(const struct agent_opts *o, struct sl_diag *d) SL_MUST_USE;
+
+/* The source address of the route to the server of url (getsockname after a
+ * UDP connect), as text into buf. SL_EINVAL for a URL without a host, SL_EIO
+ * when there is no route. */
+enum sl_err agent_route_addr(const char *url, char *buf, size_t n, struct sl_diag *d) SL_MUST_USE;
+
+#endif
