@@ -25,8 +25,12 @@
  *  - "affinity" and the CPU "vendor" are left out on purpose: NCCL fills a
  *    missing affinity from /sys/devices/system/node/nodeN/cpumap and the vendor
  *    from cpuid on the host, which is more exact than anything we could guess.
- *  - dev and rank number the chosen GPUs as the job sees them (after
- *    CUDA_VISIBLE_DEVICES), in index order.
+ *  - dev is the GPU's NVML index (what NCCL writes there itself); rank numbers
+ *    the chosen GPUs in index order (NCCL overwrites it with the real rank).
+ *  - A NIC gets only name, dev and, when known, speed: NCCL fills every
+ *    attribute left out from its network plugin (port, guid, maxconn, latency,
+ *    and gdr from whether GPUDirect RDMA really works on the host), which is
+ *    better than a guess that would, say, claim GPUDirect without nv_peermem.
  *  - Bus ids come from the discovery (NVML's "00000000:18:00.0" shortened to
  *    NCCL's "0000:18:00.0"); when unknown (simulated or parsed nodes) they are
  *    made up deterministically in distinct ranges for GPUs, NICs and switches.
@@ -60,7 +64,8 @@ static void SL_PRINTF(2, 3) put(struct out *o, const char *fmt, ...)
 		o->len += (size_t)k;
 }
 
-/* Compute capability x 10 (NCCL's "sm"); 0 when the model is not a CUDA part. */
+/* Compute capability x 10 (NCCL's "sm"); 0 when not known (not a CUDA part,
+ * or a model the catalog lacks). */
 static int model_sm(const struct gpu_model *m)
 {
 	static const struct {
@@ -129,16 +134,18 @@ static void put_gpu(struct out *o, const struct discovery *d, gpumask_t gpus, in
 {
 	const struct node_type *t = &d->type;
 	char bus[32];
-	int dev = 0;
+	int rank = 0;
 	bool nvs = false;
 
 	for (int i = 0; i < g; i++)
-		dev += (int)(gpus >> i & 1u);
+		rank += (int)(gpus >> i & 1u);
 	gpu_busid(d, g, bus, sizeof(bus));
 	put(o, "%s<pci busid=\"%s\" class=\"0x030200\" vendor=\"0x10de\" link_speed=\"%s\" "
 	       "link_width=\"16\">\n", indent, bus, model_link_speed(t->gpu));
-	put(o, "%s  <gpu dev=\"%d\" sm=\"%d\" rank=\"%d\" gdr=\"1\">\n", indent, dev,
-	    model_sm(t->gpu), dev);
+	put(o, "%s  <gpu dev=\"%d\"", indent, g);
+	if (model_sm(t->gpu) > 0) /* else NCCL reads the compute capability itself */
+		put(o, " sm=\"%d\"", model_sm(t->gpu));
+	put(o, " rank=\"%d\" gdr=\"1\">\n", rank);
 	for (int b = 0; b < t->ngpus; b++) {
 		const struct topo_link *l = &t->link[g][b];
 		if (b == g)
@@ -165,10 +172,10 @@ static void put_nic(struct out *o, const struct discovery *d, int i, int dev)
 	put(o, "      <pci busid=\"0000:%02x:00.0\" class=\"0x020700\" vendor=\"0x15b3\" "
 	       "link_speed=\"%s\" link_width=\"16\">\n", nic_bus(i),
 	    model_link_speed(d->type.gpu));
-	put(o, "        <nic>\n          <net name=\"%s\" dev=\"%d\" speed=\"%lld\" port=\"1\" "
-	       "latency=\"0.000000\" guid=\"0x%x\" maxconn=\"131072\" gdr=\"1\"/>\n"
-	       "        </nic>\n      </pci>\n", nic->name, dev, (long long)nic->gbps * 1000,
-	    i + 1);
+	put(o, "        <nic>\n          <net name=\"%s\" dev=\"%d\"", nic->name, dev);
+	if (nic->gbps > 0)
+		put(o, " speed=\"%lld\"", (long long)nic->gbps * 1000); /* Mbit/s */
+	put(o, "/>\n        </nic>\n      </pci>\n");
 }
 
 /* The NUMA node a NIC belongs to: that of the first GPU of its rail. */

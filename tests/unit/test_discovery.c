@@ -705,6 +705,8 @@ static void test_nccl_xml(void **state)
 	assert_int_equal(count(x, "<cpu "), 2);
 	assert_int_equal(count(x, "<net "), 0);
 	assert_non_null(strstr(x, "busid=\"0000:9a:00.0\""));
+	/* dev is the NVML index, rank the position among the chosen. */
+	assert_non_null(strstr(x, "<gpu dev=\"5\" sm=\"90\" rank=\"1\""));
 	free(x);
 
 	/* Bridged pairs: direct NVLinks only to chosen peers. */
@@ -723,6 +725,8 @@ static void test_nccl_xml(void **state)
 	x = xml_of(&disc, 0xff, (const char *const[]){"mlx5_1"}, 1);
 	assert_int_equal(count(x, "<gpu "), 8);
 	assert_int_equal(count(x, "<net "), 1);
+	assert_null(strstr(x, " speed=")); /* unknown: left to NCCL */
+	assert_null(strstr(x, "sm=")); /* an unknown model: left to NCCL */
 	free(x);
 
 	/* Truncation: like snprintf. */
