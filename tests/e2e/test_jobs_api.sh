@@ -192,6 +192,25 @@ expect_match "job show: state and a ranks table" "$(flat "$OUT")" "is succeeded.
 W0=$(body_of "$(api "${CRED[$N0]}" GET '/v1/agent/work?version=0&wait=0')")
 expect_eq "a finished rank is no longer in the work" "$(printf '%s' "$W0" | jq '[.work[] | select(.job == "job-000001")] | length')" 0
 
+# ---- the per-rank bound: only the newest 64 MiB stay ----
+head -c 1048576 /dev/zero | tr '\0' 'x' >"$TMP/mib"
+off=0
+for _ in $(seq 1 65); do
+	r=$(api "${CRED[$N0]}" POST "/v1/agent/logs?job=job-000002&rank=0&offset=$off" "" \
+		--data-binary @"$TMP/mib" -H 'Content-Type: application/octet-stream')
+	off=$(body_of "$r" | jq -r .size)
+done
+expect_eq "65 MiB shipped in 1 MiB posts" "$off" 68157440
+expect_eq "the rank shows all it wrote and where the kept part starts" \
+	"$(body_of "$(api "$ACME" GET /v1/jobs/job-000002)" | jq -r '.ranks[0] | "\(.log_size) \(.log_start)"')" "68157440 33554432"
+curl -s -D "$TMP/hdr" -o "$TMP/part" -H "Authorization: Bearer $ACME" "$URL/v1/jobs/job-000002/logs?rank=0&offset=0"
+expect_match "an offset before the kept part starts at X-Log-Start" "$(tr -d '\r' <"$TMP/hdr")" '^X-Log-Start: 33554432$'
+expect_eq "one answer holds at most 4 MiB" "$(stat -c %s "$TMP/part")" 4194304
+kept=$(du -sb "$DATA/logs/job-000002" | cut -f1)
+[ "$kept" -le $((65 * 1048576)) ] && ok "at most 64 MiB (+ one post) kept on disk" || bad "at most 64 MiB kept on disk" "$kept bytes"
+expect_match "all ranks' view says what is not shown" "$(body_of "$(api "$ACME" GET /v1/jobs/job-000002/logs)" | head -c 200)" \
+	'^\[0\] \(the first [0-9]+ bytes are not shown'
+
 # ---- cancel: running rank -> stop item, cancelling, then cancelled ----
 hb "$N0" "[{\"job\":\"job-000002\",\"rank\":0,\"epoch\":$EPOCH,\"pid\":200,\"state\":\"running\"}]" >/dev/null
 cli job cancel --token "$ACME" job-000002
