@@ -52,8 +52,9 @@ int cmd_nodes(int argc, char **argv)
 
 static const char show_help[] =
 	"usage: suanli node show NAME [OPTIONS]\n\n"
-	"Shows one node: its state, each GPU (free or in which lease), and the\n"
-	"bandwidth between its GPUs.\n\n" CLIENT_HELP_OPTS
+	"Shows one node: its state, each GPU (free or in which lease, and its health\n"
+	"as the node's agent reports it), the bandwidth between its GPUs, the agent\n"
+	"(address, last heartbeat) and the GPUs' XID history.\n\n" CLIENT_HELP_OPTS
 	"\nExample:\n  suanli node show fza-h100-001\n";
 
 /* "Node X is ready; 6 of 8 GPUs are free." and, if set, the reason. */
@@ -83,7 +84,7 @@ static const char *nic_of(const json_t *nics, json_int_t gpu)
 
 static int print_gpus(const json_t *n)
 {
-	static const char *const head[] = {"GPU", "STATE", "LEASE", "NUMA", "NIC"};
+	static const char *const head[] = {"GPU", "STATE", "LEASE", "NUMA", "NIC", "HEALTH"};
 	const json_t *topo = json_object_get(n, "topology");
 	const json_t *numa = json_object_get(topo, "numa");
 	struct out_table t;
@@ -91,16 +92,18 @@ static int print_gpus(const json_t *n)
 	json_t *g;
 	int rc;
 
-	out_table_init(&t, 5, head);
+	out_table_init(&t, 6, head);
 	json_array_foreach(json_object_get(n, "gpu_state"), i, g) {
 		char idx[32], nm[32];
 		json_int_t k = json_integer_value(json_object_get(g, "index"));
 		snprintf(idx, sizeof(idx), "%lld", (long long)k);
 		snprintf(nm, sizeof(nm), "%lld",
 			 (long long)json_integer_value(json_array_get(numa, (size_t)k)));
+		const json_t *h = json_array_get(json_object_get(n, "gpu_health"), (size_t)k);
 		const char *row[] = {idx, out_str(g, "state", "-"), out_str(g, "lease", "-"),
 				     json_array_size(numa) > (size_t)k ? nm : "-",
-				     nic_of(json_object_get(topo, "nics"), k)};
+				     nic_of(json_object_get(topo, "nics"), k),
+				     out_str(h, "state", "-")};
 		out_table_row(&t, row);
 	}
 	rc = out_table_print(&t, stdout);
@@ -140,6 +143,42 @@ static void print_matrix(const json_t *n)
 	}
 }
 
+/* The node's agent (docs/agents.md), when one registered it. */
+static void print_agent(const json_t *n)
+{
+	const json_t *a = json_object_get(n, "agent");
+	size_t i;
+	json_t *h;
+	if (!a)
+		return;
+	printf("Agent %s at %s, registered %s, last heartbeat %s.\n",
+	       out_str(a, "agent_version", "?"), out_str(a, "addr", "?"),
+	       out_str(a, "registered_at", "-"), out_str(a, "last_heartbeat", "-"));
+	json_array_foreach(json_object_get(n, "gpu_health"), i, h) {
+		if (strcmp(out_str(h, "state", "ok"), "ok"))
+			printf("GPU %lld is %s: %s.\n",
+			       (long long)json_integer_value(json_object_get(h, "index")),
+			       out_str(h, "state", "?"), out_str(h, "reason", "?"));
+	}
+}
+
+/* The node's XID history, newest last. */
+static void print_gpu_events(const json_t *n)
+{
+	const json_t *ev = json_object_get(n, "gpu_events");
+	size_t i;
+	json_t *e;
+	if (!json_array_size(ev))
+		return;
+	printf("\nGPU events:\n");
+	json_array_foreach(ev, i, e) {
+		printf("  %s  GPU %lld  XID %lld  -> %s\n", out_str(e, "at", "?"),
+		       (long long)json_integer_value(json_object_get(e, "gpu")),
+		       (long long)json_integer_value(json_object_get(e, "code")),
+		       out_str(e, "state", "?"));
+	}
+}
+
 static int node_show(int argc, char **argv)
 {
 	struct client cl;
@@ -158,10 +197,12 @@ static int node_show(int argc, char **argv)
 		       out_str(n, "type", "?"), out_str(n, "model", "?"), out_str(n, "site", "?"),
 		       out_str(n, "region", "?"), out_str(n, "leaf", "-"));
 		print_node_sentence(n);
+		print_agent(n);
 		printf("\n");
 		if (print_gpus(n))
 			rc = CLI_EXIT_FAIL;
 		print_matrix(n);
+		print_gpu_events(n);
 	}
 	json_decref(n);
 	client_close(&cl);

@@ -195,6 +195,18 @@ enum sl_err sched_tick(struct sched *s, int64_t now_ns) SL_MUST_USE;
 enum sl_err sched_node_failed(struct sched *s, int node, int64_t now_ns) SL_MUST_USE;
 /* The node is back in service; a pass runs. */
 enum sl_err sched_node_restored(struct sched *s, int node, int64_t now_ns) SL_MUST_USE;
+/* Moves running lease id's GPUs on a failed node to other GPUs (sched_replace.c):
+ * the node goes out of service; the same number of GPUs (or the same share)
+ * is placed under the lease's request in the node's NVLink domain, else its
+ * leaf, else its site, else anywhere; they are claimed before the old ones
+ * are released. *out (initialised by the caller, who releases it) gets the
+ * lease's whole new placement. No event is issued and no pass runs (call
+ * sched_node_failed next, which ends the leases still on the node).
+ * SL_ENOTFOUND; SL_EINVAL (bad node, or the lease holds nothing there);
+ * SL_ECONFLICT (not running: pending or being preempted); SL_ENOSPACE (no
+ * room: the lease is unchanged); SL_ENOMEM. */
+enum sl_err sched_replace_node(struct sched *s, uint64_t id, int node, int64_t now_ns,
+			       struct placement *out, struct sl_diag *d) SL_MUST_USE;
 
 /* Reserves nodes (fleet indices, copied) for tenant during [start_ns, end_ns).
  * Windows open and close in sched_tick() and in the reservation calls (this

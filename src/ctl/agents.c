@@ -1,54 +1,508 @@
-/* agents.c - node agents at the controller (agents.h). Skeleton: nodes count
- * as ready only in simulate mode until registration and heartbeats land. */
-#include "agents.h"
+/* agents.c - node agents at the controller (agents.h): the registrations,
+ * their store rows, the node lifecycle and per-GPU service state. The HTTP
+ * handlers and nodes joining the fleet are in agents_api.c.
+ *
+ * Records are keyed by node name, not fleet index: a fleet replacement
+ * renumbers nodes, and a registration outlives it. A record is never removed
+ * (like tokens and leases, it is history).
+ *
+ * Lifecycle: each record has one timer base, seen_ns (its last report, or the
+ * controller's start: after a restart every registered node gets a fresh
+ * grace, so leases never fail just because the controller was down). Past
+ * --unreachable-after the node takes no new work; past --down-after its
+ * leases fail (or move, when they asked for replacement) and their billing
+ * ends at the node's last report. Instead of scanning every node on every
+ * turn, the earliest due check is kept (next_ns): a report only pushes a
+ * node's deadlines later, so the kept one is never late, at worst early.
+ *
+ * last_heartbeat is written to the store at most once a minute per node (and
+ * on every change of health), so a large fleet's heartbeats do not rewrite
+ * rows; after a restart it is at most that stale, which only matters for a
+ * node that died while the controller was down. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-#include "ctl_int.h"
+#include "agents_int.h"
+#include "audit_log.h"
+#include "log.h"
+
+#define NS 1000000000LL
+
+/* ---- records ---- */
+
+struct agent_rec *agents_rec(const struct ctl *c, const char *name)
+{
+	const struct ctl_agents *a = c->agents;
+	int i = a && name ? strmap_get(a->by_name, name, -1) : -1;
+	return i >= 0 && i < a->n ? a->recs[i] : NULL;
+}
+
+/* The registration of fleet node idx; NULL when no agent registered it. */
+static struct agent_rec *node_rec(const struct ctl *c, int node)
+{
+	struct agent_rec *r =
+		node >= 0 && node < c->fleet->nnodes ? agents_rec(c, c->fleet->nodes[node].name) : NULL;
+	return r && r->registered_ns ? r : NULL;
+}
+
+static void rec_free(struct agent_rec *r)
+{
+	if (!r)
+		return;
+	json_decref(r->discovery);
+	json_decref(r->labels);
+	json_decref(r->gpus);
+	json_decref(r->events);
+	free(r);
+}
+
+struct agent_rec *agents_rec_add(struct ctl *c, const char *name)
+{
+	struct ctl_agents *a = c->agents;
+	if (a->n == a->cap) {
+		int cap = a->cap ? a->cap * 2 : 64;
+		struct agent_rec **n = realloc(a->recs, (size_t)cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		a->recs = n;
+		a->cap = cap;
+	}
+	struct agent_rec *r = calloc(1, sizeof(*r));
+	if (!r || !(r->events = json_array()) || strmap_add(a->by_name, name, a->n)) {
+		rec_free(r);
+		return NULL;
+	}
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	for (int g = 0; g < TOPO_MAX_GPUS; g++)
+		gpu_health_init(&r->gpu[g]);
+	a->recs[a->n++] = r;
+	return r;
+}
+
+static json_t *health_json(const struct gpu_health *g, int idx)
+{
+	json_t *recent = json_array();
+	for (int i = 0; i < GPU_XID_REPEAT && g->recent[i]; i++)
+		json_array_append_new(recent, ctl_time_json(g->recent[i]));
+	json_t *o = json_pack("{s:i, s:s, s:s, s:o, s:o}", "index", idx, "state",
+			      gpu_hstate_name(g->state), "reason", g->reason, "since",
+			      ctl_time_json(g->since_ns), "recent_xids", recent);
+	if (o && g->last_code)
+		json_object_set_new(o, "last_xid", json_pack("{s:i, s:o}", "code", g->last_code, "at",
+							     ctl_time_json(g->last_ns)));
+	return o;
+}
+
+void agents_rec_save(struct ctl *c, struct agent_rec *r)
+{
+	json_t *gh = json_array();
+	for (int g = 0; gh && g < r->ngpus; g++)
+		json_array_append_new(gh, health_json(&r->gpu[g], g));
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:O, s:o, s:o, s:o, s:O}", "node", r->name,
+			      "addr", r->addr, "boot_id", r->boot_id, "agent_version", r->version,
+			      "discovery", r->discovery ? r->discovery : json_null(), "registered_at",
+			      ctl_time_json(r->registered_ns), "last_heartbeat",
+			      ctl_time_json(r->last_hb_ns), "gpu_health", gh, "gpu_events", r->events);
+	if (o && r->labels)
+		json_object_set(o, "labels", r->labels);
+	r->saved_hb_ns = r->last_hb_ns;
+	ctl_put(c, STORE_AGENTS, r->name, NULL, o);
+}
+
+static int64_t time_of(const json_t *v)
+{
+	int64_t ns = 0;
+	const char *s = json_string_value(v);
+	return s && ctl_time_parse(s, &ns) ? ns : 0;
+}
+
+static void health_from_json(const json_t *o, struct gpu_health *g)
+{
+	int st = gpu_hstate_parse(json_string_value(json_object_get(o, "state")));
+	g->state = st < 0 ? GPU_OK : (enum gpu_hstate)st;
+	snprintf(g->reason, sizeof(g->reason), "%s",
+		 json_string_value(json_object_get(o, "reason")) ?: "");
+	g->since_ns = time_of(json_object_get(o, "since"));
+	const json_t *recent = json_object_get(o, "recent_xids");
+	for (size_t i = 0; i < json_array_size(recent) && i < GPU_XID_REPEAT; i++)
+		g->recent[i] = time_of(json_array_get(recent, i));
+	const json_t *last = json_object_get(o, "last_xid");
+	g->last_code = (int)json_integer_value(json_object_get(last, "code"));
+	g->last_ns = time_of(json_object_get(last, "at"));
+}
+
+struct load_arg {
+	struct ctl *c;
+	struct sl_diag *d;
+};
+
+static enum sl_err load_rec(void *arg, const char *id, const char *tenant, const char *json)
+{
+	struct load_arg *la = arg;
+	struct ctl *c = la->c;
+	(void)tenant;
+	json_t *o = json_loads(json, 0, NULL);
+	if (!json_is_object(o)) {
+		json_decref(o);
+		return sl_diag_set(la->d, SL_EPARSE, "stored agent record %.64s is not a JSON object", id);
+	}
+	struct agent_rec *r = agents_rec(c, id);
+	if (!r && !(r = agents_rec_add(c, id))) {
+		json_decref(o);
+		return sl_diag_set(la->d, SL_ENOMEM, "out of memory");
+	}
+	snprintf(r->addr, sizeof(r->addr), "%s", json_string_value(json_object_get(o, "addr")) ?: "");
+	snprintf(r->boot_id, sizeof(r->boot_id), "%s",
+		 json_string_value(json_object_get(o, "boot_id")) ?: "");
+	snprintf(r->version, sizeof(r->version), "%s",
+		 json_string_value(json_object_get(o, "agent_version")) ?: "");
+	json_t *disc = json_object_get(o, "discovery");
+	r->discovery = json_is_object(disc) ? json_incref(disc) : NULL;
+	json_t *labels = json_object_get(o, "labels");
+	r->labels = json_is_object(labels) ? json_incref(labels) : NULL;
+	r->registered_ns = time_of(json_object_get(o, "registered_at"));
+	r->last_hb_ns = r->saved_hb_ns = time_of(json_object_get(o, "last_heartbeat"));
+	const json_t *gh = json_object_get(o, "gpu_health");
+	r->ngpus = (int)json_array_size(gh) > TOPO_MAX_GPUS ? TOPO_MAX_GPUS : (int)json_array_size(gh);
+	for (int g = 0; g < r->ngpus; g++)
+		health_from_json(json_array_get(gh, (size_t)g), &r->gpu[g]);
+	json_t *ev = json_object_get(o, "gpu_events");
+	if (json_is_array(ev)) {
+		json_decref(r->events);
+		r->events = json_incref(ev);
+	}
+	json_decref(o);
+	return SL_OK;
+}
+
+/* ---- start, stop ---- */
+
+static int64_t opt_s(int64_t v, int64_t def)
+{
+	return v > 0 ? v : def;
+}
+
+/* Creates c->agents and reads the registrations, once: ctl_fleet_replace
+ * needs the joined nodes while the stored fleet loads, before agents_start. */
+enum sl_err agents_load(struct ctl *c, struct sl_diag *d)
+{
+	if (c->agents)
+		return SL_OK;
+	struct ctl_agents *a = calloc(1, sizeof(*a));
+	if (!a || strmap_new(&a->by_name)) {
+		free(a);
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	}
+	a->start_ns = c->now_ns;
+	a->failing_node = -1;
+	a->unreach_ns = AGENTS_UNREACHABLE_DEFAULT_S * NS;
+	a->down_ns = AGENTS_DOWN_DEFAULT_S * NS;
+	a->hb_s = AGENTS_HEARTBEAT_DEFAULT_S;
+	c->agents = a;
+	struct load_arg la = {c, d};
+	enum sl_err e = store_scan(c->store, STORE_AGENTS, load_rec, &la, d);
+	for (int i = 0; i < a->n; i++) {
+		a->recs[i]->seen_ns = c->now_ns; /* a fresh grace after a restart */
+		a->recs[i]->life = AL_READY;
+	}
+	return e;
+}
 
 enum sl_err agents_start(struct ctl *c, const struct agents_opts *o, struct sl_diag *d)
 {
-	(void)c, (void)o, (void)d;
+	enum sl_err e = agents_load(c, d);
+	if (e)
+		return e;
+	struct ctl_agents *a = c->agents;
+	a->hb_s = opt_s(o->heartbeat_s, AGENTS_HEARTBEAT_DEFAULT_S);
+	a->unreach_ns = opt_s(o->unreachable_after_s, AGENTS_UNREACHABLE_DEFAULT_S) * NS;
+	a->down_ns = opt_s(o->down_after_s, AGENTS_DOWN_DEFAULT_S) * NS;
+	if (a->down_ns < a->unreach_ns)
+		a->down_ns = a->unreach_ns;
+	a->start_ns = c->now_ns;
+	for (int i = 0; i < a->n; i++)
+		a->recs[i]->seen_ns = c->now_ns;
+	if (a->n)
+		agents_wake(c, c->now_ns + a->unreach_ns);
+	ctl_apply_usable(c);
+	sl_log_info("agents", "registered=%d heartbeat_s=%lld unreachable_after_s=%lld down_after_s=%lld",
+		    a->n, (long long)a->hb_s, (long long)(a->unreach_ns / NS),
+		    (long long)(a->down_ns / NS));
 	return SL_OK;
 }
 
 void agents_free(struct ctl *c)
 {
-	(void)c;
+	struct ctl_agents *a = c->agents;
+	if (!a)
+		return;
+	for (int i = 0; i < a->n; i++)
+		rec_free(a->recs[i]);
+	free(a->recs);
+	strmap_free(a->by_name);
+	free(a);
+	c->agents = NULL;
 }
 
-void agents_tick(struct ctl *c)
-{
-	(void)c;
-}
-
-int agents_call_node(struct ctl_call *call)
-{
-	ctl_answer_error(call, SL_EFORBIDDEN, "not a node credential", NULL);
-	return -1;
-}
+/* ---- queries ---- */
 
 bool agents_node_addr(const struct ctl *c, int node, char *buf, size_t n)
 {
-	(void)c, (void)node, (void)buf, (void)n;
-	return false;
+	const struct agent_rec *r = node_rec(c, node);
+	if (!r || !r->addr[0])
+		return false;
+	snprintf(buf, n, "%s", r->addr);
+	return true;
 }
 
 bool agents_node_ready(const struct ctl *c, int node)
 {
-	(void)node;
-	return c->simulate;
+	const struct agent_rec *r = node_rec(c, node);
+	return r ? r->life == AL_READY : c->simulate;
 }
+
+static const char *const life_names[] = {"ready", "unreachable", "down"};
 
 const char *agents_node_state(const struct ctl *c, int node, const char **reason)
 {
-	(void)c, (void)node, (void)reason;
-	return NULL;
+	const struct agent_rec *r = node_rec(c, node);
+	if (!r)
+		return NULL;
+	*reason = r->reason;
+	return life_names[r->life];
 }
 
-static void not_yet(struct ctl_call *call)
+void agents_apply_gpus_rec(struct ctl *c, const struct agent_rec *r, int idx)
 {
-	ctl_answer_error(call, SL_EINVAL, "not implemented yet", NULL);
+	int n = fleet_node_type(c->fleet, idx)->ngpus;
+	for (int g = 0; g < n; g++)
+		placer_set_gpu_usable(c->placer, idx, g, !r || g >= r->ngpus || r->gpu[g].state == GPU_OK);
 }
 
-void h_agent_token_create(struct ctl_call *c) { not_yet(c); }
-void h_agent_register(struct ctl_call *c) { not_yet(c); }
-void h_agent_heartbeat(struct ctl_call *c) { not_yet(c); }
+void agents_apply_gpus(struct ctl *c, int node)
+{
+	const struct agent_rec *r = node_rec(c, node);
+	if (r) /* nodes without an agent keep the placer's default: all usable */
+		agents_apply_gpus_rec(c, r, node);
+}
+
+int64_t agents_lease_end_ns(const struct ctl *c, const struct ctl_lease *l, int64_t at_ns)
+{
+	const struct ctl_agents *a = c->agents;
+	if (!a || a->failing_node < 0)
+		return at_ns;
+	for (int k = 0; k < l->pl.npicks; k++)
+		if (l->pl.picks[k].node == a->failing_node) {
+			int64_t t = a->failing_at_ns < at_ns ? a->failing_at_ns : at_ns;
+			return t > l->started_ns ? t : l->started_ns;
+		}
+	return at_ns;
+}
+
+json_t *agents_node_json(const struct ctl *c, int node)
+{
+	const struct agent_rec *r = node_rec(c, node);
+	if (!r)
+		return NULL;
+	json_t *gh = json_array();
+	for (int g = 0; gh && g < r->ngpus; g++) {
+		json_t *h = health_json(&r->gpu[g], g);
+		json_t *m = NULL;
+		for (size_t i = 0; i < json_array_size(r->gpus); i++)
+			if (json_integer_value(json_object_get(json_array_get(r->gpus, i), "index")) == g)
+				m = json_array_get(r->gpus, i);
+		if (h && m)
+			json_object_set(h, "last_report", m);
+		json_array_append_new(gh, h);
+	}
+	json_t *agent = json_pack("{s:s, s:s, s:s, s:o, s:o, s:s, s:s}", "addr", r->addr,
+				  "agent_version", r->version, "boot_id", r->boot_id,
+				  "registered_at", ctl_time_json(r->registered_ns), "last_heartbeat",
+				  ctl_time_json(r->last_hb_ns), "state", life_names[r->life], "reason",
+				  r->reason);
+	if (agent && r->labels)
+		json_object_set(agent, "labels", r->labels);
+	return json_pack("{s:o, s:o, s:O}", "agent", agent ? agent : json_null(), "gpu_health", gh,
+			 "gpu_events", r->events);
+}
+
+/* ---- lifecycle ---- */
+
+void agents_wake(struct ctl *c, int64_t at)
+{
+	struct ctl_agents *a = c->agents;
+	if (a && at > 0 && (!a->next_ns || at < a->next_ns))
+		a->next_ns = at;
+}
+
+/* The node's service state on the placer, as ctl_apply_usable sets it. */
+static void apply_one(struct ctl *c, int idx)
+{
+	placer_set_node_usable(c->placer, idx,
+			       agents_node_ready(c, idx) &&
+				       !json_object_get(c->drains, c->fleet->nodes[idx].name));
+	agents_apply_gpus(c, idx);
+}
+
+void agents_reported(struct ctl *c, struct agent_rec *r)
+{
+	struct ctl_agents *a = c->agents;
+	enum agent_life was = r->life;
+	r->last_hb_ns = r->seen_ns = c->now_ns;
+	agents_wake(c, c->now_ns + a->unreach_ns);
+	if (was == AL_READY)
+		return;
+	r->life = AL_READY;
+	r->reason[0] = 0;
+	int idx = fleet_find_node(c->fleet, r->name);
+	sl_log_info("node restored", "node=%s was=%s", r->name, life_names[was]);
+	audit_log_system(c, "node.restored", "", r->name, life_names[was]);
+	if (idx < 0)
+		return;
+	apply_one(c, idx);
+	if (c->sched && placer_node_usable(c->placer, idx))
+		ctl_sched_check(c, sched_capacity_changed(c->sched, c->now_ns), "sched_capacity_changed");
+	agents_rec_save(c, r);
+}
+
+/* Lease l on failed node idx asked for replacement GPUs: true when it got
+ * them (a new epoch), false when it must fail. */
+static bool replace_lease(struct ctl *c, struct ctl_lease *l, int idx)
+{
+	struct placement np;
+	struct sl_diag d;
+	char why[CTL_REASON_MAX + 64];
+	sl_diag_clear(&d);
+	placement_init(&np);
+	enum sl_err e = sched_replace_node(c->sched, l->seq, idx, c->now_ns, &np, &d);
+	if (e == SL_ENOMEM)
+		c->fatal = true;
+	if (e) {
+		sl_log_warn("lease not replaced", "lease=%s node=%s error=%s", l->id,
+			    c->fleet->nodes[idx].name, d.msg);
+		snprintf(l->end_reason, sizeof(l->end_reason), "node down; no replacement fits");
+		placement_release(&np);
+		return false;
+	}
+	/* Swap in the new picks (np's score is the lease's own); np then frees
+	 * the old ones. Only fields struct placement shares with l->pl. */
+	struct place_pick *op = l->pl.picks;
+	int on = l->pl.npicks, oc = l->pl.cap;
+	l->pl.picks = np.picks;
+	l->pl.npicks = np.npicks;
+	l->pl.cap = np.cap;
+	np.picks = op;
+	np.npicks = on;
+	np.cap = oc;
+	placement_release(&np);
+	l->epoch++;
+	size_t off = (size_t)snprintf(why, sizeof(why), "node %s went down: replaced on",
+				      c->fleet->nodes[idx].name);
+	for (int k = 0; k < l->pl.npicks && off < sizeof(why); k++)
+		off += (size_t)snprintf(why + off, sizeof(why) - off, "%s %s", k ? "," : "",
+					c->fleet->nodes[l->pl.picks[k].node].name);
+	if (off < sizeof(why))
+		snprintf(why + off, sizeof(why) - off, " (epoch %lld)", (long long)l->epoch);
+	ctl_lease_set_state(c, l, l->state, why);
+	ctl_lease_save(c, l);
+	audit_log_system(c, "lease.replace", l->tenant, l->id, "ok");
+	return true;
+}
+
+static bool uses_node(const struct ctl_lease *l, int idx)
+{
+	if (!l || (l->state != LS_ACTIVE && l->state != LS_PREEMPTING))
+		return false;
+	for (int k = 0; k < l->pl.npicks; k++)
+		if (l->pl.picks[k].node == idx)
+			return true;
+	return false;
+}
+
+/* Node idx is down: leases that asked move, the rest fail with billing
+ * ended at the node's last report. */
+static void node_down(struct ctl *c, struct agent_rec *r, int idx)
+{
+	struct ctl_agents *a = c->agents;
+	placer_set_node_usable(c->placer, idx, false);
+	if (!c->sched)
+		return;
+	int64_t last = r->last_hb_ns ? r->last_hb_ns : a->start_ns;
+	for (int i = 0; i < c->nleases && !c->fatal; i++) {
+		struct ctl_lease *l = c->leases[i];
+		if (!uses_node(l, idx))
+			continue;
+		if (l->req.replace_on_failure && l->state == LS_ACTIVE && replace_lease(c, l, idx))
+			continue;
+		if (!l->end_reason[0])
+			snprintf(l->end_reason, sizeof(l->end_reason), "node %.40s is down", r->name);
+	}
+	a->failing_node = idx;
+	a->failing_at_ns = last;
+	ctl_sched_check(c, sched_node_failed(c->sched, idx, c->now_ns), "sched_node_failed");
+	a->failing_node = -1;
+}
+
+static void transition(struct ctl *c, struct agent_rec *r, int idx, enum agent_life to)
+{
+	char when[32];
+	ctl_time_fmt(r->last_hb_ns ? r->last_hb_ns : c->agents->start_ns, when);
+	snprintf(r->reason, sizeof(r->reason), "%s since %s",
+		 r->last_hb_ns ? "no heartbeat" : "no report since the controller started", when);
+	r->life = to;
+	sl_log_warn(to == AL_DOWN ? "node down" : "node unreachable", "node=%s reason=%s", r->name,
+		    r->reason);
+	audit_log_system(c, to == AL_DOWN ? "node.down" : "node.unreachable", "", r->name,
+			 r->reason);
+	if (to == AL_DOWN)
+		node_down(c, r, idx);
+	else
+		apply_one(c, idx);
+}
+
+void agents_tick(struct ctl *c)
+{
+	struct ctl_agents *a = c->agents;
+	if (!a || !a->next_ns)
+		return;
+	if (c->now_ns >= a->next_ns) {
+		a->next_ns = 0;
+		for (int i = 0; i < a->n && !c->fatal; i++) {
+			struct agent_rec *r = a->recs[i];
+			int idx = fleet_find_node(c->fleet, r->name);
+			if (idx < 0)
+				continue;
+			int64_t age = c->now_ns - r->seen_ns;
+			enum agent_life want = age >= a->down_ns        ? AL_DOWN
+					       : age >= a->unreach_ns ? AL_UNREACHABLE
+								      : AL_READY;
+			if (want > r->life)
+				transition(c, r, idx, want);
+			if (r->life == AL_READY)
+				agents_wake(c, r->seen_ns + a->unreach_ns);
+			else if (r->life == AL_UNREACHABLE)
+				agents_wake(c, r->seen_ns + a->down_ns);
+		}
+	}
+	if (a->next_ns && (!c->next_deadline || a->next_ns < c->next_deadline))
+		c->next_deadline = a->next_ns;
+}
+
+void agents_node_resumed(struct ctl *c, int node)
+{
+	struct agent_rec *r = node_rec(c, node);
+	bool changed = false;
+	for (int g = 0; r && g < r->ngpus; g++)
+		if (r->gpu[g].state != GPU_OK) {
+			gpu_health_resume(&r->gpu[g], c->now_ns);
+			changed = true;
+		}
+	if (!changed)
+		return;
+	audit_log_system(c, "gpu.resume", "", r->name, "ok");
+	agents_apply_gpus_rec(c, r, node);
+	agents_rec_save(c, r);
+	if (c->sched)
+		ctl_sched_check(c, sched_capacity_changed(c->sched, c->now_ns), "sched_capacity_changed");
+}

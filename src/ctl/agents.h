@@ -15,8 +15,12 @@
 
 #include "err.h"
 
+#include <jansson.h>
+
 struct ctl;
 struct ctl_call;
+struct ctl_lease;
+struct fleet;
 
 #define AGENTS_HEARTBEAT_DEFAULT_S 5
 #define AGENTS_UNREACHABLE_DEFAULT_S 15
@@ -49,6 +53,23 @@ bool agents_node_ready(const struct ctl *c, int node);
 /* Node state for listings: "ready", "unreachable", "down", ... with a reason,
  * or NULL when agents have nothing to say (no drain applies). */
 const char *agents_node_state(const struct ctl *c, int node, const char **reason);
+
+/* Sets node's per-GPU service state on the placer (GPUs drained or failed by
+ * their health are out). Called by ctl_apply_usable for every node. */
+void agents_apply_gpus(struct ctl *c, int node);
+/* An operator resumed node: failed and draining GPUs return to service. */
+void agents_node_resumed(struct ctl *c, int node);
+/* When lease l, ending at at_ns because a node failed, stops being billed:
+ * the failed node's last report (never before l started), else at_ns. */
+int64_t agents_lease_end_ns(const struct ctl *c, const struct ctl_lease *l, int64_t at_ns);
+/* Adds the nodes that joined by labels (stored registrations) to a fleet
+ * being loaded, where their site and leaf exist and the file does not name
+ * them itself. Called by ctl_fleet_replace before leases are mapped. */
+enum sl_err agents_fleet_extend(struct ctl *c, struct fleet *nf, struct sl_diag *d) SL_MUST_USE;
+/* What `GET /v1/nodes/{name}` adds for node: "agent" (addr, version,
+ * registered_at, last_heartbeat), "gpu_health" and "gpu_events"; NULL when no
+ * agent registered it. New reference. */
+json_t *agents_node_json(const struct ctl *c, int node);
 
 /* handlers */
 void h_agent_token_create(struct ctl_call *c);

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "agents.h"
 #include "ctl_int.h"
 #include "log.h"
 #include "place_json.h"
@@ -125,7 +126,8 @@ void ctl_sched_events(struct ctl *c)
 			const char *r = end_state_reason(ev->end, &st);
 			if (l->state == LS_ACTIVE || l->state == LS_PREEMPTING)
 				c->nactive--;
-			l->ended_ns = ev->at_ns;
+			/* A node failure ends billing at the node's last report. */
+			l->ended_ns = ev->end == SCHED_END_FAILED ? agents_lease_end_ns(c, l, ev->at_ns) : ev->at_ns;
 			ctl_lease_set_state(c, l, st, l->end_reason[0] ? l->end_reason : r);
 			ctl_lease_ended(c, l);
 			break;

@@ -20,9 +20,12 @@
 void ctl_apply_usable(struct ctl *c)
 {
 	for (int i = 0; i < c->fleet->nnodes; i++)
+	{
 		placer_set_node_usable(c->placer, i,
 				       agents_node_ready(c, i) &&
 					       !json_object_get(c->drains, c->fleet->nodes[i].name));
+		agents_apply_gpus(c, i); /* GPUs out of service by their health */
+	}
 }
 
 static int used_gpus(struct ctl *c, int node)
@@ -137,7 +140,7 @@ enum sl_err ctl_fleet_replace(struct ctl *c, const char *text, size_t len, const
 		free(nf);
 		return sl_diag_set(d, e, "out of memory");
 	}
-	if ((e = fleet_load_yaml(nf, text, len, file, d)))
+	if ((e = fleet_load_yaml(nf, text, len, file, d)) || (e = agents_fleet_extend(c, nf, d)))
 		goto fail;
 	if ((e = placer_new(nf, &np)) || !(remap = calloc((size_t)c->nleases + 1, sizeof(*remap)))) {
 		e = sl_diag_set(d, SL_ENOMEM, "out of memory");
@@ -378,6 +381,10 @@ void h_node_show(struct ctl_call *call)
 	}
 	json_object_set_new(o, "topology", topology_json(t));
 	json_object_set_new(o, "gpu_state", gs);
+	json_t *ag = agents_node_json(c, node); /* agent, gpu_health, gpu_events */
+	if (ag)
+		json_object_update(o, ag);
+	json_decref(ag);
 	ctl_answer_json(call, 200, o);
 }
 
@@ -411,8 +418,8 @@ void h_node_resume(struct ctl_call *call)
 	const char *name = c->fleet->nodes[node].name;
 	if (json_object_get(c->drains, name)) {
 		json_object_del(c->drains, name);
-		placer_set_node_usable(c->placer, node, c->simulate);
-		if (c->simulate && c->sched)
+		placer_set_node_usable(c->placer, node, agents_node_ready(c, node));
+		if (agents_node_ready(c, node) && c->sched)
 			ctl_sched_check(c, sched_node_restored(c->sched, node, c->now_ns),
 					"sched_node_restored");
 		ctl_put(c, STORE_NODES, name, NULL,
@@ -420,5 +427,6 @@ void h_node_resume(struct ctl_call *call)
 				  ctl_time_json(c->now_ns), "by", call->tok->id));
 		sl_log_info("node resumed", "node=%s by=%s", name, call->tok->id);
 	}
+	agents_node_resumed(c, node); /* failed and draining GPUs return */
 	ctl_answer_json(call, 200, node_json(c, node));
 }

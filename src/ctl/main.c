@@ -26,7 +26,8 @@ static const char usage[] =
 	"       suanlid serve --data DIR [--listen ADDR] [--fleet FILE] [--simulate]\n"
 	"                     [--config FILE] [--log-level LEVEL] [--preempt-notice SECS]\n"
 	"                     [--keep-ended N] [--currency CODE] [--billing-zone ZONE]\n"
-	"                     [--grace SECS]\n"
+	"                     [--grace SECS] [--heartbeat SECS] [--unreachable-after SECS]\n"
+	"                     [--down-after SECS]\n"
 	"       suanlid routes --json\n\n"
 	"The suanli controller. 'init' creates a data directory with its store and\n"
 	"prints a one-time admin token (also written to DIR/admin.token, mode 0600).\n"
@@ -38,7 +39,8 @@ static const char usage[] =
 	"  --config FILE      'key = value' lines with the same names as these\n"
 	"                     options (data, listen, fleet, simulate, log-level,\n"
 	"                     preempt-notice, keep-ended, currency, billing-zone,\n"
-	"                     grace); command-line options win\n"
+	"                     grace, heartbeat, unreachable-after, down-after);\n"
+	"                     command-line options win\n"
 	"  --log-level LEVEL  debug, info, warn or error (default info)\n"
 	"  --preempt-notice SECS  notice a spot lease gets before preemption (default 30)\n"
 	"  --keep-ended N     ended leases kept in memory (default 4096); older ones\n"
@@ -48,6 +50,11 @@ static const char usage[] =
 	"                     Asia/Shanghai, UTC+08:00)\n"
 	"  --grace SECS       how long leases keep running once a tenant's balance\n"
 	"                     runs out (default 600; 0: none)\n"
+	"  --heartbeat SECS   interval agents are told to report at (default 5)\n"
+	"  --unreachable-after SECS  a node whose agent is silent this long takes no\n"
+	"                     new leases (default 15)\n"
+	"  --down-after SECS  ... and after this long its leases fail or move\n"
+	"                     (default 60); see docs/agents.md\n"
 	"'routes --json' prints the API's route table with the roles of each route.\n";
 
 static int64_t now_ns(void)
@@ -69,6 +76,7 @@ static void fail(const char *what, const struct sl_diag *d)
 struct settings {
 	char *data, *listen, *fleet, *level, *notice, *keep;
 	char *currency, *zone, *grace; /* billing */
+	char *hb, *unreach, *down;     /* agents */
 	int simulate; /* -1 unset */
 };
 
@@ -76,6 +84,7 @@ static void settings_free(struct settings *s)
 {
 	free(s->data), free(s->listen), free(s->fleet), free(s->level), free(s->notice), free(s->keep);
 	free(s->currency), free(s->zone), free(s->grace);
+	free(s->hb), free(s->unreach), free(s->down);
 }
 
 static char *trim(char *s)
@@ -135,7 +144,10 @@ static int read_config(const char *path, struct settings *s)
 			      !strcmp(k, "keep-ended") ? &s->keep :
 			      !strcmp(k, "currency") ? &s->currency :
 			      !strcmp(k, "billing-zone") ? &s->zone :
-			      !strcmp(k, "grace") ? &s->grace : NULL;
+			      !strcmp(k, "grace") ? &s->grace :
+			      !strcmp(k, "heartbeat") ? &s->hb :
+			      !strcmp(k, "unreachable-after") ? &s->unreach :
+			      !strcmp(k, "down-after") ? &s->down : NULL;
 		if (slot) {
 			if (!*slot && !(*slot = strdup(v)))
 				rc = -1;
@@ -148,7 +160,7 @@ static int read_config(const char *path, struct settings *s)
 				s->simulate = b;
 			}
 		} else {
-			fprintf(stderr, "suanlid: %s:%d: unknown key '%s'\n  hint: keys are data, listen, fleet, simulate, log-level, preempt-notice, keep-ended, currency, billing-zone, grace\n",
+			fprintf(stderr, "suanlid: %s:%d: unknown key '%s'\n  hint: keys are data, listen, fleet, simulate, log-level, preempt-notice, keep-ended, currency, billing-zone, grace, heartbeat, unreachable-after, down-after\n",
 				path, line, k);
 			rc = -1;
 		}
@@ -242,6 +254,27 @@ static int cmd_serve(struct settings *s)
 		}
 		o.grace_s = v ? v : -1;
 	}
+	/* Agents' lifecycle (docs/agents.md). */
+	const char *const anames[3] = {"--heartbeat", "--unreachable-after", "--down-after"};
+	const char *const avals[3] = {s->hb, s->unreach, s->down};
+	int64_t *const aslots[3] = {&o.heartbeat_s, &o.unreachable_after_s, &o.down_after_s};
+	for (int i = 0; i < 3; i++) {
+		char *end;
+		if (!avals[i])
+			continue;
+		long long v = strtoll(avals[i], &end, 10);
+		if (end == avals[i] || *end || v < 1 || v > 86400) {
+			fprintf(stderr, "suanlid: %s must be 1..86400 seconds\n", anames[i]);
+			close(sfd);
+			return 2;
+		}
+		*aslots[i] = v;
+	}
+	if (o.unreachable_after_s && o.down_after_s && o.down_after_s < o.unreachable_after_s) {
+		fputs("suanlid: --down-after must be at least --unreachable-after\n", stderr);
+		close(sfd);
+		return 2;
+	}
 	if (ctl_new(&o, now_ns(), &c, &d)) {
 		char buf[SL_DIAG_MSG + 256];
 		sl_diag_format(&d, buf, sizeof(buf));
@@ -296,6 +329,9 @@ int main(int argc, char **argv)
 		{"currency", required_argument, NULL, 'C'},
 		{"billing-zone", required_argument, NULL, 'Z'},
 		{"grace", required_argument, NULL, 'G'},
+		{"heartbeat", required_argument, NULL, 'H'},
+		{"unreachable-after", required_argument, NULL, 'U'},
+		{"down-after", required_argument, NULL, 'D'},
 		{"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0}};
 	struct settings s = {.simulate = -1};
@@ -328,6 +364,9 @@ int main(int argc, char **argv)
 		case 'C': slot = &s.currency; break;
 		case 'Z': slot = &s.zone; break;
 		case 'G': slot = &s.grace; break;
+		case 'H': slot = &s.hb; break;
+		case 'U': slot = &s.unreach; break;
+		case 'D': slot = &s.down; break;
 		case 's': s.simulate = 1; break;
 		case 'c': config = optarg; break;
 		case 'j': break;

@@ -1,0 +1,82 @@
+/* agents_int.h - what agents.c (state, store, lifecycle) and agents_api.c
+ * (the HTTP handlers and nodes joining the fleet) share. Private to them. */
+#ifndef SL_CTL_AGENTS_INT_H
+#define SL_CTL_AGENTS_INT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "agents.h"
+#include "ctl_int.h"
+#include "gpu_health.h"
+#include "topo.h"
+
+/* Bounds on what agents send (DESIGN.md §10.6). */
+#define AGENT_ADDR_MAX 255      /* "addr": a host name or address */
+#define AGENT_BOOT_ID_MAX 128
+#define AGENT_VERSION_MAX 64
+#define AGENT_MAX_WORK 4096     /* items in "work" / "running" */
+#define AGENT_MAX_XIDS 64       /* XID events per GPU in one heartbeat */
+#define AGENT_MAX_EVENTS 256    /* gpu_events history kept per node (oldest dropped) */
+#define AGENT_MAX_METRIC 1000000000LL /* bound on a GPU metric (temp, power, ECC counts) */
+#define AGENT_MAX_INTERVAL_S 86400    /* bound on the lifecycle flags */
+#define AGENT_SAVE_EVERY_NS (60LL * 1000000000LL) /* last_heartbeat persisted at most this often */
+
+enum agent_life { AL_READY, AL_UNREACHABLE, AL_DOWN };
+
+struct agent_rec {
+	char name[CTL_NAME_MAX + 1];
+	char addr[AGENT_ADDR_MAX + 1];
+	char boot_id[AGENT_BOOT_ID_MAX + 1];
+	char version[AGENT_VERSION_MAX + 1];
+	json_t *discovery;     /* as registered */
+	json_t *labels;        /* {"site","leaf","type"} of a node that joined; NULL otherwise */
+	int64_t registered_ns;
+	int64_t last_hb_ns;    /* last report (register or heartbeat); 0: none ever */
+	int64_t saved_hb_ns;   /* last_hb_ns as last stored */
+	int64_t seen_ns;       /* base of the lifecycle timers: last report, or the
+				  controller's start (a fresh grace after a restart) */
+	enum agent_life life;
+	char reason[CTL_REASON_MAX];
+	int ngpus;
+	struct gpu_health gpu[TOPO_MAX_GPUS];
+	json_t *gpus;          /* the last heartbeat's "gpus" (memory only) */
+	json_t *events;        /* gpu_events: [{"gpu","code","at","state"}] */
+};
+
+struct ctl_agents {
+	int64_t hb_s, unreach_ns, down_ns;
+	int64_t start_ns;
+	struct agent_rec **recs;
+	int n, cap;
+	struct strmap *by_name;
+	int64_t next_ns;       /* next lifecycle check; 0: none */
+	/* While a node's leases fail (agents_tick): billing ends at its last report. */
+	int failing_node;
+	int64_t failing_at_ns;
+};
+
+/* agents.c */
+enum sl_err agents_load(struct ctl *c, struct sl_diag *d) SL_MUST_USE;
+struct agent_rec *agents_rec(const struct ctl *c, const char *name);
+/* Adds a record for name (registered nowhere yet). NULL out of memory. */
+struct agent_rec *agents_rec_add(struct ctl *c, const char *name);
+/* Writes rec's row (STORE_AGENTS) in the turn's transaction. */
+void agents_rec_save(struct ctl *c, struct agent_rec *r);
+/* A report arrived (register, heartbeat): timers restart; an unreachable or
+ * down node comes back (audited, placer, scheduler). */
+void agents_reported(struct ctl *c, struct agent_rec *r);
+/* Applies r's per-GPU health to the placer for fleet node idx. */
+void agents_apply_gpus_rec(struct ctl *c, const struct agent_rec *r, int idx);
+/* Lowers the next lifecycle check to at. */
+void agents_wake(struct ctl *c, int64_t at);
+
+/* agents_api.c */
+/* The type a joined node gets (labels.type, a matching built-in, or a
+ * custom type from its discovery). */
+enum sl_err agents_join_type(const struct fleet *f, const char *node, const json_t *labels,
+			     const json_t *discovery, struct node_type *out, bool *custom,
+			     struct sl_diag *d) SL_MUST_USE;
+
+#endif
