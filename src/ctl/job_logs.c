@@ -235,7 +235,9 @@ static void answer_all(struct ctl_call *call, const struct job *j)
 	struct ctl *c = call->ctl;
 	int64_t share = JOB_LOG_ALL_MAX / (j->nranks ? j->nranks : 1);
 	char *raw = malloc((size_t)share + 1);
-	size_t cap = (size_t)JOB_LOG_ALL_MAX + 4096 * (size_t)(j->nranks + 1), off = 0;
+	/* Prefixes at most double a share (short lines); a rank's output
+	 * stops at twice its share, so every rank gets its turn. */
+	size_t cap = 2 * (size_t)JOB_LOG_ALL_MAX + 4096 * (size_t)(j->nranks + 1), off = 0;
 	char *out = raw ? malloc(cap) : NULL;
 	if (!out) {
 		free(raw);
@@ -256,7 +258,10 @@ static void answer_all(struct ctl_call *call, const struct job *j)
 		if (log_read(c, j, r, from, size, raw, &got))
 			got = 0;
 		bool bol = true;
-		for (size_t i = 0; i < got && off + (size_t)pl + 2 < cap; i++) {
+		size_t limit = off + 2 * (size_t)share + 1024;
+		if (limit > cap)
+			limit = cap;
+		for (size_t i = 0; i < got && off + (size_t)pl + 2 < limit; i++) {
 			if (bol) {
 				memcpy(out + off, pre, (size_t)pl);
 				off += (size_t)pl;

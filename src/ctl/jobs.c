@@ -88,6 +88,7 @@ static json_t *rank_to_json(struct ctl *c, const struct job *j, int i, bool stor
 	if (store) {
 		json_object_set_new(o, "stop", json_boolean(r->stop));
 		json_object_set_new(o, "gone", json_boolean(r->gone));
+		json_object_set_new(o, "lost", json_boolean(r->lost));
 		json_object_set_new(o, "pid", json_integer(r->pid));
 		json_object_set_new(o, "exit", json_integer(r->exit_code));
 		json_object_set_new(o, "log_base", json_integer(r->log_base));
@@ -208,6 +209,7 @@ static struct job *job_from_json(const json_t *o, struct sl_diag *d)
 		k->state = (enum rank_state)rst;
 		k->stop = json_is_true(json_object_get(r, "stop"));
 		k->gone = json_is_true(json_object_get(r, "gone"));
+		k->lost = json_is_true(json_object_get(r, "lost"));
 		k->exit_code = (int)json_integer_value(json_object_get(r, "exit"));
 		k->signal = (int)json_integer_value(json_object_get(r, "signal"));
 		k->restarts = (int)json_integer_value(json_object_get(r, "restarts"));
@@ -388,7 +390,10 @@ void job_eval(struct ctl *c, struct job *j)
 		const struct job_rank *r = &j->ranks[i];
 		if (!rank_failed(j, r))
 			continue;
-		if (r->signal)
+		if (r->lost)
+			snprintf(why, sizeof(why), "rank %d on %s was lost (its process ended while its agent was down)",
+				 i, r->node);
+		else if (r->signal)
 			snprintf(why, sizeof(why), "rank %d on %s was killed by signal %d", i, r->node,
 				 r->signal);
 		else
@@ -599,6 +604,7 @@ static bool apply_report(struct ctl *c, struct job *j, struct job_rank *r, const
 		r->started_ns = c->now_ns;
 	t = report_time(w, "ended_at");
 	r->ended_ns = rs == RS_RUNNING ? 0 : t ? t : before.ended_ns ? before.ended_ns : c->now_ns;
+	r->lost = rs == RS_EXITED && json_is_true(json_object_get(w, "lost"));
 	if (rs == RS_RUNNING)
 		r->exit_code = r->signal = 0;
 	if (r->stop && rs != RS_RUNNING)
@@ -657,8 +663,9 @@ void jobs_on_heartbeat(struct ctl *c, int node, const json_t *work, json_t *answ
 		if (changed || j->state != before)
 			job_save(c, j);
 	}
-	/* Ranks to stop that this node no longer reports are stopped. */
-	for (int k = 0; k < js->njobs; k++) {
+	/* Ranks to stop that this node no longer reports are stopped (only
+	 * a report with a work list says what runs). */
+	for (int k = 0; json_is_array(work) && k < js->njobs; k++) {
 		struct job *j = js->jobs[k];
 		bool changed = false;
 		for (int q = 0; j && q < j->nranks; q++) {

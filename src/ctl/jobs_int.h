@@ -34,6 +34,7 @@ struct job_rank {
 	enum rank_state state;
 	bool stop;          /* desired: must not run (cancel, job failed, lease ended) */
 	bool gone;          /* stop confirmed: the node reported it not running */
+	bool lost;          /* exited unseen: the agent found its process gone */
 	int exit_code, signal, restarts;
 	int64_t pid;
 	int64_t started_ns, ended_ns;
