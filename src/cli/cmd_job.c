@@ -46,8 +46,10 @@ static const char run_help[] =
 	"  --stop-grace S     seconds between SIGTERM and SIGKILL on cancel (10)\n" CLIENT_HELP_OPTS
 	"\nExamples:\n"
 	"  suanli job run --lease ls-000042 -- sh -c 'echo $NODE_RANK $CUDA_VISIBLE_DEVICES'\n"
-	"  suanli job run --lease ls-000042 --env NCCL_DEBUG=INFO -- \\\n"
-	"      torchrun --nnodes '$NNODES' ... train.py   (quote $ so the rank expands it)\n";
+	"  suanli job run --lease ls-000042 --env NCCL_DEBUG=INFO -- sh -c \\\n"
+	"      'torchrun --nnodes $NNODES --node_rank $NODE_RANK --nproc_per_node $NPROC_PER_NODE \\\n"
+	"       --master_addr $MASTER_ADDR --master_port $MASTER_PORT train.py'\n"
+	"  (the command runs without a shell: use sh -c '...' for $VARIABLES)\n";
 
 /* K=V into env; -1 after a usage error. */
 static int add_env(json_t *env, const char *cmd, const char *kv)
