@@ -76,7 +76,8 @@ else
 fi
 
 "$SUANLID" init --data "$DATA" >/dev/null || { bad "init"; finish; exit 1; }
-if ! start_daemon "$TMP/log" --data "$DATA" --fleet "$SL_ROOT/examples/demo-fleet.yaml" --simulate; then
+if ! start_daemon "$TMP/log" --data "$DATA" --fleet "$SL_ROOT/examples/demo-fleet.yaml" --simulate \
+	--unreachable-after 3600 --down-after 3600; then
 	bad "daemon starts" "$(cat "$TMP/log")"
 	finish
 	exit 1
@@ -89,12 +90,23 @@ for role in operator tenant-admin tenant auditor agent; do
 	r=$(api "${TOK[admin]}" POST /v1/tokens "$b")
 	TOK[$role]=$(body_of "$r" | jq -r .token)
 done
+# The agent probes with a node credential: a plain agent token is a join
+# token, which registers a node and gets the credential the other agent
+# routes need (docs/agent-protocol.md).
+disc=$(api "${TOK[admin]}" GET /v1/nodes/fza-h100-001 | sed 's/^[0-9]* //' | jq -c '
+	{source: "simulate", model: .model, driver: "", clique: "",
+	 gpus: [.topology.numa | to_entries[] | {index: .key, numa: .value}],
+	 links: .topology.links, nics: .topology.nics}')
+r=$(api "${TOK[agent]}" POST /v1/agent/register \
+	"{\"node\":\"fza-h100-001\",\"addr\":\"127.0.0.1\",\"boot_id\":\"b\",\"discovery\":$disc}")
+expect_eq "a plain agent token registers a node" "$(status_of "$r")" 200
+TOK[agent]=$(body_of "$r" | jq -r .credential)
 
 # The audit log must get one entry per probe that changes state (the route
 # table's "mutates") or is denied, and none for allowed reads: counted below.
 declare -A MUTATES
 while read -r m p v; do MUTATES["$m $p"]=$v; done < <(jq -r '.[] | "\(.method) \(.path) \(.mutates)"' "$TMP/routes.json")
-audit_want=7 # the fleet loaded at start, the tenant and the five tokens made above
+audit_want=8 # the fleet loaded at start, the tenant, the five tokens made above, the registration
 denied=0
 fails=0 checks=0
 while read -r method path roles body; do
@@ -105,6 +117,7 @@ while read -r method path roles body; do
 	/v1/tokens/*) p=${path//\{id\}/tok_000000000000} ;;
 	/v1/leases/*) p=${path//\{id\}/ls-999999} ;;
 	/v1/jobs/*) p=${path//\{id\}/job-999999} ;;
+	/v1/agent/work) p="$path?wait=0" ;; # else a long poll
 	*) p=$path ;;
 	esac
 	[ "$body" = "-" ] && body=""
