@@ -33,6 +33,7 @@
 #define LOG_CALLS_PER_TURN 4
 #define LOG_IDLE_NS (1 * NS)
 #define TICK_MAX_NS (1 * NS) /* adopted processes are polled at least this often */
+#define POLL_STALE_NS (3 * NS) /* a poll this old that missed a new version is restarted */
 
 struct poll_buf {
 	char *buf;
@@ -59,6 +60,7 @@ struct agent {
 	struct curl_slist *poll_hdrs;
 	struct poll_buf pb;
 	bool polling;
+	int64_t poll_started;
 	/* timers (monotonic ns) and retry backoffs */
 	int64_t hb_due, log_due, poll_due, reg_due, save_due;
 	int64_t hb_backoff, poll_backoff, reg_backoff;
@@ -314,7 +316,7 @@ static enum sl_err do_register(struct agent *a, bool *retry, struct sl_diag *d)
 
 /* Heartbeat. SL_OK; SL_EIO: retry later; 409: *reregister; fatal otherwise. */
 static enum sl_err do_heartbeat(struct agent *a, int64_t now, bool *reregister,
-				struct sl_diag *d)
+				int64_t *work_version, struct sl_diag *d)
 {
 	struct http_response r;
 	json_t *gpus = health_sample(a->health, (int64_t)time(NULL));
@@ -353,6 +355,8 @@ static enum sl_err do_heartbeat(struct agent *a, int64_t now, bool *reregister,
 	json_t *ans = answer_object(&r, "heartbeat");
 	http_response_release(&r);
 	const json_t *stop = json_object_get(ans, "stop"), *hb = json_object_get(ans, "heartbeat_s");
+	const json_t *wv = json_object_get(ans, "work_version");
+	*work_version = json_is_integer(wv) ? json_integer_value(wv) : -1;
 	bool ok = ans && (!stop || json_is_array(stop)) &&
 		  json_array_size(stop) <= AGENT_MAX_STOPS &&
 		  (!hb || (json_is_integer(hb) && json_integer_value(hb) >= 1 &&
@@ -433,6 +437,7 @@ static bool poll_start(struct agent *a)
 	if (curl_multi_add_handle(a->multi, a->poll) != CURLM_OK)
 		return false;
 	a->polling = true;
+	a->poll_started = work_now_ns();
 	return true;
 }
 
@@ -529,7 +534,8 @@ static enum sl_err turn(struct agent *a, int64_t now, struct sl_diag *d)
 	if (a->registered && now >= a->hb_due) {
 		struct sl_diag hd;
 		sl_diag_clear(&hd);
-		e = do_heartbeat(a, now, &rereg, &hd);
+		int64_t wv = -1;
+		e = do_heartbeat(a, now, &rereg, &wv, &hd);
 		if (e == SL_EUNAUTH || e == SL_EFORBIDDEN || e == SL_ENOMEM) {
 			*d = hd;
 			return e;
@@ -549,6 +555,16 @@ static enum sl_err turn(struct agent *a, int64_t now, struct sl_diag *d)
 		} else {
 			if (a->down_logged)
 				sl_log_info("controller reachable again", "node=%s", a->o->node);
+			/* A long poll that outlived an outage may hang on a dead
+			 * connection, and one that misses a version newer than ours
+			 * for long is no better: start it afresh. */
+			if (a->polling && (a->down_logged ||
+					   (wv >= 0 && wv != a->version &&
+					    now - a->poll_started >= POLL_STALE_NS))) {
+				(void)curl_multi_remove_handle(a->multi, a->poll);
+				a->polling = false;
+				a->poll_due = now;
+			}
 			a->down_logged = false;
 			a->hb_backoff = 0;
 			a->hb_due = now + (int64_t)a->heartbeat_s * NS;
