@@ -92,6 +92,9 @@ static const char create_help[] =
 	"  --exclusive          whole nodes only\n"
 	"  --one-leaf           a multi-node gang under one leaf switch only: it\n"
 	"                       waits rather than spread (Slurm's --switches=1)\n"
+	"  --on-node-failure fail|replace  when a node it uses goes down: end the\n"
+	"                       lease (default), or move it to other GPUs (same NVLink\n"
+	"                       domain, leaf, site first) with a new epoch\n"
 	"  --tenant T           on behalf of tenant T (admin, operator)\n"
 	"  --idempotency-key K  a retry with the same key returns the first answer\n" CLIENT_HELP_OPTS
 	"\nExample:\n"
@@ -100,7 +103,7 @@ static const char create_help[] =
 enum {
 	OPT_GPUS = 0x200, OPT_MODEL, OPT_PER_NODE, OPT_PLAN, OPT_DURATION, OPT_REGION,
 	OPT_SITE, OPT_MIN_BW, OPT_MIN_MEM, OPT_ELASTIC, OPT_EXCLUSIVE, OPT_TENANT, OPT_IDEM,
-	OPT_BY, OPT_STATE, OPT_ONE_LEAF,
+	OPT_BY, OPT_STATE, OPT_ONE_LEAF, OPT_ON_NODE_FAILURE,
 };
 
 /* Sets key to the integer s in [min, max]; -1 after a usage error. */
@@ -153,6 +156,13 @@ static int create_opt(json_t *req, const char *cmd, int c, const char *arg)
 	case OPT_TENANT: json_object_set_new(req, "tenant", json_string(arg)); return 0;
 	case OPT_EXCLUSIVE: json_object_set_new(req, "exclusive", json_true()); return 0;
 	case OPT_ONE_LEAF: json_object_set_new(req, "one_leaf", json_true()); return 0;
+	case OPT_ON_NODE_FAILURE:
+		if (strcmp(arg, "fail") && strcmp(arg, "replace")) {
+			cli_usage_error(cmd, "--on-node-failure is fail or replace, not '%s'", arg);
+			return -1;
+		}
+		json_object_set_new(req, "on_node_failure", json_string(arg));
+		return 0;
 	case OPT_PLAN:
 		if (strcmp(arg, "hourly") && strcmp(arg, "monthly") && strcmp(arg, "spot")) {
 			cli_usage_error(cmd, "--plan is hourly, monthly or spot, not '%s'", arg);
@@ -184,6 +194,7 @@ static int lease_create(int argc, char **argv)
 		{"elastic", required_argument, NULL, OPT_ELASTIC},
 		{"exclusive", no_argument, NULL, OPT_EXCLUSIVE},
 		{"one-leaf", no_argument, NULL, OPT_ONE_LEAF},
+		{"on-node-failure", required_argument, NULL, OPT_ON_NODE_FAILURE},
 		{"tenant", required_argument, NULL, OPT_TENANT},
 		{"idempotency-key", required_argument, NULL, OPT_IDEM},
 		CLIENT_LONG_OPTS,
@@ -344,6 +355,8 @@ static void print_request(const json_t *l)
 		printf(", whole nodes");
 	if (json_is_true(json_object_get(r, "one_leaf")))
 		printf(", one leaf switch");
+	if (!strcmp(out_str(r, "on_node_failure", "fail"), "replace"))
+		printf(", replaced when a node fails");
 	if (e)
 		printf(", elastic %lld-%lld", (long long)json_integer_value(json_object_get(e, "min")),
 		       (long long)json_integer_value(json_object_get(e, "max")));

@@ -218,10 +218,13 @@ GOT=$(api "$ADMIN" GET "/v1/usage?tenant=acme" | sed 's/^[0-9]* //' | jq -r '.te
 expect_eq "billed GPU time stops at the last heartbeat (8 x its ms)" "$GOT" "$WANT"
 
 # ---- replacement ----
-r=$(api "$ADMIN" POST /v1/leases '{"tenant":"acme","gpus":8,"on_node_failure":"replace"}')
-L2=$(body_of "$r" | jq -r .id)
-N2=$(body_of "$r" | jq -r '.placement[0].node')
-E2=$(body_of "$r" | jq -r .epoch)
+r=$("$SUANLI" lease create --tenant acme --gpus 8 --on-node-failure replace --json --server "$URL" --token "$ADMIN")
+L2=$(printf '%s' "$r" | jq -r .id)
+N2=$(printf '%s' "$r" | jq -r '.placement[0].node')
+E2=$(printf '%s' "$r" | jq -r .epoch)
+expect_eq "suanli lease create --on-node-failure replace" "$(printf '%s' "$r" | jq -r .request.on_node_failure)" replace
+"$SUANLI" lease create --tenant acme --gpus 8 --on-node-failure maybe --server "$URL" --token "$ADMIN" 2>/dev/null
+expect_eq "... and refuses other values (usage error)" "$?" 2
 r=$(api "$ADMIN" POST /v1/leases '{"tenant":"acme","gpus":8,"on_node_failure":"sometimes"}')
 expect_eq "on_node_failure must be fail or replace: 400" "$(status_of "$r")" 400
 unbeat "$N2"
