@@ -31,12 +31,13 @@
 #include "err.h"
 
 /* Bounds on the controller's work items (named, checked, never truncated). */
-#define WORK_MAX_ITEMS 64       /* items held at once, finished ones included */
+#define WORK_MAX_ITEMS 256      /* items held at once, finished ones included */
 #define WORK_MAX_LEASES 256     /* leases whose highest epoch is remembered */
 #define WORK_ID_MAX 64          /* job and lease ids, bytes with the NUL */
 #define WORK_ARGV_MAX 256       /* words of argv */
 #define WORK_ENV_MAX 256        /* entries of env */
-#define WORK_STR_MAX 4096       /* one argv word, env key or env value */
+#define WORK_STR_MAX 65536      /* one argv word or env value (the controller's whole-argv bound) */
+#define WORK_KEY_MAX 256        /* one env key */
 #define WORK_TEXT_MAX (256u << 10) /* argv plus env text of one item */
 #define WORK_NIC_MAX 64         /* one NIC name */
 #define WORK_RANK_MAX 65535

@@ -25,7 +25,7 @@ static bool id_ok(const char *s, size_t len)
 
 static bool env_key_ok(const char *s, size_t len)
 {
-	if (len == 0 || len >= WORK_STR_MAX)
+	if (len == 0 || len >= WORK_KEY_MAX)
 		return false;
 	for (size_t i = 0; i < len; i++) {
 		char c = s[i];
@@ -87,7 +87,7 @@ static enum sl_err parse_argv(const json_t *a, struct work_spec *out, size_t *te
 	for (size_t i = 0; i < n; i++) {
 		const char *s = str_field(json_array_get(a, i), WORK_STR_MAX, &len);
 		if (!s || (i == 0 && len == 0))
-			return bad(d, "argv", "strings shorter than 4096 bytes without NUL "
+			return bad(d, "argv", "strings shorter than 64 KiB without NUL "
 					      "(the first not empty)");
 		*text += len + 1;
 		if (!(out->argv[i] = strdup(s)))
@@ -115,8 +115,9 @@ static enum sl_err parse_env(const json_t *o, struct work_spec *out, size_t *tex
 		size_t klen = strlen(key);
 		const char *s = str_field(v, WORK_STR_MAX, &vlen);
 		if (!env_key_ok(key, klen) || !s)
-			return bad(d, "env", "an object whose keys are names ([A-Za-z_][A-Za-z0-9_]*) "
-					     "and whose values are strings shorter than 4096 bytes");
+			return bad(d, "env", "an object whose keys are names ([A-Za-z_][A-Za-z0-9_]*, "
+					     "under 256 bytes) and whose values are strings shorter "
+					     "than 64 KiB");
 		*text += klen + vlen + 2;
 		char *kv = malloc(klen + vlen + 2);
 		if (!kv)
@@ -231,11 +232,15 @@ json_t *work_spec_to_json(const struct work_spec *s)
 		bad_alloc = json_array_append_new(argv, json_string(s->argv[i])) != 0;
 	for (size_t i = 0; !bad_alloc && i < s->nenv; i++) {
 		const char *eq = strchr(s->env[i], '=');
-		char key[WORK_STR_MAX];
+		char key[WORK_KEY_MAX];
 		size_t kl = eq ? (size_t)(eq - s->env[i]) : 0;
+		if (!eq || kl >= sizeof(key)) {
+			bad_alloc = 1;
+			break;
+		}
 		memcpy(key, s->env[i], kl);
 		key[kl] = '\0';
-		bad_alloc = !eq || json_object_set_new(env, key, json_string(eq + 1)) != 0;
+		bad_alloc = json_object_set_new(env, key, json_string(eq + 1)) != 0;
 	}
 	for (int i = 0; !bad_alloc && i < TOPO_MAX_GPUS; i++)
 		if (s->gpus & (1u << i))

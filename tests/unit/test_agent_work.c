@@ -402,6 +402,16 @@ static void test_bad_answers_change_nothing(void **state)
 		" {\"job\": \"j\", \"rank\": 0, \"lease\": \"l\", \"epoch\": 1, \"state\": \"run\", \"argv\": [\"true\"]}]",
 		"{\"job\": \"j\"}",
 	};
+	/* long words are fine (the controller allows 64 KiB of argv) */
+	char *word = malloc(20001);
+	assert_non_null(word);
+	memset(word, 'x', 20000);
+	word[20000] = '\0';
+	char script[20100];
+	snprintf(script, sizeof(script), "echo %s | wc -c", word);
+	free(word);
+	apply1(f, item("job-13", 0, "lease-13", 1, script, "never", 5), 0);
+	wait_log(f, "job-13", 0, "20001");
 	apply1(f, item("job-12", 0, "lease-12", 1, "echo up; exec sleep 30", "never", 5), 0);
 	wait_log(f, "job-12", 0, "up");
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -418,7 +428,7 @@ static void test_bad_answers_change_nothing(void **state)
 	assert_int_equal(work_sup_apply(f->sup, big, work_now_ns(), &refused, &d), SL_ELIMIT);
 	json_decref(big);
 	(void)work_sup_tick(f->sup, work_now_ns());
-	assert_int_equal(work_sup_count(f->sup), 1);
+	assert_int_equal(work_sup_count(f->sup), 2);
 	json_t *e = entry(f, "job-12", 0);
 	assert_string_equal(estate(e), "running");
 	json_decref(e);
