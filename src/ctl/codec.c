@@ -309,11 +309,12 @@ enum sl_err lease_req_parse(const json_t *o, struct lease_req *r, struct sl_diag
 			const char *s = json_string_value(m);
 			if (!s)
 				return sl_diag_set(d, SL_EINVAL, "field 'models' must be an array of strings");
-			if (!catalog_gpu_find(s)) {
+			const struct gpu_model *gm = catalog_gpu_find(s);
+			if (!gm) {
 				sl_diag_hint(d, "GET /v1/catalog lists the models");
 				return sl_diag_set(d, SL_EINVAL, "unknown GPU model '%.64s'", s);
 			}
-			snprintf(r->models[r->nmodels++], sizeof(r->models[0]), "%s", s);
+			r->models[r->nmodels++] = gm->name;
 		}
 	}
 	const json_t *plan = json_object_get(o, "plan");
@@ -479,7 +480,8 @@ static json_t *lease_head_json(struct ctl *c, const struct ctl_lease *l, bool ap
 	json_object_set_new(o, "gpus", json_integer(l->gpus));
 	if (l->request)
 		json_object_set_new(o, "request", json_loads(l->request, 0, NULL));
-	placed = place_to_json(c->fleet, &l->pl);
+	struct placement v;
+	placed = place_to_json(c->fleet, lease_pl_view(&l->pl, &v));
 	json_object_set(o, "placement", json_object_get(placed, "placement"));
 	json_decref(placed);
 	if (l->placed)
@@ -558,9 +560,49 @@ char *lease_row_dump_json(struct ctl *c, const struct ctl_lease *l, size_t *len,
 	return out;
 }
 
+enum sl_err lease_pl_copy(struct lease_pl *p, const struct placement *src)
+{
+	struct place_pick *k = NULL;
+	if (src->npicks > 0) {
+		k = malloc((size_t)src->npicks * sizeof(*k));
+		if (!k)
+			return SL_ENOMEM;
+		memcpy(k, src->picks, (size_t)src->npicks * sizeof(*k));
+	}
+	free(p->picks);
+	p->picks = k;
+	p->npicks = p->cap = src->npicks;
+	p->score = src->score;
+	return SL_OK;
+}
+
+void lease_pl_take(struct lease_pl *p, struct placement *src)
+{
+	free(p->picks);
+	p->picks = src->picks;
+	p->npicks = src->npicks;
+	p->cap = src->cap;
+	p->score = src->score;
+	if (p->cap > p->npicks && p->npicks > 0) {
+		/* Exactly what it holds: it is kept for the lease's life. */
+		struct place_pick *k = realloc(p->picks, (size_t)p->npicks * sizeof(*k));
+		if (k) {
+			p->picks = k;
+			p->cap = p->npicks;
+		}
+	}
+	placement_init(src);
+}
+
+void lease_pl_release(struct lease_pl *p)
+{
+	free(p->picks);
+	memset(p, 0, sizeof(*p));
+}
+
 void lease_release_mem(struct ctl_lease *l)
 {
-	placement_release(&l->pl);
+	lease_pl_release(&l->pl);
 	free(l->request);
 	free(l->reason);
 	for (int i = 0; i < l->nhist; i++)
@@ -656,7 +698,6 @@ enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
 	unsigned long long seq;
 	char tail;
 	memset(l, 0, sizeof(*l));
-	placement_init(&l->pl);
 	if (!id || sscanf(id, "ls-%llu%c", &seq, &tail) != 1 || seq == 0 || !tenant ||
 	    strlen(tenant) > CTL_NAME_MAX || !user || strlen(user) > CTL_USER_MAX || st < 0 ||
 	    !json_is_object(req) || !json_is_array(hist))
@@ -687,13 +728,15 @@ enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
 	l->simulated = json_is_true(json_object_get(o, "simulated"));
 	const json_t *q = json_object_get(o, "queue");
 	lease_set_reason(l, json_string_value(json_object_get(q, "reason")));
+	struct placement pl;
+	placement_init(&pl);
 	if (l->state == LS_ACTIVE || l->state == LS_PREEMPTING) {
-		e = placement_from_json(c->fleet, json_object_get(o, "placement"), &l->pl, d);
-	} else if (placement_from_json(c->fleet, json_object_get(o, "placement"), &l->pl, NULL)) {
+		e = placement_from_json(c->fleet, json_object_get(o, "placement"), &pl, d);
+	} else if (placement_from_json(c->fleet, json_object_get(o, "placement"), &pl, NULL)) {
 		/* Where an ended lease ran is history; a node since gone drops it. */
-		placement_release(&l->pl);
-		placement_init(&l->pl);
+		placement_release(&pl);
 	}
+	lease_pl_take(&l->pl, &pl);
 	if (e) {
 		lease_release_mem(l);
 		return e;

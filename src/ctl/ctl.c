@@ -501,7 +501,8 @@ static enum sl_err leases_rebuild(struct ctl *c, struct sl_diag *d)
 		if (!l)
 			return sl_diag_set(d, SL_EPARSE, "lease ls-%06d is missing from the store", i + 1);
 		if (l->state == LS_ACTIVE || l->state == LS_PREEMPTING) {
-			enum sl_err e = placer_claim(c->placer, &l->pl, d);
+			struct placement v;
+			enum sl_err e = placer_claim(c->placer, lease_pl_view(&l->pl, &v), d);
 			if (e) {
 				char why[SL_DIAG_MSG];
 				snprintf(why, sizeof(why), "%s", d->msg);

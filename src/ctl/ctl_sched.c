@@ -62,9 +62,7 @@ static const char *end_state_reason(enum sched_end e, enum lease_state *st)
 
 static void ev_started(struct ctl *c, struct ctl_lease *l, const struct sched_event *ev)
 {
-	placement_release(&l->pl);
-	placement_init(&l->pl);
-	if (placement_copy(&l->pl, &ev->placement)) {
+	if (lease_pl_copy(&l->pl, &ev->placement)) {
 		fatal(c, "placement_copy", SL_ENOMEM);
 		return;
 	}
@@ -133,9 +131,7 @@ void ctl_sched_events(struct ctl *c)
 			break;
 		}
 		case SCHED_EV_SCALED:
-			placement_release(&l->pl);
-			placement_init(&l->pl);
-			if (placement_copy(&l->pl, &ev->placement)) {
+			if (lease_pl_copy(&l->pl, &ev->placement)) {
 				fatal(c, "placement_copy", SL_ENOMEM);
 				break;
 			}
@@ -291,9 +287,11 @@ static enum sl_err restore_one(struct ctl *c, struct ctl_lease *l, bool run)
 	struct sl_diag d;
 	sl_diag_clear(&d);
 	spec_of(l, &pr, &sp);
-	struct sched_restore r = {&sp, l->created_ns, run ? &l->pl : NULL, run ? l->started_ns : 0,
+	struct placement v;
+	struct sched_restore r = {&sp, l->created_ns, run ? lease_pl_view(&l->pl, &v) : NULL,
+				  run ? l->started_ns : 0,
 				  run && l->state == LS_PREEMPTING ? l->preempt_ns : 0};
-	if (run && placer_release(c->placer, &l->pl, &d)) {
+	if (run && placer_release(c->placer, r.placement, &d)) {
 		sl_log_error("lease lost its GPUs during restore", "lease=%s error=%s", l->id, d.msg);
 		c->fatal = true;
 		return SL_OK;

@@ -103,7 +103,6 @@ void h_lease_create(struct ctl_call *call)
 		return;
 	}
 	c->leases[c->nleases] = l;
-	placement_init(&l->pl);
 	l->seq = (uint64_t)c->nleases + 1;
 	snprintf(l->id, sizeof(l->id), "ls-%06llu", (unsigned long long)l->seq);
 	snprintf(l->tenant, sizeof(l->tenant), "%s", t->name);

@@ -195,13 +195,15 @@ static void test_lease_roundtrip(void **state)
 
 	struct ctl_lease l, back;
 	memset(&l, 0, sizeof(l));
-	placement_init(&l.pl);
+	struct placement pl0, v;
+	placement_init(&pl0);
 	json_t *req = json_loads("{\"gpus\":16,\"per_node\":8,\"models\":[\"h100-sxm\"],\"plan\":\"spot\","
 				 "\"duration_s\":3600,\"tenant\":\"acme\"}", 0, NULL);
 	assert_int_equal(lease_req_parse(req, &l.req, &d), SL_OK);
 	struct place_request pr;
 	lease_req_to_place(&l.req, "acme", &pr);
-	assert_int_equal(placer_place(c.placer, &pr, &l.pl, &d), SL_OK);
+	assert_int_equal(placer_place(c.placer, &pr, &pl0, &d), SL_OK);
+	lease_pl_take(&l.pl, &pl0);
 	l.seq = 42;
 	strcpy(l.id, "ls-000042");
 	strcpy(l.tenant, "acme");
@@ -237,8 +239,8 @@ static void test_lease_roundtrip(void **state)
 	assert_int_equal(back.preempt_ns, l.preempt_ns);
 	assert_int_equal(back.pl.score.leaves, l.pl.score.leaves);
 	/* Re-claiming the stored placement is what a restart does. */
-	assert_int_equal(placer_claim(c.placer, &back.pl, &d), SL_OK);
-	assert_int_equal(placer_claim(c.placer, &l.pl, &d), SL_ECONFLICT);
+	assert_int_equal(placer_claim(c.placer, lease_pl_view(&back.pl, &v), &d), SL_OK);
+	assert_int_equal(placer_claim(c.placer, lease_pl_view(&l.pl, &v), &d), SL_ECONFLICT);
 	free(s1);
 	free(s2);
 	json_decref(o);
