@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "file.h"
+#include "nics.h"
 #include "nvml.h"
 
 static const char *smi_program(void)
@@ -186,7 +187,7 @@ enum sl_err agent_discover(const struct discover_opts *o, struct discovery *out,
 	sl_diag_clear(&nd);
 	e = o->skip_nvml ? SL_ENOTFOUND : nvml_discover(out, &nd);
 	if (!e)
-		return SL_OK;
+		return nics_discover(out, d); /* NVML knows no NICs; sysfs does */
 	if (program_exists(smi_program()))
 		return from_smi(o, out, d);
 	if (e != SL_ENOTFOUND) {

@@ -5,7 +5,8 @@
  *  1. --simulate TYPE: a built-in node type (demos, tests);
  *  2. --nvidia-smi-topo FILE: a saved `nvidia-smi topo -m` output (the GPU
  *     count comes from its rows, the model from --model or "unknown");
- *  3. NVML (libnvidia-ml.so.1 through dlopen; see nvml.h);
+ *  3. NVML (libnvidia-ml.so.1 through dlopen; see nvml.h), with the RDMA NICs
+ *     and their rails from sysfs (nics.h);
  *  4. running `nvidia-smi topo -m` (and `nvidia-smi --query-gpu=name` for the
  *     model) when the program exists.
  * With none of them: SL_ENOTFOUND, "no NVIDIA driver found; use --simulate

@@ -10,6 +10,7 @@ DATA=$SL_ROOT/tests/data/topo
 # No real driver may leak into the test.
 export SUANLI_NVML_LIB=$TMP/none/libnvidia-ml.so.1
 export SUANLI_NVIDIA_SMI=$TMP/none/nvidia-smi
+export SUANLI_SYSFS_ROOT=$TMP/none/sys
 
 out=$("$A" discover --simulate hgx-h100-8 --json)
 expect_eq "simulate: 28 nvswitch pairs" "$(printf '%s' "$out" | grep -c '"kind": "nvswitch"')" 28

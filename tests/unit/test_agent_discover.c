@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "discover.h"
+#include "nics.h"
 #include "nvml.h"
 
 static char dir[64];
@@ -32,6 +33,7 @@ static int setup(void **state)
 		return -1;
 	setenv(NVML_LIB_ENV, "/nonexistent/libnvidia-ml.so.1", 1);
 	setenv(DISCOVER_SMI_ENV, "/nonexistent/nvidia-smi", 1);
+	setenv(NICS_SYSFS_ENV, "/nonexistent/sys", 1); /* no NICs of the test host */
 	unsetenv("FAKE_NVML_MODE");
 	return 0;
 }
