@@ -82,13 +82,16 @@ ag_start() {
 	AG_PID[$name]=$NS_LAST_PID
 }
 
+# ag_stop NAME : SIGTERM, reap; returns the agent's exit status (0: clean, and
+# no leak under LeakSanitizer).
 ag_stop() {
-	local p=${AG_PID[$1]}
+	local p=${AG_PID[$1]} rc=0
 	kill -CONT "$p" 2>/dev/null
 	kill -TERM "$p" 2>/dev/null
-	wait "$p" 2>/dev/null
+	wait "$p" 2>/dev/null || rc=$?
 	ns_forget "$p"
 	AG_PID[$1]=""
+	return $rc
 }
 
 # wait_until SECS CMD... : true as soon as CMD succeeds, false after SECS.

@@ -170,7 +170,9 @@ expect_eq "and its job is cancelled" "$(job_field "$JB" .state)" cancelled
 check_doubles
 [ "$NEVER_DOUBLE" = 1 ] || bad "no GPU in two active leases (end)" "$(doubles)"
 
-for n in "${!AG_PID[@]}"; do [ -n "${AG_PID[$n]}" ] && ag_stop "$n"; done
+rcs=""
+for n in "${!AG_PID[@]}"; do [ -n "${AG_PID[$n]}" ] && { ag_stop "$n"; rcs="$rcs$?"; }; done
+expect_eq "the agents stop cleanly (the restarted one too)" "$rcs" 0000
 kill -TERM "$CTL_PID"
 wait "$CTL_PID"
 expect_eq "the controller stops cleanly" "$?" 0

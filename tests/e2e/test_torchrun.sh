@@ -71,8 +71,8 @@ for rank in 0 1; do
 	fi
 done
 api "$ADMIN" POST "/v1/leases/$L/release" >/dev/null
-ag_stop e2e-h100-01
-ag_stop e2e-h100-02
+ag_stop e2e-h100-01 && ag_stop e2e-h100-02
+expect_eq "the agents stop cleanly" "$?" 0
 kill -TERM "$CTL_PID"
 wait "$CTL_PID"
 expect_eq "the controller stops cleanly" "$?" 0
