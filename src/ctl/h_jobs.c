@@ -57,10 +57,9 @@ static struct ctl_lease *visible_lease(struct ctl_call *call, const char *id)
 static int live_jobs_on(struct ctl *c, const char *lease)
 {
 	int n = 0;
-	for (int i = 0; i < c->jobs->njobs; i++) {
-		const struct job *j = c->jobs->jobs[i];
-		n += j && !job_ended(j) && !strcmp(j->lease, lease);
-	}
+	const struct job *j;
+	for (int k = 0; (j = jobs_live_next(c, &k));)
+		n += !job_ended(j) && !strcmp(j->lease, lease);
 	return n;
 }
 
@@ -161,6 +160,15 @@ void h_job_create(struct ctl_call *call)
 		return;
 	}
 	js->jobs[js->njobs++] = j;
+	if (!jobs_track(c, j)) {
+		js->njobs--;
+		json_decref(j->argv);
+		json_decref(j->env);
+		free(j->ranks);
+		free(j);
+		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
+		return;
+	}
 	sl_log_info("job created", "job=%s lease=%s tenant=%s ranks=%d", j->id, j->lease, j->tenant,
 		    j->nranks);
 	job_save(c, j);

@@ -79,13 +79,10 @@ static void job_items(struct ctl *c, const struct job *j, const char *node, json
 
 json_t *job_work_doc(struct ctl *c, struct job_node *n)
 {
-	struct ctl_jobs *js = c->jobs;
 	json_t *items = json_array();
-	for (int i = 0; items && i < js->njobs; i++) {
-		const struct job *j = js->jobs[i];
-		if (j)
-			job_items(c, j, n->name, items);
-	}
+	const struct job *j;
+	for (int k = 0; items && (j = jobs_live_next(c, &k));)
+		job_items(c, j, n->name, items);
 	return json_pack("{s:I, s:o}", "version", (json_int_t)n->version, "work",
 			 items ? items : json_array());
 }

@@ -50,6 +50,51 @@ static int rank_state_parse(const char *s)
 	return -1;
 }
 
+static bool job_active(const struct job *j)
+{
+	if (!job_ended(j))
+		return true;
+	for (int i = 0; i < j->nranks; i++) {
+		const struct job_rank *r = &j->ranks[i];
+		if (r->stop && !r->gone && r->state != RS_EXITED && r->state != RS_STOPPED)
+			return true;
+	}
+	return false;
+}
+
+bool jobs_track(struct ctl *c, struct job *j)
+{
+	struct ctl_jobs *js = c->jobs;
+	if (j->tracked)
+		return true;
+	if (js->nlive == js->cap_live) {
+		int cap = js->cap_live ? js->cap_live * 2 : 64;
+		int *n = realloc(js->live, (size_t)cap * sizeof(*n));
+		if (!n)
+			return false;
+		js->live = n;
+		js->cap_live = cap;
+	}
+	js->live[js->nlive++] = (int)(j->seq - 1);
+	j->tracked = true;
+	return true;
+}
+
+struct job *jobs_live_next(struct ctl *c, int *k)
+{
+	struct ctl_jobs *js = c->jobs;
+	while (*k < js->nlive) {
+		struct job *j = js->jobs[js->live[*k]];
+		if (job_active(j)) {
+			(*k)++;
+			return j;
+		}
+		j->tracked = false;
+		js->live[*k] = js->live[--js->nlive];
+	}
+	return NULL;
+}
+
 struct job *jobs_find(struct ctl *c, const char *id)
 {
 	struct ctl_jobs *js = c->jobs;
@@ -463,9 +508,12 @@ enum sl_err jobs_start(struct ctl *c, struct sl_diag *d)
 	enum sl_err e = store_scan(c->store, STORE_JOBS, load_job, &a, d);
 	if (e)
 		return e;
-	for (int i = 0; i < js->njobs; i++)
+	for (int i = 0; i < js->njobs; i++) {
 		if (!js->jobs[i])
 			return sl_diag_set(d, SL_EPARSE, "job job-%06d is missing from the store", i + 1);
+		if (job_active(js->jobs[i]) && !jobs_track(c, js->jobs[i]))
+			return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	}
 	return SL_OK;
 }
 
@@ -478,6 +526,7 @@ void jobs_free(struct ctl *c)
 	for (int i = 0; i < js->njobs; i++)
 		job_free(js->jobs[i]);
 	free(js->jobs);
+	free(js->live);
 	free(js->nodes);
 	free(js->dirty);
 	strmap_free(js->node_by_name);
@@ -489,9 +538,9 @@ static void check_cancelling(struct ctl *c)
 {
 	struct ctl_jobs *js = c->jobs;
 	js->cancel_deadline = 0;
-	for (int i = 0; i < js->njobs; i++) {
-		struct job *j = js->jobs[i];
-		if (!j || j->state != JS_CANCELLING)
+	struct job *j;
+	for (int k = 0; (j = jobs_live_next(c, &k));) {
+		if (j->state != JS_CANCELLING)
 			continue;
 		int64_t at = j->cancel_ns + ((int64_t)j->stop_grace_s + JOB_CANCEL_SLACK_S) * 1000000000;
 		if (at <= c->now_ns) {
@@ -537,9 +586,9 @@ void jobs_lease_changed(struct ctl *c, struct ctl_lease *l)
 	char why[JOB_REASON_MAX];
 	if (!js || c->fatal)
 		return;
-	for (int i = 0; i < js->njobs; i++) {
-		struct job *j = js->jobs[i];
-		if (!j || job_ended(j) || strcmp(j->lease, l->id))
+	struct job *j;
+	for (int k = 0; (j = jobs_live_next(c, &k));) {
+		if (job_ended(j) || strcmp(j->lease, l->id))
 			continue;
 		if (lease_over(l)) {
 			snprintf(why, sizeof(why), "lease %s ended (%s)", l->id, lease_state_name(l->state));
@@ -665,10 +714,10 @@ void jobs_on_heartbeat(struct ctl *c, int node, const json_t *work, json_t *answ
 	}
 	/* Ranks to stop that this node no longer reports are stopped (only
 	 * a report with a work list says what runs). */
-	for (int k = 0; json_is_array(work) && k < js->njobs; k++) {
-		struct job *j = js->jobs[k];
+	struct job *j;
+	for (int k = 0; json_is_array(work) && (j = jobs_live_next(c, &k));) {
 		bool changed = false;
-		for (int q = 0; j && q < j->nranks; q++) {
+		for (int q = 0; q < j->nranks; q++) {
 			struct job_rank *r = &j->ranks[q];
 			if (!r->stop || r->gone || r->hb_mark == mark || strcmp(r->node, name))
 				continue;

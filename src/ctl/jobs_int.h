@@ -58,6 +58,7 @@ struct job {
 	int nranks;
 	struct job_rank *ranks;
 	int64_t created_ns, ended_ns, cancel_ns;
+	bool tracked;        /* in ctl_jobs.live */
 };
 
 struct job_poll {
@@ -76,6 +77,12 @@ struct job_node {
 struct ctl_jobs {
 	struct job **jobs;   /* index seq - 1 */
 	int njobs, cap_jobs;
+	/* Jobs that still matter to agents (not ended, or a rank to stop not
+	 * yet confirmed): what heartbeats, lease changes and work polls look
+	 * at, so their cost does not grow with the job history. Indices into
+	 * jobs, any order; pruned as they are walked (jobs_live_next). */
+	int *live;
+	int nlive, cap_live;
 	struct strmap *node_by_name; /* name -> index into nodes */
 	struct job_node *nodes;
 	int nnodes, cap_nodes;
@@ -99,6 +106,11 @@ static inline bool job_ended(const struct job *j)
 /* The job named in the path, visible to the caller (tenant scoping); NULL
  * after answering 404. */
 struct job *jobs_path_job(struct ctl_call *call);
+/* Adds j to the live set (no-op when there); false on ENOMEM. */
+bool jobs_track(struct ctl *c, struct job *j);
+/* The next live job from position *k (start at 0), dropping jobs that no
+ * longer matter; NULL at the end. */
+struct job *jobs_live_next(struct ctl *c, int *k);
 /* The job by id, NULL if none. */
 struct job *jobs_find(struct ctl *c, const char *id);
 /* The job as the API shows it (logs: add log_size/log_start per rank) or as
