@@ -248,7 +248,7 @@ static void bad_field(struct ctl_call *call, enum sl_err e, const char *field, c
 		      const char *hint)
 {
 	char msg[SL_DIAG_MSG];
-	snprintf(msg, sizeof(msg), "field '%s': %s", field, what);
+	snprintf(msg, sizeof(msg), "field '%.64s': %.400s", field, what);
 	ctl_answer_error(call, e, msg, hint);
 }
 
