@@ -10,12 +10,19 @@
  * then the partition goes UP, here every node is resumed, and start times are
  * read back (the lease's started_at, millisecond resolution, as Slurm's log).
  *
- * Phases (env PHASES, default SPT, as the harness):
+ * Phases (env PHASES, default SAPT; S, P and T as the harness's):
  *   S  submissions per second: NJOBS/2 one-GPU leases over one keep-alive
  *      connection, NJOBS/2 over PAR connections (one process each); the
  *      backlog released at once: jobs started per second (fill, overall,
  *      steady). Then the same counts through the `suanli` CLI (a process per
  *      submission, as sbatch), sequential and with PAR parallel clients.
+ *   A  the S backlog again with one `suanli-agent run --simulate TYPE` per
+ *      node running real processes: each lease that becomes active gets a
+ *      job `sleep JOB_SLEEP` (POST /v1/jobs; jobs run on active leases), and
+ *      is released when its job has ended, as Slurm frees a batch job's GPUs
+ *      when its script exits. PAR clients make those calls. Starts: when a
+ *      poll first saw the job running (the agents' own started_at has
+ *      one-second resolution; it is reported beside).
  *   P  the harness's mixed stream (file of "k seconds" lines) on the
  *      pair-bridged nodes (models h100-nvl); active leases are polled every
  *      POLL_MS to read their GPUs; the decisions are then replayed against
@@ -26,8 +33,9 @@
  *      placement score) and start delay.
  *
  * Usage: bench_slurm_side FLEET MIXFILE SWFILE OUT.jsonl
- * env: SUANLID, SUANLI (the CLI; else beside this program), PHASES, NJOBS,
- *      PAR, JOB_SLEEP, SLOTS_HINT. Fixed streams; nothing is asserted. */
+ * env: SUANLID, SUANLI (the CLI), SUANLI_AGENT (else each beside this
+ *      program), PHASES, NJOBS, PAR, JOB_SLEEP. Fixed streams; nothing is
+ *      asserted. */
 #define _GNU_SOURCE
 #include <jansson.h>
 
@@ -46,6 +54,9 @@ struct side {
 	int nnodes;
 	struct bl_conn c; /* admin's */
 	FILE *out;
+	char agent[BL_PATH_MAX]; /* suanli-agent, for phase A */
+	pid_t agents[MAX_NODES];
+	int nagents;
 };
 
 static double wall_s(void)
@@ -108,13 +119,15 @@ static void read_nodes(struct side *s)
 	free(body);
 }
 
-/* A fresh data dir and daemon on s->fleet, a tenant "bench" and its token. */
-static void side_start(struct side *s)
+/* A fresh data dir and daemon on s->fleet (simulated nodes unless agents
+ * will report), a tenant "bench" and its token. */
+static void side_start_as(struct side *s, bool simulate)
 {
 	memset(&s->dm, 0, sizeof(s->dm));
 	bl_daemon_prepare(&s->dm, "slurmside", 1); /* its generated fleet goes unused */
 	char *args[] = {s->dm.suanlid, "serve", "--data", s->dm.data, "--listen", s->dm.portarg,
-			"--fleet", s->fleet, "--simulate", "--log-level", "warn", NULL};
+			"--fleet", s->fleet, "--log-level", "warn",
+			simulate ? "--simulate" : NULL, NULL};
 	s->pid = bl_spawn(args, s->dm.log);
 	if (!bl_wait_healthy(s->dm.port, s->pid, 30000))
 		bl_die("suanlid did not become healthy (log: %s)", s->dm.log);
@@ -131,6 +144,11 @@ static void side_start(struct side *s)
 		bl_die("creating the token answered %d: %s", st, body ? body : "");
 	free(body);
 	read_nodes(s);
+}
+
+static void side_start(struct side *s)
+{
+	side_start_as(s, true);
 }
 
 static void side_stop(struct side *s)
@@ -370,6 +388,327 @@ static void phase_s(struct side *s, const char *cli, int njobs, int par, int sec
 		"{\"kind\":\"submission\",\"via\":\"cli\",\"sequential_per_s\":%.1f,"
 		"\"parallel_per_s\":%.1f,\"parallel_clients\":%d,\"jobs\":%d}\n",
 		nseq / cseq, (njobs - nseq) / cpar, par, njobs);
+	side_stop(s);
+}
+
+/* ---- A: the throughput stream with agents running real processes ---- */
+
+static void unpin(void)
+{
+	cpu_set_t all;
+	CPU_ZERO(&all);
+	for (long c = 0; c < sysconf(_SC_NPROCESSORS_ONLN) && c < CPU_SETSIZE; c++)
+		CPU_SET((size_t)c, &all);
+	(void)sched_setaffinity(0, sizeof(all), &all);
+}
+
+/* Start times (s after the release, sorted in place) summarised as the
+ * harness does: the slots-th start is the fill; steady is the rate after it. */
+struct starts {
+	int n, nfill;
+	double first, fill, last, overall, steady;
+};
+
+static bool starts_of(struct bl_samples *v, int slots, struct starts *o)
+{
+	memset(o, 0, sizeof(*o));
+	if (!v->n)
+		return false;
+	qsort(v->v, v->n, sizeof(double), bl_cmp_double);
+	o->n = (int)v->n;
+	o->nfill = slots < o->n ? slots : o->n;
+	o->first = v->v[0];
+	o->fill = v->v[o->nfill - 1] > 1e-3 ? v->v[o->nfill - 1] : 1e-3;
+	o->last = v->v[o->n - 1] > 1e-3 ? v->v[o->n - 1] : 1e-3;
+	o->overall = o->n / o->last;
+	o->steady = o->n > slots && o->last > o->fill ? (o->n - slots) / (o->last - o->fill) : 0;
+	return true;
+}
+
+/* One `suanli-agent run --simulate TYPE` per node of the fleet, joined with
+ * one join token; waits until every node is ready. */
+static void agents_start(struct side *s)
+{
+	char *body = NULL, join[256], url[64];
+	int st = bl_call(&s->c, s->dm.port, "POST", "/v1/agent-tokens", s->dm.admin, "{}", NULL,
+			 &body);
+	if (st != 201 || !bl_json_str(body, "token", join, sizeof(join)))
+		bl_die("POST /v1/agent-tokens answered %d: %.200s", st, body ? body : "");
+	free(body);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", s->dm.port);
+	json_t *nl = NULL;
+	body = NULL;
+	if (bl_call(&s->c, s->dm.port, "GET", "/v1/nodes", s->dm.admin, NULL, NULL, &body) == 200)
+		nl = json_loads(body, 0, NULL);
+	free(body);
+	s->nagents = 0;
+	for (int i = 0; i < s->nnodes; i++) {
+		const char *type = NULL;
+		size_t k;
+		json_t *n;
+		json_array_foreach(nl, k, n)
+			if (!strcmp(json_string_value(json_object_get(n, "name")), s->nodes[i]))
+				type = json_string_value(json_object_get(n, "type"));
+		if (!type)
+			bl_die("node %s has no type in GET /v1/nodes", s->nodes[i]);
+		char dir[BL_PATH_MAX + 64], log[BL_PATH_MAX + 64];
+		snprintf(dir, sizeof(dir), "%s/agent-%s", s->dm.dir, s->nodes[i]);
+		snprintf(log, sizeof(log), "%s/agent-%s.log", s->dm.dir, s->nodes[i]);
+		pid_t pid = fork();
+		if (pid < 0)
+			bl_die("fork: %s", strerror(errno));
+		if (pid == 0) {
+			unpin();
+			int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+			if (fd >= 0) {
+				dup2(fd, 1);
+				dup2(fd, 2);
+				close(fd);
+			}
+			execl(s->agent, s->agent, "run", "--server", url, "--token", join, "--node",
+			      s->nodes[i], "--simulate", type, "--state-dir", dir, "--log-level",
+			      "warn", (char *)NULL);
+			_exit(127);
+		}
+		s->agents[s->nagents++] = pid;
+	}
+	json_decref(nl);
+	double t0 = bl_now_ms();
+	for (;;) {
+		int ready = 0;
+		body = NULL;
+		if (bl_call(&s->c, s->dm.port, "GET", "/v1/nodes", s->dm.admin, NULL, NULL, &body) ==
+		    200) {
+			nl = json_loads(body, 0, NULL);
+			size_t k;
+			json_t *n;
+			json_array_foreach(nl, k, n)
+				ready += !strcmp(json_string_value(json_object_get(n, "state")), "ready");
+			json_decref(nl);
+		}
+		free(body);
+		if (ready == s->nnodes)
+			break;
+		if (bl_now_ms() - t0 > 60000)
+			bl_die("only %d of %d nodes ready 60 s after starting their agents (logs in %s)",
+			       ready, s->nnodes, s->dm.dir);
+		usleep(200000);
+	}
+	fprintf(stderr, "slurm_side: %d agents ready in %.1fs\n", s->nagents,
+		(bl_now_ms() - t0) / 1e3);
+}
+
+/* SIGTERM to every agent (their work has ended by then) and reap them. */
+static void agents_stop(struct side *s)
+{
+	for (int i = 0; i < s->nagents; i++)
+		kill(s->agents[i], SIGTERM);
+	for (int i = 0; i < s->nagents; i++)
+		waitpid(s->agents[i], NULL, 0);
+	s->nagents = 0;
+}
+
+/* Ids of GET path's array into a sorted list (for lookups). */
+static int id_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+struct idset {
+	char **v;
+	size_t n;
+	json_t *doc;
+};
+
+/* The values of key ("id", or "lease" for jobs) of GET path's array. */
+static void idset_get(struct side *s, const char *path, const char *key, struct idset *set)
+{
+	char *body = NULL;
+	int st = bl_call(&s->c, s->dm.port, "GET", path, s->dm.admin, NULL, NULL, &body);
+	set->doc = st == 200 ? json_loads(body, 0, NULL) : NULL;
+	if (!json_is_array(set->doc))
+		bl_die("GET %s answered %d: %.200s", path, st, body ? body : "");
+	free(body);
+	set->n = json_array_size(set->doc);
+	set->v = calloc(set->n + 1, sizeof(char *));
+	if (!set->v)
+		bl_die("out of memory");
+	for (size_t i = 0; i < set->n; i++)
+		set->v[i] = (char *)json_string_value(json_object_get(json_array_get(set->doc, i), key));
+	qsort(set->v, set->n, sizeof(char *), id_cmp);
+}
+
+static bool idset_has(const struct idset *set, const char *id)
+{
+	return bsearch(&id, set->v, set->n, sizeof(char *), id_cmp) != NULL;
+}
+
+static void idset_free(struct idset *set)
+{
+	free(set->v);
+	json_decref(set->doc);
+}
+
+struct ajob {
+	char lease[32], job[32];
+	int state; /* 0 lease waits, 1 job submitted, 2 job ended and lease released */
+	double seen; /* when a poll first saw the job running (s after t0), 0: not yet */
+};
+
+/* The backlog of njobs one-GPU leases (no duration), released at once; each
+ * lease that becomes active gets a job `sleep secs` (POST /v1/jobs: jobs run
+ * on active leases), and its lease is released when the job has ended, as
+ * Slurm frees a batch job's GPUs when its script exits. Starts are the ranks'
+ * started_at as the agents report them. */
+static void phase_a(struct side *s, int njobs, int par, int secs)
+{
+	side_start_as(s, false);
+	agents_start(s);
+	all_nodes(s, true);
+	struct ajob *jb = calloc((size_t)njobs, sizeof(*jb));
+	if (!jb)
+		bl_die("out of memory");
+	for (int i = 0; i < njobs; i++) {
+		char *ans = NULL;
+		int st = bl_call(&s->c, s->dm.port, "POST", "/v1/leases", s->tok, "{\"gpus\":1}", NULL,
+				 &ans);
+		if (st != 201 || !bl_json_str(ans, "id", jb[i].lease, sizeof(jb[i].lease)))
+			bl_die("POST /v1/leases answered %d: %.200s", st, ans ? ans : "");
+		free(ans);
+	}
+	char job_body[256];
+	snprintf(job_body, sizeof(job_body), "{\"lease\":\"%%s\",\"argv\":[\"sleep\",\"%d\"]}", secs);
+	double cpu0 = proc_cpu_s(s->pid), t0 = wall_s();
+	all_nodes(s, false);
+	int done = 0, failed_jobs = 0;
+	double tw = bl_now_ms();
+	int *ops = calloc((size_t)njobs, sizeof(int)); /* jb index; < 0: release */
+	if (!ops)
+		bl_die("out of memory");
+	while (done < njobs) {
+		struct idset act, run, pend;
+		int nops = 0;
+		idset_get(s, "/v1/leases?state=active", "id", &act);
+		for (int i = 0; i < njobs; i++)
+			if (!jb[i].state && idset_has(&act, jb[i].lease))
+				ops[nops++] = i;
+		idset_free(&act);
+		/* pending first: a job that starts between the two reads is then
+		 * in the second, never in neither; jobs are known by their lease */
+		idset_get(s, "/v1/jobs?state=pending", "lease", &pend);
+		idset_get(s, "/v1/jobs?state=running", "lease", &run);
+		double now = wall_s() - t0;
+		for (int i = 0; i < njobs; i++) {
+			if (jb[i].state != 1 || idset_has(&pend, jb[i].lease))
+				continue;
+			if (idset_has(&run, jb[i].lease)) {
+				if (!jb[i].seen)
+					jb[i].seen = now;
+				continue;
+			}
+			ops[nops++] = -1 - i; /* the job has ended: free its GPU */
+		}
+		idset_free(&run);
+		idset_free(&pend);
+		/* par clients share the calls, each on its own connection */
+		int nk = nops < par ? nops : par;
+		pid_t kids[64];
+		for (int k = 0; k < nk; k++) {
+			kids[k] = fork();
+			if (kids[k] < 0)
+				bl_die("fork: %s", strerror(errno));
+			if (kids[k])
+				continue;
+			struct bl_conn c = {.fd = -1};
+			for (int o = k; o < nops; o += nk) {
+				int i = ops[o] < 0 ? -1 - ops[o] : ops[o], st;
+				char body[320], path[96];
+				if (ops[o] >= 0) {
+					snprintf(body, sizeof(body), job_body, jb[i].lease);
+					st = bl_call(&c, s->dm.port, "POST", "/v1/jobs", s->tok, body, NULL,
+						     NULL);
+					if (st != 201)
+						bl_die("POST /v1/jobs %s answered %d", body, st);
+				} else {
+					snprintf(path, sizeof(path), "/v1/leases/%s/release", jb[i].lease);
+					st = bl_call(&c, s->dm.port, "POST", path, s->tok, NULL, NULL, NULL);
+					if (st != 200)
+						bl_die("%s answered %d", path, st);
+				}
+			}
+			_exit(0);
+		}
+		for (int k = 0; k < nk; k++) {
+			int st;
+			if (waitpid(kids[k], &st, 0) != kids[k] || !WIFEXITED(st) || WEXITSTATUS(st))
+				bl_die("a client of the agent phase failed");
+		}
+		for (int o = 0; o < nops; o++) {
+			if (ops[o] >= 0) {
+				jb[ops[o]].state = 1;
+			} else {
+				jb[-1 - ops[o]].state = 2;
+				done++;
+			}
+		}
+		if (bl_now_ms() - tw > WAIT_LIMIT_S * 1000.0)
+			bl_die("agent jobs not done after %d s (%d of %d)", WAIT_LIMIT_S, done, njobs);
+		if (!nops)
+			usleep(POLL_MS * 1000);
+	}
+	free(ops);
+	double cpu1 = proc_cpu_s(s->pid), t1 = wall_s();
+	struct idset all;
+	idset_get(s, "/v1/jobs", "id", &all);
+	struct bl_samples st = {0}, seen = {0};
+	for (int k = 0; k < njobs; k++)
+		if (jb[k].seen > 0)
+			bl_add(&seen, jb[k].seen);
+	size_t i;
+	json_t *j;
+	json_t *states = json_object();
+	json_array_foreach(all.doc, i, j) {
+		const char *js = json_string_value(json_object_get(j, "state"));
+		json_t *c = json_object_get(states, js ? js : "?");
+		json_object_set_new(states, js ? js : "?",
+				    json_integer(c ? json_integer_value(c) + 1 : 1));
+		if (!js || strcmp(js, "succeeded")) {
+			failed_jobs++;
+			char *t = failed_jobs <= 3 ? json_dumps(j, JSON_COMPACT) : NULL;
+			if (t)
+				fprintf(stderr, "slurm_side: a job that did not succeed: %.600s\n", t);
+			free(t);
+		}
+		double at = parse_time(json_object_get(json_array_get(json_object_get(j, "ranks"), 0),
+						       "started_at"));
+		if (at > 0)
+			bl_add(&st, at - t0 < 0 ? 0 : at - t0);
+	}
+	idset_free(&all);
+	char *states_txt = json_dumps(states, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(states);
+	agents_stop(s);
+	int slots = s->nnodes * 8;
+	struct starts a, b;
+	if (!starts_of(&seen, slots, &a) || !starts_of(&st, slots, &b))
+		bl_die("no job started");
+	fprintf(stderr, "slurm_side: agents: %d jobs seen running (%d not succeeded); first %.3fs, "
+		"%d slots busy at %.3fs, last %.2fs; overall %.1f/s, steady %.1f/s\n",
+		a.n, failed_jobs, a.first, a.nfill, a.fill, a.last, a.overall, a.steady);
+	fprintf(s->out,
+		"{\"kind\":\"throughput_agents\",\"jobs\":%d,\"not_succeeded\":%d,\"slots\":%d,"
+		"\"first_start_s\":%.3f,\"fill_s\":%.3f,\"fill_rate\":%.1f,"
+		"\"overall_starts_per_s\":%.2f,\"steady_starts_per_s\":%.2f,\"last_start_s\":%.3f,"
+		"\"agent_reported\":{\"fill_s\":%.3f,\"overall_starts_per_s\":%.2f,"
+		"\"steady_starts_per_s\":%.2f,\"last_start_s\":%.3f},"
+		"\"daemon_cpu_s\":%.2f,\"wall_s\":%.2f,\"job_states\":%s}\n",
+		a.n, failed_jobs, slots, a.first, a.fill, a.nfill / a.fill, a.overall, a.steady,
+		a.last, b.fill, b.overall, b.steady, b.last, cpu1 - cpu0, t1 - t0,
+		states_txt ? states_txt : "{}");
+	free(states_txt);
+	free(st.v);
+	free(seen.v);
+	free(jb);
 	side_stop(s);
 }
 
@@ -656,7 +995,7 @@ int main(int argc, char **argv)
 {
 	if (argc != 5)
 		bl_die("usage: bench_slurm_side FLEET MIXFILE SWFILE OUT.jsonl");
-	const char *phases = getenv("PHASES") ? getenv("PHASES") : "SPT";
+	const char *phases = getenv("PHASES") ? getenv("PHASES") : "SAPT";
 	int njobs = getenv("NJOBS") ? atoi(getenv("NJOBS")) : 2000;
 	int par = getenv("PAR") ? atoi(getenv("PAR")) : 4;
 	int secs = getenv("JOB_SLEEP") ? atoi(getenv("JOB_SLEEP")) : 5;
@@ -672,7 +1011,7 @@ int main(int argc, char **argv)
 		cli[n] = 0;
 		snprintf(strrchr(cli, '/') + 1, 16, "suanli");
 	}
-	if (strchr(phases, 'S') && access(cli, X_OK))
+	if ((strchr(phases, 'S') || strchr(phases, 'A')) && access(cli, X_OK))
 		bl_die("no suanli CLI at %s (build it, or set SUANLI)", cli);
 	static struct side s;
 	snprintf(s.fleet, sizeof(s.fleet), "%s", argv[1]);
@@ -685,6 +1024,17 @@ int main(int argc, char **argv)
 	bl_pin(1);
 	if (strchr(phases, 'S'))
 		phase_s(&s, cli, njobs, par, secs);
+	if (strchr(phases, 'A')) {
+		if (getenv("SUANLI_AGENT")) {
+			snprintf(s.agent, sizeof(s.agent), "%s", getenv("SUANLI_AGENT"));
+		} else {
+			snprintf(s.agent, sizeof(s.agent), "%s", cli);
+			snprintf(strrchr(s.agent, '/') + 1, 16, "suanli-agent");
+		}
+		if (access(s.agent, X_OK))
+			bl_die("no suanli-agent at %s (build it, or set SUANLI_AGENT)", s.agent);
+		phase_a(&s, njobs, par, secs);
+	}
 	if (strchr(phases, 'P'))
 		phase_p(&s, argv[2]);
 	if (strchr(phases, 'T'))
