@@ -46,6 +46,7 @@ s_sub, s_thr = pick(S, "submission"), pick(S, "throughput")
 s_pl = pick(S, "placement")
 s_sw1, s_sw0 = pick(S, "switches", label="switches1"), pick(S, "switches", label="noswitches")
 q_api, q_cli = pick(Q, "submission", via="api"), pick(Q, "submission", via="cli")
+q_pair = pick(Q, "submission", via="api_lease_and_job")
 q_thr, q_pl = pick(Q, "throughput"), pick(Q, "placement")
 q_ag = pick(Q, "throughput_agents")
 q_sw1, q_sw0 = pick(Q, "switches", label="one_leaf"), pick(Q, "switches", label="noswitches")
@@ -154,6 +155,12 @@ p(f"| submissions/s, one client in sequence (sbatch / `suanli lease create`, a p
 p(f"| submissions/s, {env.get('PAR')} clients (sbatch / `suanli lease create`) | "
   f"{f(s_sub.get('parallel_per_s'))} | {f(q_cli.get('parallel_per_s'))} | "
   f"{ratio(q_cli.get('parallel_per_s'), s_sub.get('parallel_per_s'))} | |")
+p(f"| submissions/s with agents running the jobs: lease + job (2 API calls), one client / "
+  f"{env.get('PAR')} clients ({q_pair.get('jobs', 'n/a')} on a free fleet) | "
+  f"{f(s_sub.get('sequential_per_s'))} / {f(s_sub.get('parallel_per_s'))} | "
+  f"{f(q_pair.get('sequential_per_s'))} / {f(q_pair.get('parallel_per_s'))} | "
+  f"{ratio(q_pair.get('sequential_per_s'), s_sub.get('sequential_per_s'))} / "
+  f"{ratio(q_pair.get('parallel_per_s'), s_sub.get('parallel_per_s'))} | |")
 p(f"| {nj} one-GPU {sleep}-s jobs: first start after release (s) | "
   f"{f(s_thr.get('first_start_s'), '{:.3f}')} | {f(q_thr.get('first_start_s'), '{:.3f}')} | | |")
 p(f"| all {slots} GPUs busy after (s) | {f(s_fill_s, '{:.2f}')} | "

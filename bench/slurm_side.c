@@ -80,6 +80,12 @@ static double parse_time(const json_t *v)
 	return (double)timegm(&tm) + ms / 1000.0;
 }
 
+/* The number in an id ("ls-000042" -> 42); 0 for NULL. */
+static long id_seq(const char *id)
+{
+	return id ? atol(id + strcspn(id, "0123456789")) : 0;
+}
+
 static double proc_cpu_s(pid_t pid)
 {
 	char p[64], buf[1024];
@@ -549,6 +555,44 @@ static void idset_free(struct idset *set)
 	json_decref(set->doc);
 }
 
+/* n submissions "lease, then a job on it" (one-GPU leases of secs + 2 s on a
+ * free fleet, so each starts at once and ends by itself), split over par
+ * processes with a connection each; returns the wall seconds. */
+static double submit_pairs(struct side *s, int n, int par, int secs)
+{
+	double t0 = bl_now_ms();
+	pid_t kids[64];
+	for (int k = 0; k < par; k++) {
+		int mine = n / par + (k < n % par);
+		kids[k] = fork();
+		if (kids[k] < 0)
+			bl_die("fork: %s", strerror(errno));
+		if (kids[k])
+			continue;
+		struct bl_conn c = {.fd = -1};
+		for (int i = 0; i < mine; i++) {
+			char body[160], *ans = NULL, id[32];
+			snprintf(body, sizeof(body), "{\"gpus\":1,\"duration_s\":%d}", secs + 2);
+			int st = bl_call(&c, s->dm.port, "POST", "/v1/leases", s->tok, body, NULL, &ans);
+			if (st != 201 || !bl_json_str(ans, "id", id, sizeof(id)))
+				bl_die("POST /v1/leases answered %d: %.200s", st, ans ? ans : "");
+			free(ans);
+			snprintf(body, sizeof(body), "{\"lease\":\"%s\",\"argv\":[\"sleep\",\"%d\"]}", id,
+				 secs);
+			st = bl_call(&c, s->dm.port, "POST", "/v1/jobs", s->tok, body, NULL, NULL);
+			if (st != 201)
+				bl_die("POST /v1/jobs answered %d", st);
+		}
+		_exit(0);
+	}
+	for (int k = 0; k < par; k++) {
+		int st;
+		if (waitpid(kids[k], &st, 0) != kids[k] || !WIFEXITED(st) || WEXITSTATUS(st))
+			bl_die("a submitting client failed");
+	}
+	return (bl_now_ms() - t0) / 1e3;
+}
+
 struct ajob {
 	char lease[32], job[32];
 	int state; /* 0 lease waits, 1 job submitted, 2 job ended and lease released */
@@ -564,6 +608,18 @@ static void phase_a(struct side *s, int njobs, int par, int secs)
 {
 	side_start_as(s, false);
 	agents_start(s);
+	/* lease + job submissions on the free fleet: half the GPUs in sequence,
+	 * half over par clients */
+	int slots = s->nnodes * 8;
+	double pseq = submit_pairs(s, slots / 2, 1, secs);
+	double ppar = submit_pairs(s, slots - slots / 2, par, secs);
+	fprintf(s->out,
+		"{\"kind\":\"submission\",\"via\":\"api_lease_and_job\",\"sequential_per_s\":%.1f,"
+		"\"parallel_per_s\":%.1f,\"parallel_clients\":%d,\"jobs\":%d}\n",
+		(slots / 2) / pseq, (slots - slots / 2) / ppar, par, slots);
+	fprintf(stderr, "slurm_side: lease + job submissions: sequential %.0f/s, %d clients %.0f/s\n",
+		(slots / 2) / pseq, par, (slots - slots / 2) / ppar);
+	wait_empty(s);
 	all_nodes(s, true);
 	struct ajob *jb = calloc((size_t)njobs, sizeof(*jb));
 	if (!jb)
@@ -667,8 +723,11 @@ static void phase_a(struct side *s, int njobs, int par, int secs)
 	size_t i;
 	json_t *j;
 	json_t *states = json_object();
+	long first = id_seq(jb[0].lease);
 	json_array_foreach(all.doc, i, j) {
 		const char *js = json_string_value(json_object_get(j, "state"));
+		if (id_seq(json_string_value(json_object_get(j, "lease"))) < first)
+			continue; /* a job of the submission part */
 		json_t *c = json_object_get(states, js ? js : "?");
 		json_object_set_new(states, js ? js : "?",
 				    json_integer(c ? json_integer_value(c) + 1 : 1));
@@ -688,7 +747,6 @@ static void phase_a(struct side *s, int njobs, int par, int secs)
 	char *states_txt = json_dumps(states, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(states);
 	agents_stop(s);
-	int slots = s->nnodes * 8;
 	struct starts a, b;
 	if (!starts_of(&seen, slots, &a) || !starts_of(&st, slots, &b))
 		bl_die("no job started");
@@ -731,11 +789,6 @@ static int node_index(struct side *s, const char *name)
 	return -1;
 }
 
-static long id_seq(const char *id)
-{
-	const char *d = id + strcspn(id, "0123456789");
-	return atol(d);
-}
 
 /* Records the GPUs of every active single-node lease not yet seen; *nactive
  * gets how many are active. */
