@@ -89,15 +89,22 @@ static int item_poll(struct work_item *it, int *status)
 		pid_t r = waitpid(it->pid, status, WNOHANG);
 		if (r == it->pid)
 			return 0;
-		if (r == 0)
+		if (r == 0) {
+			it->seen = true;
 			return 1;
+		}
 		if (errno != ECHILD)
 			return 1;
 		it->child = false;
 	}
-	return proc_alive(it->pid, it->start_ticks) ? 1 : -1;
+	if (!proc_alive(it->pid, it->start_ticks))
+		return -1;
+	it->seen = true;
+	return 1;
 }
 
+/* Signals the process group of a live leader (or the leader alone, before
+ * its setsid has run). */
 static void group_signal(pid_t pid, int sig)
 {
 	if (pid <= 0)
@@ -313,7 +320,13 @@ static int64_t backoff_ns(int consec)
 static void item_ended(struct work_sup *s, struct work_item *it, int status, bool lost,
 		       int64_t now_ns)
 {
-	group_signal(it->pid, SIGKILL); /* stray members of its group */
+	/* Stray members of its group. Only when this agent saw the leader alive
+	 * (its child, or adopted and seen at the last poll): while members live,
+	 * the group id cannot be handed to another process. A process that
+	 * vanished while the agent was away may have had its pid reused. */
+	if ((!lost || it->seen) && it->pid > 0)
+		(void)kill(-it->pid, SIGKILL);
+	it->seen = false;
 	it->ended_at = (int64_t)time(NULL);
 	it->lost = lost;
 	it->exit_code = -1;

@@ -25,6 +25,7 @@ struct work_item {
 	pid_t pid;                /* the last process (0: none yet); also its group id */
 	uint64_t start_ticks;     /* its start time, /proc/PID/stat field 22 */
 	bool child;               /* ours to waitpid (false: adopted after a restart) */
+	bool seen;                /* this agent saw the process alive */
 	bool want_stop;
 	bool killed;              /* SIGKILL sent */
 	bool desired;             /* listed by the last desired state */
