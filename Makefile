@@ -23,7 +23,7 @@ check: build
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		ctest --output-on-failure -j $(JOBS)
 
-# The controller on the demo fleet in simulate mode (scripts/run.sh).
+# The controller on the demo fleet with one simulated agent per node (scripts/run.sh).
 run: build
 	@scripts/run.sh $(BUILD)
 
