@@ -434,6 +434,66 @@ static void test_bad_answers_change_nothing(void **state)
 	json_decref(e);
 }
 
+/* Hostile items: every field of a valid item replaced, in turn and at random,
+ * by values of the wrong type, out of range or too long. Each parse is
+ * refused with a message or gives a spec within the named bounds; never a
+ * crash or a leak (ASan). No process is started. */
+static void test_spec_parse_hostile(void **state)
+{
+	(void)state;
+	static const char *const keys[] = {"job",  "rank", "lease", "epoch",   "state",       "argv",
+					   "env",  "gpus", "nics",  "restart", "stop_grace_s", "extra"};
+	char *longs = malloc(WORK_STR_MAX + 2);
+	assert_non_null(longs);
+	memset(longs, 'a', WORK_STR_MAX + 1);
+	longs[WORK_STR_MAX + 1] = '\0';
+	json_t *vals[] = {json_null(), json_true(), json_integer(-1), json_integer(INT64_MAX),
+			  json_real(1e300), json_string(""), json_string("../.."), json_string(longs),
+			  json_stringn("a\0b", 3), json_array(), json_object(),
+			  json_pack("[s,i]", "x", 1), json_pack("{s:i}", "A", 1),
+			  json_pack("[i,i,i]", 0, 0, 1), json_pack("{s:s}", "1BAD", "v"),
+			  json_string("on-failure"), json_integer(16), json_integer(3601)};
+	size_t nvals = sizeof(vals) / sizeof(vals[0]);
+	unsigned seed = 12345;
+	int ok_count = 0;
+	for (int round = 0; round < 3000; round++) {
+		json_t *it = item("job-f", 1, "lease-f", 2, "true", "never", 5);
+		int edits = 1 + round % 3;
+		for (int k = 0; k < edits; k++) {
+			seed = seed * 1103515245u + 12345u;
+			const char *key = keys[(seed >> 8) % (sizeof(keys) / sizeof(keys[0]))];
+			seed = seed * 1103515245u + 12345u;
+			size_t v = (seed >> 8) % (nvals + 1);
+			if (v == nvals)
+				json_object_del(it, key);
+			else
+				json_object_set(it, key, vals[v]);
+		}
+		struct work_spec sp;
+		struct sl_diag d;
+		sl_diag_clear(&d);
+		enum sl_err e = work_spec_from_json(it, &sp, &d);
+		if (e == SL_OK) {
+			ok_count++;
+			assert_true(sp.argc >= 1 && sp.argc <= WORK_ARGV_MAX && sp.argv[sp.argc] == NULL);
+			assert_true(sp.rank >= 0 && sp.rank <= WORK_RANK_MAX && sp.epoch >= 0);
+			assert_true(strlen(sp.job) > 0 && strchr(sp.job, '/') == NULL && sp.job[0] != '.');
+			assert_true(sp.stop_grace_s >= -1 && sp.stop_grace_s <= WORK_GRACE_MAX_S);
+			json_t *back = work_spec_to_json(&sp);
+			assert_non_null(back);
+			json_decref(back);
+			work_spec_release(&sp);
+		} else {
+			assert_true(d.msg[0] != '\0');
+		}
+		json_decref(it);
+	}
+	assert_true(ok_count > 0); /* some edits (an extra field, a dropped optional one) are fine */
+	for (size_t i = 0; i < nvals; i++)
+		json_decref(vals[i]);
+	free(longs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -445,6 +505,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_epochs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readopt_after_restart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_answers_change_nothing, setup, teardown),
+		cmocka_unit_test(test_spec_parse_hostile),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
