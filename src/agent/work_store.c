@@ -166,6 +166,8 @@ static enum sl_err load(struct work_sup *s, const char *path, int64_t now_ns, st
 
 	if (e != SL_OK)
 		return e;
+	if (d)
+		d->file = NULL; /* the messages below name the file themselves */
 	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
 	free(text);
 	json_t *eps = json_object_get(root, "epochs"), *items = json_object_get(root, "items");
@@ -193,7 +195,7 @@ static enum sl_err load(struct work_sup *s, const char *path, int64_t now_ns, st
 			char msg[SL_DIAG_MSG];
 			if (d) {
 				memcpy(msg, d->msg, sizeof(msg));
-				snprintf(d->msg, sizeof(d->msg), "work.json items[%zu]: %.400s", i, msg);
+				snprintf(d->msg, sizeof(d->msg), "%.200s items[%zu]: %.280s", path, i, msg);
 			}
 			json_decref(root);
 			return SL_EINVAL;
