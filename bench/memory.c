@@ -9,7 +9,9 @@
  * The daemon's resident memory (VmRSS, and its peak VmHWM) is read from
  * /proc after start, at 80,000 and at 100,000 leases; so is the store's
  * size on disk. Figures are printed and written to bench/results/memory.md
- * (or argv[1]); the goal (<= 200 MiB) is reported, not asserted.
+ * (or argv[1]); the goal (<= 200 MiB) is reported, not asserted. What
+ * follows a line "<!-- notes -->" in that file (the per-lease breakdown,
+ * written by hand from heap profiles) is kept when it is rewritten.
  *
  * Usage: bench_memory [results.md] [nodes]      env: SUANLID */
 #define _GNU_SOURCE
@@ -133,6 +135,29 @@ static void create_many(struct mconn *ms, const char *tok, long count, long *act
 	close(ep);
 }
 
+#define NOTES_MARK "<!-- notes -->"
+
+/* What follows NOTES_MARK in the results file (malloc'd, NULL if none). */
+static char *old_notes(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	char *buf = malloc(1 << 20);
+	size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+	fclose(f);
+	if (!buf)
+		return NULL;
+	buf[n] = 0;
+	char *m = strstr(buf, NOTES_MARK);
+	if (!m) {
+		free(buf);
+		return NULL;
+	}
+	memmove(buf, m, strlen(m) + 1);
+	return buf;
+}
+
 static void report(FILE *o, int argc, char **argv, const struct mem_point *pt, int npt)
 {
 	fprintf(o, "# Controller memory benchmark (bench/memory.c)\n\n");
@@ -148,6 +173,12 @@ static void report(FILE *o, int argc, char **argv, const struct mem_point *pt, i
 		fprintf(o, "| %s | %ld | %ld | %.1f | %.1f | %.1f | %.1f |\n", pt[i].what,
 			pt[i].active, pt[i].pending, (double)pt[i].rss_kib / 1024,
 			(double)pt[i].hwm_kib / 1024, (double)pt[i].store_kib / 1024, pt[i].secs);
+	long leases = pt[npt - 1].active + pt[npt - 1].pending;
+	if (leases > 0)
+		fprintf(o, "\nPer live lease: %.2f KiB of RSS beyond the started daemon's ((%.1f - %.1f) "
+			   "MiB / %ld leases).\n",
+			(double)(pt[npt - 1].rss_kib - pt[0].rss_kib) / (double)leases,
+			(double)pt[npt - 1].rss_kib / 1024, (double)pt[0].rss_kib / 1024, leases);
 	fprintf(o, "\nGoal (not asserted): RSS <= 200 MiB holding %d GPUs and %d leases.\n", GPUS,
 		GPUS + PENDING);
 }
@@ -221,10 +252,14 @@ int main(int argc, char **argv)
 	else
 		bl_rmrf(dir);
 	report(stdout, argc, argv, pt, 3);
+	char *notes = old_notes(out);
 	FILE *o = fopen(out, "w");
 	if (!o)
 		bl_die("cannot write %s", out);
 	report(o, argc, argv, pt, 3);
+	if (notes)
+		fprintf(o, "\n%s", notes);
 	fclose(o);
+	free(notes);
 	return 0;
 }

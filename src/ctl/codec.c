@@ -494,7 +494,7 @@ static json_t *lease_head_json(struct ctl *c, const struct ctl_lease *l, bool ap
 	if (l->state == LS_PENDING) {
 		/* The store keeps the last reason; the API asks the scheduler. */
 		int pos = 0;
-		const char *reason = lease_reason(l);
+		const char *reason = ctl_lease_reason(l);
 		if (api)
 			ctl_sched_queue_pos(c, l, &pos, &reason);
 		json_object_set_new(o, "queue", json_pack("{s:i, s:s}", "position", pos, "reason",

@@ -350,7 +350,7 @@ void lease_pl_release(struct lease_pl *p);
  * reason is then empty). */
 bool lease_set_reason(struct ctl_lease *l, const char *reason);
 /* l->reason as a string ("" when none). */
-static inline const char *lease_reason(const struct ctl_lease *l)
+static inline const char *ctl_lease_reason(const struct ctl_lease *l)
 {
 	return l->reason ? l->reason : "";
 }

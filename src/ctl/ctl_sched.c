@@ -313,7 +313,7 @@ static enum sl_err refresh_reasons(struct ctl *c)
 	enum sl_err e = sched_queue(c->sched, &q, &n);
 	for (int i = 0; e == SL_OK && i < n; i++) {
 		struct ctl_lease *l = lease_of(c, q[i].id);
-		if (!l || l->state != LS_PENDING || !strcmp(lease_reason(l), q[i].reason))
+		if (!l || l->state != LS_PENDING || !strcmp(ctl_lease_reason(l), q[i].reason))
 			continue;
 		lease_set_reason(l, q[i].reason);
 		ctl_lease_save(c, l);

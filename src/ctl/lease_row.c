@@ -216,7 +216,7 @@ static void rb_lease(struct rbuf *b, struct ctl *c, const struct ctl_lease *l, s
 		rb_score(b, &l->pl.score);
 	if (l->state == LS_PENDING) {
 		RB_LIT(b, ",\"queue\":{\"position\":0,\"reason\":");
-		rb_str(b, lease_reason(l));
+		rb_str(b, ctl_lease_reason(l));
 		RB_LIT(b, "}");
 	}
 	RB_LIT(b, ",");
