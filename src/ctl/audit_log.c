@@ -26,6 +26,7 @@
 #include "audit.h"
 #include "ctl_int.h"
 #include "file.h"
+#include "jobs.h"
 #include "log.h"
 
 #define KEY_FILE_MAX 256 /* bound on audit.key's size */
@@ -457,6 +458,10 @@ static bool hidden_object(struct ctl_call *call)
 		const struct ctl_token *t = ctl_token_find_id(c, p);
 		return t && strcmp(t->tenant, mine);
 	}
+	if (!strncmp(pat, "/v1/jobs/", 9)) {
+		const char *t = jobs_tenant(c, p);
+		return t && strcmp(t, mine);
+	}
 	if (!strncmp(pat, "/v1/tenants/", 12))
 		return ctl_tenant_find(c, p) && strcmp(p, mine);
 	if (!strncmp(pat, "/v1/nodes/", 10)) {
@@ -501,6 +506,10 @@ static void subject_of(struct ctl_call *call, int status, const char *body, size
 			const struct ctl_token *t = ctl_token_find_id(c, p);
 			if (t)
 				snprintf(tenant, AUDIT_TENANT_MAX + 1, "%s", t->tenant);
+		} else if (!tenant[0] && !strncmp(pat, "/v1/jobs/", 9)) {
+			const char *t = jobs_tenant(c, p);
+			if (t)
+				snprintf(tenant, AUDIT_TENANT_MAX + 1, "%s", t);
 		} else if (!tenant[0] && !strncmp(pat, "/v1/tenants/", 12)) {
 			snprintf(tenant, AUDIT_TENANT_MAX + 1, "%s", p);
 		}

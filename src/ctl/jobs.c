@@ -107,6 +107,12 @@ struct job *jobs_find(struct ctl *c, const char *id)
 	return j && !strcmp(j->id, id) ? j : NULL;
 }
 
+const char *jobs_tenant(struct ctl *c, const char *id)
+{
+	const struct job *j = jobs_find(c, id);
+	return j ? j->tenant : NULL;
+}
+
 /* ---- JSON ---- */
 
 static json_t *gpus_json(gpumask_t m)

@@ -35,6 +35,8 @@ void jobs_on_heartbeat(struct ctl *c, int node, const json_t *work, json_t *answ
  * the caller then answers it (which frees it). Any other request: nothing. */
 struct http_request;
 void jobs_request_gone(struct ctl *c, struct http_request *req);
+/* The tenant of job id (for the audit), NULL when there is no such job. */
+const char *jobs_tenant(struct ctl *c, const char *id);
 /* The node's work version (for the register answer). */
 int64_t jobs_work_version(const struct ctl *c, int node);
 

@@ -79,6 +79,11 @@ r=$(api "$BETA" GET "/v1/jobs/$JOB")
 expect_eq "another tenant's job: 404" "$(status_of "$r")" 404
 r=$(api "$BETA" POST "/v1/jobs/$JOB/cancel")
 expect_eq "another tenant cannot cancel it: 404" "$(status_of "$r")" 404
+r=$(api "$ADMIN" GET '/v1/audit/log?limit=100000')
+expect_eq "that probe is audited as denied (the caller and the job)" \
+	"$(body_of "$r" | jq -r '[.[] | select(.action == "job.cancel" and .outcome == "denied")][0] | .tenant + " " + .target')" "beta $JOB"
+expect_eq "job creation is audited under the lease's tenant" \
+	"$(body_of "$r" | jq -r '[.[] | select(.action == "job.create" and .outcome == "ok")] | map(.tenant + ":" + .target) | join(",")')" "acme:job-000001,acme:job-000002"
 r=$(api "$ACME" GET /v1/agent/work)
 expect_eq "a tenant token may not poll work: 403" "$(status_of "$r")" 403
 
@@ -146,7 +151,9 @@ curl -s -m 1 -H "Authorization: Bearer ${CRED[$N1]}" "$URL/v1/agent/work?version
 cli job run --token "$ACME" --lease "$LEASE" -- true
 r=$(api "${CRED[$N1]}" GET "/v1/agent/work?version=$V1&wait=0")
 expect_eq "after a poller hung up, the daemon serves the next poll" "$(status_of "$r") $(body_of "$r" | jq '.version > '"$V1")" "200 true"
-api "$ACME" POST /v1/jobs/job-000004/cancel >/dev/null
+api "$ADMIN" POST /v1/jobs/job-000004/cancel >/dev/null
+expect_eq "an operator's cancel is audited under the job's tenant" \
+	"$(body_of "$(api "$ADMIN" GET '/v1/audit/log?limit=100000')" | jq -r '[.[] | select(.action == "job.cancel" and .outcome == "ok")][0] | .tenant + " " + .target')" "acme job-000004"
 
 # ---- heartbeats drive the job state ----
 a=$(hb "$N0" "[{\"job\":\"$JOB\",\"rank\":0,\"epoch\":$EPOCH,\"pid\":100,\"state\":\"running\",\"restarts\":0}]")
