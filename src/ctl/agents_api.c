@@ -252,12 +252,18 @@ static void bad_field(struct ctl_call *call, enum sl_err e, const char *field, c
 	ctl_answer_error(call, e, msg, hint);
 }
 
-/* Drains node by its discovery (reason), or lifts a drain the discovery made. */
+/* Drains node by its discovery (reason), or lifts a drain the discovery
+ * made; an operator's drain is left alone either way. */
 static void discovery_drain(struct ctl *c, const char *name, bool weaker, const char *reason)
 {
 	const json_t *dr = json_object_get(c->drains, name);
 	const char *by = json_string_value(json_object_get(dr, "by"));
-	if (weaker) {
+	bool ours = dr && by && !strcmp(by, "discovery");
+	if (dr && !ours) {
+		/* An operator's drain stands; its reason is theirs. */
+		if (weaker)
+			sl_log_warn("drained node's discovery is weaker", "node=%s reason=%s", name, reason);
+	} else if (weaker) {
 		json_t *row = json_pack("{s:s, s:b, s:s, s:o, s:s}", "name", name, "drained", 1,
 					"reason", reason, "at", ctl_time_json(c->now_ns), "by",
 					"discovery");
@@ -265,7 +271,7 @@ static void discovery_drain(struct ctl *c, const char *name, bool weaker, const 
 		ctl_put(c, STORE_NODES, name, NULL, row);
 		sl_log_warn("node drained by its discovery", "node=%s reason=%s", name, reason);
 		audit_log_system(c, "node.drain", "", name, reason);
-	} else if (dr && by && !strcmp(by, "discovery")) {
+	} else if (ours) {
 		json_object_del(c->drains, name);
 		ctl_put(c, STORE_NODES, name, NULL,
 			json_pack("{s:s, s:b, s:o, s:s}", "name", name, "drained", 0, "at",

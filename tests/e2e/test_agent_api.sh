@@ -169,6 +169,17 @@ expect_eq "heartbeat naming GPU 9 of 8: 400" "$(status_of "$r")" 400
 r=$(hb "$C_A1" a1 '[{"index":0,"xid":[{"code":0}]}]')
 expect_eq "heartbeat with XID code 0: 400" "$(status_of "$r")" 400
 expect_eq "... and GPU 0 stays ok" "$(node_field a1 '.gpu_health[0].state')" ok
+r=$(api "$ADMIN" POST /v1/nodes/a1/drain '{"reason":"maintenance"}')
+r=$(api "$C_A1" POST /v1/agent/register "$(reg_body a1 "$WEAK")")
+expect_eq "a weaker discovery leaves an operator's drain and its reason alone" \
+	"$(body_of "$r" | jq -r '.state + " " + .reason')" "drained maintenance"
+r=$(api "$ADMIN" POST /v1/nodes/a1/resume '{}')
+r=$(api "$C_A1" POST /v1/agent/register "$(reg_body a1 "$GOOD")")
+expect_eq "resumed and registered again, a1 is ready" "$(body_of "$r" | jq -r .state)" ready
+r=$(api "$C_A2" POST /v1/agent/register "$(reg_body a2 "$GOOD")")
+expect_eq "a good discovery lifts the drain a weaker one made" "$(body_of "$r" | jq -r .state)" ready
+r=$(api "$C_A2" POST /v1/agent/register "$(reg_body a2 "$WEAK")")
+expect_eq "... and a weaker one drains again" "$(body_of "$r" | jq -r .state)" drained
 
 # The beater: one heartbeat per listed node every 0.3 s.
 (
