@@ -273,6 +273,16 @@ expect_eq "the lease keeps its GPUs meanwhile" "$(lease_field "$L2" .state)" act
 r=$(api "$ADMIN" POST "/v1/nodes/$N3/resume" '{}')
 expect_eq "an operator's resume returns failed GPUs" "$(node_field "$N3" '[.gpu_health[].state] | unique | join(",")')" ok
 beat "$N3" "$C3"
+# A failed GPU takes no new lease: the only free node ($N1) lost GPU 0.
+r=$(hb "$(cred_of "$N1")" "$N1" '[{"index":0,"xid":[{"code":48}]}]')
+expect_eq "a double-bit ECC XID fails GPU 0 of $N1" "$(node_field "$N1" '.gpu_health[0].state')" failed
+r=$(api "$ADMIN" POST /v1/leases '{"tenant":"acme","gpus":8}')
+L3=$(body_of "$r" | jq -r .id)
+expect_eq "an 8-GPU lease does not get a node with a failed GPU (it waits)" "$(body_of "$r" | jq -r .state)" pending
+r=$(api "$ADMIN" POST "/v1/nodes/$N1/resume" '{}')
+wait_lease "$L3" .state active && ok "resuming the node returns the GPU and the lease starts" || bad "resuming the node returns the GPU and the lease starts"
+expect_eq "... on $N1" "$(lease_field "$L3" '.placement[0].node')" "$N1"
+r=$(api "$ADMIN" POST "/v1/leases/$L3/release" '{}')
 
 # ---- audit ----
 A=$(api "$ADMIN" GET "/v1/audit/log?limit=100000" | sed 's/^[0-9]* //')
