@@ -1,4 +1,5 @@
-/* work.c - the work supervisor (see work.h): items, processes, timers.
+/* work.c - the work supervisor (see work.h): items, processes (and their
+ * shims), timers.
  *
  * An item moves PENDING -> RUNNING -> (STOPPING) -> EXITED | STOPPED, or
  * through BACKOFF back to PENDING when its restart policy says so. Only this
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -82,8 +84,31 @@ static bool proc_alive(pid_t pid, uint64_t ticks)
 	return proc_stat(pid, &st, &t) && t == ticks && st != 'Z' && st != 'X';
 }
 
-/* 1: alive; 0: exited, *status from waitpid; -1: vanished (exit unknown). */
-static int item_poll(struct work_item *it, int *status)
+/* How the process of it ended, from the record its shim left; false when
+ * there is none for this very process. */
+static bool read_exit(const struct work_sup *s, const struct work_item *it, int *status)
+{
+	char p[STATE_PATH_MAX], buf[64];
+	long long pid, st;
+	if (state_path(p, sizeof(p), s->dir, NULL, "jobs/%s/rank-%d.exit", it->spec.job,
+		       it->spec.rank) != SL_OK)
+		return false;
+	FILE *f = fopen(p, "re");
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	if (sscanf(buf, "%lld %lld", &pid, &st) != 2 || pid != (long long)it->pid ||
+	    st < INT32_MIN || st > INT32_MAX)
+		return false;
+	*status = (int)st;
+	return true;
+}
+
+/* 1: alive; 0: exited, *status from waitpid or the shim's record; -1:
+ * vanished (exit unknown). */
+static int item_poll(const struct work_sup *s, struct work_item *it, int *status)
 {
 	if (it->child) {
 		pid_t r = waitpid(it->pid, status, WNOHANG);
@@ -98,7 +123,7 @@ static int item_poll(struct work_item *it, int *status)
 		it->child = false;
 	}
 	if (!proc_alive(it->pid, it->start_ticks))
-		return -1;
+		return read_exit(s, it, status) ? 0 : -1;
 	it->seen = true;
 	return 1;
 }
@@ -206,11 +231,47 @@ static enum sl_err write_topo(struct work_sup *s, const struct work_spec *sp, ch
 	return e;
 }
 
-/* In the child, between fork and exec: only async-signal-safe calls. */
-static void child_exec(int null_fd, int log_fd, char **argv, char **envp)
+/* Writes "PID STATUS\n" to path (the shim's record of how the command
+ * ended). Async-signal-safe. */
+static void write_exit(const char *path, pid_t pid, int status)
+{
+	char buf[48], tmp[24];
+	size_t n = 0;
+	long long vals[2] = {(long long)pid, (long long)status};
+	for (int k = 0; k < 2; k++) {
+		long long v = vals[k];
+		size_t t = 0;
+		if (v < 0) {
+			buf[n++] = '-';
+			v = -v;
+		}
+		do {
+			tmp[t++] = (char)('0' + v % 10);
+			v /= 10;
+		} while (v && t < sizeof(tmp));
+		while (t)
+			buf[n++] = tmp[--t];
+		buf[n++] = k == 0 ? ' ' : '\n';
+	}
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		(void)!write(fd, buf, n);
+		(void)fsync(fd);
+		(void)close(fd);
+	}
+}
+
+/* In the child, after fork: only async-signal-safe calls. The child becomes
+ * the leader of a new session and process group and forks the command; it
+ * stays as a small shim that waits for the command, records how it ended in
+ * exit_path (so an agent that restarted meanwhile, and is no longer the
+ * parent, still learns the exit code) and ends the same way. It ignores the
+ * stop signals the group receives; SIGKILL ends it with the command. */
+static void child_run(int null_fd, int log_fd, char **argv, char **envp, const char *exit_path)
 {
 	struct sigaction sa;
 	sigset_t all;
+	int st;
 
 	(void)setsid();
 	memset(&sa, 0, sizeof(sa));
@@ -226,16 +287,39 @@ static void child_exec(int null_fd, int log_fd, char **argv, char **envp)
 #endif
 		for (int fd = 3; fd < 4096; fd++)
 			(void)close(fd);
-	environ = envp;
-	execvp(argv[0], argv);
-	static const char msg[] = "suanli-agent: cannot execute the command: ";
-	const char *why = strerror(errno);
-	(void)!write(2, msg, sizeof(msg) - 1);
-	(void)!write(2, argv[0], strlen(argv[0]));
-	(void)!write(2, ": ", 2);
-	(void)!write(2, why, strlen(why));
-	(void)!write(2, "\n", 1);
-	_exit(127);
+	pid_t cmd = fork();
+	if (cmd == 0) {
+		environ = envp;
+		execvp(argv[0], argv);
+		static const char msg[] = "suanli-agent: cannot execute the command: ";
+		const char *why = strerror(errno);
+		(void)!write(2, msg, sizeof(msg) - 1);
+		(void)!write(2, argv[0], strlen(argv[0]));
+		(void)!write(2, ": ", 2);
+		(void)!write(2, why, strlen(why));
+		(void)!write(2, "\n", 1);
+		_exit(127);
+	}
+	if (cmd < 0)
+		_exit(127);
+	sa.sa_handler = SIG_IGN;
+	(void)sigaction(SIGTERM, &sa, NULL);
+	(void)sigaction(SIGINT, &sa, NULL);
+	(void)sigaction(SIGHUP, &sa, NULL);
+	(void)sigaction(SIGQUIT, &sa, NULL);
+	while (waitpid(cmd, &st, 0) < 0)
+		if (errno != EINTR)
+			_exit(127);
+	write_exit(exit_path, getpid(), st);
+	if (WIFEXITED(st))
+		_exit(WEXITSTATUS(st));
+	/* end by the same signal, without a core file of the shim */
+	struct rlimit no_core = {0, 0};
+	(void)setrlimit(RLIMIT_CORE, &no_core);
+	sa.sa_handler = SIG_DFL;
+	(void)sigaction(WTERMSIG(st), &sa, NULL);
+	(void)kill(getpid(), WTERMSIG(st));
+	_exit(128 + WTERMSIG(st));
 }
 
 /* Starts the item's process. On error the item is left without a process. */
@@ -243,12 +327,15 @@ static enum sl_err item_spawn(struct work_sup *s, struct work_item *it, int64_t 
 			      struct sl_diag *d)
 {
 	char jobdir[STATE_PATH_MAX], logp[STATE_PATH_MAX], topo[STATE_PATH_MAX];
+	char exitp[STATE_PATH_MAX];
 	const struct work_spec *sp = &it->spec;
 	enum sl_err e;
 
 	if ((e = state_path(jobdir, sizeof(jobdir), s->dir, d, "jobs/%s", sp->job)) != SL_OK ||
 	    (e = state_mkdirs(jobdir, 0700, d)) != SL_OK ||
 	    (e = state_path(logp, sizeof(logp), s->dir, d, "jobs/%s/rank-%d.log", sp->job,
+			    sp->rank)) != SL_OK ||
+	    (e = state_path(exitp, sizeof(exitp), s->dir, d, "jobs/%s/rank-%d.exit", sp->job,
 			    sp->rank)) != SL_OK ||
 	    (e = write_topo(s, sp, topo, sizeof(topo), d)) != SL_OK)
 		return e;
@@ -265,9 +352,10 @@ static enum sl_err item_spawn(struct work_sup *s, struct work_item *it, int64_t 
 		return sl_diag_set(d, SL_ENOMEM, "cannot prepare the process (out of memory "
 						 "or no /dev/null)");
 	}
+	(void)unlink(exitp);
 	pid_t pid = fork();
 	if (pid == 0)
-		child_exec(null_fd, log_fd, sp->argv, envp);
+		child_run(null_fd, log_fd, sp->argv, envp, exitp);
 	int fork_errno = errno;
 	close(log_fd);
 	close(null_fd);
@@ -328,6 +416,10 @@ static void item_ended(struct work_sup *s, struct work_item *it, int status, boo
 		(void)kill(-it->pid, SIGKILL);
 	it->seen = false;
 	it->ended_at = (int64_t)time(NULL);
+	if (lost && it->killed) { /* our SIGKILL ended it, shim and all */
+		lost = false;
+		status = SIGKILL;
+	}
 	it->lost = lost;
 	it->exit_code = -1;
 	it->signal = 0;
@@ -462,7 +554,7 @@ bool work_sup_tick(struct work_sup *s, int64_t now_ns)
 		switch (it->state) {
 		case IT_RUNNING:
 		case IT_STOPPING:
-			r = item_poll(it, &status);
+			r = item_poll(s, it, &status);
 			if (r <= 0)
 				item_ended(s, it, status, r < 0, now_ns);
 			else if (it->state == IT_STOPPING && !it->killed &&

@@ -8,7 +8,10 @@
  * SIGTERM -> SIGKILL grace) are deadlines the caller's loop waits for
  * (work_sup_next_ns).
  *
- * Every item runs as the leader of its own session and process group, with
+ * Every item runs in a session and process group of its own, led by a small
+ * shim (the reported pid) that forks the command, waits for it and records how
+ * it ended in STATE_DIR/jobs/J/rank-R.exit before ending the same way, so an
+ * agent that adopted the item after a restart still learns its exit code; with
  * stdout and stderr appended to STATE_DIR/jobs/J/rank-R.log, stdin from
  * /dev/null, the agent's environment plus the item's env plus NCCL_TOPO_FILE
  * (STATE_DIR/jobs/J/nccl-topo-R.xml, generated from the discovery for the
@@ -17,8 +20,9 @@
  * STATE_DIR/work.json records every item (spec, pid, process start time,
  * state, log offset) and the highest epoch seen per lease; a new supervisor
  * on the same directory (the agent restarted, or crashed) re-adopts processes
- * that still run and reports those that vanished as exited and "lost". The
- * supervisor never kills work because it is freed: processes outlive it. */
+ * that still run and reports those that vanished without a record as exited
+ * and "lost". The supervisor never kills work because it is freed: processes
+ * outlive it. */
 #ifndef SL_AGENT_WORK_H
 #define SL_AGENT_WORK_H
 

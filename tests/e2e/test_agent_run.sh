@@ -6,7 +6,7 @@
 # keeps it drained, removing it re-qualifies it); a restart policy carried
 # out by the agent (on-failure restarts, counted, the log keeps every try);
 # SIGTERM leaves work running and the next agent adopts it (same process, not
-# started twice) and can still stop it; a revoked credential is fatal with a
+# started twice), learns its exit code when it ends, and can still stop it; a revoked credential is fatal with a
 # message that says what to do.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -21,7 +21,10 @@ JOBPIDS=""
 
 cleanup() {
 	[ -n "$AGENT_PID" ] && kill -TERM "$AGENT_PID" 2>/dev/null && wait "$AGENT_PID" 2>/dev/null
-	for p in $JOBPIDS; do kill -KILL -- "-$p" 2>/dev/null; done
+	local p g
+	for p in $JOBPIDS; do
+		g=$(cut -d' ' -f5 "/proc/$p/stat" 2>/dev/null) && [ "${g:-0}" -gt 1 ] && kill -KILL -- "-$g" 2>/dev/null
+	done
 	ctl_cleanup
 }
 trap cleanup EXIT
@@ -127,22 +130,31 @@ wait_until 20 cancelled "$JF" || bad "the restarting job is cancelled" "$(job_js
 
 # ---- SIGTERM leaves work running; the next agent adopts it ----
 J=$(sl job run --lease "$L" --json -- sh -c 'echo $$ >> "$SUANLI_STATE_DIR/pid"; echo up; exec sleep 600' | jq -r .id)
-up() { [ -s "$SD/pid" ]; }
-wait_until 20 up || bad "the long job starts"
+# and one that ends by itself, with 7, once told to (file "go")
+JG=$(sl job run --lease "$L" --json -- \
+	sh -c 'echo $$ >> "$SUANLI_STATE_DIR/pid-go"; while [ ! -e "$SUANLI_STATE_DIR/go" ]; do sleep 0.1; done; exit 7' |
+	jq -r .id)
+up() { [ -s "$SD/pid" ] && [ -s "$SD/pid-go" ]; }
+wait_until 20 up || bad "the long jobs start"
 P=$(head -1 "$SD/pid" 2>/dev/null)
-JOBPIDS="$P"
+PG=$(head -1 "$SD/pid-go" 2>/dev/null)
+JOBPIDS="$P $PG"
 agent_stop
 if kill -0 "$P" 2>/dev/null; then ok "the work keeps running when the agent stops"; else
 	bad "the work keeps running when the agent stops"; fi
 agent_start "$TMP/agent3.log"
-adopted() { grep -q "msg=\"work adopted\" job=$J rank=0 pid=$P" "$TMP/agent3.log"; }
-if wait_until 10 adopted; then ok "the next agent adopts it (same pid)"; else
+adopted() { grep -q "msg=\"work adopted\" job=$J rank=0 " "$TMP/agent3.log" && kill -0 "$P" 2>/dev/null; }
+if wait_until 10 adopted; then ok "the next agent adopts it (the same process runs)"; else
 	bad "the next agent adopts it" "$(head -5 "$TMP/agent3.log")"; fi
 wait_until 10 node_ready
 sleep 2
-expect_eq "not started twice" "$(wc -l <"$SD/pid")" 1
+expect_eq "not started twice" "$(cat "$SD/pid" "$SD/pid-go" | wc -l)" 2
 expect_eq "the job is running, no restart counted" \
 	"$(job_json "$J" | jq -r '[.state, .ranks[0].restarts] | join(",")')" "running,0"
+touch "$SD/go"
+failed_7() { [ "$(job_json "$JG" | jq -r '[.state, .ranks[0].exit_code] | join(",")')" = "failed,7" ]; }
+if wait_until 20 failed_7; then ok "an adopted rank that ends by itself reports its own exit code (7)"; else
+	bad "an adopted rank reports its own exit code" "$(job_json "$JG" | jq -c .ranks)"; fi
 sl job cancel "$J" >/dev/null
 gone() { ! kill -0 "$P" 2>/dev/null; }
 if wait_until 20 gone; then ok "cancel stops the adopted process"; else bad "cancel stops the adopted process"; fi

@@ -178,7 +178,7 @@ static void test_process_group_env_log_exit_code(void **state)
 {
 	struct fx *f = *state;
 	apply1(f, item("job-1", 1, "lease-1", 1,
-		       "echo pid=$$ pgid=$(cut -d' ' -f5 /proc/$$/stat) sid=$(cut -d' ' -f6 /proc/$$/stat);"
+		       "echo ppid=$PPID pgid=$(cut -d' ' -f5 /proc/$$/stat) sid=$(cut -d' ' -f6 /proc/$$/stat);"
 		       "echo rank=$NODE_RANK cvd=$CUDA_VISIBLE_DEVICES dir=$SUANLI_STATE_DIR;"
 		       "echo to-stderr >&2; read x; echo stdin=$?; exit 3",
 		       "never", 5),
@@ -193,7 +193,8 @@ static void test_process_group_env_log_exit_code(void **state)
 	json_decref(e);
 
 	char *l = read_log(f, "job-1", 1), want[512];
-	snprintf(want, sizeof(want), "pid=%d pgid=%d sid=%d\n", pid, pid, pid);
+	/* the reported pid leads the session and group; the command runs under it */
+	snprintf(want, sizeof(want), "ppid=%d pgid=%d sid=%d\n", pid, pid, pid);
 	assert_non_null(strstr(l, want));
 	snprintf(want, sizeof(want), "rank=1 cvd=0 dir=%s\n", f->dir);
 	assert_non_null(strstr(l, want));
@@ -374,7 +375,7 @@ static void test_readopt_after_restart(void **state)
 	assert_int_equal(work_sup_save(f->sup, &d), SL_OK);
 	work_sup_free(f->sup);
 	f->sup = NULL;
-	assert_int_equal(kill((pid_t)pid, SIGKILL), 0);
+	assert_int_equal(kill(-(pid_t)pid, SIGKILL), 0);
 	assert_int_equal(waitpid((pid_t)pid, NULL, 0), (pid_t)pid);
 	assert_int_equal(work_sup_new(f->dir, NULL, work_now_ns(), &f->sup, &d), SL_OK);
 	e = entry(f, "job-11", 0);
