@@ -54,17 +54,25 @@ expect_eq "on the two nodes whose agents report" \
 	"$(body_of "$r" | jq -r '[.placement[].node] | sort | join(",")')" "e2e-h100-01,e2e-h100-02"
 
 # ---- a job that prints its environment; rank 1 exits 3 ----
-out=$(sl job run --lease "$L" --env GREETING=hello --env "NS_TAG=$NS_TAG" --json -- \
-	sh -c 'env | sort; echo "rank $NODE_RANK done"; exit $((NODE_RANK * 3))')
+# A failed rank fails the job and stops the other ranks, so rank 1 waits for
+# rank 0 to finish (a file both hosts see) before it fails.
+mkdir -p "$TMP/sync"
+out=$(sl job run --lease "$L" --env GREETING=hello --env "NS_TAG=$NS_TAG" --env "SYNC=$TMP/sync" --json -- \
+	sh -c 'env | sort; echo "rank $NODE_RANK done"
+		if [ "$NODE_RANK" = 1 ]; then i=0; while [ ! -e "$SYNC/0" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done; exit 3; fi
+		touch "$SYNC/$NODE_RANK"')
 J=$(printf '%s' "$out" | jq -r .id)
 expect_match "job run --json gives an id" "$J" '^job-'
 wait_until 30 job_is "$J" failed || bad "the job ends" "state $(job_field "$J" .state)"
 expect_eq "a rank that exits 3 fails the job" "$(job_field "$J" .state)" failed
+both_exited() { [ "$(job_field "$J" '[.ranks[] | select(.exit_code != null)] | length')" = 2 ]; }
+wait_until 20 both_exited || true
 expect_eq "exit codes per rank" "$(job_field "$J" '[.ranks[] | .exit_code] | join(",")')" "0,3"
+expect_match "the job says which rank failed" "$(job_field "$J" '.reason // .state_reason // empty')$(sl job show "$J")" 'rank 1.*exited with code 3'
 n0=$(job_field "$J" '.ranks[] | select(.rank == 0) | .node')
 n1=$(job_field "$J" '.ranks[] | select(.rank == 1) | .node')
 expect_eq "one rank per node" "$(printf '%s\n%s\n' "$n0" "$n1" | sort | paste -sd,)" "e2e-h100-01,e2e-h100-02"
-logs_done() { sl job logs "$J" 2>/dev/null | grep -q "^\[1\] rank 1 done"; }
+logs_done() { [ "$(sl job logs "$J" 2>/dev/null | grep -Ec '^\[[01]\] rank [01] done$')" = 2 ]; }
 wait_until 20 logs_done || bad "both ranks' logs are shipped" "$(sl job logs "$J" 2>&1 | tail -3)"
 all=$(sl job logs "$J")
 r0=$(sl job logs "$J" --rank 0)
