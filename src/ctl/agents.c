@@ -218,6 +218,10 @@ enum sl_err agents_start(struct ctl *c, const struct agents_opts *o, struct sl_d
 	a->hb_s = opt_s(o->heartbeat_s, AGENTS_HEARTBEAT_DEFAULT_S);
 	a->unreach_ns = opt_s(o->unreachable_after_s, AGENTS_UNREACHABLE_DEFAULT_S) * NS;
 	a->down_ns = opt_s(o->down_after_s, AGENTS_DOWN_DEFAULT_S) * NS;
+	/* A short --down-after alone brings the unreachable mark down with it;
+	 * both given, main() has checked their order. */
+	if (a->down_ns < a->unreach_ns && o->unreachable_after_s <= 0)
+		a->unreach_ns = a->down_ns;
 	if (a->down_ns < a->unreach_ns)
 		a->down_ns = a->unreach_ns;
 	a->start_ns = c->now_ns;
