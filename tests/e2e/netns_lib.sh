@@ -100,7 +100,8 @@ ns_tagged_pids() {
 }
 
 ns_init() {
-	trap 'ns_cleanup; rm -rf "$TMP"' EXIT
+	# SL_E2E_KEEP=DIR keeps the run's logs (controller, agents) there.
+	trap 'ns_cleanup; [ -n "${SL_E2E_KEEP:-}" ] && mkdir -p "$SL_E2E_KEEP" && cp "$TMP"/*.log "$SL_E2E_KEEP"/ 2>/dev/null; rm -rf "$TMP"' EXIT
 	trap 'exit 130' INT TERM
 	if [ -n "${SL_E2E_NO_NETNS:-}" ]; then
 		NS_REASON="SL_E2E_NO_NETNS is set"

@@ -4,7 +4,8 @@
 # where a cut link is the agent stopped):
 #  (a) two agents' links cut for longer than --down-after, then restored: the
 #      nodes go unreachable, then down; the plain lease on one fails, the lease
-#      on the other that asked for "replace" gets other GPUs and a new epoch;
+#      on the other that asked for "replace" gets other GPUs and a new epoch,
+#      and its job runs again there;
 #      no GPU is ever in two active leases; the failed lease is billed up to
 #      the node's last healthy heartbeat, not to the moment it was declared
 #      down; the returning agents stop the work they no longer hold (its
@@ -121,6 +122,15 @@ check_doubles
 [ "$NEVER_DOUBLE" = 1 ] && ok "no GPU was in two active leases at any check" ||
 	bad "no GPU in two active leases" "$(doubles)"
 expect_eq "the replaced lease kept its GPUs on $Z" "$(lease_field "$R" '.placement[0].node')" "$Z"
+
+moved() { [ -s "$(pidfile "$JR" "$Z")" ] && pid_alive "$(head -1 "$(pidfile "$JR" "$Z")")"; }
+if wait_until 20 moved; then ok "the replaced lease's job runs again on $Z"; else
+	bad "the replaced lease's job runs again on $Z" "$(job_field "$JR" '.ranks' | jq -c .)"; fi
+expect_eq "its rank is on $Z and running" "$(job_field "$JR" '[.state, .ranks[0].node, .ranks[0].state] | join(" ")')" \
+	"running $Z running"
+pr_z=$(head -1 "$(pidfile "$JR" "$Z")" 2>/dev/null)
+sl job cancel "$JR" >/dev/null
+wait_until 15 eval '! pid_alive "$pr_z"' || bad "the moved rank stops on cancel" "$pr_z"
 
 # ---- (b) SIGSTOP for less than down-after ----
 JB=$(run_ticker "$R")
