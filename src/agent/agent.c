@@ -273,7 +273,10 @@ static enum sl_err do_register(struct agent *a, bool *retry, struct sl_diag *d)
 		struct sl_diag sd;
 		sl_diag_clear(&sd);
 		e = http_client_error_diag(&r, &sd);
-		*retry = r.status >= 500 || r.status == 429 || r.status == 408;
+		/* refused for good: the request itself is wrong (bad labels or
+		 * discovery, unknown node, too large); anything else may pass */
+		*retry = !(r.status == 400 || r.status == 404 || r.status == 405 ||
+			   r.status == 413);
 		sl_diag_set(d, *retry ? SL_EIO : e, "registration of node %s refused (%d): %s",
 			    o->node, r.status, sd.msg);
 		if (sd.hint[0])
