@@ -77,7 +77,9 @@ if wait_until 15 node_is "$X" unreachable; then ok "a cut node becomes unreachab
 	bad "a cut node becomes unreachable" "$(node_field "$X" .state)"; fi
 expect_eq "its lease is kept while unreachable" "$(lease_field "$F" .state)" active
 check_doubles
-if wait_until 30 node_is "$X" down; then ok "and down after --down-after"; else
+# every poll also checks that no GPU is in two active leases
+down_checked() { check_doubles; node_is "$X" down; }
+if wait_until 30 down_checked; then ok "and down after --down-after"; else
 	bad "and down after --down-after" "$(node_field "$X" .state)"; fi
 [ $((SECONDS - cut_at)) -ge 3 ] || bad "down came no sooner than unreachable-after" "$((SECONDS - cut_at)) s"
 wait_until 10 lease_is "$F" failed
@@ -112,7 +114,8 @@ fi
 # the cut nodes come back and stop the work they no longer hold
 ns_link_up "$(host_of "$X")"
 ns_link_up "$(host_of "$Y")"
-if wait_until 40 node_is "$X" ready && wait_until 20 node_is "$Y" ready; then
+ready_checked() { check_doubles; node_is "$1" ready; }
+if wait_until 40 ready_checked "$X" && wait_until 20 ready_checked "$Y"; then
 	ok "the returning nodes are ready again"; else
 	bad "the returning nodes are ready again" "$X $(node_field "$X" .state), $Y $(node_field "$Y" .state)"; fi
 gone() { ! pid_alive "$PF" && ! pid_alive "$PR"; }
