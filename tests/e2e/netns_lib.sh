@@ -25,11 +25,15 @@
 #   ns_create NAME N   a host NAME with address <subnet>.N; sets NS_ADDR[NAME]
 #   ns_addr NAME       prints the host's address
 #   ns_exec NAME CMD.. runs CMD in the host (foreground)
-#   ns_spawn NAME LOG CMD..  starts CMD in the host in the background, output to
-#                      LOG; records and prints nothing, sets NS_LAST_PID
+#   ns_spawn NAME LOG CMD..  starts CMD in the host in the background (output
+#                      appended to LOG, NS_TAG in its environment); sets NS_LAST_PID
+#   ns_forget PID      a spawned process the test stopped and reaped itself
 #   ns_link_down NAME / ns_link_up NAME   cut / restore the host's link
-#   ns_kill_tree PID   SIGKILL a process and its descendants (used by cleanup)
-#   ns_cleanup         everything above undone (idempotent)
+#   ns_tagged_pids     pids of every live process carrying this run's tag
+#   ns_cleanup         everything above undone (idempotent; the EXIT trap)
+#
+# SL_E2E_NO_NETNS=1 forces the loopback mode (to test it where netns works);
+# SL_E2E_KEEP=DIR keeps the run's *.log files there.
 
 NS_RUN="sl$$"
 NS_MODE=""
