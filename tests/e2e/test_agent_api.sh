@@ -152,6 +152,11 @@ C_C9=$(body_of "$r" | jq -r .credential)
 expect_eq "c9 is in the fleet under l2" "$(node_field c9 '.leaf + " " + .type')" "l2 hgx-h100-8"
 r=$(api "$JOIN" POST /v1/agent/register "$(reg_body b1 "$GOOD")")
 C_B1=$(body_of "$r" | jq -r .credential)
+HALF=$(printf '%s' "$GOOD" | jq -c '.gpus |= .[:4] | .links |= map(select(.gpus[1] < 4))
+	| .nics |= map(.gpus |= map(select(. < 4)) | select(.gpus | length > 0))')
+r=$(api "$JOIN" POST /v1/agent/register "$(reg_body c8 "$HALF" '{"site":"s1","leaf":"l2"}')")
+expect_eq "a node no built-in type matches joins with a type made from its discovery" \
+	"$(node_field c8 '.type + " " + (.gpus | tostring)')" "discovered-c8 4"
 
 # ---- heartbeats ----
 hb() { # CRED NODE [GPUS-JSON]
@@ -295,6 +300,7 @@ kill "$BEATER" 2>/dev/null; wait "$BEATER" 2>/dev/null; BEATER=""
 stop_daemon && ok "the daemon stops cleanly (no sanitizer report)" || { bad "the daemon stops cleanly"; cat "$TMP/log" | tail -30; }
 start_daemon "$TMP/log2" "${FLAGS[@]}" || { bad "restart"; finish; exit 1; }
 expect_eq "after a restart the joined node is still in the fleet" "$(node_field c9 .leaf)" l2
+expect_eq "... and the one with a discovered type" "$(node_field c8 '.type + " " + .leaf')" "discovered-c8 l2"
 expect_eq "... registered nodes get a fresh grace (ready)" "$(node_field "$N2" .state)" ready
 expect_eq "... the registration is kept" "$(node_field "$N3" .agent.addr)" 127.0.0.1
 expect_eq "... a2 is still drained by its discovery" "$(node_field a2 .state)" drained
