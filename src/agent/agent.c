@@ -65,6 +65,7 @@ struct agent {
 	int64_t hb_due, log_due, poll_due, reg_due, save_due;
 	int64_t hb_backoff, poll_backoff, reg_backoff;
 	bool down_logged;
+	int lock_fd; /* STATE_DIR/agent.lock, held while the agent runs */
 };
 
 static int64_t next_backoff(int64_t *b)
@@ -648,6 +649,8 @@ static void agent_release(struct agent *a)
 	http_client_free(a->http);
 	health_free(a->health);
 	work_sup_free(a->sup);
+	if (a->lock_fd >= 0)
+		close(a->lock_fd);
 }
 
 static void warn_cgroup(void)
@@ -666,10 +669,12 @@ enum sl_err agent_run(const struct agent_opts *o, struct sl_diag *d)
 
 	memset(&a, 0, sizeof(a));
 	a.o = o;
+	a.lock_fd = -1;
 	a.heartbeat_s = o->heartbeat_s ? o->heartbeat_s : AGENT_HEARTBEAT_DEFAULT_S;
 	make_boot_id(a.boot_id, sizeof(a.boot_id));
-	if ((e = state_dir_init(o->state_dir, d)) != SL_OK)
-		return e;
+	if ((e = state_dir_init(o->state_dir, d)) != SL_OK ||
+	    (e = state_lock(o->state_dir, &a.lock_fd, d)) != SL_OK)
+		goto out;
 	e = state_credential_load(o->state_dir, a.cred, sizeof(a.cred), d);
 	if (e == SL_ENOTFOUND) {
 		a.cred[0] = '\0';
@@ -677,21 +682,22 @@ enum sl_err agent_run(const struct agent_opts *o, struct sl_diag *d)
 			sl_diag_hint(d, "pass a join token with --token (make one with `suanli "
 					"agent-token create`); the agent saves the node credential in "
 					"%s/credential and needs no token after that", o->state_dir);
-			return sl_diag_set(d, SL_EINVAL, "no --token and no saved credential in %s",
-					   o->state_dir);
+			e = sl_diag_set(d, SL_EINVAL, "no --token and no saved credential in %s",
+					o->state_dir);
+			goto out;
 		}
 	} else if (e != SL_OK) {
-		return e;
+		goto out;
 	}
 	if (o->addr) {
 		snprintf(a.addr, sizeof(a.addr), "%s", o->addr);
 	} else if ((e = agent_route_addr(o->server, a.addr, sizeof(a.addr), d)) != SL_OK) {
 		sl_diag_hint(d, "give the address other nodes reach this one at with --addr");
-		return e;
+		goto out;
 	}
 	warn_cgroup();
 	if ((e = work_sup_new(o->state_dir, o->disc, work_now_ns(), &a.sup, d)) != SL_OK)
-		return e;
+		goto out;
 	if (o->stop_grace_s >= 0)
 		work_sup_set_default_grace(a.sup, o->stop_grace_s);
 	/* a saved credential wins over --token: the token may be spent or revoked */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -162,4 +163,34 @@ enum sl_err state_credential_save(const char *dir, const char *cred, struct sl_d
 	if (e != SL_OK)
 		return e;
 	return state_write_atomic(p, cred, strlen(cred), 0600, d);
+}
+
+enum sl_err state_lock(const char *dir, int *fd, struct sl_diag *d)
+{
+	char p[STATE_PATH_MAX], buf[32];
+	enum sl_err e = state_path(p, sizeof(p), dir, d, "agent.lock");
+	*fd = -1;
+	if (e != SL_OK)
+		return e;
+	int f = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (f < 0)
+		return sl_diag_set(d, SL_EIO, "cannot open %s: %s", p, strerror(errno));
+	if (flock(f, LOCK_EX | LOCK_NB) != 0) {
+		int en = errno;
+		ssize_t n = read(f, buf, sizeof(buf) - 1);
+		close(f);
+		buf[n > 0 ? n : 0] = '\0';
+		buf[strcspn(buf, "\n")] = '\0';
+		if (en != EWOULDBLOCK)
+			return sl_diag_set(d, SL_EIO, "cannot lock %s: %s", p, strerror(en));
+		sl_diag_hint(d, "stop that agent first, or give this one another --state-dir");
+		return sl_diag_set(d, SL_ECONFLICT, "another suanli-agent (pid %s) uses the state "
+						    "directory %s", buf[0] ? buf : "?", dir);
+	}
+	int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+	if (ftruncate(f, 0) != 0 || pwrite(f, buf, (size_t)n, 0) != n) {
+		/* the pid is only for the message above; the lock is what counts */
+	}
+	*fd = f;
+	return SL_OK;
 }

@@ -47,6 +47,12 @@ enum sl_err state_credential_load(const char *dir, char *buf, size_t n,
 enum sl_err state_credential_save(const char *dir, const char *cred,
 				  struct sl_diag *d) SL_MUST_USE;
 
+/* Takes STATE_DIR/agent.lock (flock, released when the process ends) so that
+ * two agents never manage the same work; *fd is the caller's to keep open
+ * (close-on-exec). SL_ECONFLICT when another process holds it (its pid in
+ * the message), SL_EIO. */
+enum sl_err state_lock(const char *dir, int *fd, struct sl_diag *d) SL_MUST_USE;
+
 /* Writes len bytes to path atomically: path.tmp (mode), fsync, rename. SL_EIO. */
 enum sl_err state_write_atomic(const char *path, const void *data, size_t len,
 			       unsigned mode, struct sl_diag *d) SL_MUST_USE;

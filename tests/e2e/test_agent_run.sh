@@ -2,7 +2,7 @@
 # test_agent_run.sh - suanli-agent run itself, on loopback against a real
 # suanlid: its command line (help, usage errors, no token and no credential);
 # joining with a join token and restarting with the saved credential and no
-# token; the test hooks (an injected XID drains the GPU, inject/unhealthy
+# token, a second agent on the same state directory refused; the test hooks (an injected XID drains the GPU, inject/unhealthy
 # keeps it drained, removing it re-qualifies it); a restart policy carried
 # out by the agent (on-failure restarts, counted, the log keeps every try);
 # SIGTERM leaves work running and the next agent adopts it (same process, not
@@ -97,6 +97,10 @@ agent_start "$TMP/agent2.log"
 hb_after_restart() { grep -q 'msg=registered' "$TMP/agent2.log" && node_ready; }
 if wait_until 20 hb_after_restart; then ok "restarted without --token, it registers with the credential"; else
 	bad "restarted without --token, it registers with the credential" "$(tail -3 "$TMP/agent2.log")"; fi
+
+out=$(timeout 20 "$SUANLI_AGENT" run --server "$URL" --node "$NODE" --simulate hgx-h100-8 --state-dir "$SD" 2>&1)
+expect_eq "a second agent on the same state directory refuses to start" "$?" 1
+expect_match "naming the first one" "$out" "another suanli-agent \\(pid $AGENT_PID\\) uses the state directory"
 
 # ---- test hooks: XID and the health check ----
 echo "3 13" >"$SD/inject/xid"
