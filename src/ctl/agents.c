@@ -277,16 +277,26 @@ const char *agents_node_state(const struct ctl *c, int node, const char **reason
 	return life_names[r->life];
 }
 
-void agents_apply_gpus_rec(struct ctl *c, const struct agent_rec *r, int idx)
+void agents_apply_gpus_rec(struct ctl *c, struct agent_rec *r, int idx)
 {
 	int n = fleet_node_type(c->fleet, idx)->ngpus;
+	size_t off = 0;
 	for (int g = 0; g < n; g++)
 		placer_set_gpu_usable(c->placer, idx, g, !r || g >= r->ngpus || r->gpu[g].state == GPU_OK);
+	if (!r || r->life != AL_READY)
+		return;
+	/* A ready node's reason names the GPUs out of service (suanli nodes). */
+	r->reason[0] = 0;
+	for (int g = 0; g < r->ngpus && g < n && off < sizeof(r->reason); g++)
+		if (r->gpu[g].state != GPU_OK)
+			off += (size_t)snprintf(r->reason + off, sizeof(r->reason) - off, "%sGPU %d %s: %.80s",
+						off ? "; " : "", g, gpu_hstate_name(r->gpu[g].state),
+						r->gpu[g].reason);
 }
 
 void agents_apply_gpus(struct ctl *c, int node)
 {
-	const struct agent_rec *r = node_rec(c, node);
+	struct agent_rec *r = node_rec(c, node);
 	if (r) /* nodes without an agent keep the placer's default: all usable */
 		agents_apply_gpus_rec(c, r, node);
 }

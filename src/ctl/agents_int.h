@@ -67,8 +67,9 @@ void agents_rec_save(struct ctl *c, struct agent_rec *r);
 /* A report arrived (register, heartbeat): timers restart; an unreachable or
  * down node comes back (audited, placer, scheduler). */
 void agents_reported(struct ctl *c, struct agent_rec *r);
-/* Applies r's per-GPU health to the placer for fleet node idx. */
-void agents_apply_gpus_rec(struct ctl *c, const struct agent_rec *r, int idx);
+/* Applies r's per-GPU health to the placer for fleet node idx (and, while
+ * ready, names the GPUs out of service in r->reason). */
+void agents_apply_gpus_rec(struct ctl *c, struct agent_rec *r, int idx);
 /* Lowers the next lifecycle check to at. */
 void agents_wake(struct ctl *c, int64_t at);
 
