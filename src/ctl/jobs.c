@@ -50,10 +50,15 @@ static int rank_state_parse(const char *s)
 	return -1;
 }
 
-static bool job_active(const struct job *j)
+static bool job_active(const struct ctl *c, const struct job *j)
 {
 	if (!job_ended(j))
 		return true;
+	/* Stop items of an ended job go after a while even when no agent
+	 * confirmed them (a node without an agent); reconcile in heartbeats
+	 * still stops anything that runs. */
+	if (c->now_ns - j->ended_ns > (int64_t)JOB_STOP_KEEP_S * 1000000000)
+		return false;
 	for (int i = 0; i < j->nranks; i++) {
 		const struct job_rank *r = &j->ranks[i];
 		if (r->stop && !r->gone && r->state != RS_EXITED && r->state != RS_STOPPED)
@@ -85,7 +90,7 @@ struct job *jobs_live_next(struct ctl *c, int *k)
 	struct ctl_jobs *js = c->jobs;
 	while (*k < js->nlive) {
 		struct job *j = js->jobs[js->live[*k]];
-		if (job_active(j)) {
+		if (job_active(c, j)) {
 			(*k)++;
 			return j;
 		}
@@ -517,7 +522,7 @@ enum sl_err jobs_start(struct ctl *c, struct sl_diag *d)
 	for (int i = 0; i < js->njobs; i++) {
 		if (!js->jobs[i])
 			return sl_diag_set(d, SL_EPARSE, "job job-%06d is missing from the store", i + 1);
-		if (job_active(js->jobs[i]) && !jobs_track(c, js->jobs[i]))
+		if (job_active(c, js->jobs[i]) && !jobs_track(c, js->jobs[i]))
 			return sl_diag_set(d, SL_ENOMEM, "out of memory");
 	}
 	return SL_OK;
