@@ -114,7 +114,8 @@ lease_field() { body_of "$(api "$ADMIN" GET "/v1/leases/$1")" | jq -r "$2"; }
 lease_is() { [ "$(lease_field "$1" .state)" = "$2" ]; }
 # file_has FILE REGEX
 file_has() { grep -Eq -- "$2" "$1" 2>/dev/null; }
-pid_alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
+# A zombie (killed, not yet reaped by whoever inherited it) is not alive.
+pid_alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
 
 # A fatal precondition: report, dump the logs that say why, stop.
 die() {
