@@ -13,6 +13,7 @@ static const struct {
 	{"plan", cmd_plan, "place one request on a fleet file, offline, and explain it"},
 	{"topo", cmd_topo, "print a node's GPU matrix like nvidia-smi topo -m, with bandwidths"},
 	{"fleet", cmd_fleet, "validate a fleet file and summarise it (fleet check FILE)"},
+	{"sim", cmd_sim, "replay GPU cluster traces on the placement core (sim openb, sim replay)"},
 	{"nodes", cmd_nodes, "list the controller's nodes with their state and free GPUs"},
 	{"node", cmd_node, "one node: show, drain, resume"},
 	{"tenant", cmd_tenant, "tenants: create, list, show"},

@@ -149,6 +149,7 @@ void fleet_release(struct fleet *f)
 	free(f->domains);
 	free(f->nodes);
 	free(f->owners);
+	fleet_models_release(f);
 	strmap_free(f->node_by_name);
 	strmap_free(f->by_name);
 	memset(f, 0, sizeof(*f));

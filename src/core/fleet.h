@@ -80,6 +80,8 @@ struct fleet {
 	int nnodes;
 	char **owners; /* tenant names that own colocated nodes */
 	int nowners;
+	struct gpu_model **models; /* custom GPU models (fleet_add_model), owned */
+	int nmodels, capmodels;
 	struct strmap *node_by_name; /* private: name -> node index */
 	struct strmap *by_name;      /* private: other names (kind-prefixed) -> index */
 	int caps[8];                 /* private: array capacities */
@@ -117,6 +119,21 @@ enum sl_err fleet_add_domain(struct fleet *f, const char *name, const int *nodes
 /* Returns the owner index of tenant, adding it if new. */
 enum sl_err fleet_owner_index(struct fleet *f, const char *tenant, int *idx,
 			      struct sl_diag *d) SL_MUST_USE;
+
+/* Custom GPU models (fleet_model.c): a model the catalog does not know (an
+ * older or undisclosed part). m is copied, its name (a valid fleet name, not a
+ * catalog model's) and vendor (NULL = "unknown") too; *out (may be NULL) points
+ * at the fleet's copy, stable until fleet_release, for node_type.gpu.
+ * SL_EEXIST when the name is taken (by the catalog or this fleet), SL_EINVAL
+ * for a bad name or figures (mem_gib < 0, pcie_gen outside 0..6), SL_ELIMIT
+ * past FLEET_MAX_MODELS. */
+#define FLEET_MAX_MODELS 256
+enum sl_err fleet_add_model(struct fleet *f, const struct gpu_model *m,
+			    const struct gpu_model **out, struct sl_diag *d) SL_MUST_USE;
+/* The model called name: the catalog's, else the fleet's custom one; NULL. */
+const struct gpu_model *fleet_find_model(const struct fleet *f, const char *name);
+/* Frees the custom models (fleet_release calls it). */
+void fleet_models_release(struct fleet *f);
 
 /* Lookups; -1 when absent. */
 int fleet_find_node(const struct fleet *f, const char *name);

@@ -150,6 +150,7 @@ void placer_free(struct placer *p)
 		for (int t = 0; t < p->f->ntypes; t++)
 			ptab_free(p->ptabs[t]);
 	pl_index_free(p);
+	pl_frag_free(p);
 	free(p->ptabs);
 	free(p->nodes);
 	free(p->partial);
@@ -187,6 +188,7 @@ int pl_free_mask(const struct placer *p, int node)
 
 static void node_changed(struct placer *p, int node)
 {
+	pl_frag_node_changed(p, node);
 	pl_index_update(p, node);
 	pl_partial_update(p, node);
 }
@@ -468,9 +470,11 @@ void pl_demand(const struct pl_ctx *c, const struct node_type *t, int k, int mil
 {
 	int64_t share_num = k > 0 ? (int64_t)k * PL_MILLI : milli;
 	int64_t den = (int64_t)t->ngpus * PL_MILLI;
-	*cpus = c->req->cpus > 0 ? c->req->cpus : (int)((int64_t)t->cpus * share_num / den);
-	*mem = c->req->mem_mib > 0 ? c->req->mem_mib
-				   : (int64_t)t->mem_gib * 1024 * share_num / den;
+	bool exact = c->req->exact_cpu_mem;
+	*cpus = c->req->cpus > 0 || exact ? c->req->cpus
+					  : (int)((int64_t)t->cpus * share_num / den);
+	*mem = c->req->mem_mib > 0 || exact ? c->req->mem_mib
+					    : (int64_t)t->mem_gib * 1024 * share_num / den;
 }
 
 bool pl_fits_cpu_mem(const struct placer *p, int node, int cpus, int64_t mem)
@@ -621,9 +625,13 @@ static enum sl_err check_numbers(const struct place_request *r, struct sl_diag *
 	if (r->gpu_milli < 0 || r->gpu_milli >= PL_MILLI)
 		return sl_diag_set(d, SL_EINVAL, "gpu_milli %d out of range 1..%d",
 				   r->gpu_milli, PL_MILLI - 1);
-	if (r->gpus == 0 && r->gpu_milli == 0)
+	if (r->gpus == 0 && r->gpu_milli == 0 &&
+	    (!r->exact_cpu_mem || (r->cpus == 0 && r->mem_mib == 0)))
 		return sl_diag_set(d, SL_EINVAL, "request asks for no GPUs "
-				   "(set gpus or gpu_milli)");
+				   "(set gpus or gpu_milli, or exact CPUs or memory)");
+	if (r->gpus == 0 && r->gpu_milli == 0 && (r->per_node != 0 || r->exclusive))
+		return sl_diag_set(d, SL_EINVAL, "a CPU-only request cannot be a gang or "
+				   "exclusive");
 	if (r->gpus > 0 && r->gpu_milli > 0)
 		return sl_diag_set(d, SL_EINVAL, "gpus and gpu_milli are exclusive");
 	if (r->gpu_milli > 0 && (r->per_node != 0 || r->exclusive))
@@ -651,7 +659,7 @@ static enum sl_err ctx_init(struct placer *p, const struct place_request *r,
 		return e;
 	const struct gpu_model *models[PLACE_MAX_MODELS];
 	for (int i = 0; i < r->nmodels; i++) {
-		models[i] = r->models[i] ? catalog_gpu_find(r->models[i]) : NULL;
+		models[i] = fleet_find_model(f, r->models[i]);
 		if (!models[i]) {
 			sl_diag_set(d, SL_EINVAL, "unknown GPU model '%s'",
 				    r->models[i] ? r->models[i] : "(null)");
@@ -734,7 +742,9 @@ static enum sl_err place_req(struct placer *p, const struct place_request *req,
 		return e;
 	c.quiet = quiet;
 	int maxg = pl_max_eligible_gpus(p);
-	if (c.share)
+	if (pl_frag_handles(p, &c))
+		e = pl_frag_place(p, &c, out);
+	else if (c.share)
 		e = place_share(p, &c, out);
 	else if (maxg > 0 && (req->per_node > 0 || req->gpus > maxg))
 		e = pl_gang_place(p, &c, out, d);

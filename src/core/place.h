@@ -35,7 +35,7 @@ struct place_request {
 	int gpu_milli;    /* a share of one GPU, 1..999 thousandths; needs gpus == 0 */
 	int per_node;     /* GPUs per node for a gang; 0 = infer */
 	int nmodels;      /* 0 = any model */
-	const char *models[PLACE_MAX_MODELS]; /* catalog names, borrowed */
+	const char *models[PLACE_MAX_MODELS]; /* model names (catalog or fleet_add_model), borrowed */
 	int min_mem_gib;  /* per GPU */
 	int min_bw_gbps;  /* bottleneck pairwise bandwidth inside each node's set */
 	const char *region; /* NULL = any, borrowed */
@@ -48,6 +48,9 @@ struct place_request {
 			       --switches=1); refused rather than spread */
 	int cpus;           /* per node; 0 = the node's share per GPU */
 	int64_t mem_mib;    /* per node; 0 = the node's share per GPU */
+	bool exact_cpu_mem; /* cpus and mem_mib are exactly what is asked, 0 = none
+			       (no per-GPU share); a request may then ask for no GPUs
+			       at all: CPU and memory on one node (place_frag.h) */
 };
 
 /* One node's part of a placement. */

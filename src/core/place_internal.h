@@ -80,6 +80,7 @@ struct placer {
 	int *units;               /* [nunits] units touched */
 	int *set_count;           /* [1 << TOPO_MAX_GPUS] gang scratch, lazy */
 	struct pl_cand *cand;     /* [nnodes] gang candidates, lazy */
+	struct pl_frag *frag;     /* fragmentation-aware policy (place_frag.c) or NULL */
 };
 
 /* A node that can take a request, with the set it would get. */
@@ -144,6 +145,15 @@ enum sl_err pl_gang_place(struct placer *p, const struct pl_ctx *c, struct place
 /* per_node a gang request uses (given or inferred); 0 if no eligible type. */
 int pl_gang_per_node(const struct placer *p, const struct pl_ctx *c);
 int pl_max_eligible_gpus(const struct placer *p);
+
+/* place_frag.c: the fragmentation-aware policy and CPU-only requests. */
+/* True when the request goes to pl_frag_place: CPU-only requests always;
+ * single-node and share requests while a workload is set. */
+bool pl_frag_handles(const struct placer *p, const struct pl_ctx *c);
+enum sl_err pl_frag_place(struct placer *p, const struct pl_ctx *c,
+			  struct placement *out) SL_MUST_USE;
+void pl_frag_node_changed(struct placer *p, int node);
+void pl_frag_free(struct placer *p);
 
 /* place_explain.c: fills out->failed and out->why; returns SL_ENOSPACE. */
 enum sl_err pl_explain(struct placer *p, const struct pl_ctx *c, int per_node, int nnodes,

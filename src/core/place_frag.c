@@ -1,0 +1,447 @@
+/* place_frag.c - the fragmentation-aware policy (place_frag.h) and CPU-only
+ * requests.
+ *
+ * Classes are grouped by GPU shape (whole GPUs k, share milli, allowed types):
+ * whether a shape's GPUs fit a node and how many free thousandths it strands
+ * there depend only on the node's free vector, so they are computed once per
+ * shape; the classes of a shape then differ only by CPUs and memory, so each
+ * adds its weight to "fits" or "does not fit". F of a node's current state is
+ * cached per node and dropped whenever the node changes (pl_frag_node_changed
+ * is called from place.c's node_changed). */
+#include "place_frag.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "place_internal.h"
+
+struct pl_fclass {
+	int cpus;
+	int64_t mem;
+	int64_t w;
+};
+
+struct pl_shape {
+	int k, milli;    /* whole GPUs or a share (k == 1, milli < 1000) */
+	bool *type_ok;   /* [ntypes] */
+	int first, n;    /* its classes in pl_frag.cls */
+	int64_t w;       /* their total weight */
+};
+
+struct pl_frag {
+	struct pl_shape *shapes;
+	int nshapes;
+	struct pl_fclass *cls;
+	int ncls;
+	int64_t *before; /* [nnodes] F of the current state */
+	bool *fresh;     /* [nnodes] before[] is valid */
+	/* Balance term: CPUs and memory per GPU thousandth the workload asks for
+	 * on average, and the weight of a stranded thousandth. */
+	double cpu_per_milli, mem_per_milli, bal_w;
+};
+
+static void frag_destroy(struct pl_frag *fr)
+{
+	if (!fr)
+		return;
+	for (int i = 0; i < fr->nshapes; i++)
+		free(fr->shapes[i].type_ok);
+	free(fr->shapes);
+	free(fr->cls);
+	free(fr->before);
+	free(fr->fresh);
+	free(fr);
+}
+
+void pl_frag_free(struct placer *p)
+{
+	frag_destroy(p->frag);
+	p->frag = NULL;
+}
+
+void pl_frag_node_changed(struct placer *p, int node)
+{
+	if (p->frag)
+		p->frag->fresh[node] = false;
+}
+
+/* ---- the workload ------------------------------------------------------- */
+
+static enum sl_err class_check(const struct placer *p, const struct place_class *c, int i,
+			       bool *type_ok, struct sl_diag *d)
+{
+	if (c->gpus < 0 || c->gpus > TOPO_MAX_GPUS || c->gpu_milli < 0 ||
+	    c->gpu_milli >= PL_MILLI || (c->gpu_milli > 0 && c->gpus > 1))
+		return sl_diag_set(d, SL_EINVAL, "workload class %d: gpus %d, gpu_milli %d; "
+				   "expected 0..%d whole GPUs or one share of 1..%d", i,
+				   c->gpus, c->gpu_milli, TOPO_MAX_GPUS, PL_MILLI - 1);
+	if (c->cpus < 0 || c->mem_mib < 0 || c->weight < 1 || c->weight > ((int64_t)1 << 32))
+		return sl_diag_set(d, SL_EINVAL, "workload class %d: negative CPUs or memory, "
+				   "or weight outside 1..2^32", i);
+	if (c->nmodels < 0 || c->nmodels > PLACE_MAX_MODELS)
+		return sl_diag_set(d, SL_EINVAL, "workload class %d: %d models; at most %d", i,
+				   c->nmodels, PLACE_MAX_MODELS);
+	const struct fleet *f = p->f;
+	for (int t = 0; t < f->ntypes; t++)
+		type_ok[t] = c->nmodels == 0;
+	for (int m = 0; m < c->nmodels; m++) {
+		const struct gpu_model *gm = fleet_find_model(f, c->models[m]);
+		if (!gm)
+			return sl_diag_set(d, SL_EINVAL, "workload class %d: unknown GPU model "
+					   "'%s'", i, c->models[m] ? c->models[m] : "(null)");
+		for (int t = 0; t < f->ntypes; t++)
+			if (f->types[t].gpu && !strcmp(f->types[t].gpu->name, gm->name))
+				type_ok[t] = true;
+	}
+	return SL_OK;
+}
+
+static int shape_find(const struct pl_frag *fr, int ntypes, int k, int milli,
+		      const bool *type_ok)
+{
+	for (int s = 0; s < fr->nshapes; s++)
+		if (fr->shapes[s].k == k && fr->shapes[s].milli == milli &&
+		    !memcmp(fr->shapes[s].type_ok, type_ok, (size_t)ntypes * sizeof(bool)))
+			return s;
+	return -1;
+}
+
+enum sl_err placer_set_workload(struct placer *p, const struct place_class *cls, int n,
+				struct sl_diag *d)
+{
+	if (!p || n < 0 || (n > 0 && !cls))
+		return sl_diag_set(d, SL_EINVAL, "no placer or class list");
+	if (n > PLACE_MAX_CLASSES)
+		return sl_diag_set(d, SL_ELIMIT, "%d workload classes; at most %d", n,
+				   PLACE_MAX_CLASSES);
+	if (n == 0) {
+		pl_frag_free(p);
+		return SL_OK;
+	}
+	int ntypes = p->f->ntypes, nnodes = p->f->nnodes;
+	struct pl_frag *fr = calloc(1, sizeof(*fr));
+	int *shape_of = calloc((size_t)n, sizeof(*shape_of));
+	bool *ok = calloc((size_t)ntypes + 1, sizeof(*ok));
+	if (fr) {
+		fr->shapes = calloc((size_t)n, sizeof(*fr->shapes));
+		fr->cls = calloc((size_t)n, sizeof(*fr->cls));
+		fr->before = calloc((size_t)nnodes + 1, sizeof(*fr->before));
+		fr->fresh = calloc((size_t)nnodes + 1, sizeof(*fr->fresh));
+	}
+	enum sl_err e = SL_OK;
+	if (!fr || !shape_of || !ok || !fr->shapes || !fr->cls || !fr->before || !fr->fresh) {
+		e = sl_diag_set(d, SL_ENOMEM, "out of memory");
+		goto out;
+	}
+	/* Classes without GPUs strand nothing: they are left out of F. */
+	double wcpu = 0, wmem = 0, wgpu = 0, wall = 0;
+	for (int i = 0; i < n; i++) {
+		shape_of[i] = -1;
+		e = class_check(p, &cls[i], i, ok, d);
+		if (e != SL_OK)
+			goto out;
+		int k = cls[i].gpu_milli > 0 ? 1 : cls[i].gpus;
+		int milli = cls[i].gpu_milli > 0 ? cls[i].gpu_milli : PL_MILLI;
+		wcpu += (double)cls[i].weight * cls[i].cpus;
+		wmem += (double)cls[i].weight * (double)cls[i].mem_mib;
+		wgpu += (double)cls[i].weight * (cls[i].gpu_milli > 0 ? cls[i].gpu_milli
+								   : (double)cls[i].gpus * PL_MILLI);
+		wall += (double)cls[i].weight;
+		if (k == 0)
+			continue;
+		int s = shape_find(fr, ntypes, k, milli, ok);
+		if (s < 0) {
+			s = fr->nshapes;
+			struct pl_shape *sh = &fr->shapes[s];
+			sh->k = k;
+			sh->milli = milli;
+			sh->type_ok = malloc((size_t)ntypes + 1);
+			if (!sh->type_ok) {
+				e = sl_diag_set(d, SL_ENOMEM, "out of memory");
+				goto out;
+			}
+			memcpy(sh->type_ok, ok, (size_t)ntypes * sizeof(bool));
+			fr->nshapes++;
+		}
+		shape_of[i] = s;
+		fr->shapes[s].n++;
+		fr->shapes[s].w += cls[i].weight;
+	}
+	for (int s = 0, at = 0; s < fr->nshapes; s++) {
+		fr->shapes[s].first = at;
+		at += fr->shapes[s].n;
+		fr->shapes[s].n = 0;
+	}
+	for (int i = 0; i < n; i++) {
+		if (shape_of[i] < 0)
+			continue;
+		struct pl_shape *sh = &fr->shapes[shape_of[i]];
+		struct pl_fclass *fc = &fr->cls[sh->first + sh->n++];
+		fc->cpus = cls[i].cpus;
+		fc->mem = cls[i].mem_mib;
+		fc->w = cls[i].weight;
+		fr->ncls++;
+	}
+	if (wgpu > 0) {
+		fr->cpu_per_milli = wcpu / wgpu;
+		fr->mem_per_milli = wmem / wgpu;
+		fr->bal_w = wall;
+	}
+	pl_frag_free(p);
+	p->frag = fr;
+	fr = NULL;
+out:
+	frag_destroy(fr);
+	free(shape_of);
+	free(ok);
+	return e;
+}
+
+/* ---- fragmentation ------------------------------------------------------ */
+
+/* F of a node state: free thousandths per GPU, CPUs and memory left. */
+static int64_t frag_of(const struct pl_frag *fr, int type, const int *fv, int ngpus,
+		       int cpu_left, int64_t mem_left)
+{
+	int64_t total = 0;
+	for (int g = 0; g < ngpus; g++)
+		total += fv[g];
+	if (total == 0)
+		return 0;
+	int64_t f = 0;
+	for (int s = 0; s < fr->nshapes; s++) {
+		const struct pl_shape *sh = &fr->shapes[s];
+		if (!sh->type_ok[type]) {
+			f += sh->w * total;
+			continue;
+		}
+		int cnt = 0;
+		int64_t small = 0;
+		for (int g = 0; g < ngpus; g++) {
+			if (fv[g] >= sh->milli)
+				cnt++;
+			else
+				small += fv[g];
+		}
+		if (cnt < sh->k) {
+			f += sh->w * total;
+			continue;
+		}
+		int64_t wfit = 0;
+		const struct pl_fclass *c = &fr->cls[sh->first];
+		for (int i = 0; i < sh->n; i++)
+			if (c[i].cpus <= cpu_left && c[i].mem <= mem_left)
+				wfit += c[i].w;
+		f += wfit * small + (sh->w - wfit) * total;
+	}
+	if (fr->bal_w > 0) {
+		double usable = (double)total;
+		if (fr->cpu_per_milli > 0 && cpu_left / fr->cpu_per_milli < usable)
+			usable = cpu_left / fr->cpu_per_milli;
+		if (fr->mem_per_milli > 0 && (double)mem_left / fr->mem_per_milli < usable)
+			usable = (double)mem_left / fr->mem_per_milli;
+		f += (int64_t)(fr->bal_w * ((double)total - usable));
+	}
+	return f;
+}
+
+struct node_state {
+	int fv[TOPO_MAX_GPUS];
+	int ngpus, type, cpu_left;
+	int64_t mem_left;
+};
+
+static void state_of(const struct placer *p, int node, struct node_state *s)
+{
+	const struct node_type *t = fleet_node_type(p->f, node);
+	const struct pl_node *n = &p->nodes[node];
+	s->ngpus = t->ngpus;
+	s->type = p->f->nodes[node].type;
+	for (int g = 0; g < t->ngpus; g++)
+		s->fv[g] = (!n->usable || (n->bad & ((gpumask_t)1 << g))) ? 0
+									 : PL_MILLI - n->used[g];
+	s->cpu_left = t->cpus - n->cpus_used;
+	s->mem_left = (int64_t)t->mem_gib * 1024 - n->mem_used;
+}
+
+static int64_t frag_now(struct placer *p, int node)
+{
+	struct pl_frag *fr = p->frag;
+	if (!fr->fresh[node]) {
+		struct node_state s;
+		state_of(p, node, &s);
+		fr->before[node] = frag_of(fr, s.type, s.fv, s.ngpus, s.cpu_left, s.mem_left);
+		fr->fresh[node] = true;
+	}
+	return fr->before[node];
+}
+
+int64_t placer_node_frag(struct placer *p, int node)
+{
+	if (!p || !p->frag || node < 0 || node >= p->f->nnodes)
+		return 0;
+	return frag_now(p, node);
+}
+
+/* ---- placing ------------------------------------------------------------ */
+
+bool pl_frag_handles(const struct placer *p, const struct pl_ctx *c)
+{
+	if (!c->share && c->k == 0)
+		return true;
+	if (!p->frag || c->req->exclusive || c->req->per_node > 0)
+		return false;
+	return c->share || c->k <= pl_max_eligible_gpus(p);
+}
+
+/* A candidate: the node, what it takes there and how it compares. */
+struct fcand {
+	int node;
+	gpumask_t set; /* whole GPUs */
+	int gpu;       /* share: the GPU, else -1 */
+	struct node_quality q;
+	struct node_leftover left;
+	int64_t delta; /* growth of F */
+	int64_t free_after; /* free thousandths left on the node */
+	int cpu_after;
+	int64_t price;
+};
+
+static int fcand_cmp(const struct placer *p, const struct fcand *a, const struct fcand *b,
+		     bool whole)
+{
+	if (whole) {
+		int c = node_quality_cmp(&a->q, &b->q);
+		if (c)
+			return -c;
+	}
+	if (a->delta != b->delta)
+		return a->delta < b->delta ? -1 : 1;
+	if (a->free_after != b->free_after)
+		return a->free_after < b->free_after ? -1 : 1;
+	if (a->cpu_after != b->cpu_after)
+		return a->cpu_after > b->cpu_after ? -1 : 1;
+	int c = node_leftover_cmp(&a->left, &b->left);
+	if (c)
+		return -c;
+	if (a->price != b->price)
+		return a->price < b->price ? -1 : 1;
+	c = pl_name_cmp(p, a->node, b->node);
+	if (c)
+		return c;
+	return a->gpu < b->gpu ? -1 : (a->gpu > b->gpu);
+}
+
+static int64_t free_total(const struct node_state *s)
+{
+	int64_t t = 0;
+	for (int g = 0; g < s->ngpus; g++)
+		t += s->fv[g];
+	return t;
+}
+
+/* Judges node for the request; false when it cannot take it. */
+static bool node_cand(struct placer *p, const struct pl_ctx *c, int node, struct fcand *out)
+{
+	const struct pl_node *n = &p->nodes[node];
+	if (!n->usable || !p->group_ok[n->group])
+		return false;
+	const struct node_type *t = fleet_node_type(p->f, node);
+	struct ptab *pt = p->ptabs[p->f->nodes[node].type];
+	int milli = c->share ? c->req->gpu_milli : 0;
+	int cpus;
+	int64_t mem;
+	pl_demand(c, t, c->share ? 0 : c->k, milli, &cpus, &mem);
+	if (!pl_fits_cpu_mem(p, node, cpus, mem))
+		return false;
+	struct node_state s;
+	state_of(p, node, &s);
+	memset(out, 0, sizeof(*out));
+	out->node = node;
+	out->gpu = -1;
+	out->price = p->f->nodes[node].price_hint;
+	out->cpu_after = s.cpu_left - cpus;
+	int64_t before = p->frag ? frag_now(p, node) : 0;
+	gpumask_t fm = (gpumask_t)pl_free_mask(p, node);
+	if (c->share) {
+		struct node_quality q1;
+		if (!ptab_full_quality(pt, 1, &q1) || q1.bottleneck_gbps < c->req->min_bw_gbps)
+			return false;
+		bool found = false;
+		for (int g = 0; g < s.ngpus; g++) {
+			gpumask_t bit = (gpumask_t)1 << g;
+			if ((n->bad & bit) || s.fv[g] < milli ||
+			    (n->used[g] > 0 && !(n->shared & bit)))
+				continue;
+			bool seen = false; /* F only sees the multiset of free values */
+			for (int h = 0; h < g && !seen; h++)
+				seen = !(n->bad & ((gpumask_t)1 << h)) && s.fv[h] == s.fv[g] &&
+				       (n->used[h] == 0 || (n->shared & ((gpumask_t)1 << h)));
+			if (seen)
+				continue;
+			s.fv[g] -= milli;
+			struct fcand k = *out;
+			k.gpu = g;
+			k.q = q1;
+			k.delta = p->frag ? frag_of(p->frag, s.type, s.fv, s.ngpus, s.cpu_left - cpus,
+						    s.mem_left - mem) - before
+					  : 0;
+			k.free_after = free_total(&s);
+			gpumask_t after = fm & ~bit;
+			ptab_leftover(pt, after, &k.left);
+			s.fv[g] += milli;
+			if (!found || fcand_cmp(p, &k, out, false) < 0)
+				*out = k;
+			found = true;
+		}
+		return found;
+	}
+	if (c->k > 0) {
+		struct node_pick pk;
+		if (__builtin_popcount(fm) < c->k || !ptab_best(pt, fm, c->k, &pk) ||
+		    pk.q.bottleneck_gbps < c->req->min_bw_gbps)
+			return false;
+		for (int g = 0; g < s.ngpus; g++)
+			if (pk.set & ((gpumask_t)1 << g))
+				s.fv[g] = 0;
+		out->set = pk.set;
+		out->q = pk.q;
+		out->left = pk.left;
+	} else {
+		ptab_leftover(pt, fm, &out->left);
+	}
+	out->free_after = free_total(&s);
+	out->delta = p->frag ? frag_of(p->frag, s.type, s.fv, s.ngpus, s.cpu_left - cpus,
+				       s.mem_left - mem) - before
+			     : 0;
+	return true;
+}
+
+enum sl_err pl_frag_place(struct placer *p, const struct pl_ctx *c, struct placement *out)
+{
+	bool whole = !c->share && c->k > 0;
+	struct fcand best, k;
+	bool found = false;
+	for (int node = 0; node < p->f->nnodes; node++) {
+		if (!node_cand(p, c, node, &k))
+			continue;
+		if (!found || fcand_cmp(p, &k, &best, whole) < 0)
+			best = k;
+		found = true;
+	}
+	if (!found) {
+		if (c->share || whole)
+			return pl_explain(p, c, c->share ? 1 : c->k, 1, NULL, out);
+		if (!c->quiet) {
+			out->failed = PLACE_C_CPU_MEM;
+			snprintf(out->why, sizeof(out->why),
+				 "no eligible node has %d CPUs and %lld MiB of memory free",
+				 c->req->cpus, (long long)c->req->mem_mib);
+		}
+		return SL_ENOSPACE;
+	}
+	if (c->share)
+		return pl_add_pick(out, p, c, best.node, 0, best.gpu, c->req->gpu_milli, &best.q);
+	return pl_add_pick(out, p, c, best.node, best.set, -1, 0, &best.q);
+}
