@@ -84,7 +84,14 @@ for cyc in $(seq 1 $((CYCLES + 1))); do
 		bad "cycle $cyc: state after SIGKILL" "missing=[$missing] unreleased=[$notrel] shared=[$dup] partial=[$half] pending-with-gpus=[$pend]"
 	fi
 	[ "$cyc" -gt "$CYCLES" ] && { stop_daemon; break; }
+	before=$(cat "$TMP"/ack.* 2>/dev/null | wc -l)
 	for w in $(seq 1 $WORKERS); do worker "$w" "$cyc" & done
+	# Kill only once this cycle has acknowledged a few changes (however slow
+	# the machine is), then at a random moment after that.
+	for _ in $(seq 1 200); do
+		[ "$(cat "$TMP"/ack.* 2>/dev/null | wc -l)" -ge $((before + 4)) ] && break
+		sleep 0.05
+	done
 	sleep "$(printf '0.%02d' $((RANDOM % 15 + 3)))"
 	kill -KILL "$DAEMON_PID"
 	wait "$DAEMON_PID" 2>/dev/null
