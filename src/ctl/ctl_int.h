@@ -252,7 +252,11 @@ struct ctl_call {
 	struct ctl *ctl;
 	struct http_request *req;
 	const struct ctl_route *route;
-	const struct ctl_token *tok; /* NULL for routes without auth */
+	const struct ctl_token *tok; /* NULL for routes without auth; else &tok_copy */
+	/* The caller's token, copied: c->tokens moves when a handler adds a token
+	 * (token create, agent registration), and the answer's audit entry
+	 * still reads the caller's. */
+	struct ctl_token tok_copy;
 	const char *param[CTL_MAX_PARAMS];
 	char parambuf[CTL_MAX_PARAMS][STORE_MAX_ID + 1];
 	json_t *body; /* the JSON body object for json_body routes */

@@ -267,6 +267,8 @@ void ctl_dispatch(struct ctl *c, struct http_request *req)
 					 "send 'Authorization: Bearer sl_...'");
 			return;
 		}
+		call.tok_copy = *call.tok; /* see struct ctl_call */
+		call.tok = &call.tok_copy;
 		if (!(call.route->roles & CTL_ROLE_BIT(call.tok->role))) {
 			char msg[SL_DIAG_MSG];
 			snprintf(msg, sizeof(msg), "role %s may not %s %s", ctl_role_name(call.tok->role),
