@@ -45,6 +45,14 @@ static enum sl_err place_pod(struct placer *p, const struct sim_pod *pod,
 {
 	struct place_request req;
 	sim_pod_request(pod, &req);
+	/* Models the fleet does not have: drop them; none left means no node. */
+	int known = 0;
+	for (int i = 0; i < req.nmodels; i++)
+		if (fleet_find_model(placer_fleet(p), req.models[i]))
+			req.models[known++] = req.models[i];
+	if (req.nmodels > 0 && known == 0)
+		return SL_ENOSPACE;
+	req.nmodels = known;
 	if (req.gpus == 0 && req.gpu_milli == 0 && req.cpus == 0 && req.mem_mib == 0) {
 		pl->npicks = 0; /* asks for nothing: always "placed" */
 		return SL_OK;

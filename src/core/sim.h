@@ -8,7 +8,9 @@
  * fails and is dropped. After each pod, for every whole percent p (0..130) of
  * arrived GPU demand newly reached, alloc_at[p] records the GPU capacity then
  * allocated (thousandths of a GPU); the allocation ratio is alloc_at[p] /
- * capacity_milli.
+ * capacity_milli. A pod whose gpu_spec names only models the fleet lacks
+ * fails like one that does not fit; unknown names beside known ones are
+ * ignored.
  *
  * Time replay: pods arrive at start, queue FIFO (the head blocks the rest),
  * start as soon as they fit, run duration seconds (forever when -1) and are
