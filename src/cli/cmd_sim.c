@@ -283,6 +283,8 @@ static bool input_load(const struct sim_args *a, struct sim_input *in)
 	size_t len;
 	enum sl_err e = sl_read_file(a->nodes, SIM_MAX_FILE, &text, &len, &d);
 	if (e == SL_OK)
+		d.file = NULL; /* the parsers name the file themselves */
+	if (e == SL_OK)
 		e = sim_parse_nodes(text, len, a->nodes, &in->nodes, &in->nnodes, &d);
 	free(text);
 	text = NULL;
@@ -293,8 +295,11 @@ static bool input_load(const struct sim_args *a, struct sim_input *in)
 	if (e == SL_OK)
 		e = sim_build_fleet(&in->f, in->nodes, in->nnodes, &in->skipped, &d);
 	const char *pf = a->jobs ? a->jobs : a->pods;
-	if (e == SL_OK)
+	if (e == SL_OK) {
 		e = sl_read_file(pf, SIM_MAX_FILE, &text, &len, &d);
+		if (e == SL_OK)
+			d.file = NULL;
+	}
 	if (e == SL_OK)
 		e = a->jobs ? sim_parse_jobs(text, len, pf, &in->pods, &in->npods, &d)
 			    : sim_parse_pods(text, len, pf, &in->pods, &in->npods, &d);
@@ -302,7 +307,7 @@ static bool input_load(const struct sim_args *a, struct sim_input *in)
 	if (e == SL_OK && in->npods == 0)
 		e = sl_diag_set(&d, SL_EINVAL, "%s: no pods", pf);
 	if (e == SL_OK && !a->bestfit)
-		e = sim_workload(in->pods, in->npods, &in->cls, &in->ncls, &d);
+		e = sim_workload(&in->f, in->pods, in->npods, &in->cls, &in->ncls, &d);
 	if (e != SL_OK) {
 		cli_print_diag(&d);
 		if (e == SL_EIO)
@@ -423,7 +428,7 @@ static int run_saturation(const struct sim_args *a, struct sim_input *in)
 		return CLI_EXIT_OK;
 	}
 	json_decref(runs);
-	printf("suanli sim openb: %d nodes, %d GPUs; %s (%d pods, %d offered with sampling),\n"
+	printf("suanli sim openb: %d nodes, %d GPUs; %s (%d pods; %d offered in all),\n"
 	       "policy %s, %s order, inflate %d%%, seed%s %d", in->f.nnodes, (int)(cap / 1000),
 	       wname, in->npods, pods, policy, a->shuffle ? "shuffled" : "trace", a->inflate_pct,
 	       nseeds > 1 ? "s" : "", a->seed_lo);

@@ -58,6 +58,9 @@ static enum sl_err place_pod(struct placer *p, const struct sim_pod *pod,
 		return SL_OK;
 	}
 	enum sl_err e = placer_place_quiet(p, &req, pl, d);
+	if (e == SL_EINVAL)
+		return SL_ENOSPACE; /* a shape this fleet cannot take, e.g. 3 GPUs over
+				       2-GPU nodes: the pod fails like one that does not fit */
 	if (e == SL_OK)
 		e = placer_claim(p, pl, d);
 	if (e != SL_OK && e != SL_ENOSPACE && d) {
@@ -158,8 +161,8 @@ static uint64_t class_hash(const struct sim_pod *a)
 	return h;
 }
 
-enum sl_err sim_workload(const struct sim_pod *pods, int n, struct place_class **out,
-			 int *nout, struct sl_diag *d)
+enum sl_err sim_workload(const struct fleet *f, const struct sim_pod *pods, int n,
+			 struct place_class **out, int *nout, struct sl_diag *d)
 {
 	*out = NULL;
 	*nout = 0;
@@ -190,12 +193,20 @@ enum sl_err sim_workload(const struct sim_pod *pods, int n, struct place_class *
 			c->gpu_milli = pods[i].gpu_milli;
 			c->cpus = pods[i].cpu_milli;
 			c->mem_mib = pods[i].mem_mib;
-			c->nmodels = pods[i].nmodels;
 			for (int m = 0; m < pods[i].nmodels; m++)
-				c->models[m] = pods[i].models[m];
+				if (fleet_find_model(f, pods[i].models[m]))
+					c->models[c->nmodels++] = pods[i].models[m];
+			if (pods[i].nmodels > 0 && c->nmodels == 0)
+				c->weight = -1; /* can never run here: dropped below */
 		}
-		cls[slot[h]].weight++;
+		if (cls[slot[h]].weight >= 0)
+			cls[slot[h]].weight++;
 	}
+	int kept = 0;
+	for (int i = 0; i < nc; i++)
+		if (cls[i].weight > 0)
+			cls[kept++] = cls[i];
+	nc = kept;
 	free(slot);
 	free(rep);
 	*out = cls;
@@ -444,7 +455,7 @@ enum sl_err sim_replay(struct placer *p, const struct sim_pod *pods, int n, int 
 			r->delay_mean = sum / rp.ndelay;
 			qsort(rp.delay, (size_t)rp.ndelay, sizeof(*rp.delay), cmp_i64);
 			r->delay_median = rp.delay[(rp.ndelay - 1) / 2];
-			r->delay_p99 = rp.delay[(int)((int64_t)(rp.ndelay - 1) * 99 / 100)];
+			r->delay_p99 = rp.delay[(int)(((int64_t)rp.ndelay * 99 + 99) / 100) - 1];
 			r->delay_max = rp.delay[rp.ndelay - 1];
 		}
 		if (progress)

@@ -8,9 +8,10 @@
  * fails and is dropped. After each pod, for every whole percent p (0..130) of
  * arrived GPU demand newly reached, alloc_at[p] records the GPU capacity then
  * allocated (thousandths of a GPU); the allocation ratio is alloc_at[p] /
- * capacity_milli. A pod whose gpu_spec names only models the fleet lacks
- * fails like one that does not fit; unknown names beside known ones are
- * ignored.
+ * capacity_milli. A pod whose gpu_spec names only models the fleet lacks,
+ * or whose shape the fleet cannot take at all (placer_place says SL_EINVAL,
+ * e.g. 3 GPUs over 2-GPU nodes), fails like one that does not fit; unknown
+ * names beside known ones are ignored.
  *
  * Time replay: pods arrive at start, queue FIFO (the head blocks the rest),
  * start as soon as they fit, run duration seconds (forever when -1) and are
@@ -57,10 +58,11 @@ enum sl_err sim_saturate(struct placer *p, const struct sim_pod *pods, int n, in
 			 uint64_t seed, bool shuffle, struct sim_sat_result *r, struct sl_diag *d) SL_MUST_USE;
 
 /* The workload classes of a pod list for placer_set_workload: one per
- * distinct (GPUs, share, CPUs, memory, models), weighted by count. *out is
- * malloc'd (models point into pods). */
-enum sl_err sim_workload(const struct sim_pod *pods, int n, struct place_class **out,
-			 int *nout, struct sl_diag *d) SL_MUST_USE;
+ * distinct (GPUs, share, CPUs, memory, models), weighted by count. Models f
+ * lacks are left out of a class; a class left with none is dropped (its pods
+ * can never run on f). *out is malloc'd (models point into pods). */
+enum sl_err sim_workload(const struct fleet *f, const struct sim_pod *pods, int n,
+			 struct place_class **out, int *nout, struct sl_diag *d) SL_MUST_USE;
 
 struct sim_sample {
 	int64_t t;
@@ -70,7 +72,8 @@ struct sim_sample {
 
 struct sim_replay_result {
 	int pods, started, never_started, unplaceable;
-	double delay_mean;          /* seconds, over started pods */
+	double delay_mean;          /* seconds, over started pods; the median is the
+				       lower one, p99 by nearest rank */
 	int64_t delay_median, delay_p99, delay_max;
 	double util_mean;           /* time-weighted allocated / capacity, 0..1 */
 	double stranded_mean;       /* GPUs stranded, time-weighted over the replay */

@@ -41,7 +41,7 @@ static void world_load(struct world *w, const char *nodes, const char *pods, boo
 			 SL_OK);
 	assert_int_equal(placer_new(&w->f, &w->p), SL_OK);
 	if (frag) {
-		assert_int_equal(sim_workload(w->pods, w->npods, &w->cls, &w->ncls, &d), SL_OK);
+		assert_int_equal(sim_workload(&w->f, w->pods, w->npods, &w->cls, &w->ncls, &d), SL_OK);
 		assert_int_equal(placer_set_workload(w->p, w->cls, w->ncls, &d), SL_OK);
 	}
 }
