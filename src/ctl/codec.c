@@ -256,7 +256,7 @@ static bool get_int(const json_t *o, const char *k, int64_t lo, int64_t hi, int6
 	return true;
 }
 
-static enum sl_err name_field(const json_t *o, const char *k, char *out, size_t cap,
+static enum sl_err name_field(const json_t *o, const char *k, const char **out,
 			      struct sl_diag *d)
 {
 	const json_t *v = json_object_get(o, k);
@@ -265,12 +265,48 @@ static enum sl_err name_field(const json_t *o, const char *k, char *out, size_t 
 	const char *s = json_string_value(v);
 	if (!s)
 		return sl_diag_set(d, SL_EINVAL, "field '%s' must be a string", k);
-	if (!fleet_name_valid(s) || strlen(s) >= cap) {
+	if (!fleet_name_valid(s) || strlen(s) > CTL_NAME_MAX) {
 		sl_diag_hint(d, "names are 1..%d characters of [A-Za-z0-9._-]", CTL_NAME_MAX);
 		return sl_diag_set(d, SL_EINVAL, "field '%s' is not a valid name", k);
 	}
-	snprintf(out, cap, "%s", s);
+	*out = s;
 	return SL_OK;
+}
+
+bool lease_req_keep(struct lease_req *r)
+{
+	const char *in[2] = {r->region, r->site};
+	char *own[2] = {NULL, NULL};
+	bool ok = true;
+	for (int i = 0; i < 2; i++)
+		if (in[i] && in[i][0]) {
+			size_t n = strlen(in[i]) + 1;
+			if ((own[i] = malloc(n)))
+				memcpy(own[i], in[i], n);
+			ok &= own[i] != NULL;
+		}
+	if (!ok) {
+		free(own[0]);
+		free(own[1]);
+		own[0] = own[1] = NULL;
+	}
+	r->region = own[0] ? own[0] : "";
+	r->site = own[1] ? own[1] : "";
+	r->tenant = "";
+	return ok;
+}
+
+static void free_owned(const char *s)
+{
+	if (s && s[0])
+		free((void *)(uintptr_t)s);
+}
+
+void lease_req_release(struct lease_req *r)
+{
+	free_owned(r->region);
+	free_owned(r->site);
+	r->region = r->site = "";
 }
 
 enum sl_err lease_req_parse(const json_t *o, struct lease_req *r, struct sl_diag *d)
@@ -278,6 +314,7 @@ enum sl_err lease_req_parse(const json_t *o, struct lease_req *r, struct sl_diag
 	enum sl_err e = SL_OK;
 	int64_t v;
 	memset(r, 0, sizeof(*r));
+	r->region = r->site = r->tenant = "";
 	r->plan = PLAN_HOURLY;
 	if (!get_int(o, "gpus", 1, PLACE_MAX_GPUS, &v, d, &e))
 		return e ? e : sl_diag_set(d, SL_EINVAL, "field 'gpus' is required");
@@ -292,9 +329,9 @@ enum sl_err lease_req_parse(const json_t *o, struct lease_req *r, struct sl_diag
 		r->duration_s = v;
 	if (e)
 		return e;
-	if ((e = name_field(o, "region", r->region, sizeof(r->region), d)) ||
-	    (e = name_field(o, "site", r->site, sizeof(r->site), d)) ||
-	    (e = name_field(o, "tenant", r->tenant, sizeof(r->tenant), d)))
+	if ((e = name_field(o, "region", &r->region, d)) ||
+	    (e = name_field(o, "site", &r->site, d)) ||
+	    (e = name_field(o, "tenant", &r->tenant, d)))
 		return e;
 	const json_t *models = json_object_get(o, "models");
 	if (models) {
@@ -376,8 +413,8 @@ void lease_req_to_place(const struct lease_req *r, const char *tenant, struct pl
 		pr->models[i] = r->models[i];
 	pr->min_mem_gib = r->min_mem_gib;
 	pr->min_bw_gbps = r->min_bw_gbps;
-	pr->region = r->region[0] ? r->region : NULL;
-	pr->site = r->site[0] ? r->site : NULL;
+	pr->region = r->region && r->region[0] ? r->region : NULL;
+	pr->site = r->site && r->site[0] ? r->site : NULL;
 	pr->tenant = tenant;
 	pr->exclusive = r->exclusive;
 	pr->one_leaf = r->one_leaf;
@@ -603,6 +640,7 @@ void lease_pl_release(struct lease_pl *p)
 void lease_release_mem(struct ctl_lease *l)
 {
 	lease_pl_release(&l->pl);
+	lease_req_release(&l->req);
 	free(l->request);
 	free(l->reason);
 	for (int i = 0; i < l->nhist; i++)
@@ -705,6 +743,8 @@ enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
 	enum sl_err e = lease_req_parse(req, &l->req, d);
 	if (e)
 		return e;
+	if (!lease_req_keep(&l->req))
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
 	l->seq = seq;
 	snprintf(l->id, sizeof(l->id), "%s", id);
 	snprintf(l->tenant, sizeof(l->tenant), "%s", tenant);

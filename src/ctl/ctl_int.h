@@ -68,20 +68,24 @@ struct ctl_token {
 	bool node_cred;
 };
 
-/* A lease request, validated (the JSON as posted is kept beside it). */
+/* A lease request, validated (the JSON as posted is kept beside it).
+ * region, site and tenant are never NULL ("" when absent): lease_req_parse
+ * borrows them from the document; a lease's own copy (ctl_lease.req) owns
+ * region and site after lease_req_keep and keeps no tenant (ctl_lease has
+ * it). */
 struct lease_req {
 	int gpus;
 	int nmodels;
 	const char *models[PLACE_MAX_MODELS]; /* catalog names (static) */
 	int per_node, min_bw_gbps, min_mem_gib;
-	char region[CTL_NAME_MAX + 1], site[CTL_NAME_MAX + 1];
+	const char *region, *site;
 	enum lease_plan plan;
 	int64_t duration_s; /* 0: none */
 	int el_min, el_max; /* 0, 0: not elastic */
 	bool exclusive;
 	bool one_leaf; /* a gang under one leaf switch only */
 	bool replace_on_failure; /* "on_node_failure": "replace" (agents.c) */
-	char tenant[CTL_NAME_MAX + 1];
+	const char *tenant;
 };
 
 /* A lease's picks and score, compactly: struct placement also carries a
@@ -368,8 +372,15 @@ const char *lease_state_name(enum lease_state s);
 const char *lease_plan_name(enum lease_plan p);
 int lease_plan_parse(const char *s);
 int lease_state_parse(const char *s);
-/* Parses a lease request body (already field-checked) into r; answers nothing. */
+/* Parses a lease request body (already field-checked) into r; answers
+ * nothing. r's strings are borrowed from o (see struct lease_req). */
 enum sl_err lease_req_parse(const json_t *o, struct lease_req *r, struct sl_diag *d) SL_MUST_USE;
+/* Makes r own copies of its region and site and drops its tenant, so it
+ * outlives the parsed document; false when out of memory (r then holds
+ * none, and may still be released). */
+bool lease_req_keep(struct lease_req *r) SL_MUST_USE;
+/* Frees what lease_req_keep copied (NULL strings allowed: a zeroed r). */
+void lease_req_release(struct lease_req *r);
 /* place_request view of r (borrows r's strings). */
 void lease_req_to_place(const struct lease_req *r, const char *tenant, struct place_request *pr);
 /* Picks of a placement from a JSON "placement" array, nodes by name. */

@@ -75,7 +75,7 @@ void h_lease_create(struct ctl_call *call)
 	}
 	/* A placement has one region: the tenant's only one, or the one named. */
 	if (!r.region[0] && json_array_size(t->regions) == 1)
-		snprintf(r.region, sizeof(r.region), "%s", json_string_value(json_array_get(t->regions, 0)));
+		r.region = json_string_value(json_array_get(t->regions, 0));
 	else if (!r.region[0] && json_array_size(t->regions) > 1) {
 		snprintf(msg, sizeof(msg), "tenant %s may use %zu regions; say which with \"region\"",
 			 t->name, json_array_size(t->regions));
@@ -108,8 +108,8 @@ void h_lease_create(struct ctl_call *call)
 	snprintf(l->tenant, sizeof(l->tenant), "%s", t->name);
 	snprintf(l->user, sizeof(l->user), "%s", call->tok->user);
 	l->req = r;
-	snprintf(l->req.tenant, sizeof(l->req.tenant), "%s", t->name);
-	if (!lease_set_request(l, call->body)) {
+	if (!lease_req_keep(&l->req) || !lease_set_request(l, call->body)) {
+		lease_release_mem(l);
 		free(l);
 		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
 		return;

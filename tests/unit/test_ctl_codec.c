@@ -93,6 +93,16 @@ static void test_lease_req(void **state)
 	assert_int_equal(r.per_node, 8);
 	assert_int_equal(r.nmodels, 1);
 	assert_string_equal(r.models[0], "b200");
+	/* Strings are borrowed until kept; kept ones outlive the document. */
+	o = json_loads("{\"gpus\":1,\"region\":\"cn-east\",\"tenant\":\"acme\"}", 0, NULL);
+	assert_int_equal(lease_req_parse(o, &r, &d), SL_OK);
+	assert_string_equal(r.site, "");
+	assert_true(lease_req_keep(&r));
+	json_decref(o);
+	assert_string_equal(r.region, "cn-east");
+	assert_string_equal(r.site, "");
+	assert_string_equal(r.tenant, "");
+	lease_req_release(&r);
 }
 
 static void test_token_format(void **state)
@@ -200,6 +210,8 @@ static void test_lease_roundtrip(void **state)
 	json_t *req = json_loads("{\"gpus\":16,\"per_node\":8,\"models\":[\"h100-sxm\"],\"plan\":\"spot\","
 				 "\"duration_s\":3600,\"tenant\":\"acme\"}", 0, NULL);
 	assert_int_equal(lease_req_parse(req, &l.req, &d), SL_OK);
+	assert_string_equal(l.req.tenant, "acme");
+	assert_true(lease_req_keep(&l.req));
 	struct place_request pr;
 	lease_req_to_place(&l.req, "acme", &pr);
 	assert_int_equal(placer_place(c.placer, &pr, &pl0, &d), SL_OK);
