@@ -579,10 +579,10 @@ static bool apply_gpus(struct ctl *c, struct agent_rec *r, const json_t *gpus, b
 							gpu_hstate_name(r->gpu[g].state)));
 			changed = true;
 		}
-		if (!json_array_size(xids)) {
-			const json_t *hv = json_object_get(gj, "healthy");
-			gpu_health_report(&r->gpu[g], !hv || json_is_true(hv), c->now_ns);
-		}
+		/* Only an explicit verdict without a new XID re-qualifies or drains. */
+		const json_t *hv = json_object_get(gj, "healthy");
+		if (!json_array_size(xids) && hv)
+			gpu_health_report(&r->gpu[g], json_is_true(hv), c->now_ns);
 		if (r->gpu[g].state != before) {
 			changed = true;
 			*back |= r->gpu[g].state == GPU_OK;

@@ -269,6 +269,8 @@ hb "$C3" "$N3" '[{"index":3,"xid":[{"code":13,"at":"2026-11-30T08:00:01Z"}],"tem
 expect_eq "a transient XID drains the GPU" "$(node_field "$N3" '.gpu_health[3].state')" draining
 expect_match "... which the node's reason names (suanli nodes)" "$(node_field "$N3" '.state + ": " + .reason')" "^ready: GPU 3 draining: XID 13"
 expect_eq "... and is kept in gpu_events" "$(node_field "$N3" '.gpu_events[-1].gpu, .gpu_events[-1].code' | tr '\n' ' ')" "3 13 "
+hb "$C3" "$N3" '[{"index":3,"temp_c":41}]' >/dev/null
+expect_eq "a report without a verdict leaves it drained" "$(node_field "$N3" '.gpu_health[3].state')" draining
 hb "$C3" "$N3" '[{"index":3,"healthy":false}]' >/dev/null
 expect_eq "an unhealthy report keeps it drained" "$(node_field "$N3" '.gpu_health[3].state')" draining
 hb "$C3" "$N3" '[{"index":3,"healthy":true}]' >/dev/null
