@@ -56,7 +56,8 @@ static const char sim_help[] =
 	"                    once), so N of 1000 or more is what loads the fleet\n"
 	"  --samples N       (replay) points over time in the plot and JSON (default 400)\n"
 	"  --json            print JSON: {\"allocation_curve\":[131 percents],\n"
-	"                    \"failed_pods\":N,\"seed\":N,\"pods\":N,...}\n";
+	"                    \"failed_pods\":N,\"seed\":N,\"pods\":N,...} (with --seeds: the\n"
+	"                    means, and \"runs\" per seed)\n";
 
 struct sim_args {
 	const char *nodes, *pods, *jobs, *workload, *published, *plot;
@@ -353,7 +354,7 @@ static int run_saturation(const struct sim_args *a, struct sim_input *in)
 	double avg[SIM_CURVE_POINTS] = {0}, failed = 0;
 	json_t *runs = json_array();
 	int64_t cap = 0;
-	int pods = 0;
+	double pods = 0; /* offered, mean over seeds */
 	for (int s = a->seed_lo; s <= a->seed_hi; s++) {
 		struct sl_diag d;
 		sl_diag_clear(&d);
@@ -376,7 +377,7 @@ static int run_saturation(const struct sim_args *a, struct sim_input *in)
 		}
 		failed += (double)r.failed / nseeds;
 		cap = r.capacity_milli;
-		pods = r.pods;
+		pods += (double)r.pods / nseeds;
 		json_array_append_new(runs, json_pack("{s:i, s:o, s:i, s:i}", "seed", s,
 						      "allocation_curve", curve_json(c),
 						      "failed_pods", r.failed, "pods", r.pods));
@@ -403,7 +404,7 @@ static int run_saturation(const struct sim_args *a, struct sim_input *in)
 	if (a->json) {
 		json_t *o = json_pack("{s:o, s:f, s:i, s:s, s:s, s:i, s:i, s:i, s:i, s:f, s:s}",
 				      "allocation_curve", curve_json(avg), "failed_pods",
-				      round(failed * 100) / 100, "pods", pods, "workload", wname,
+				      round(failed * 100) / 100, "pods", (int)lround(pods), "workload", wname,
 				      "policy", policy, "nodes", in->f.nnodes, "gpus",
 				      (int)(cap / 1000), "trace_pods", in->npods, "seed", a->seed_lo,
 				      "inflate", a->inflate_pct / 100.0, "order",
@@ -430,7 +431,7 @@ static int run_saturation(const struct sim_args *a, struct sim_input *in)
 	json_decref(runs);
 	printf("suanli sim openb: %d nodes, %d GPUs; %s (%d pods; %d offered in all),\n"
 	       "policy %s, %s order, inflate %d%%, seed%s %d", in->f.nnodes, (int)(cap / 1000),
-	       wname, in->npods, pods, policy, a->shuffle ? "shuffled" : "trace", a->inflate_pct,
+	       wname, in->npods, (int)lround(pods), policy, a->shuffle ? "shuffled" : "trace", a->inflate_pct,
 	       nseeds > 1 ? "s" : "", a->seed_lo);
 	if (nseeds > 1)
 		printf("-%d (averaged)", a->seed_hi);
