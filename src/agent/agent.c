@@ -22,6 +22,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "cgdev.h"
 #include "health.h"
 #include "http_client.h"
 #include "log.h"
@@ -53,6 +54,7 @@ struct agent {
 	int64_t version;
 	struct http_client *http;
 	struct work_sup *sup;
+	struct cgdev *cg;         /* GPU device isolation (cgdev.h) */
 	struct health *health;
 	/* the long poll */
 	CURLM *multi;
@@ -649,17 +651,26 @@ static void agent_release(struct agent *a)
 	http_client_free(a->http);
 	health_free(a->health);
 	work_sup_free(a->sup);
+	cgdev_free(a->cg);
 	if (a->lock_fd >= 0)
 		close(a->lock_fd);
 }
 
-static void warn_cgroup(void)
+/* Probes the cgroup v2 device filter once (cgdev.h) and says, once, whether
+ * ranks get it; where they do not, GPU isolation is the visible-devices
+ * variables the controller sets. */
+static enum sl_err probe_cgroup(struct agent *a, struct sl_diag *d)
 {
-	/* On cgroup v2 device access is an eBPF program attached per cgroup, and
-	 * the agent does not write one: GPU isolation is the visible-devices
-	 * variables the controller sets. Said once, at start, on every host. */
-	sl_log_warn("cgroup v2 device control unavailable on this host; GPU isolation relies "
-		    "on CUDA_VISIBLE_DEVICES", NULL);
+	enum sl_err e = cgdev_new(getenv(CGDEV_ENV_TEST), &a->cg, d);
+	if (e != SL_OK)
+		return e;
+	if (cgdev_ok(a->cg))
+		sl_log_info("GPU device isolation: cgroup v2 device filter per rank",
+			    "cgroup=%s/suanli", cgdev_mount(a->cg));
+	else
+		sl_log_warn("cgroup v2 device control unavailable on this host; GPU isolation relies "
+			    "on CUDA_VISIBLE_DEVICES", "reason=%s", cgdev_reason(a->cg));
+	return SL_OK;
 }
 
 enum sl_err agent_run(const struct agent_opts *o, struct sl_diag *d)
@@ -695,9 +706,10 @@ enum sl_err agent_run(const struct agent_opts *o, struct sl_diag *d)
 		sl_diag_hint(d, "give the address other nodes reach this one at with --addr");
 		goto out;
 	}
-	warn_cgroup();
-	if ((e = work_sup_new(o->state_dir, o->disc, work_now_ns(), &a.sup, d)) != SL_OK)
+	if ((e = probe_cgroup(&a, d)) != SL_OK ||
+	    (e = work_sup_new(o->state_dir, o->disc, work_now_ns(), &a.sup, d)) != SL_OK)
 		goto out;
+	work_sup_set_cgdev(a.sup, a.cg);
 	if (o->stop_grace_s >= 0)
 		work_sup_set_default_grace(a.sup, o->stop_grace_s);
 	/* a saved credential wins over --token: the token may be spent or revoked */

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgdev.h"
 #include "log.h"
 #include "nccl_topo.h"
 #include "state.h"
@@ -146,9 +147,39 @@ static void wall_iso(int64_t t, char *buf, size_t n)
 	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* One of the item's env entries for the child: a visible-devices variable
+ * that lists exactly the item's GPUs ("2,5") is renumbered "0,1" when the
+ * rank runs under the device filter (the runtime then enumerates only the
+ * devices it may open, from 0); anything else is copied. NULL on ENOMEM. */
+static char *item_env(const char *kv, gpumask_t gpus, bool local)
+{
+	static const char *const keys[] = {"CUDA_VISIBLE_DEVICES=", "ASCEND_RT_VISIBLE_DEVICES="};
+	char phys[TOPO_MAX_GPUS * 4], loc[TOPO_MAX_GPUS * 4];
+	size_t po = 0, lo = 0;
+	int k = 0;
+
+	for (int g = 0; g < TOPO_MAX_GPUS; g++)
+		if (gpus & ((gpumask_t)1 << g)) {
+			po += (size_t)snprintf(phys + po, sizeof(phys) - po, "%s%d", po ? "," : "", g);
+			lo += (size_t)snprintf(loc + lo, sizeof(loc) - lo, "%s%d", lo ? "," : "", k++);
+		}
+	phys[po] = loc[lo] = '\0';
+	for (size_t i = 0; local && gpus && i < sizeof(keys) / sizeof(keys[0]); i++) {
+		size_t kl = strlen(keys[i]);
+		if (strncmp(kv, keys[i], kl) != 0 || strcmp(kv + kl, phys) != 0)
+			continue;
+		char *r = malloc(kl + lo + 1);
+		if (r)
+			snprintf(r, kl + lo + 1, "%s%s", keys[i], loc);
+		return r;
+	}
+	return strdup(kv);
+}
+
 /* The environment of a child: ours, minus what the item or the agent sets,
- * plus those. NULL on ENOMEM; free with free_strv. */
-static char **build_env(const struct work_spec *sp, const char *topo, const char *dir)
+ * plus those (local: see item_env). NULL on ENOMEM; free with free_strv. */
+static char **build_env(const struct work_spec *sp, const char *topo, const char *dir,
+			bool local)
 {
 	size_t nenv = 0, n = 0;
 	while (environ && environ[nenv])
@@ -182,7 +213,7 @@ static char **build_env(const struct work_spec *sp, const char *topo, const char
 			goto oom;
 	}
 	for (size_t j = 0; j < sp->nenv; j++)
-		if (!(v[n++] = strdup(sp->env[j])))
+		if (!(v[n++] = item_env(sp->env[j], sp->gpus, local)))
 			goto oom;
 	for (size_t j = 0; j < 2; j++)
 		if (extra[j])
@@ -266,14 +297,26 @@ static void write_exit(const char *path, pid_t pid, int status)
  * stays as a small shim that waits for the command, records how it ended in
  * exit_path (so an agent that restarted meanwhile, and is no longer the
  * parent, still learns the exit code) and ends the same way. It ignores the
- * stop signals the group receives; SIGKILL ends it with the command. */
-static void child_run(int null_fd, int log_fd, char **argv, char **envp, const char *exit_path)
+ * stop signals the group receives; SIGKILL ends it with the command.
+ * procs_fd >= 0: the shim first joins the rank's cgroup (device filter),
+ * and runs nothing when it cannot. */
+static void child_run(int null_fd, int log_fd, int procs_fd, char **argv, char **envp,
+		      const char *exit_path)
 {
 	struct sigaction sa;
 	sigset_t all;
 	int st;
 
 	(void)setsid();
+	if (procs_fd >= 0 && cgdev_join(procs_fd) != 0) {
+		static const char msg[] = "suanli-agent: cannot join the rank's cgroup (GPU device "
+					  "filter); not running the command: ";
+		const char *why = strerror(errno);
+		(void)!write(log_fd, msg, sizeof(msg) - 1);
+		(void)!write(log_fd, why, strlen(why));
+		(void)!write(log_fd, "\n", 1);
+		_exit(127);
+	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_DFL;
 	for (int sig = 1; sig < NSIG; sig++)
@@ -322,6 +365,58 @@ static void child_run(int null_fd, int log_fd, char **argv, char **envp, const c
 	_exit(128 + WTERMSIG(st));
 }
 
+/* The rank's cgroup with its device filter: *procs_fd for the shim to join. */
+static enum sl_err item_cgroup(struct work_sup *s, struct work_item *it, int *procs_fd,
+			       struct sl_diag *d)
+{
+	char path[CGDEV_PATH_MAX];
+	struct cgdev_rule rules[CGDEV_RULES_MAX];
+	const struct work_spec *sp = &it->spec;
+	enum sl_err e = cgdev_path(s->cg, sp->job, sp->rank, sp->epoch, path, sizeof(path), d);
+	if (e == SL_OK)
+		e = cgdev_create(path, rules, cgdev_rules(s->cg, sp->gpus, rules), procs_fd, d);
+	if (e != SL_OK) {
+		sl_diag_hint(d, "the device filter worked when the agent started; check the "
+				"cgroup2 mount, or restart the agent to probe again");
+		return e;
+	}
+	/* a restart reuses the cgroup whose removal was pending: keep it */
+	if (it->cg_rm && strcmp(it->cg_rm, path) == 0) {
+		free(it->cg_rm);
+		it->cg_rm = NULL;
+	}
+	return SL_OK;
+}
+
+/* The rank ended: kill what is left in its cgroup and remove it (retried by
+ * work_sup_tick while processes are still dying). */
+static void item_cgroup_end(struct work_sup *s, struct work_item *it)
+{
+	char path[CGDEV_PATH_MAX];
+	if (!cgdev_ok(s->cg) ||
+	    cgdev_path(s->cg, it->spec.job, it->spec.rank, it->spec.epoch, path, sizeof(path),
+		       NULL) != SL_OK)
+		return;
+	cgdev_kill(path);
+	if (cgdev_remove(path) == 0 || it->cg_rm)
+		return;
+	it->cg_rm = strdup(path); /* on ENOMEM it stays behind, empty, harmless */
+}
+
+/* Retries the removal of an ended rank's cgroup. */
+static void item_cgroup_retry(struct work_item *it)
+{
+	if (it->cg_rm && cgdev_remove(it->cg_rm) != EBUSY) {
+		free(it->cg_rm);
+		it->cg_rm = NULL;
+	}
+}
+
+void work_sup_set_cgdev(struct work_sup *s, const struct cgdev *cg)
+{
+	s->cg = cg;
+}
+
 /* Starts the item's process. On error the item is left without a process. */
 static enum sl_err item_spawn(struct work_sup *s, struct work_item *it, int64_t now_ns,
 			      struct sl_diag *d)
@@ -343,7 +438,8 @@ static enum sl_err item_spawn(struct work_sup *s, struct work_item *it, int64_t 
 	if (log_fd < 0)
 		return sl_diag_set(d, SL_EIO, "cannot open %s: %s", logp, strerror(errno));
 	int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	char **envp = build_env(sp, topo, s->dir);
+	bool iso = cgdev_ok(s->cg);
+	char **envp = build_env(sp, topo, s->dir, iso);
 	if (null_fd < 0 || !envp) {
 		close(log_fd);
 		if (null_fd >= 0)
@@ -352,16 +448,27 @@ static enum sl_err item_spawn(struct work_sup *s, struct work_item *it, int64_t 
 		return sl_diag_set(d, SL_ENOMEM, "cannot prepare the process (out of memory "
 						 "or no /dev/null)");
 	}
+	int procs_fd = -1;
+	if (iso && (e = item_cgroup(s, it, &procs_fd, d)) != SL_OK) {
+		close(log_fd);
+		close(null_fd);
+		free_strv(envp);
+		return e;
+	}
 	(void)unlink(exitp);
 	pid_t pid = fork();
 	if (pid == 0)
-		child_run(null_fd, log_fd, sp->argv, envp, exitp);
+		child_run(null_fd, log_fd, procs_fd, sp->argv, envp, exitp);
 	int fork_errno = errno;
 	close(log_fd);
 	close(null_fd);
+	if (procs_fd >= 0)
+		close(procs_fd);
 	free_strv(envp);
-	if (pid < 0)
+	if (pid < 0) {
+		item_cgroup_end(s, it);
 		return sl_diag_set(d, SL_EIO, "cannot fork: %s", strerror(fork_errno));
+	}
 	it->pid = pid;
 	it->child = true;
 	it->start_ticks = work_proc_start_ticks(pid);
@@ -414,6 +521,8 @@ static void item_ended(struct work_sup *s, struct work_item *it, int status, boo
 	 * vanished while the agent was away may have had its pid reused. */
 	if ((!lost || it->seen) && it->pid > 0)
 		(void)kill(-it->pid, SIGKILL);
+	/* and everything in its cgroup, also what left the group */
+	item_cgroup_end(s, it);
 	it->seen = false;
 	it->ended_at = (int64_t)time(NULL);
 	if (lost && it->killed) { /* our SIGKILL ended it, shim and all */
@@ -532,6 +641,8 @@ void work_item_free(struct work_item *it)
 	if (it->next)
 		work_spec_release(it->next);
 	free(it->next);
+	item_cgroup_retry(it);
+	free(it->cg_rm);
 	free(it);
 }
 
@@ -551,6 +662,7 @@ bool work_sup_tick(struct work_sup *s, int64_t now_ns)
 		enum work_item_state before = it->state;
 		int status = 0, r;
 
+		item_cgroup_retry(it);
 		switch (it->state) {
 		case IT_RUNNING:
 		case IT_STOPPING:

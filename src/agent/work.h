@@ -97,6 +97,15 @@ enum sl_err work_sup_new(const char *state_dir, const struct discovery *disc,
 /* The grace for items that name none (WORK_GRACE_DEFAULT_S until set;
  * 0..WORK_GRACE_MAX_S). */
 void work_sup_set_default_grace(struct work_sup *s, int grace_s);
+struct cgdev;
+/* Device isolation (cgdev.h; borrowed, must outlive the supervisor; NULL or
+ * not cgdev_ok: none): each rank started after this runs in a cgroup of its
+ * own that denies the GPUs it was not given, and the visible-devices
+ * variables the controller set to the item's physical GPU list
+ * (CUDA_VISIBLE_DEVICES, ASCEND_RT_VISIBLE_DEVICES) are renumbered 0..k-1,
+ * since the runtime enumerates only the devices it can open. When a rank
+ * ends every process left in its cgroup is killed and the cgroup removed. */
+void work_sup_set_cgdev(struct work_sup *s, const struct cgdev *cg);
 /* Frees the supervisor; running processes keep running. NULL is fine. */
 void work_sup_free(struct work_sup *s);
 

@@ -38,6 +38,7 @@ struct work_item {
 	int64_t run_start_ns;     /* monotonic */
 	int64_t deadline_ns;      /* grace or backoff end, monotonic */
 	int64_t log_offset;       /* bytes of the log the controller holds */
+	char *cg_rm;              /* its cgroup, still to be removed (busy); NULL: none */
 };
 
 struct work_lease_epoch {
@@ -48,6 +49,7 @@ struct work_lease_epoch {
 struct work_sup {
 	char *dir;
 	const struct discovery *disc;
+	const struct cgdev *cg;   /* device isolation (NULL or !cgdev_ok: none) */
 	struct work_item *items[WORK_MAX_ITEMS];
 	size_t n;
 	struct work_lease_epoch epochs[WORK_MAX_LEASES];

@@ -89,8 +89,8 @@ JOIN=$(sl agent-token create --json | jq -r .token)
 agent_start "$TMP/agent1.log" --token "$JOIN"
 wait_until 20 node_ready || bad "the agent registers" "$(tail -3 "$TMP/agent1.log")"
 expect_eq "the credential is saved (0600)" "$(stat -c %a "$SD/credential" 2>/dev/null)" 600
-expect_match "the agent warns once about device isolation" \
-	"$(grep -c 'cgroup v2 device control unavailable on this host; GPU isolation relies on CUDA_VISIBLE_DEVICES' "$TMP/agent1.log")" '^1$'
+expect_match "the agent says once whether it isolates GPUs (device filter, or a warning why not)" \
+	"$(grep -cE 'GPU device isolation: cgroup v2 device filter per rank|cgroup v2 device control unavailable on this host; GPU isolation relies on CUDA_VISIBLE_DEVICES' "$TMP/agent1.log")" '^1$'
 agent_stop
 expect_eq "SIGTERM: the agent exits 0" "$?" 0
 agent_start "$TMP/agent2.log"
