@@ -637,20 +637,6 @@ void lease_pl_release(struct lease_pl *p)
 	memset(p, 0, sizeof(*p));
 }
 
-void lease_release_mem(struct ctl_lease *l)
-{
-	lease_pl_release(&l->pl);
-	lease_req_release(&l->req);
-	free(l->request);
-	free(l->reason);
-	for (int i = 0; i < l->nhist; i++)
-		free(l->hist[i].reason);
-	free(l->hist);
-	l->request = l->reason = NULL;
-	l->hist = NULL;
-	l->nhist = l->cap_hist = 0;
-}
-
 static char *str_dup_or_null(const char *s)
 {
 	if (!s || !s[0])
@@ -660,6 +646,49 @@ static char *str_dup_or_null(const char *s)
 	if (d)
 		memcpy(d, s, n);
 	return d;
+}
+
+/* Reasons most history entries carry (ctl_sched.c, h_leases.c): kept as
+ * these constants instead of a copy per entry. */
+static const char *const common_reasons[] = {
+	"placed", "placed (backfilled)", "released", "its duration ended",
+	"preempted after its notice", "a node it used failed",
+};
+
+static bool hist_reason_common(const char *r)
+{
+	for (size_t i = 0; i < sizeof(common_reasons) / sizeof(common_reasons[0]); i++)
+		if (r == common_reasons[i])
+			return true;
+	return false;
+}
+
+static const char *hist_reason(const char *r)
+{
+	for (size_t i = 0; r && i < sizeof(common_reasons) / sizeof(common_reasons[0]); i++)
+		if (!strcmp(r, common_reasons[i]))
+			return common_reasons[i];
+	return str_dup_or_null(r);
+}
+
+static void hist_reason_free(const char *r)
+{
+	if (r && !hist_reason_common(r))
+		free((void *)(uintptr_t)r);
+}
+
+void lease_release_mem(struct ctl_lease *l)
+{
+	lease_pl_release(&l->pl);
+	lease_req_release(&l->req);
+	free(l->request);
+	free(l->reason);
+	for (int i = 0; i < l->nhist; i++)
+		hist_reason_free(l->hist[i].reason);
+	free(l->hist);
+	l->request = l->reason = NULL;
+	l->hist = NULL;
+	l->nhist = l->cap_hist = 0;
 }
 
 bool lease_set_reason(struct ctl_lease *l, const char *reason)
@@ -684,7 +713,7 @@ bool lease_set_request(struct ctl_lease *l, const json_t *doc)
 bool lease_hist_add(struct ctl_lease *l, int64_t at_ns, enum lease_state s, const char *reason)
 {
 	if (l->nhist >= CTL_MAX_HISTORY) {
-		free(l->hist[0].reason);
+		hist_reason_free(l->hist[0].reason);
 		memmove(l->hist, l->hist + 1, (size_t)(l->nhist - 1) * sizeof(*l->hist));
 		l->nhist--;
 	}
@@ -700,7 +729,7 @@ bool lease_hist_add(struct ctl_lease *l, int64_t at_ns, enum lease_state s, cons
 	struct lease_hist *h = &l->hist[l->nhist];
 	h->at_ns = at_ns;
 	h->state = s;
-	h->reason = str_dup_or_null(reason);
+	h->reason = hist_reason(reason);
 	l->nhist++;
 	return h->reason || !reason || !reason[0];
 }

@@ -114,7 +114,8 @@ static inline const struct placement *lease_pl_view(const struct lease_pl *p,
 /* One history entry: {"at", "state", "reason"} of the API. */
 struct lease_hist {
 	int64_t at_ns;  /* 0: null */
-	char *reason;   /* owned; NULL: "" */
+	const char *reason; /* NULL: ""; owned unless one of the common reasons
+			       codec.c keeps as constants (lease_hist_free) */
 	enum lease_state state;
 };
 
