@@ -409,6 +409,8 @@ static int run_saturation(const struct sim_args *a, struct sim_input *in)
 				      (int)(cap / 1000), "trace_pods", in->npods, "seed", a->seed_lo,
 				      "inflate", a->inflate_pct / 100.0, "order",
 				      a->shuffle ? "shuffled" : "trace");
+		if (nseeds == 1) /* a count, not a mean */
+			json_object_set_new(o, "failed_pods", json_integer((json_int_t)lround(failed)));
 		if (nseeds > 1) {
 			json_object_set_new(o, "seeds", json_pack("[i, i]", a->seed_lo, a->seed_hi));
 			json_object_set_new(o, "runs", runs);
