@@ -536,6 +536,11 @@ static void subject_of(struct ctl_call *call, int status, const char *body, size
 	json_decref(ans);
 }
 
+static bool is_telemetry(const struct ctl_route *r)
+{
+	return !strcmp(r->label, "agent_heartbeat") || !strcmp(r->label, "agent_logs");
+}
+
 void audit_log_answer(struct ctl_call *call, int status, const char *body, size_t len)
 {
 	struct ctl *c = call->ctl;
@@ -552,6 +557,12 @@ void audit_log_answer(struct ctl_call *call, int status, const char *body, size_
 	bool replay = r->json_body && !call->body && http_request_header(call->req, "Idempotency-Key");
 	const char *outcome = outcome_of(call, status, code, replay);
 	if (!r->mutates && strcmp(outcome, "denied"))
+		return;
+	/* Heartbeats and log uploads are telemetry, not operations: what they
+	 * change (a node unreachable or back, a GPU drained, a job ended) is
+	 * recorded by the system entries of agents.c and jobs.c. Only refusals
+	 * are kept, so a forged or misdirected agent still leaves a trace. */
+	if (is_telemetry(r) && !strcmp(outcome, "ok"))
 		return;
 	char action[AUDIT_ACTION_MAX + 1], tenant[AUDIT_TENANT_MAX + 1], target[AUDIT_TARGET_MAX + 1];
 	uint8_t digest[AUDIT_DIGEST_SIZE] = {0};

@@ -304,6 +304,10 @@ A=$(api "$ADMIN" GET "/v1/audit/log?limit=100000" | sed 's/^[0-9]* //')
 for act in node.unreachable node.down node.restored node.drain node.join lease.replace gpu.drain gpu.fail gpu.requalified agent.register; do
 	expect_match "audited: $act" "$(printf '%s' "$A" | jq -r '.. | .action? // empty' | sort -u | tr '\n' ' ')" "(^| )$act( |$)"
 done
+# Heartbeats are telemetry: accepted ones leave no entry, refused ones do.
+acts=$(printf '%s' "$A" | jq -r '.. | objects | select(has("action")) | .action + " " + (.outcome // "")')
+expect_eq "accepted heartbeats are not audited" "$(printf '%s\n' "$acts" | grep -c '^agent.heartbeat ok')" 0
+expect_match "refused heartbeats are" "$(printf '%s\n' "$acts" | grep -c '^agent.heartbeat denied')" '^[1-9]'
 
 # ---- restart: registrations kept, a fresh grace ----
 kill "$BEATER" 2>/dev/null; wait "$BEATER" 2>/dev/null; BEATER=""
