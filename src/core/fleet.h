@@ -155,7 +155,9 @@ static inline const struct node_type *fleet_node_type(const struct fleet *f, int
  * which must be fresh from fleet_init(). file names the source in diagnostics.
  * On any error f is left as fleet_init() made it and d says file, line, column
  * and what was expected (d->hint: the nearest known key or name, when close).
- * node_types are read first wherever they appear in the file, then sites, then
+ * gpu_models (custom models: name, memory_gib, optional vendor, pcie_gen 3..6,
+ * bf16_tflops) and node_types are read first wherever they appear in the file,
+ * then sites, then
  * nvlink_domains and owners (which name nodes by range). Errors: SL_EPARSE for
  * YAML syntax, anchors, aliases, tags or a second document; SL_ELIMIT past
  * FLEET_MAX_FILE, FLEET_MAX_DEPTH, FLEET_MAX_RANGE, FLEET_MAX_NODES,

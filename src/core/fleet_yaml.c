@@ -1,8 +1,9 @@
 /* fleet_yaml.c - the fleet file (DESIGN.md §3) read into a fleet.
  *
  * The text is first folded into a position-carrying tree (yaml_tree.c); the
- * walker then reads it in dependency order rather than file order: node_types
- * first (a file may declare them after the sites that use them), then sites
+ * walker then reads it in dependency order rather than file order: gpu_models
+ * (custom GPU models, fleet_model.c), then node_types (a file may declare them
+ * after the sites that use them), then sites
  * with their fabrics, leaves and nodes, then NVLink domains and owners, which
  * refer to nodes by name. Each YAML mapping is checked against a small table
  * of the keys it may hold, so unknown keys, duplicates and missing keys are
@@ -278,7 +279,7 @@ static enum sl_err ld_gpu_model(struct ld *l, const struct ynode *v, const struc
 	enum sl_err e = ld_str(l, v, "gpu", &s);
 	if (e)
 		return e;
-	*out = catalog_gpu_find(s);
+	*out = fleet_find_model(l->f, s);
 	if (*out)
 		return SL_OK;
 	char list[256] = "";
@@ -288,7 +289,8 @@ static enum sl_err ld_gpu_model(struct ld *l, const struct ynode *v, const struc
 		snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "", catalog_gpu_at(i)->name);
 		nearest_consider(&near, catalog_gpu_at(i)->name);
 	}
-	ld_err(l, SL_EINVAL, v, "unknown GPU model '%.64s'; expected one of %s", s, list);
+	ld_err(l, SL_EINVAL, v, "unknown GPU model '%.64s'; expected one of %s (or one "
+	       "declared under gpu_models)", s, list);
 	ld_suggest(l, &near);
 	return SL_EINVAL;
 }
@@ -815,12 +817,42 @@ static enum sl_err ld_owner(struct ld *l, const struct ynode *m)
 	return ld_refs(l, v[OW_NODES], &c);
 }
 
+/* ---- custom GPU models (fleet_model.c): PCIe-only parts the catalog lacks ---- */
+
+enum { GM_NAME, GM_VENDOR, GM_MEM, GM_PCIE, GM_TFLOPS, GM__N };
+static const struct field model_fields[GM__N] = {
+	[GM_NAME] = {"name", true},         [GM_VENDOR] = {"vendor", false},
+	[GM_MEM] = {"memory_gib", true},    [GM_PCIE] = {"pcie_gen", false},
+	[GM_TFLOPS] = {"bf16_tflops", false},
+};
+
+static enum sl_err ld_model(struct ld *l, const struct ynode *m)
+{
+	const struct ynode *v[GM__N], *k[GM__N];
+	struct gpu_model g = {.vendor = NULL, .pcie_gen = 4};
+	enum sl_err e = ld_fields(l, m, "GPU model", model_fields, GM__N, v, k);
+	if (e == SL_OK)
+		e = ld_str(l, v[GM_NAME], "name", &g.name);
+	if (e == SL_OK && v[GM_VENDOR])
+		e = ld_str(l, v[GM_VENDOR], "vendor", &g.vendor);
+	if (e == SL_OK)
+		e = ld_intv(l, v[GM_MEM], "memory_gib", 0, YAML_MAX_MEM_GIB, &g.mem_gib);
+	if (e == SL_OK && v[GM_PCIE])
+		e = ld_intv(l, v[GM_PCIE], "pcie_gen", 3, 6, &g.pcie_gen);
+	if (e == SL_OK && v[GM_TFLOPS])
+		e = ld_intv(l, v[GM_TFLOPS], "bf16_tflops", 0, 1000000, &g.bf16_tflops);
+	if (e == SL_OK && (e = fleet_add_model(l->f, &g, NULL, l->d)) != SL_OK)
+		return ld_place(l, e, v[GM_NAME]);
+	return e;
+}
+
 /* ---- the document ---- */
 
-enum { TOP_SITES, TOP_DOMAINS, TOP_TYPES, TOP_OWNERS, TOP__N };
+enum { TOP_SITES, TOP_DOMAINS, TOP_TYPES, TOP_OWNERS, TOP_MODELS, TOP__N };
 static const struct field top_fields[TOP__N] = {
 	[TOP_SITES] = {"sites", false}, [TOP_DOMAINS] = {"nvlink_domains", false},
 	[TOP_TYPES] = {"node_types", false}, [TOP_OWNERS] = {"owners", false},
+	[TOP_MODELS] = {"gpu_models", false},
 };
 
 /* Runs fn over each entry of the list under top-level key i, if present. */
@@ -845,6 +877,8 @@ static enum sl_err ld_document(struct ld *l)
 			      "the fleet file is empty; expected a mapping with keys sites, nvlink_domains, node_types, owners");
 	}
 	enum sl_err e = ld_fields(l, root, "the fleet file", top_fields, TOP__N, v, k);
+	if (e == SL_OK)
+		e = ld_each(l, v[TOP_MODELS], "gpu_models", "GPU models", ld_model);
 	if (e == SL_OK)
 		e = ld_each(l, v[TOP_TYPES], "node_types", "node types", ld_type);
 	if (e == SL_OK)

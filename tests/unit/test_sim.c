@@ -220,6 +220,58 @@ static void test_fleet_models(void **state)
 	fleet_release(&f);
 }
 
+static void test_fleet_yaml_models(void **state)
+{
+	(void)state;
+	const char *y = "gpu_models:\n"
+			"  - {name: T4, vendor: nvidia, memory_gib: 16, pcie_gen: 3}\n"
+			"node_types:\n"
+			"  - {name: t4x2, gpu: T4, gpus: 2, cpus: 104, memory_gib: 512}\n"
+			"sites:\n"
+			"  - name: s1\n"
+			"    region: r1\n"
+			"    fabrics:\n"
+			"      - name: f1\n"
+			"        kind: roce\n"
+			"        gbps: 100\n"
+			"        leaves:\n"
+			"          - name: l1\n"
+			"            nodes: [{name: n1, type: t4x2, shareable: true}]\n";
+	struct fleet f;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	assert_int_equal(fleet_init(&f), SL_OK);
+	if (fleet_load_yaml(&f, y, strlen(y), "f.yaml", &d) != SL_OK)
+		fail_msg("%d:%d: %s", d.line, d.col, d.msg);
+	const struct node_type *t = fleet_node_type(&f, 0);
+	assert_string_equal(t->gpu->name, "T4");
+	assert_string_equal(t->gpu->vendor, "nvidia");
+	/* A request may name the fleet's own model. */
+	struct placer *p;
+	assert_int_equal(placer_new(&f, &p), SL_OK);
+	struct place_request r = {.gpus = 1, .nmodels = 1, .models = {"T4"}};
+	struct placement pl;
+	placement_init(&pl);
+	assert_int_equal(placer_place(p, &r, &pl, &d), SL_OK);
+	r.models[0] = "P100";
+	assert_int_equal(placer_place(p, &r, &pl, &d), SL_EINVAL);
+	placement_release(&pl);
+	placer_free(p);
+	fleet_release(&f);
+	/* An unknown model names where, and a duplicate of a catalog model fails. */
+	const char *bad = "node_types:\n  - {name: x, gpu: T4, gpus: 2, cpus: 4, memory_gib: 8}\n";
+	assert_int_equal(fleet_init(&f), SL_OK);
+	assert_int_equal(fleet_load_yaml(&f, bad, strlen(bad), "f.yaml", &d), SL_EINVAL);
+	assert_non_null(strstr(d.msg, "or one declared under gpu_models"));
+	assert_int_equal(d.line, 2);
+	fleet_release(&f);
+	const char *dup = "gpu_models:\n  - {name: h100-sxm, memory_gib: 80}\n";
+	assert_int_equal(fleet_init(&f), SL_OK);
+	assert_int_equal(fleet_load_yaml(&f, dup, strlen(dup), "f.yaml", &d), SL_EEXIST);
+	assert_int_equal(f.nmodels, 0);
+	fleet_release(&f);
+}
+
 /* ---- saturation ---------------------------------------------------------- */
 
 static const char *tiny_nodes = "sn,cpu_milli,memory_mib,gpu,model\n"
@@ -500,6 +552,7 @@ int main(void)
 		cmocka_unit_test(test_parse_errors),
 		cmocka_unit_test(test_parse_pods_and_jobs),
 		cmocka_unit_test(test_fleet_models),
+		cmocka_unit_test(test_fleet_yaml_models),
 		cmocka_unit_test(test_saturation_exact_curve),
 		cmocka_unit_test(test_saturation_samples_to_inflate),
 		cmocka_unit_test(test_gpu_spec_filtering),
