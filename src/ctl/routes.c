@@ -189,14 +189,43 @@ static enum sl_err idem_replay(struct ctl_call *call, const char *key)
 	return SL_OK;
 }
 
+/* Secrets (a new token, a node credential) are shown once and stored only
+ * hashed, so the saved copy of an answer that carries one keeps everything
+ * but the secret: a replay says so instead of the disk holding it in clear.
+ * NULL when the answer holds no secret; else a malloc'd JSON text. */
+static char *idem_redact(const struct ctl_route *r, const char *body, size_t len)
+{
+	static const char *const fields[] = {"token", "credential"};
+	if (!body || (strcmp(r->label, "token_create") && strcmp(r->label, "agent_token_create") &&
+		      strcmp(r->label, "agent_register")))
+		return NULL;
+	json_t *o = json_loadb(body, len, 0, NULL);
+	bool changed = false;
+	for (size_t i = 0; o && i < sizeof(fields) / sizeof(fields[0]); i++)
+		if (json_is_string(json_object_get(o, fields[i]))) {
+			json_object_set_new(o, fields[i], json_null());
+			changed = true;
+		}
+	if (changed)
+		json_object_set_new(o, "secret_redacted",
+				    json_string("a secret is shown once; this is the saved copy of the "
+						"first answer, without it"));
+	char *text = changed ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	return text;
+}
+
 static void idem_save(struct ctl_call *call, const char *key)
 {
 	char id[STORE_MAX_ID + 1];
 	idem_id(call->tok, key, id);
+	char *redacted = idem_redact(call->route, call->answer_body, call->answer_len);
 	json_t *o = json_pack("{s:s, s:s, s:i, s:s%, s:o}", "token", call->tok->id, "path",
 			      http_request_path(call->req), "status", call->status, "body",
-			      call->answer_body, call->answer_len, "at",
+			      redacted ? redacted : call->answer_body,
+			      redacted ? strlen(redacted) : call->answer_len, "at",
 			      ctl_time_json(call->ctl->now_ns));
+	free(redacted);
 	ctl_put(call->ctl, STORE_IDEMPOTENCY, id, NULL, o);
 }
 

@@ -91,6 +91,15 @@ expect_eq "idempotent retry answers the same bytes" "$(body_of "$r")" "$first"
 r=$(api "$ALICE" GET /v1/leases)
 expect_eq "retry made no second lease" "$(body_of "$r" | jq length)" 1
 
+# A secret is shown once: the saved copy of a token answer does not keep it.
+r=$(api "$ADMIN" POST /v1/tokens '{"role":"auditor"}' -H 'Idempotency-Key: tok-1')
+secret=$(body_of "$r" | jq -r .token)
+expect_match "token create shows the secret once" "$secret" '^sl_'
+r=$(api "$ADMIN" POST /v1/tokens '{"role":"auditor"}' -H 'Idempotency-Key: tok-1')
+expect_eq "its replay names the same token" "$(body_of "$r" | jq -r .id)" "$(body_of "$(api "$ADMIN" GET /v1/tokens)" | jq -r '[.[] | select(.role == "auditor")] | .[-1].id')"
+expect_eq "... without the secret, saying why" "$(body_of "$r" | jq -r '(.token | tostring) + " " + (.secret_redacted != null | tostring)')" "null true"
+expect_eq "the secret is nowhere in the store" "$(grep -c "$secret" "$DATA"/suanli.db* 2>/dev/null | awk -F: '{s += $NF} END {print s + 0}')" 0
+
 r=$(api "$ALICE" POST /v1/leases '{"gpus":16,"models":["h100-sxm"]}')
 expect_eq "over quota 403" "$(status_of "$r")" 403
 expect_eq "over quota code" "$(body_of "$r" | jq -r .error.code)" quota
