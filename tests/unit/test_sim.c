@@ -194,6 +194,47 @@ static void test_parse_pods_and_jobs(void **state)
 	assert_null(p);
 }
 
+/* Mutated files: every outcome is SL_OK with rows or an error with nothing,
+ * never a crash (ASan) or a leak. */
+static void test_parse_mutations(void **state)
+{
+	(void)state;
+	const char *seed = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,creation_time,"
+			   "deletion_time\np1,12000,16384,1,1000,,5,105\np2,6000,12288,1,460,"
+			   "V100M16|V100M32,7,9\nsubmit_time,duration,gpus,gpus_per_node,model,plan\n";
+	static const char alphabet[] = ",|\n\r0123456789-abc ";
+	size_t n = strlen(seed);
+	char buf[512];
+	uint64_t x = 88172645463325252ULL;
+	for (int it = 0; it < 20000; it++) {
+		memcpy(buf, seed, n);
+		size_t len = n;
+		for (int k = 0; k < 1 + it % 4; k++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			size_t at = (size_t)(x % len);
+			if (x & (1u << 20))
+				buf[at] = alphabet[(x >> 32) % (sizeof(alphabet) - 1)];
+			else
+				len = at + 1; /* truncate */
+		}
+		struct sim_pod *p = NULL;
+		struct sim_node *nd = NULL;
+		int cnt = -1;
+		struct sl_diag d;
+		enum sl_err e = sim_parse_pods(buf, len, "m", &p, &cnt, &d);
+		assert_true(e == SL_OK ? cnt >= 0 : (p == NULL && cnt == 0));
+		free(p);
+		e = sim_parse_jobs(buf, len, "m", &p, &cnt, &d);
+		assert_true(e == SL_OK || p == NULL);
+		free(p);
+		e = sim_parse_nodes(buf, len, "m", &nd, &cnt, &d);
+		assert_true(e == SL_OK || nd == NULL);
+		free(nd);
+	}
+}
+
 /* ---- custom models ------------------------------------------------------- */
 
 static void test_fleet_models(void **state)
@@ -468,6 +509,63 @@ static void test_workload_checks(void **state)
 	world_free(&w);
 }
 
+/* Random placements and releases under the policy: every decision claims
+ * cleanly, and the per-node cache of F always equals a fresh computation. */
+static void test_frag_cache_stress(void **state)
+{
+	(void)state;
+	const char *nodes = "sn,cpu_milli,memory_mib,gpu,model\n"
+			    "a,16000,65536,8,G2\nb,8000,32768,4,T4\nc,4000,16384,2,T4\n"
+			    "d,64000,65536,1,P100\ne,12000,65536,8,G2\n";
+	const char *pods = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n"
+			   "s1,1000,1024,1,300,\ns2,2000,2048,1,700,T4|G2\nw1,2000,4096,1,1000,\n"
+			   "w2,4000,8192,2,1000,\nw4,6000,8192,4,1000,G2\nc0,1500,1024,0,0,\n";
+	struct world w;
+	world_load(&w, nodes, pods, true);
+	struct placement held[64];
+	int nheld = 0;
+	struct sl_diag d;
+	uint64_t x = 12345;
+	for (int it = 0; it < 3000; it++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		if (nheld > 0 && (nheld == 64 || x % 3 == 0)) {
+			int k = (int)((x >> 8) % (uint64_t)nheld);
+			assert_int_equal(placer_release(w.p, &held[k], &d), SL_OK);
+			placement_release(&held[k]);
+			held[k] = held[--nheld];
+		} else {
+			struct place_request r;
+			sim_pod_request(&w.pods[(x >> 16) % (uint64_t)w.npods], &r);
+			placement_init(&held[nheld]);
+			enum sl_err e = placer_place(w.p, &r, &held[nheld], &d);
+			if (e == SL_OK) {
+				assert_int_equal(placer_claim(w.p, &held[nheld], &d), SL_OK);
+				nheld++;
+			} else {
+				assert_int_equal(e, SL_ENOSPACE);
+				placement_release(&held[nheld]);
+			}
+		}
+		if (it % 97 == 0) {
+			int64_t cached[5];
+			for (int n = 0; n < 5; n++)
+				cached[n] = placer_node_frag(w.p, n);
+			assert_int_equal(placer_set_workload(w.p, w.cls, w.ncls, &d), SL_OK);
+			for (int n = 0; n < 5; n++)
+				assert_int_equal(placer_node_frag(w.p, n), cached[n]);
+		}
+	}
+	for (int k = 0; k < nheld; k++) {
+		assert_int_equal(placer_release(w.p, &held[k], &d), SL_OK);
+		placement_release(&held[k]);
+	}
+	for (int n = 0; n < 5; n++)
+		assert_int_equal(placer_cpus_used(w.p, n), 0);
+	world_free(&w);
+}
+
 /* ---- time replay ----------------------------------------------------------- */
 
 static void test_replay_fifo(void **state)
@@ -551,6 +649,7 @@ int main(void)
 		cmocka_unit_test(test_parse_nodes),
 		cmocka_unit_test(test_parse_errors),
 		cmocka_unit_test(test_parse_pods_and_jobs),
+		cmocka_unit_test(test_parse_mutations),
 		cmocka_unit_test(test_fleet_models),
 		cmocka_unit_test(test_fleet_yaml_models),
 		cmocka_unit_test(test_saturation_exact_curve),
@@ -559,6 +658,7 @@ int main(void)
 		cmocka_unit_test(test_shares_and_cpu_only),
 		cmocka_unit_test(test_frag_beats_best_fit),
 		cmocka_unit_test(test_workload_checks),
+		cmocka_unit_test(test_frag_cache_stress),
 		cmocka_unit_test(test_replay_fifo),
 		cmocka_unit_test(test_svg),
 	};
