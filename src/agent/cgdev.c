@@ -380,10 +380,75 @@ bad:
 	return -1;
 }
 
-size_t cgdev_rules(const struct cgdev *c, gpumask_t gpus, struct cgdev_rule *out)
+/* "00000000:18:00.0" (NVML) or "0000:18:00.0" -> "0000:18:00.0", lower case,
+ * the name of the driver's directory; false when it is not of that shape. */
+static bool proc_bus_name(const char *bus, char *out, size_t n)
+{
+	size_t len = strlen(bus);
+	if (len < 12 || n < 13)
+		return false;
+	const char *p = bus + len - 12;
+	for (size_t i = 0; i < 12; i++) {
+		char ch = p[i];
+		bool at_sep = i == 4 || i == 7 || i == 10;
+		bool hex = (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F');
+		if (at_sep ? ch != (i == 10 ? '.' : ':') : !hex)
+			return false;
+		out[i] = ch >= 'A' && ch <= 'F' ? (char)(ch - 'A' + 'a') : ch;
+	}
+	out[12] = '\0';
+	return true;
+}
+
+/* "Device Minor: N" of the driver's information file; -1 when absent. */
+static int proc_minor(const char *proc_dir, const char *bus)
+{
+	char name[16], path[CGDEV_PATH_MAX], line[256];
+	int minor = -1;
+	if (!proc_bus_name(bus, name, sizeof(name)) ||
+	    snprintf(path, sizeof(path), "%s/%s/information", proc_dir, name) >= (int)sizeof(path))
+		return -1;
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (minor < 0 && fgets(line, sizeof(line), f))
+		if (strncmp(line, "Device Minor:", 13) == 0 &&
+		    (sscanf(line + 13, "%d", &minor) != 1 || minor < 0 || minor > 255))
+			minor = -1;
+	fclose(f);
+	return minor;
+}
+
+bool cgdev_gpu_minors(const struct discovery *disc, const char *proc_dir,
+		      uint8_t minors[TOPO_MAX_GPUS])
+{
+	uint8_t m[TOPO_MAX_GPUS];
+	uint64_t seen = 0;
+	bool ok = disc && disc->type.ngpus > 0 && disc->type.ngpus <= TOPO_MAX_GPUS;
+	for (int i = 0; i < TOPO_MAX_GPUS; i++)
+		minors[i] = (uint8_t)i;
+	for (int i = 0; ok && i < disc->type.ngpus; i++) {
+		int x = proc_minor(proc_dir, disc->gpus[i].bus_id);
+		ok = x >= 0 && x < 64 && !(seen & (1ull << x));
+		if (ok) {
+			seen |= 1ull << x;
+			m[i] = (uint8_t)x;
+		}
+	}
+	if (ok)
+		memcpy(minors, m, (size_t)disc->type.ngpus);
+	return ok;
+}
+
+size_t cgdev_rules(const struct cgdev *c, gpumask_t gpus, const uint8_t *nv_minors,
+		   struct cgdev_rule *out)
 {
 	size_t n = 0;
-	out[n++] = (struct cgdev_rule){CGDEV_NVIDIA_MAJOR, 0, CGDEV_NVIDIA_MINORS, gpus};
+	uint64_t nv = 0;
+	for (int i = 0; i < TOPO_MAX_GPUS; i++)
+		if (gpus & ((gpumask_t)1 << i))
+			nv |= 1ull << (nv_minors ? nv_minors[i] & 63 : i);
+	out[n++] = (struct cgdev_rule){CGDEV_NVIDIA_MAJOR, 0, CGDEV_NVIDIA_MINORS, nv};
 	if (c->ascend_major)
 		out[n++] = (struct cgdev_rule){c->ascend_major, 0, CGDEV_ASCEND_MINORS, gpus};
 	for (size_t i = 0; i < c->ntest; i++)
@@ -429,7 +494,7 @@ static bool probe(struct cgdev *c)
 		return false;
 	}
 	sl_diag_clear(&d);
-	if (cgdev_create(test, rules, cgdev_rules(c, 0, rules), &fd, &d) != SL_OK) {
+	if (cgdev_create(test, rules, cgdev_rules(c, 0, NULL, rules), &fd, &d) != SL_OK) {
 		snprintf(c->reason, sizeof(c->reason), "%.250s", d.msg);
 		return false;
 	}

@@ -16,8 +16,10 @@
  *   Ascend  the major /proc/devices names "davinci" (else "devdrv"), minors
  *           0..63 not in G (/dev/davinciN), when the host has one;
  *   tests   the (major, minor) pairs of the test hook SUANLI_CGDEV_TEST_DENY.
- * GPU index N is taken to be device minor N (true when the driver numbered
- * the devices in PCI order, as NVML does).
+ * The NVIDIA minor of GPU i comes from the driver's
+ * /proc/driver/nvidia/gpus/<bus id>/information ("Device Minor:"), matched
+ * by the bus id discovery found (cgdev_gpu_minors); where that is unknown
+ * (no driver, simulated GPUs) GPU index i is taken to be minor i.
  *
  * cgdev_new probes once (creates a test cgroup, loads and attaches the
  * program, removes it). Where that fails (no cgroup2 mount, not root, bpf()
@@ -31,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "discovery.h"
 #include "err.h"
 #include "topo.h"
 
@@ -42,6 +45,7 @@
 #define CGDEV_NVIDIA_MINORS 254u /* minors 0..253 are GPUs; 254 modeset, 255 ctl */
 #define CGDEV_ASCEND_MINORS 64u  /* /dev/davinci0..63 */
 #define CGDEV_ENV_TEST "SUANLI_CGDEV_TEST_DENY"
+#define CGDEV_NVIDIA_PROC "/proc/driver/nvidia/gpus"
 
 /* Deny character devices major:[lo, hi) except the minors set in allow
  * (bit m allows minor m; only minors below 64 can be allowed). */
@@ -66,9 +70,18 @@ const char *cgdev_reason(const struct cgdev *c);
 /* The cgroup2 mount point in use ("" when none was found). */
 const char *cgdev_mount(const struct cgdev *c);
 
+/* The NVIDIA device minor of each discovered GPU (minors[i] for GPU i), read
+ * from proc_dir/<bus id>/information (proc_dir: CGDEV_NVIDIA_PROC; tests pass
+ * another). Every GPU's minor must be found, distinct and below 64, else
+ * minors[i] = i for all (returns false). disc NULL: i for all, false. */
+bool cgdev_gpu_minors(const struct discovery *disc, const char *proc_dir,
+		      uint8_t minors[TOPO_MAX_GPUS]);
+
 /* The rules for a rank given gpus (the NVIDIA and Ascend ranges plus the test
- * pairs); returns how many were written to out (at most CGDEV_RULES_MAX). */
-size_t cgdev_rules(const struct cgdev *c, gpumask_t gpus, struct cgdev_rule *out);
+ * pairs); nv_minors maps GPU index to NVIDIA minor (NULL: the index). Returns
+ * how many were written to out (at most CGDEV_RULES_MAX). */
+size_t cgdev_rules(const struct cgdev *c, gpumask_t gpus, const uint8_t *nv_minors,
+		   struct cgdev_rule *out);
 
 /* Path of the rank's cgroup: <mount>/suanli/<job>-rank<rank>-<epoch>.
  * SL_ELIMIT when it does not fit CGDEV_PATH_MAX. */

@@ -374,7 +374,8 @@ static enum sl_err item_cgroup(struct work_sup *s, struct work_item *it, int *pr
 	const struct work_spec *sp = &it->spec;
 	enum sl_err e = cgdev_path(s->cg, sp->job, sp->rank, sp->epoch, path, sizeof(path), d);
 	if (e == SL_OK)
-		e = cgdev_create(path, rules, cgdev_rules(s->cg, sp->gpus, rules), procs_fd, d);
+		e = cgdev_create(path, rules, cgdev_rules(s->cg, sp->gpus, s->cg_minors, rules),
+				 procs_fd, d);
 	if (e != SL_OK) {
 		sl_diag_hint(d, "the device filter worked when the agent started; check the "
 				"cgroup2 mount, or restart the agent to probe again");
@@ -415,6 +416,12 @@ static void item_cgroup_retry(struct work_item *it)
 void work_sup_set_cgdev(struct work_sup *s, const struct cgdev *cg)
 {
 	s->cg = cg;
+	bool known = cgdev_gpu_minors(cgdev_ok(cg) ? s->disc : NULL, CGDEV_NVIDIA_PROC,
+				      s->cg_minors);
+	if (cgdev_ok(cg) && !known && s->disc && strcmp(s->disc->source, "nvml") == 0)
+		sl_log_warn("the NVIDIA driver does not say each GPU's device minor; the device "
+			    "filter takes GPU index N to be /dev/nvidiaN", "proc=%s",
+			    CGDEV_NVIDIA_PROC);
 }
 
 /* Starts the item's process. On error the item is left without a process. */

@@ -50,6 +50,7 @@ struct work_sup {
 	char *dir;
 	const struct discovery *disc;
 	const struct cgdev *cg;   /* device isolation (NULL or !cgdev_ok: none) */
+	uint8_t cg_minors[TOPO_MAX_GPUS]; /* NVIDIA device minor of each GPU */
 	struct work_item *items[WORK_MAX_ITEMS];
 	size_t n;
 	struct work_lease_epoch epochs[WORK_MAX_LEASES];

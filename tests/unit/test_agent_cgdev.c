@@ -1,8 +1,8 @@
 /* test_agent_cgdev.c - GPU device isolation with the cgroup v2 device filter
  * (src/agent/cgdev.h) and its use by the work supervisor.
  *
- * Everywhere: the test hook's parser, the rules per GPU set, the program's
- * size bounds, and that a probe that fails says why (and, as root, that it
+ * Everywhere: the test hook's parser, the rules per GPU set, GPU index to
+ * device minor from the driver's /proc files, the program's size bounds, and that a probe that fails says why (and, as root, that it
  * says so for a process that is not root and for a mount namespace without
  * cgroup2). Where the host allows the filter (root, a cgroup2 mount, bpf):
  * a child in a cgroup that denies 1:3 cannot open /dev/null (EPERM) but opens
@@ -86,7 +86,7 @@ static void test_rules_and_program(void **state)
 
 	sl_diag_clear(&d);
 	assert_int_equal(cgdev_new("1:3,1:5", &c, &d), SL_OK);
-	size_t n = cgdev_rules(c, (1u << 2) | (1u << 5), r);
+	size_t n = cgdev_rules(c, (1u << 2) | (1u << 5), NULL, r);
 	assert_true(n == 3 || n == 4); /* NVIDIA, maybe Ascend, two test pairs */
 	assert_int_equal(r[0].major, CGDEV_NVIDIA_MAJOR);
 	assert_int_equal(r[0].lo, 0);
@@ -109,6 +109,68 @@ static void test_rules_and_program(void **state)
 	assert_string_equal(path, want);
 	assert_int_equal(cgdev_path(c, "job-1", 3, 7, tiny, sizeof(tiny), &d), SL_ELIMIT);
 	cgdev_free(c);
+}
+
+static void write_info(const char *root, const char *bus, const char *minor_line)
+{
+	char p[256];
+	snprintf(p, sizeof(p), "%s/%s", root, bus);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/%s/information", root, bus);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fprintf(f, "Model: \t\t NVIDIA H100 80GB HBM3\nBus Location: \t %s\n%s", bus, minor_line);
+	fclose(f);
+}
+
+/* GPU index -> NVIDIA device minor from the driver's /proc files, matched by
+ * bus id; the index itself whenever that is not known for every GPU. */
+static void test_gpu_minors(void **state)
+{
+	(void)state;
+	struct discovery disc;
+	struct cgdev *c;
+	struct sl_diag d;
+	struct cgdev_rule r[CGDEV_RULES_MAX];
+	uint8_t m[TOPO_MAX_GPUS];
+	char root[64], cmd[128];
+
+	memset(&disc, 0, sizeof(disc));
+	disc.type.ngpus = 3;
+	snprintf(disc.gpus[0].bus_id, sizeof(disc.gpus[0].bus_id), "00000000:18:00.0");
+	snprintf(disc.gpus[1].bus_id, sizeof(disc.gpus[1].bus_id), "00000000:2A:00.0");
+	snprintf(disc.gpus[2].bus_id, sizeof(disc.gpus[2].bus_id), "0000:3b:00.0");
+	snprintf(root, sizeof(root), "/tmp/test_agent_cgdev.XXXXXX");
+	assert_non_null(mkdtemp(root));
+	write_info(root, "0000:18:00.0", "Device Minor: \t 5\nGPU Excluded:\t No\n");
+	write_info(root, "0000:2a:00.0", "Device Minor: \t 0\n");
+	/* the third GPU's file is missing: the index for all */
+	assert_false(cgdev_gpu_minors(&disc, root, m));
+	for (int i = 0; i < TOPO_MAX_GPUS; i++)
+		assert_int_equal(m[i], i);
+	write_info(root, "0000:3b:00.0", "Device Minor: \t 1\n");
+	assert_true(cgdev_gpu_minors(&disc, root, m));
+	assert_int_equal(m[0], 5);
+	assert_int_equal(m[1], 0);
+	assert_int_equal(m[2], 1);
+	sl_diag_clear(&d);
+	assert_int_equal(cgdev_new(NULL, &c, &d), SL_OK);
+	assert_true(cgdev_rules(c, 1u << 0, m, r) >= 1);
+	assert_int_equal(r[0].allow, 1u << 5); /* GPU 0 is /dev/nvidia5 */
+	assert_true(cgdev_rules(c, (1u << 1) | (1u << 2), m, r) >= 1);
+	assert_int_equal(r[0].allow, 3u);
+	/* two GPUs claiming one minor: not trusted */
+	snprintf(disc.gpus[2].bus_id, sizeof(disc.gpus[2].bus_id), "00000000:2a:00.0");
+	assert_false(cgdev_gpu_minors(&disc, root, m));
+	assert_int_equal(m[0], 0);
+	/* a bus id of another shape; no discovery */
+	snprintf(disc.gpus[2].bus_id, sizeof(disc.gpus[2].bus_id), "../../etc");
+	assert_false(cgdev_gpu_minors(&disc, root, m));
+	assert_false(cgdev_gpu_minors(NULL, root, m));
+	assert_int_equal(m[0], 0);
+	cgdev_free(c);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	assert_int_equal(system(cmd), 0);
 }
 
 /* The probe either works or says why, in words that match the host. */
@@ -292,7 +354,7 @@ static void test_filter_denies(void **state)
 	sl_diag_clear(&d);
 	make_nodes();
 	snprintf(path, sizeof(path), "%s/suanli/test-%d", cgdev_mount(c), (int)getpid());
-	assert_int_equal(cgdev_create(path, r, cgdev_rules(c, (1u << 1) | (1u << 2), r),
+	assert_int_equal(cgdev_create(path, r, cgdev_rules(c, (1u << 1) | (1u << 2), NULL, r),
 				      &g_procs_fd, &d), SL_OK);
 	assert_int_equal(in_child(inside), 0);
 	assert_int_equal(in_child(outside), 0);
@@ -303,7 +365,7 @@ static void test_filter_denies(void **state)
 	assert_int_equal(cgdev_remove(path), 0); /* gone already: fine */
 
 	/* cgroup.kill ends a process that left its group; then it can go */
-	assert_int_equal(cgdev_create(path, r, cgdev_rules(c, 0, r), &g_procs_fd, &d), SL_OK);
+	assert_int_equal(cgdev_create(path, r, cgdev_rules(c, 0, NULL, r), &g_procs_fd, &d), SL_OK);
 	pid_t p = fork();
 	if (p == 0) {
 		if (cgdev_join(g_procs_fd) != 0)
@@ -421,6 +483,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_hook),
 		cmocka_unit_test(test_rules_and_program),
+		cmocka_unit_test(test_gpu_minors),
 		cmocka_unit_test(test_probe_says_why),
 		cmocka_unit_test(test_probe_failures_as_root),
 		cmocka_unit_test(test_filter_denies),
