@@ -776,14 +776,16 @@ enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
 		return sl_diag_set(d, SL_ENOMEM, "out of memory");
 	l->seq = seq;
 	snprintf(l->id, sizeof(l->id), "%s", id);
-	snprintf(l->tenant, sizeof(l->tenant), "%s", tenant);
-	snprintf(l->user, sizeof(l->user), "%s", user);
+	l->tenant = ctl_name(c, tenant);
+	l->user = ctl_name(c, user);
 	l->state = (enum lease_state)st;
 	l->gpus = (int)json_integer_value(json_object_get(o, "gpus"));
 	const json_t *sc = json_object_get(o, "score");
 	l->placed = sc != NULL;
-	if (!lease_set_request(l, req))
+	if (!l->tenant || !l->user || !lease_set_request(l, req)) {
+		lease_release_mem(l);
 		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	}
 	if ((e = hist_from_json(hist, l, d))) {
 		lease_release_mem(l);
 		return e;

@@ -762,6 +762,7 @@ void ctl_free(struct ctl *c)
 	strmap_free(c->tenant_by_name);
 	strmap_free(c->token_by_hash);
 	strmap_free(c->token_by_id);
+	ctl_names_free(c); /* after the leases, which point at them */
 	placer_free(c->placer);
 	if (c->fleet_ok)
 		fleet_release(c->fleet);

@@ -125,8 +125,8 @@ struct lease_hist {
 struct ctl_lease {
 	uint64_t seq;
 	char id[24];
-	char tenant[CTL_NAME_MAX + 1];
-	char user[CTL_USER_MAX + 1];
+	const char *tenant; /* ctl_name(): one copy per name, not per lease */
+	const char *user;   /* likewise */
 	struct lease_req req;
 	char *request;   /* as posted (validated): its compact JSON text as jansson
 			    dumps it (json_dumps JSON_COMPACT), owned */
@@ -212,6 +212,11 @@ struct ctl {
 	int ntokens, cap_tokens;
 	struct strmap *token_by_hash; /* first 16 hex chars of the hash -> index */
 	struct strmap *token_by_id;
+	/* Tenant and user names leases point at, each kept once (ctl_name);
+	 * freed with the controller, after the leases. */
+	struct strmap *name_idx;
+	char **names;
+	int nnames, cap_names;
 
 	/* index = seq - 1; NULL once an ended lease is evicted (it stays in the
 	 * store: see ctl_lease_find). */
@@ -397,6 +402,10 @@ static inline struct ctl_lease *ctl_lease_at(const struct ctl *c, int i)
 /* Notes that lease l ended; at the end of the turn the oldest ended leases
  * beyond c->keep_ended leave memory. */
 void ctl_lease_ended(struct ctl *c, struct ctl_lease *l);
+/* The controller's copy of name s (equal names share one), valid until
+ * ctl_names_free; NULL when out of memory. */
+const char *ctl_name(struct ctl *c, const char *s);
+void ctl_names_free(struct ctl *c);
 /* Frees what the turn read back from the store and evicts old ended leases;
  * no lease pointer may be held across it. */
 void ctl_leases_trim(struct ctl *c);

@@ -105,10 +105,11 @@ void h_lease_create(struct ctl_call *call)
 	c->leases[c->nleases] = l;
 	l->seq = (uint64_t)c->nleases + 1;
 	snprintf(l->id, sizeof(l->id), "ls-%06llu", (unsigned long long)l->seq);
-	snprintf(l->tenant, sizeof(l->tenant), "%s", t->name);
-	snprintf(l->user, sizeof(l->user), "%s", call->tok->user);
+	l->tenant = ctl_name(c, t->name);
+	l->user = ctl_name(c, call->tok->user);
 	l->req = r;
-	if (!lease_req_keep(&l->req) || !lease_set_request(l, call->body)) {
+	if (!lease_req_keep(&l->req) || !l->tenant || !l->user ||
+	    !lease_set_request(l, call->body)) {
 		lease_release_mem(l);
 		free(l);
 		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);

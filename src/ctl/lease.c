@@ -42,6 +42,45 @@ static struct ctl_lease *lease_load(struct ctl *c, const char *id)
 	return l;
 }
 
+const char *ctl_name(struct ctl *c, const char *s)
+{
+	if (!c->name_idx && strmap_new(&c->name_idx))
+		return NULL;
+	int i = strmap_get(c->name_idx, s, -1);
+	if (i >= 0)
+		return c->names[i];
+	if (c->nnames == c->cap_names) {
+		int cap = c->cap_names ? c->cap_names * 2 : 16;
+		char **n = realloc(c->names, (size_t)cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		c->names = n;
+		c->cap_names = cap;
+	}
+	size_t len = strlen(s) + 1;
+	char *copy = malloc(len);
+	if (!copy)
+		return NULL;
+	memcpy(copy, s, len);
+	if (strmap_add(c->name_idx, s, c->nnames)) {
+		free(copy);
+		return NULL;
+	}
+	c->names[c->nnames++] = copy;
+	return copy;
+}
+
+void ctl_names_free(struct ctl *c)
+{
+	for (int i = 0; i < c->nnames; i++)
+		free(c->names[i]);
+	free(c->names);
+	strmap_free(c->name_idx);
+	c->names = NULL;
+	c->name_idx = NULL;
+	c->nnames = c->cap_names = 0;
+}
+
 void ctl_lease_ended(struct ctl *c, struct ctl_lease *l)
 {
 	if (c->ended_n == c->ended_cap) {

@@ -218,8 +218,8 @@ static void test_lease_roundtrip(void **state)
 	lease_pl_take(&l.pl, &pl0);
 	l.seq = 42;
 	strcpy(l.id, "ls-000042");
-	strcpy(l.tenant, "acme");
-	strcpy(l.user, "alice");
+	l.tenant = ctl_name(&c, "acme");
+	l.user = ctl_name(&c, "alice");
 	assert_true(lease_set_request(&l, req));
 	json_decref(req);
 	l.state = LS_PREEMPTING;
@@ -285,6 +285,7 @@ static void test_lease_roundtrip(void **state)
 	lease_release_mem(&l);
 	lease_release_mem(&back);
 	placer_free(c.placer);
+	ctl_names_free(&c);
 	fleet_release(c.fleet);
 	free(c.fleet);
 }
@@ -337,6 +338,7 @@ static void test_lease_bad_rows(void **state)
 		assert_true(d.msg[0] != 0);
 		json_decref(o);
 	}
+	ctl_names_free(&c);
 	fleet_release(c.fleet);
 	free(c.fleet);
 }
