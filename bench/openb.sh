@@ -50,6 +50,8 @@ runs=(
 	"multigpu20|--workload multigpu20"
 	"default-shuffled|--workload default --shuffle"
 	"default-bestfit|--workload default --policy bestfit"
+	"default-fgd|--workload default --policy fgd"
+	"default-fgd-shuffled|--workload default --policy fgd --shuffle"
 )
 for r in "${runs[@]}"; do
 	name=${r%%|*}
@@ -78,7 +80,8 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //')
 	echo "  10 seeds (42-51) per policy, averaged here. Cite Weng et al., \"Beware of Fragmentation\", USENIX ATC '23."
 	echo "- suanli policy \`frag\`: our fragmentation-aware placement (src/core/place_frag.h): FGD's"
 	echo "  fragmentation delta against the trace's own request classes, plus a CPU/memory balance"
-	echo "  term and exact tie-breaks; \`bestfit\`: the core's default placement without a workload."
+	echo "  term and exact tie-breaks; \`fgd\`: the same without the balance term (FGD's measure"
+	echo "  alone, our tie-breaks); \`bestfit\`: the core's default placement without a workload."
 	echo
 	echo "## Saturation: GPU allocation ratio (%) at arrived GPU demand, seeds $seeds averaged"
 	echo
@@ -92,11 +95,18 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //')
 		echo "### openb_pod_list_$w ($(jq .trace_pods "$f") pods, $(jq .pods "$f") offered with sampling, mean over seeds)"
 		echo
 		extra=""
-		[ "$w" = default ] && [ -s "$tmp/default-shuffled.json" ] && extra="$tmp/default-shuffled.json"
-		[ "$w" = default ] && [ -s "$tmp/default-bestfit.json" ] && extra="$extra $tmp/default-bestfit.json"
 		hdr="| demand | suanli frag"
 		sep="|---:|---:"
-		[ -n "$extra" ] && { hdr="$hdr | suanli frag (shuffled) | suanli bestfit"; sep="$sep|---:|---:"; }
+		if [ "$w" = default ]; then
+			for x in "default-shuffled|suanli frag (shuffled)" "default-fgd|FGD measure in suanli" \
+				"default-fgd-shuffled|FGD measure in suanli (shuffled)" \
+				"default-bestfit|suanli bestfit"; do
+				[ -s "$tmp/${x%%|*}.json" ] || continue
+				extra="$extra $tmp/${x%%|*}.json"
+				hdr="$hdr | ${x#*|}"
+				sep="$sep|---:"
+			done
+		fi
 		for p in $(jq -r '.published | keys_unsorted[]' "$f"); do hdr="$hdr | $p"; sep="$sep|---:"; done
 		echo "$hdr |"
 		echo "$sep|"

@@ -46,7 +46,8 @@ static const char sim_help[] =
 	"                    FGD artifact did for its published curves) instead of\n"
 	"                    trace order\n"
 	"  --policy P        frag (default: fragmentation-aware, the workload is the pod\n"
-	"                    list) or bestfit (the core's default without a workload)\n"
+	"                    list), fgd (the same without our balance term: FGD's\n"
+	"                    measure alone) or bestfit (the core's default, no workload)\n"
 	"  --published FILE  published curves (default: published_allocation_curves.csv\n"
 	"                    beside the pod list)\n"
 	"  --replay          time replay instead of saturation (same as 'sim replay')\n"
@@ -64,8 +65,13 @@ struct sim_args {
 	char nodes_buf[1024], pods_buf[1024], pub_buf[1024];
 	int inflate_pct, seed_lo, seed_hi, samples;
 	long speedup;
-	bool json, replay, bestfit, shuffle;
+	bool json, replay, bestfit, shuffle, fgd;
 };
+
+static const char *policy_name(const struct sim_args *a)
+{
+	return a->bestfit ? "bestfit" : a->fgd ? "fgd" : "frag";
+}
 
 static const char *trace_dir(void)
 {
@@ -137,12 +143,10 @@ static int sim_parse(int argc, char **argv, struct sim_args *a)
 			break;
 		}
 		case 'P':
-			if (!strcmp(optarg, "frag"))
-				a->bestfit = false;
-			else if (!strcmp(optarg, "bestfit"))
-				a->bestfit = true;
-			else
-				return cli_usage_error("sim", "--policy: expected frag or bestfit, "
+			a->bestfit = !strcmp(optarg, "bestfit");
+			a->fgd = !strcmp(optarg, "fgd");
+			if (!a->bestfit && !a->fgd && strcmp(optarg, "frag"))
+				return cli_usage_error("sim", "--policy: expected frag, fgd or bestfit, "
 						       "got '%s'", optarg);
 			break;
 		case 'N':
@@ -330,6 +334,8 @@ static enum sl_err make_placer(const struct sim_args *a, struct sim_input *in,
 		placer_free(*p);
 		*p = NULL;
 	}
+	if (e == SL_OK && a->fgd)
+		placer_set_frag_balance(*p, false);
 	return e;
 }
 
@@ -400,7 +406,7 @@ static int run_saturation(const struct sim_args *a, struct sim_input *in)
 			 "published_allocation_curves.csv");
 	}
 	published_load(pubpath, wname, &pub);
-	const char *policy = a->bestfit ? "bestfit" : "frag";
+	const char *policy = policy_name(a);
 	if (a->json) {
 		json_t *o = json_pack("{s:o, s:f, s:i, s:s, s:s, s:i, s:i, s:i, s:i, s:f, s:s}",
 				      "allocation_curve", curve_json(avg), "failed_pods",
@@ -433,8 +439,8 @@ static int run_saturation(const struct sim_args *a, struct sim_input *in)
 	json_decref(runs);
 	printf("suanli sim openb: %d nodes, %d GPUs; %s (%d pods; %d offered in all),\n"
 	       "policy %s, %s order, inflate %d%%, seed%s %d", in->f.nnodes, (int)(cap / 1000),
-	       wname, in->npods, (int)lround(pods), policy, a->shuffle ? "shuffled" : "trace", a->inflate_pct,
-	       nseeds > 1 ? "s" : "", a->seed_lo);
+	       wname, in->npods, (int)lround(pods), policy, a->shuffle ? "shuffled" : "trace",
+	       a->inflate_pct, nseeds > 1 ? "s" : "", a->seed_lo);
 	if (nseeds > 1)
 		printf("-%d (averaged)", a->seed_hi);
 	printf("\n\nGPU allocation ratio (%%) at arrived GPU demand:\n  %-8s %8s", "demand",
@@ -566,7 +572,7 @@ static int run_replay(const struct sim_args *a, struct sim_input *in)
 			"stranded_gpus_mean", round(r.stranded_mean * 100) / 100, "stranded_gpus_max",
 			r.stranded_max, "max_queue", r.max_queue, "t0", (json_int_t)r.t0, "t1",
 			(json_int_t)r.t1, "gpus", (int)(r.capacity_milli / 1000), "policy",
-			a->bestfit ? "bestfit" : "frag", "speedup", (json_int_t)a->speedup,
+			policy_name(a), "speedup", (json_int_t)a->speedup,
 			"utilisation", util, "queue", queue);
 		json_dumpf(o, stdout, JSON_REAL_PRECISION(8) | JSON_COMPACT);
 		putchar('\n');
@@ -586,8 +592,8 @@ static int run_replay(const struct sim_args *a, struct sim_input *in)
 		       "  stranded GPUs (free while the queue head fits nowhere): mean %.1f, "
 		       "max %.1f\n  longest queue: %d pods\n",
 		       in->f.nnodes, (int)(r.capacity_milli / 1000), r.pods, span,
-		       a->bestfit ? "bestfit" : "frag", a->speedup, r.started, r.never_started, r.unplaceable,
-		       m, md, p99, mx, r.util_mean * 100, r.stranded_mean, r.stranded_max,
+		       policy_name(a), a->speedup, r.started, r.never_started, r.unplaceable, m,
+		       md, p99, mx, r.util_mean * 100, r.stranded_mean, r.stranded_max,
 		       r.max_queue);
 		if (a->plot && rc == CLI_EXIT_OK)
 			printf("  plot: %s\n", a->plot);

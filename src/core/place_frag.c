@@ -39,6 +39,7 @@ struct pl_frag {
 	/* Balance term: CPUs and memory per GPU thousandth the workload asks for
 	 * on average, and the weight of a stranded thousandth. */
 	double cpu_per_milli, mem_per_milli, bal_w;
+	bool balance_off;
 };
 
 static void frag_destroy(struct pl_frag *fr)
@@ -235,7 +236,7 @@ static int64_t frag_of(const struct pl_frag *fr, int type, const int *fv, int ng
 				wfit += c[i].w;
 		f += wfit * small + (sh->w - wfit) * total;
 	}
-	if (fr->bal_w > 0) {
+	if (fr->bal_w > 0 && !fr->balance_off) {
 		double usable = (double)total;
 		if (fr->cpu_per_milli > 0 && cpu_left / fr->cpu_per_milli < usable)
 			usable = cpu_left / fr->cpu_per_milli;
@@ -275,6 +276,15 @@ static int64_t frag_now(struct placer *p, int node)
 		fr->fresh[node] = true;
 	}
 	return fr->before[node];
+}
+
+void placer_set_frag_balance(struct placer *p, bool on)
+{
+	if (!p || !p->frag)
+		return;
+	p->frag->balance_off = !on;
+	for (int i = 0; i < p->f->nnodes; i++)
+		p->frag->fresh[i] = false;
 }
 
 int64_t placer_node_frag(struct placer *p, int node)

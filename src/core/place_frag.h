@@ -60,6 +60,11 @@ struct place_class {
 enum sl_err placer_set_workload(struct placer *p, const struct place_class *cls, int n,
 				struct sl_diag *d) SL_MUST_USE;
 
+/* Turns the balance term off or back on for the workload set now - off is
+ * FGD's measure alone, for comparisons. placer_set_workload starts with it on;
+ * without a workload this does nothing. */
+void placer_set_frag_balance(struct placer *p, bool on);
+
 /* The fragmentation (thousandths of a GPU, times class weights) of one node
  * for the workload set; 0 without one. For tests and reports. */
 int64_t placer_node_frag(struct placer *p, int node);

@@ -433,7 +433,8 @@ static void test_shares_and_cpu_only(void **state)
 	assert_int_equal(pl.picks[0].gpus, 0);
 	assert_int_equal(pl.picks[0].gpu, -1);
 	assert_int_equal(placer_claim(w.p, &pl, &d), SL_OK);
-	assert_int_equal(placer_cpus_used(w.p, pl.picks[0].node), 3000 + (pl.picks[0].node == n0 ? 1000 : 0));
+	assert_int_equal(placer_cpus_used(w.p, pl.picks[0].node),
+			 3000 + (pl.picks[0].node == n0 ? 1000 : 0));
 	cpu.cpus = 9000;
 	assert_int_equal(placer_place(w.p, &cpu, &pl, &d), SL_ENOSPACE);
 	assert_int_equal(pl.failed, PLACE_C_CPU_MEM);
