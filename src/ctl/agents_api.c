@@ -48,23 +48,15 @@ void h_agent_token_create(struct ctl_call *call)
 				 "names are 1..63 characters of A-Z a-z 0-9 . _ -, or \"*\" for any node");
 		return;
 	}
-	struct ctl_token t;
+	struct ctl_token proto = {.role = CTL_ROLE_AGENT}, t;
 	char secret[64];
-	enum sl_err e = SL_EEXIST;
-	for (int tries = 0; tries < 4 && e == SL_EEXIST; tries++) {
-		memset(&t, 0, sizeof(t));
-		auth_token_generate(&t, secret);
-		t.role = CTL_ROLE_AGENT;
-		snprintf(t.node, sizeof(t.node), "%s", node && strcmp(node, "*") ? node : "");
-		snprintf(t.user, sizeof(t.user), "%s", user ? user : "");
-		t.created_ns = c->now_ns;
-		e = ctl_token_add(c, &t);
-	}
+	snprintf(proto.node, sizeof(proto.node), "%s", node && strcmp(node, "*") ? node : "");
+	snprintf(proto.user, sizeof(proto.user), "%s", user ? user : "");
+	enum sl_err e = ctl_token_mint(c, &proto, &t, secret);
 	if (e) {
 		ctl_answer_error(call, e, NULL, NULL);
 		return;
 	}
-	ctl_put(c, STORE_TOKENS, t.id, NULL, token_to_json(&t, true));
 	sl_log_info("join token created", "token=%s node=%s by=%s", t.id, t.node[0] ? t.node : "*",
 		    call->tok->id);
 	json_t *o = token_to_json(&t, false);
@@ -102,21 +94,9 @@ static bool credential_new(struct ctl *c, const char *node, char secret[64])
 			ctl_put(c, STORE_TOKENS, o->id, NULL, token_to_json(o, true));
 		}
 	}
-	struct ctl_token t;
-	enum sl_err e = SL_EEXIST;
-	for (int tries = 0; tries < 4 && e == SL_EEXIST; tries++) {
-		memset(&t, 0, sizeof(t));
-		auth_token_generate(&t, secret);
-		t.role = CTL_ROLE_AGENT;
-		snprintf(t.node, sizeof(t.node), "%s", node);
-		t.node_cred = true;
-		t.created_ns = c->now_ns;
-		e = ctl_token_add(c, &t);
-	}
-	if (e)
-		return false;
-	ctl_put(c, STORE_TOKENS, t.id, NULL, token_to_json(&t, true));
-	return true;
+	struct ctl_token proto = {.role = CTL_ROLE_AGENT, .node_cred = true}, t;
+	snprintf(proto.node, sizeof(proto.node), "%s", node);
+	return ctl_token_mint(c, &proto, &t, secret) == SL_OK;
 }
 
 /* ---- joining the fleet ---- */

@@ -91,6 +91,23 @@ enum sl_err ctl_token_add(struct ctl *c, const struct ctl_token *t)
 	return SL_OK;
 }
 
+enum sl_err ctl_token_mint(struct ctl *c, const struct ctl_token *proto, struct ctl_token *out,
+			   char secret[64])
+{
+	enum sl_err e = SL_EEXIST;
+	for (int tries = 0; tries < 4 && e == SL_EEXIST; tries++) { /* an id collision: again */
+		*out = *proto;
+		auth_token_generate(out, secret);
+		out->created_ns = c->now_ns;
+		out->revoked_ns = 0;
+		e = ctl_token_add(c, out);
+	}
+	if (!e)
+		ctl_put(c, STORE_TOKENS, out->id, out->tenant[0] ? out->tenant : NULL,
+			token_to_json(out, true));
+	return e;
+}
+
 struct ctl_token *ctl_token_find_id(struct ctl *c, const char *id)
 {
 	int i = strmap_get(c->token_by_id, id, -1);

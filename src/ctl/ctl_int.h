@@ -329,6 +329,11 @@ void auth_hash_hex(const char *secret, size_t len, char out[CTL_HASH_HEX + 1]);
 const struct ctl_token *auth_lookup(struct ctl *c, const char *header);
 /* Adds t to memory (index maps included). */
 enum sl_err ctl_token_add(struct ctl *c, const struct ctl_token *t) SL_MUST_USE;
+/* Makes a new token like proto (role, tenant, user, node, node_cred): its id,
+ * secret (written to secret, 64 bytes, shown once) and hash, created now; adds
+ * it to memory and to the store in the turn's transaction. SL_ENOMEM. */
+enum sl_err ctl_token_mint(struct ctl *c, const struct ctl_token *proto, struct ctl_token *out,
+			   char secret[64]) SL_MUST_USE;
 bool ctl_role_is_tenant(enum ctl_role r);
 /* The caller's tenant when its role is tenant-scoped, else NULL. */
 const char *ctl_call_tenant(const struct ctl_call *c);

@@ -59,23 +59,15 @@ void h_token_create(struct ctl_call *call)
 		ctl_answer_error(call, SL_ENOTFOUND, msg, "create it with POST /v1/tenants");
 		return;
 	}
-	struct ctl_token t;
+	struct ctl_token proto = {.role = (enum ctl_role)role}, t;
 	char secret[64];
-	enum sl_err e = SL_EEXIST;
-	for (int tries = 0; tries < 4 && e == SL_EEXIST; tries++) {
-		memset(&t, 0, sizeof(t));
-		auth_token_generate(&t, secret);
-		t.role = (enum ctl_role)role;
-		snprintf(t.tenant, sizeof(t.tenant), "%s", tenant ? tenant : "");
-		snprintf(t.user, sizeof(t.user), "%s", user ? user : "");
-		t.created_ns = c->now_ns;
-		e = ctl_token_add(c, &t);
-	}
+	snprintf(proto.tenant, sizeof(proto.tenant), "%s", tenant ? tenant : "");
+	snprintf(proto.user, sizeof(proto.user), "%s", user ? user : "");
+	enum sl_err e = ctl_token_mint(c, &proto, &t, secret);
 	if (e) {
 		ctl_answer_error(call, e, NULL, NULL);
 		return;
 	}
-	ctl_put(c, STORE_TOKENS, t.id, tenant, token_to_json(&t, true));
 	sl_log_info("token created", "token=%s role=%s tenant=%s user=%s by=%s", t.id, rname,
 		    t.tenant, t.user, me->id);
 	json_t *o = token_to_json(&t, false);
