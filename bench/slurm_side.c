@@ -313,12 +313,38 @@ static double submit_cli(struct side *s, const char *cli, int n, int par, int se
 	return (bl_now_ms() - t0) / 1e3;
 }
 
+/* fdatasync latency of the data dir's file system (what one durable commit
+ * waits for): p50 and p99 ms over FSYNC_PROBES 4 KiB appends. */
+#define FSYNC_PROBES 100
+static void fsync_probe(const char *dir, double *p50, double *p99)
+{
+	char path[BL_PATH_MAX + 32], buf[4096];
+	snprintf(path, sizeof(path), "%s/fsync-probe", dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	struct bl_samples v = {0};
+	memset(buf, 'x', sizeof(buf));
+	for (int i = 0; fd >= 0 && i < FSYNC_PROBES; i++) {
+		double t = bl_now_ms();
+		if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf) || fdatasync(fd))
+			break;
+		bl_add(&v, bl_now_ms() - t);
+	}
+	if (fd >= 0)
+		close(fd);
+	unlink(path);
+	*p50 = bl_pct(&v, 50);
+	*p99 = bl_pct(&v, 99);
+	free(v.v);
+}
+
 static void phase_s(struct side *s, const char *cli, int njobs, int par, int secs)
 {
 	char body[96];
 	snprintf(body, sizeof(body), "{\"gpus\":1,\"duration_s\":%d}", secs);
 	int nseq = njobs / 2;
 	side_start(s);
+	double f50, f99;
+	fsync_probe(s->dm.dir, &f50, &f99);
 	all_nodes(s, true);
 	double t = bl_now_ms();
 	struct bl_conn c = {.fd = -1};
@@ -373,8 +399,9 @@ static void phase_s(struct side *s, const char *cli, int njobs, int par, int sec
 		"overall %.1f/s, steady %.1f/s\n", n, st.v[0], fill + 1, tf, tl, n / tl, steady);
 	fprintf(s->out,
 		"{\"kind\":\"submission\",\"via\":\"api\",\"sequential_per_s\":%.1f,"
-		"\"parallel_per_s\":%.1f,\"parallel_clients\":%d,\"jobs\":%d}\n",
-		nseq / seq_s, (njobs - nseq) / par_s, par, njobs);
+		"\"parallel_per_s\":%.1f,\"parallel_clients\":%d,\"jobs\":%d,"
+		"\"fsync_p50_ms\":%.3f,\"fsync_p99_ms\":%.3f}\n",
+		nseq / seq_s, (njobs - nseq) / par_s, par, njobs, f50, f99);
 	fprintf(s->out,
 		"{\"kind\":\"throughput\",\"jobs\":%d,\"slots\":%d,\"first_start_s\":%.3f,"
 		"\"fill_s\":%.3f,\"fill_rate\":%.1f,\"overall_starts_per_s\":%.2f,"
