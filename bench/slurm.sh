@@ -77,7 +77,7 @@ SUANLID=$build/suanlid SUANLI=$build/suanli \
   "$work/suanli.jsonl" || { echo "slurm.sh: bench_slurm_side failed" >&2; exit 1; }
 t_suanli=$(( $(date +%s) - ts ))
 
-slurm_version=$(sinfo -V 2>/dev/null || echo "not installed")
+slurm_version=$(dpkg-query -W -f='slurmctld ${Version}' slurmctld 2>/dev/null || echo "not installed")
 rev=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
 mkdir -p "$(dirname "$out")"
 SLURM_OK=$slurm_ok RES=$res WORK=$work SLURM_VERSION=$slurm_version REV=$rev \

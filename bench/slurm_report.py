@@ -223,7 +223,7 @@ p("""
   (bench_api: 64 connections). sbatch is a process, a munge credential and an RPC per
   job. Through the CLI each submission is a process too, and the start-up of `suanli`
   (the dynamic linking of libcurl and its ~35 libraries) is most of its cost: the CLI is
-  slower than sbatch. Lease + job with the agents running costs two commits and wakes
+  no faster than sbatch. Lease + job with the agents running costs two commits and wakes
   the node's agent (work fetch, fork, report) on the same two cores.
 - **Starts.** With the partition released at once, suanli fills all GPU slots in tens
   of milliseconds: one pass of the scheduler after the nodes return. Slurm's main and
