@@ -56,6 +56,48 @@ static enum sl_err placement_reserve(struct placement *pl, int n)
 	return SL_OK;
 }
 
+/* ---- kept placements (struct place_kept) ---- */
+
+enum sl_err place_kept_copy(struct place_kept *p, const struct placement *src)
+{
+	struct place_pick *k = NULL;
+	if (src->npicks > 0) {
+		k = malloc((size_t)src->npicks * sizeof(*k));
+		if (!k)
+			return SL_ENOMEM;
+		memcpy(k, src->picks, (size_t)src->npicks * sizeof(*k));
+	}
+	free(p->picks);
+	p->picks = k;
+	p->npicks = p->cap = src->npicks;
+	p->score = src->score;
+	return SL_OK;
+}
+
+void place_kept_take(struct place_kept *p, struct placement *src)
+{
+	free(p->picks);
+	p->picks = src->picks;
+	p->npicks = src->npicks;
+	p->cap = src->cap;
+	p->score = src->score;
+	if (p->cap > p->npicks && p->npicks > 0) {
+		/* Exactly what it holds: it is kept for the lease's life. */
+		struct place_pick *k = realloc(p->picks, (size_t)p->npicks * sizeof(*k));
+		if (k) {
+			p->picks = k;
+			p->cap = p->npicks;
+		}
+	}
+	placement_init(src);
+}
+
+void place_kept_release(struct place_kept *p)
+{
+	free(p->picks);
+	memset(p, 0, sizeof(*p));
+}
+
 enum sl_err placement_copy(struct placement *dst, const struct placement *src)
 {
 	if (dst == src)

@@ -118,6 +118,35 @@ enum sl_err placement_copy(struct placement *dst, const struct placement *src) S
 /* Appends a pick (for callers that rebuild a placement from stored state). */
 enum sl_err placement_add(struct placement *pl, const struct place_pick *pick) SL_MUST_USE;
 
+/* A placement as a placed lease keeps it for its life: exactly its picks and
+ * its score, without struct placement's 512-byte refusal sentence (which a
+ * placed lease never needs). The scheduler and the controller both keep
+ * their leases' picks this way; the placer gets place_kept_view(). */
+struct place_kept {
+	struct place_pick *picks; /* owned, npicks of them */
+	int npicks, cap;
+	struct place_score score;
+};
+/* Copies src's picks and score into p; SL_ENOMEM leaves p unchanged. */
+enum sl_err place_kept_copy(struct place_kept *p, const struct placement *src) SL_MUST_USE;
+/* Moves src's picks and score into p (p's old picks are freed; src is left
+ * empty, initialised). */
+void place_kept_take(struct place_kept *p, struct placement *src);
+void place_kept_release(struct place_kept *p);
+/* A struct placement (in tmp) that borrows p's picks, valid while p is
+ * unchanged. */
+static inline const struct placement *place_kept_view(const struct place_kept *p,
+						      struct placement *tmp)
+{
+	tmp->npicks = p->npicks;
+	tmp->picks = p->picks;
+	tmp->cap = p->cap;
+	tmp->score = p->score;
+	tmp->failed = PLACE_C_NONE;
+	tmp->why[0] = '\0';
+	return tmp;
+}
+
 struct placer;
 
 enum sl_err placer_new(const struct fleet *f, struct placer **out) SL_MUST_USE;

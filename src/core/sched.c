@@ -127,48 +127,6 @@ enum sl_err tmp_reserve(struct sched *s, int n)
 	return SL_OK;
 }
 
-/* ---- compact placements --------------------------------------------------- */
-
-enum sl_err spl_copy(struct sched_pl *p, const struct placement *src)
-{
-	struct place_pick *k = NULL;
-	if (src->npicks > 0) {
-		k = malloc((size_t)src->npicks * sizeof(*k));
-		if (!k)
-			return SL_ENOMEM;
-		memcpy(k, src->picks, (size_t)src->npicks * sizeof(*k));
-	}
-	free(p->picks);
-	p->picks = k;
-	p->npicks = p->cap = src->npicks;
-	p->score = src->score;
-	return SL_OK;
-}
-
-void spl_take(struct sched_pl *p, struct placement *src)
-{
-	free(p->picks);
-	p->picks = src->picks;
-	p->npicks = src->npicks;
-	p->cap = src->cap;
-	p->score = src->score;
-	if (p->cap > p->npicks && p->npicks > 0) {
-		/* Exactly what it holds: it is kept for the lease's life. */
-		struct place_pick *k = realloc(p->picks, (size_t)p->npicks * sizeof(*k));
-		if (k) {
-			p->picks = k;
-			p->cap = p->npicks;
-		}
-	}
-	placement_init(src);
-}
-
-void spl_release(struct sched_pl *p)
-{
-	free(p->picks);
-	memset(p, 0, sizeof(*p));
-}
-
 void lease_set_why(struct sched_lease *l, const char *why)
 {
 	if (l->why && why && !strcmp(l->why, why))
@@ -222,7 +180,7 @@ static void lease_free(struct sched_lease *l)
 			free_str(l->req.models[i]);
 	free_str(l->req.region);
 	free_str(l->req.site);
-	spl_release(&l->pl);
+	place_kept_release(&l->pl);
 	if (l->rsv)
 		placement_release(l->rsv);
 	free(l->rsv);
@@ -509,7 +467,7 @@ enum sl_err lease_start(struct sched *s, struct sched_lease *l, const struct pla
 	struct sched_event *ev = NULL;
 	if (e == SL_OK)
 		e = placer_claim(s->p, pl, NULL);
-	if (e == SL_OK && (e = spl_copy(&l->pl, pl)) != SL_OK)
+	if (e == SL_OK && (e = place_kept_copy(&l->pl, pl)) != SL_OK)
 		sched_cannot_fail(placer_release(s->p, pl, NULL));
 	if (e != SL_OK)
 		return e;
@@ -530,7 +488,7 @@ enum sl_err lease_start(struct sched *s, struct sched_lease *l, const struct pla
 	ev->gpus = lease_gpus(l);
 	ev->backfilled = backfilled;
 	struct placement v;
-	return placement_copy(&ev->placement, spl_view(&l->pl, &v));
+	return placement_copy(&ev->placement, place_kept_view(&l->pl, &v));
 }
 
 enum sl_err lease_end(struct sched *s, struct sched_lease *l, enum sched_end why,
@@ -542,7 +500,7 @@ enum sl_err lease_end(struct sched *s, struct sched_lease *l, enum sched_end why
 	} else {
 		/* The placement was claimed by this scheduler, so release cannot fail. */
 		struct placement v;
-		sched_cannot_fail(placer_release(s->p, spl_view(&l->pl, &v), NULL));
+		sched_cannot_fail(placer_release(s->p, place_kept_view(&l->pl, &v), NULL));
 		arr_del(s->running, &s->nrunning, l);
 		s->gen++;
 	}
@@ -752,7 +710,7 @@ enum sl_err sched_restore(struct sched *s, uint64_t id, const struct sched_resto
 	} else {
 		e = placer_claim(s->p, r->placement, d);
 		claimed = e == SL_OK;
-		if (e == SL_OK && spl_copy(&l->pl, r->placement) != SL_OK)
+		if (e == SL_OK && place_kept_copy(&l->pl, r->placement) != SL_OK)
 			e = sl_diag_set(d, SL_ENOMEM, "out of memory");
 	}
 	if (e == SL_OK && table_add(s, l) != SL_OK)

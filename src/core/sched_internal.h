@@ -36,34 +36,6 @@ enum sched_note {
 	NOTE_DELAY,       /* fits now, but would delay the head */
 };
 
-/* A lease's placement, compactly: struct placement also carries a refusal's
- * 512-byte sentence, which a placed lease never needs (bench/results/
- * memory.md: 100,000 leases). Hand it to the placer through spl_view(). */
-struct sched_pl {
-	struct place_pick *picks; /* owned, npicks of them */
-	int npicks, cap;
-	struct place_score score;
-};
-
-/* A struct placement (in tmp) that borrows p's picks; valid while p is
- * unchanged. */
-static inline const struct placement *spl_view(const struct sched_pl *p, struct placement *tmp)
-{
-	tmp->npicks = p->npicks;
-	tmp->picks = p->picks;
-	tmp->cap = p->cap;
-	tmp->score = p->score;
-	tmp->failed = PLACE_C_NONE;
-	tmp->why[0] = '\0';
-	return tmp;
-}
-/* Copies src's picks and score into p; SL_ENOMEM leaves p unchanged. */
-enum sl_err spl_copy(struct sched_pl *p, const struct placement *src) SL_MUST_USE;
-/* Moves src's picks and score into p (p's old picks are freed; src is left
- * initialised, to be released or reused). */
-void spl_take(struct sched_pl *p, struct placement *src);
-void spl_release(struct sched_pl *p);
-
 struct sched_lease {
 	uint64_t id;
 	struct sched_tenant *tenant;
@@ -76,7 +48,7 @@ struct sched_lease {
 	uint8_t own_models;
 	int64_t duration_ns, submit_ns, start_ns, deadline_ns;
 	int emin, emax;
-	struct sched_pl pl;    /* running and preempting */
+	struct place_kept pl;    /* running and preempting */
 	uint64_t start_seq;    /* order of starts, for newest-first preemption */
 	int pos;               /* index in pending or running */
 	/* Queue bookkeeping. A pass only notes why a lease waits (cheap); the

@@ -518,7 +518,7 @@ static json_t *lease_head_json(struct ctl *c, const struct ctl_lease *l, bool ap
 	if (l->request)
 		json_object_set_new(o, "request", json_loads(l->request, 0, NULL));
 	struct placement v;
-	placed = place_to_json(c->fleet, lease_pl_view(&l->pl, &v));
+	placed = place_to_json(c->fleet, place_kept_view(&l->pl, &v));
 	json_object_set(o, "placement", json_object_get(placed, "placement"));
 	json_decref(placed);
 	if (l->placed)
@@ -597,46 +597,6 @@ char *lease_row_dump_json(struct ctl *c, const struct ctl_lease *l, size_t *len,
 	return out;
 }
 
-enum sl_err lease_pl_copy(struct lease_pl *p, const struct placement *src)
-{
-	struct place_pick *k = NULL;
-	if (src->npicks > 0) {
-		k = malloc((size_t)src->npicks * sizeof(*k));
-		if (!k)
-			return SL_ENOMEM;
-		memcpy(k, src->picks, (size_t)src->npicks * sizeof(*k));
-	}
-	free(p->picks);
-	p->picks = k;
-	p->npicks = p->cap = src->npicks;
-	p->score = src->score;
-	return SL_OK;
-}
-
-void lease_pl_take(struct lease_pl *p, struct placement *src)
-{
-	free(p->picks);
-	p->picks = src->picks;
-	p->npicks = src->npicks;
-	p->cap = src->cap;
-	p->score = src->score;
-	if (p->cap > p->npicks && p->npicks > 0) {
-		/* Exactly what it holds: it is kept for the lease's life. */
-		struct place_pick *k = realloc(p->picks, (size_t)p->npicks * sizeof(*k));
-		if (k) {
-			p->picks = k;
-			p->cap = p->npicks;
-		}
-	}
-	placement_init(src);
-}
-
-void lease_pl_release(struct lease_pl *p)
-{
-	free(p->picks);
-	memset(p, 0, sizeof(*p));
-}
-
 static char *str_dup_or_null(const char *s)
 {
 	if (!s || !s[0])
@@ -679,7 +639,7 @@ static void hist_reason_free(const char *r)
 
 void lease_release_mem(struct ctl_lease *l)
 {
-	lease_pl_release(&l->pl);
+	place_kept_release(&l->pl);
 	lease_req_release(&l->req);
 	free(l->request);
 	free(l->reason);
@@ -807,7 +767,7 @@ enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
 		/* Where an ended lease ran is history; a node since gone drops it. */
 		placement_release(&pl);
 	}
-	lease_pl_take(&l->pl, &pl);
+	place_kept_take(&l->pl, &pl);
 	if (e) {
 		lease_release_mem(l);
 		return e;

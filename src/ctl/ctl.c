@@ -502,7 +502,7 @@ static enum sl_err leases_rebuild(struct ctl *c, struct sl_diag *d)
 			return sl_diag_set(d, SL_EPARSE, "lease ls-%06d is missing from the store", i + 1);
 		if (l->state == LS_ACTIVE || l->state == LS_PREEMPTING) {
 			struct placement v;
-			enum sl_err e = placer_claim(c->placer, lease_pl_view(&l->pl, &v), d);
+			enum sl_err e = placer_claim(c->placer, place_kept_view(&l->pl, &v), d);
 			if (e) {
 				char why[SL_DIAG_MSG];
 				snprintf(why, sizeof(why), "%s", d->msg);

@@ -88,29 +88,6 @@ struct lease_req {
 	const char *tenant;
 };
 
-/* A lease's picks and score, compactly: struct placement also carries a
- * refusal's 512-byte sentence, which a placed lease never needs. Reads use
- * the fields as those of struct placement; the placer gets lease_pl_view(). */
-struct lease_pl {
-	struct place_pick *picks; /* owned, npicks of them */
-	int npicks, cap;
-	struct place_score score;
-};
-
-/* A struct placement (in tmp) that borrows p's picks, valid while p is
- * unchanged. */
-static inline const struct placement *lease_pl_view(const struct lease_pl *p,
-						    struct placement *tmp)
-{
-	tmp->npicks = p->npicks;
-	tmp->picks = p->picks;
-	tmp->cap = p->cap;
-	tmp->score = p->score;
-	tmp->failed = PLACE_C_NONE;
-	tmp->why[0] = '\0';
-	return tmp;
-}
-
 /* One history entry: {"at", "state", "reason"} of the API. */
 struct lease_hist {
 	int64_t at_ns;  /* 0: null */
@@ -133,7 +110,7 @@ struct ctl_lease {
 	enum lease_state state;
 	int gpus;        /* GPUs held now (elastic leases change it) */
 	bool placed;     /* ever placed: pl.score is its "score"; else none */
-	struct lease_pl pl; /* picks while active/preempting */
+	struct place_kept pl; /* picks while active/preempting */
 	char *reason;    /* why it waits (pending; owned, NULL: ""); see lease_set_reason */
 	int64_t created_ns, started_ns, ended_ns, expires_ns, preempt_ns;
 	struct lease_hist *hist; /* oldest first, at most CTL_MAX_HISTORY */
@@ -360,11 +337,6 @@ void lease_explain(const struct ctl *c, const struct ctl_lease *l, char *buf, si
 enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
 			    struct sl_diag *d) SL_MUST_USE;
 void lease_release_mem(struct ctl_lease *l);
-/* Copies src's picks and score into p (SL_ENOMEM: p unchanged). */
-enum sl_err lease_pl_copy(struct lease_pl *p, const struct placement *src) SL_MUST_USE;
-/* Moves src's picks and score into p, freeing p's; src is left initialised. */
-void lease_pl_take(struct lease_pl *p, struct placement *src);
-void lease_pl_release(struct lease_pl *p);
 /* Sets l->reason (NULL or "" clears it). False when out of memory (the
  * reason is then empty). */
 bool lease_set_reason(struct ctl_lease *l, const char *reason);

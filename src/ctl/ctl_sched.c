@@ -62,7 +62,7 @@ static const char *end_state_reason(enum sched_end e, enum lease_state *st)
 
 static void ev_started(struct ctl *c, struct ctl_lease *l, const struct sched_event *ev)
 {
-	if (lease_pl_copy(&l->pl, &ev->placement)) {
+	if (place_kept_copy(&l->pl, &ev->placement)) {
 		fatal(c, "placement_copy", SL_ENOMEM);
 		return;
 	}
@@ -131,7 +131,7 @@ void ctl_sched_events(struct ctl *c)
 			break;
 		}
 		case SCHED_EV_SCALED:
-			if (lease_pl_copy(&l->pl, &ev->placement)) {
+			if (place_kept_copy(&l->pl, &ev->placement)) {
 				fatal(c, "placement_copy", SL_ENOMEM);
 				break;
 			}
@@ -288,7 +288,7 @@ static enum sl_err restore_one(struct ctl *c, struct ctl_lease *l, bool run)
 	sl_diag_clear(&d);
 	spec_of(l, &pr, &sp);
 	struct placement v;
-	struct sched_restore r = {&sp, l->created_ns, run ? lease_pl_view(&l->pl, &v) : NULL,
+	struct sched_restore r = {&sp, l->created_ns, run ? place_kept_view(&l->pl, &v) : NULL,
 				  run ? l->started_ns : 0,
 				  run && l->state == LS_PREEMPTING ? l->preempt_ns : 0};
 	if (run && placer_release(c->placer, r.placement, &d)) {

@@ -215,7 +215,7 @@ static void test_lease_roundtrip(void **state)
 	struct place_request pr;
 	lease_req_to_place(&l.req, "acme", &pr);
 	assert_int_equal(placer_place(c.placer, &pr, &pl0, &d), SL_OK);
-	lease_pl_take(&l.pl, &pl0);
+	place_kept_take(&l.pl, &pl0);
 	l.seq = 42;
 	strcpy(l.id, "ls-000042");
 	l.tenant = ctl_name(&c, "acme");
@@ -276,8 +276,8 @@ static void test_lease_roundtrip(void **state)
 	assert_int_equal(back.preempt_ns, l.preempt_ns);
 	assert_int_equal(back.pl.score.leaves, l.pl.score.leaves);
 	/* Re-claiming the stored placement is what a restart does. */
-	assert_int_equal(placer_claim(c.placer, lease_pl_view(&back.pl, &v), &d), SL_OK);
-	assert_int_equal(placer_claim(c.placer, lease_pl_view(&l.pl, &v), &d), SL_ECONFLICT);
+	assert_int_equal(placer_claim(c.placer, place_kept_view(&back.pl, &v), &d), SL_OK);
+	assert_int_equal(placer_claim(c.placer, place_kept_view(&l.pl, &v), &d), SL_ECONFLICT);
 	free(s1);
 	free(s2);
 	json_decref(o);
