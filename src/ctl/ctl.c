@@ -233,6 +233,22 @@ bool ctl_check_fields(struct ctl_call *call, const json_t *body, const struct ct
 	return true;
 }
 
+bool ctl_query_int(const struct ctl_call *call, const char *name, long long def, long long max,
+		   long long *out)
+{
+	const char *s = http_request_param(call->req, name);
+	*out = def;
+	if (!s)
+		return true;
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (!*s || *end || errno || v < 0 || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
 const char *ctl_str_field(struct ctl_call *call, const json_t *o, const char *name, size_t max,
 			  bool *bad)
 {

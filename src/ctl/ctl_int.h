@@ -290,6 +290,11 @@ bool ctl_check_fields(struct ctl_call *c, const json_t *body, const struct ctl_f
 const char *ctl_str_field(struct ctl_call *c, const json_t *o, const char *name,
 			  size_t max, bool *bad);
 
+/* Query parameter name as an integer in 0..max; def when absent. False when
+ * malformed or out of range (the caller answers 400, naming the range). */
+bool ctl_query_int(const struct ctl_call *call, const char *name, long long def, long long max,
+		   long long *out);
+
 /* ---- time ---- */
 /* RFC 3339 UTC with milliseconds; JSON null for 0. */
 json_t *ctl_time_json(int64_t ns);

@@ -154,19 +154,6 @@ static enum sl_err log_read(const struct ctl *c, const struct job *j, int rank, 
 	return SL_OK;
 }
 
-static long long param_ll(struct ctl_call *call, const char *name, long long def, long long max)
-{
-	const char *s = http_request_param(call->req, name);
-	if (!s)
-		return def;
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (!*s || *end || errno || v < 0 || v > max)
-		return -2;
-	return v;
-}
-
 void h_agent_logs(struct ctl_call *call)
 {
 	struct ctl *c = call->ctl;
@@ -175,9 +162,9 @@ void h_agent_logs(struct ctl_call *call)
 	if (node < 0)
 		return;
 	const char *id = http_request_param(call->req, "job");
-	long long rank = param_ll(call, "rank", -1, INT32_MAX);
-	long long offset = param_ll(call, "offset", -1, INT64_MAX);
-	if (!id || rank < 0 || offset < 0) {
+	long long rank, offset;
+	if (!id || !ctl_query_int(call, "rank", -1, INT32_MAX, &rank) ||
+	    !ctl_query_int(call, "offset", -1, INT64_MAX, &offset) || rank < 0 || offset < 0) {
 		ctl_answer_error(call, SL_EINVAL, "?job=, ?rank= and ?offset= are required (non-negative integers for rank and offset)",
 				 "POST /v1/agent/logs?job=J&rank=R&offset=N with the raw bytes");
 		return;
@@ -283,9 +270,9 @@ void h_job_logs(struct ctl_call *call)
 	struct job *j = jobs_path_job(call);
 	if (!j)
 		return;
-	long long rank = param_ll(call, "rank", -1, INT32_MAX);
-	long long offset = param_ll(call, "offset", 0, INT64_MAX);
-	if (rank == -2 || offset < 0 || rank >= j->nranks) {
+	long long rank, offset;
+	if (!ctl_query_int(call, "rank", -1, INT32_MAX, &rank) ||
+	    !ctl_query_int(call, "offset", 0, INT64_MAX, &offset) || rank >= j->nranks) {
 		snprintf(msg, sizeof(msg), "?rank= must be 0..%d and ?offset= a non-negative integer",
 			 j->nranks - 1);
 		ctl_answer_error(call, SL_EINVAL, msg, NULL);

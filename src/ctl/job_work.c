@@ -144,20 +144,6 @@ void jobs_answer_polls(struct ctl *c)
 	}
 }
 
-/* A non-negative integer query parameter; def when absent; -1 when bad. */
-static long long param_int(struct ctl_call *call, const char *name, long long def, long long max)
-{
-	const char *s = http_request_param(call->req, name);
-	if (!s)
-		return def;
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (!*s || *end || errno || v < 0 || v > max)
-		return -1;
-	return v;
-}
-
 void h_agent_work(struct ctl_call *call)
 {
 	struct ctl *c = call->ctl;
@@ -166,10 +152,10 @@ void h_agent_work(struct ctl_call *call)
 	int node = agents_call_node(call);
 	if (node < 0)
 		return;
-	long long version = param_int(call, "version", 0, INT64_MAX);
-	long long wait = param_int(call, "wait", JOBS_WAIT_DEFAULT_S, JOBS_WAIT_MAX_S);
-	if (version < 0 || wait < 0) {
-		snprintf(msg, sizeof(msg), "%s", version < 0 ? "?version= must be a non-negative integer"
+	long long version, wait;
+	bool version_ok = ctl_query_int(call, "version", 0, INT64_MAX, &version);
+	if (!version_ok || !ctl_query_int(call, "wait", JOBS_WAIT_DEFAULT_S, JOBS_WAIT_MAX_S, &wait)) {
+		snprintf(msg, sizeof(msg), "%s", !version_ok ? "?version= must be a non-negative integer"
 							 : "?wait= must be 0..60 seconds");
 		ctl_answer_error(call, SL_EINVAL, msg, "GET /v1/agent/work?version=V&wait=S");
 		return;
