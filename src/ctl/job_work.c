@@ -8,7 +8,6 @@
  * answer, so they leave after the turn's commit. A client that hangs up is
  * forgotten (jobs_request_gone, from the gone callback). At most
  * JOBS_MAX_POLLS_PER_NODE wait per node: a new one answers the oldest. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
