@@ -88,7 +88,7 @@ static enum sl_err grow_find(struct sched *s, struct sched_lease *l, int extra,
 	return SL_ENOSPACE;
 }
 
-static void merge_pick(const struct sched *s, struct placement *pl, const struct place_pick *k)
+enum sl_err sched_merge_pick(const struct sched *s, struct placement *pl, const struct place_pick *k)
 {
 	for (int i = 0; k->gpu < 0 && i < pl->npicks; i++) {
 		struct place_pick *m = &pl->picks[i];
@@ -98,9 +98,9 @@ static void merge_pick(const struct sched *s, struct placement *pl, const struct
 		m->cpus += k->cpus;
 		m->mem_mib += k->mem_mib;
 		(void)node_set_quality(fleet_node_type(s->f, m->node), m->gpus, &m->q);
-		return;
+		return SL_OK;
 	}
-	sched_cannot_fail(placement_add(pl, k)); /* capacity reserved by the caller */
+	return placement_add(pl, k);
 }
 
 static enum sl_err scale_grow(struct sched *s, struct sched_lease *l, int extra,
@@ -135,7 +135,7 @@ static enum sl_err scale_grow(struct sched *s, struct sched_lease *l, int extra,
 	if (e == SL_OK) {
 		grown.npicks = l->pl.npicks;
 		for (int i = 0; i < x.npicks; i++)
-			merge_pick(s, &grown, &x.picks[i]);
+			sched_cannot_fail(sched_merge_pick(s, &grown, &x.picks[i])); /* capacity reserved */
 		e = placer_claim(s->p, &x, d);
 	}
 	if (e == SL_OK) {

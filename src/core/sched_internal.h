@@ -139,6 +139,11 @@ static inline void sched_cannot_fail(enum sl_err e)
 	(void)e;
 }
 
+/* sched_elastic.c: adds pick k to pl, merging whole GPUs into a pick pl
+ * already has on the same node (SL_ENOMEM only). */
+enum sl_err sched_merge_pick(const struct sched *s, struct placement *pl,
+			     const struct place_pick *k) SL_MUST_USE;
+
 /* sched.c */
 struct sched_lease *sched_find(const struct sched *s, uint64_t id);
 /* Adds (sign 1) or removes (sign -1) the lease's share of its tenant's

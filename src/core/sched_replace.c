@@ -52,22 +52,6 @@ static enum sl_err place_scoped(struct sched *s, const struct place_request *r, 
 	return e;
 }
 
-/* Adds pick k to pl, merging whole GPUs into a pick on the same node. */
-static enum sl_err merge_into(const struct sched *s, struct placement *pl, const struct place_pick *k)
-{
-	for (int i = 0; k->gpu < 0 && i < pl->npicks; i++) {
-		struct place_pick *m = &pl->picks[i];
-		if (m->node != k->node || m->gpu >= 0)
-			continue;
-		m->gpus |= k->gpus;
-		m->cpus += k->cpus;
-		m->mem_mib += k->mem_mib;
-		(void)node_set_quality(fleet_node_type(s->f, m->node), m->gpus, &m->q);
-		return SL_OK;
-	}
-	return placement_add(pl, k);
-}
-
 enum sl_err sched_replace_node(struct sched *s, uint64_t id, int node, int64_t now_ns,
 			       struct placement *out, struct sl_diag *d)
 {
@@ -120,7 +104,7 @@ enum sl_err sched_replace_node(struct sched *s, uint64_t id, int node, int64_t n
 				    (unsigned long long)id, whole ? whole : 1, s->f->nodes[node].name);
 	}
 	for (int i = 0; e == SL_OK && i < x.npicks; i++)
-		e = merge_into(s, &next, &x.picks[i]);
+		e = sched_merge_pick(s, &next, &x.picks[i]);
 	if (e == SL_OK) {
 		next.score = l->pl.score; /* the lease keeps its placement score */
 		e = placement_copy(out, &next);

@@ -16,8 +16,8 @@
  * links than the model has, the node is an NVSwitch system.
  */
 #include "topo.h"
+#include "textout.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -552,24 +552,6 @@ enum sl_err topo_parse_matrix(struct node_type *t, const char *text, struct sl_d
 
 /* ---- formatter ---- */
 
-struct out {
-	char *buf;
-	size_t n, len;
-};
-
-static void SL_PRINTF(2, 3) put(struct out *o, const char *fmt, ...)
-{
-	va_list ap;
-	int k;
-	char *dst = o->len < o->n ? o->buf + o->len : NULL;
-	size_t room = o->len < o->n ? o->n - o->len : 0;
-
-	va_start(ap, fmt);
-	k = vsnprintf(dst, room, fmt, ap);
-	va_end(ap);
-	if (k > 0)
-		o->len += (size_t)k;
-}
 
 static void entry_name(const struct node_type *t, int a, int b, char *s, size_t n)
 {
@@ -621,30 +603,30 @@ static const char *nic_entry(const struct node_type *t, int g, int nic)
 
 size_t topo_format_matrix(const struct node_type *t, char *buf, size_t n)
 {
-	struct out o = {buf, n, 0};
+	struct textout o = {buf, n, 0};
 	char s[16];
 
 	if (n > 0)
 		buf[0] = 0;
 	if (!t || !t->gpu || t->ngpus < 1 || t->ngpus > TOPO_MAX_GPUS)
 		return 0;
-	put(&o, "        ");
+	textout_printf(&o, "        ");
 	for (int b = 0; b < t->ngpus; b++)
-		put(&o, "GPU%-5d", b);
+		textout_printf(&o, "GPU%-5d", b);
 	for (int i = 0; i < t->nnics; i++)
-		put(&o, "NIC%-5d", i);
-	put(&o, "NUMA Affinity\n");
+		textout_printf(&o, "NIC%-5d", i);
+	textout_printf(&o, "NUMA Affinity\n");
 	for (int a = 0; a < t->ngpus; a++) {
-		put(&o, "GPU%-5d", a);
+		textout_printf(&o, "GPU%-5d", a);
 		for (int b = 0; b < t->ngpus; b++) {
 			entry_name(t, a, b, s, sizeof(s));
-			put(&o, "%-8s", s);
+			textout_printf(&o, "%-8s", s);
 		}
 		for (int i = 0; i < t->nnics; i++)
-			put(&o, "%-8s", nic_entry(t, a, i));
-		put(&o, "%d\n", t->numa[a]);
+			textout_printf(&o, "%-8s", nic_entry(t, a, i));
+		textout_printf(&o, "%d\n", t->numa[a]);
 	}
-	put(&o, "\nLegend:\n\n"
+	textout_printf(&o, "\nLegend:\n\n"
 		"  X    = Self\n"
 		"  SYS  = across the inter-socket link (cross-socket)\n"
 		"  NODE = same NUMA node, across PCIe host bridges (numa)\n"
@@ -655,22 +637,22 @@ size_t topo_format_matrix(const struct node_type *t, char *buf, size_t n)
 		"  NV#  = # bonded NVLinks (nvlink; nvswitch when every pair shows more "
 		"links than a GPU has)\n");
 	if (t->nnics > 0) {
-		put(&o, "\nNIC Legend:\n\n");
+		textout_printf(&o, "\nNIC Legend:\n\n");
 		for (int i = 0; i < t->nnics; i++)
-			put(&o, "  NIC%d: %s\n", i, t->nics[i].name);
+			textout_printf(&o, "  NIC%d: %s\n", i, t->nics[i].name);
 	}
-	put(&o, "\nGB/s per pair (bidirectional), %s on %s:\n      ", t->name, t->gpu->name);
+	textout_printf(&o, "\nGB/s per pair (bidirectional), %s on %s:\n      ", t->name, t->gpu->name);
 	for (int b = 0; b < t->ngpus; b++)
-		put(&o, "%8s%d", "GPU", b);
-	put(&o, "\n");
+		textout_printf(&o, "%8s%d", "GPU", b);
+	textout_printf(&o, "\n");
 	for (int a = 0; a < t->ngpus; a++) {
-		put(&o, "GPU%-3d", a);
+		textout_printf(&o, "GPU%-3d", a);
 		for (int b = 0; b < t->ngpus; b++)
 			if (a == b)
-				put(&o, "%9s", "-");
+				textout_printf(&o, "%9s", "-");
 			else
-				put(&o, "%9d", t->link[a][b].gbps);
-		put(&o, "\n");
+				textout_printf(&o, "%9d", t->link[a][b].gbps);
+		textout_printf(&o, "\n");
 	}
 	return o.len;
 }
