@@ -328,6 +328,29 @@ void client_close(struct client *cl)
 	cl->cfg_server = cl->cfg_token = NULL;
 }
 
+int client_query_add(char *path, size_t n, const char *key, const char *value)
+{
+	if (!value)
+		return 0;
+	size_t len = strlen(path);
+	if (len + 2 + strlen(key) >= n)
+		return -1;
+	snprintf(path + len, n - len, "%c%s=", strchr(path, '?') ? '&' : '?', key);
+	return client_escape(path, n, value);
+}
+
+int client_object_path(const char *cmd, const char *base, const char *id, const char *suffix,
+		       const char *example, char *path, size_t n)
+{
+	snprintf(path, n, "%s/", base);
+	if (!*id || client_escape(path, n, id) || strlen(path) + strlen(suffix) >= n) {
+		cli_usage_error(cmd, "'%.64s' is not %s", id, example);
+		return -1;
+	}
+	strcat(path, suffix);
+	return 0;
+}
+
 int client_escape(char *buf, size_t n, const char *s)
 {
 	static const char hex[] = "0123456789ABCDEF";

@@ -124,6 +124,14 @@ int client_set_list(json_t *obj, const char *key, const char *cmd, const char *o
  * byte outside [A-Za-z0-9-._~] percent-encoded, so a name from the user is one
  * path segment or query value. Returns 0, or -1 if it does not fit. */
 int client_escape(char *buf, size_t n, const char *s);
+/* Appends "?key=value" (or "&key=value" when path already has a query),
+ * value escaped; nothing when value is NULL. -1 if it does not fit. */
+int client_query_add(char *path, size_t n, const char *key, const char *value);
+/* path = base + "/" + escaped id + suffix ("/v1/jobs", "job-1", "/cancel").
+ * A usage error saying id "is not <example>" and -1 when id is empty or too
+ * long; 0 otherwise. */
+int client_object_path(const char *cmd, const char *base, const char *id, const char *suffix,
+		       const char *example, char *path, size_t n);
 
 /* Parses a duration: whole numbers with units d, h, m, s, largest first and
  * each at most once ("90s", "30m", "2h", "1d", "1h30m"). Returns the seconds

@@ -99,7 +99,7 @@ static int audit_log(int argc, char **argv)
 	struct client cl;
 	const char *tenant = NULL, *action = NULL;
 	long since = -1, limit = -1;
-	char path[CLIENT_PATH_MAX] = "/v1/audit/log?";
+	char path[CLIENT_PATH_MAX] = "/v1/audit/log";
 	json_t *arr;
 	int c, rc;
 
@@ -125,16 +125,14 @@ static int audit_log(int argc, char **argv)
 	}
 	if (optind != argc)
 		return cli_usage_error(cl.cmd, "unexpected argument '%s'", argv[optind]);
-	if (tenant && (strlen(path) + 8 >= sizeof(path) || !strcat(path, "tenant=") ||
-		       client_escape(path, sizeof(path), tenant) < 0))
-		return cli_usage_error(cl.cmd, "--tenant is too long");
-	if (action && (strlen(path) + 9 >= sizeof(path) || !strcat(path, "&action=") ||
-		       client_escape(path, sizeof(path), action) < 0))
-		return cli_usage_error(cl.cmd, "--action is too long");
-	if (since >= 0)
-		snprintf(path + strlen(path), sizeof(path) - strlen(path), "&since=%ld", since);
-	if (limit > 0)
-		snprintf(path + strlen(path), sizeof(path) - strlen(path), "&limit=%ld", limit);
+	char since_s[24], limit_s[24];
+	snprintf(since_s, sizeof(since_s), "%ld", since);
+	snprintf(limit_s, sizeof(limit_s), "%ld", limit);
+	if (client_query_add(path, sizeof(path), "tenant", tenant) ||
+	    client_query_add(path, sizeof(path), "action", action) ||
+	    client_query_add(path, sizeof(path), "since", since >= 0 ? since_s : NULL) ||
+	    client_query_add(path, sizeof(path), "limit", limit > 0 ? limit_s : NULL))
+		return cli_usage_error(cl.cmd, "--tenant or --action is too long");
 	if ((rc = client_get_list(&cl, path, "No audit entries.\n", &arr)) != CLIENT_GO)
 		return rc;
 	rc = out_table_list(stdout, 8, head, arr, audit_row, NULL) ? CLI_EXIT_FAIL : CLI_EXIT_OK;

@@ -22,13 +22,7 @@ enum { OPT_LEASE = 0x200, OPT_NODES, OPT_RESTART, OPT_ENV, OPT_GRACE, OPT_RANK, 
 
 static int job_path(const char *cmd, const char *id, const char *suffix, char *path, size_t n)
 {
-	snprintf(path, n, "/v1/jobs/");
-	if (!*id || client_escape(path, n, id) || strlen(path) + strlen(suffix) >= n) {
-		cli_usage_error(cmd, "'%.64s' is not a job ID (as job-000001)", id);
-		return -1;
-	}
-	strcat(path, suffix);
-	return 0;
+	return client_object_path(cmd, "/v1/jobs", id, suffix, "a job ID (as job-000001)", path, n);
 }
 
 /* ---- run ---- */
@@ -207,9 +201,8 @@ static int job_list(int argc, char **argv)
 	}
 	if (optind != argc)
 		return cli_usage_error(cl.cmd, "unexpected argument '%s'", argv[optind]);
-	if ((lease && (strcat(path, "?lease="), client_escape(path, sizeof(path), lease))) ||
-	    (state && (strcat(path, lease ? "&state=" : "?state="),
-		       client_escape(path, sizeof(path), state))))
+	if (client_query_add(path, sizeof(path), "lease", lease) ||
+	    client_query_add(path, sizeof(path), "state", state))
 		return cli_usage_error(cl.cmd, "--lease or --state is too long");
 	if ((rc = client_get_list(&cl, path, "No jobs.\n", &arr)) != CLIENT_GO)
 		return rc;

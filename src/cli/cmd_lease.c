@@ -314,9 +314,8 @@ static int lease_list(int argc, char **argv)
 	}
 	if (optind != argc)
 		return cli_usage_error(cl.cmd, "unexpected argument '%s'", argv[optind]);
-	if ((state && (strcat(path, "?state="), client_escape(path, sizeof(path), state))) ||
-	    (tenant && (strcat(path, state ? "&tenant=" : "?tenant="),
-			client_escape(path, sizeof(path), tenant))))
+	if (client_query_add(path, sizeof(path), "state", state) ||
+	    client_query_add(path, sizeof(path), "tenant", tenant))
 		return cli_usage_error(cl.cmd, "--state or --tenant is too long");
 	if ((rc = client_get_list(&cl, path, "No leases.\n", &arr)) != CLIENT_GO)
 		return rc;
@@ -433,13 +432,8 @@ static int print_lease_detail(const json_t *l)
 /* "/v1/leases/ID" + suffix in path; -1 after a usage error. */
 static int lease_path(const char *cmd, const char *id, const char *suffix, char *path, size_t n)
 {
-	snprintf(path, n, "/v1/leases/");
-	if (!*id || client_escape(path, n, id) || strlen(path) + strlen(suffix) >= n) {
-		cli_usage_error(cmd, "'%.64s' is not a lease ID (as ls-000042)", id);
-		return -1;
-	}
-	strcat(path, suffix);
-	return 0;
+	return client_object_path(cmd, "/v1/leases", id, suffix, "a lease ID (as ls-000042)", path,
+				  n);
 }
 
 static int lease_show(int argc, char **argv)
