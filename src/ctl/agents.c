@@ -25,6 +25,7 @@
 
 #include "agents_int.h"
 #include "audit_log.h"
+#include "billing.h"
 #include "log.h"
 
 #define NS 1000000000LL
@@ -382,7 +383,7 @@ void agents_reported(struct ctl *c, struct agent_rec *r)
 
 /* Lease l on failed node idx asked for replacement GPUs: true when it got
  * them (a new epoch), false when it must fail. */
-static bool replace_lease(struct ctl *c, struct ctl_lease *l, int idx)
+static bool replace_lease(struct ctl *c, struct ctl_lease *l, int idx, int64_t last_ns)
 {
 	struct placement np;
 	struct sl_diag d;
@@ -399,6 +400,10 @@ static bool replace_lease(struct ctl *c, struct ctl_lease *l, int idx)
 		placement_release(&np);
 		return false;
 	}
+	int lost = 0; /* whole GPUs on the failed node: not billed while it was silent */
+	for (int k = 0; k < l->pl.npicks; k++)
+		if (l->pl.picks[k].node == idx && l->pl.picks[k].gpu < 0)
+			lost += __builtin_popcount(l->pl.picks[k].gpus);
 	/* Swap in the new picks (np's score is the lease's own); np then frees
 	 * the old ones. Only fields struct placement shares with l->pl. */
 	struct place_pick *op = l->pl.picks;
@@ -419,6 +424,7 @@ static bool replace_lease(struct ctl *c, struct ctl_lease *l, int idx)
 	if (off < sizeof(why))
 		snprintf(why + off, sizeof(why) - off, " (epoch %lld)", (long long)l->epoch);
 	ctl_lease_set_state(c, l, l->state, why);
+	billing_lease_outage(c, l, last_ns, lost);
 	ctl_lease_save(c, l);
 	audit_log_system(c, "lease.replace", l->tenant, l->id, "ok");
 	return true;
@@ -447,7 +453,7 @@ static void node_down(struct ctl *c, struct agent_rec *r, int idx)
 		struct ctl_lease *l = c->leases[i];
 		if (!uses_node(l, idx))
 			continue;
-		if (l->req.replace_on_failure && l->state == LS_ACTIVE && replace_lease(c, l, idx))
+		if (l->req.replace_on_failure && l->state == LS_ACTIVE && replace_lease(c, l, idx, last))
 			continue;
 		if (!l->end_reason[0])
 			snprintf(l->end_reason, sizeof(l->end_reason), "node %.40s is down", r->name);

@@ -509,6 +509,21 @@ static struct bill_usage *usage_start(struct ctl *c, const struct ctl_lease *l, 
 	return u;
 }
 
+void billing_lease_outage(struct ctl *c, struct ctl_lease *l, int64_t from_ns, int lost)
+{
+	struct bill_usage *u = c->billing && lost > 0 ? billing_usage_find(c, l->id) : NULL;
+	if (!u || u->ended || !u->nev)
+		return;
+	int64_t from = billing_ms(from_ns), to = billing_ms(c->now_ns);
+	int held = u->ev[u->nev - 1].gpus;
+	if (from >= to)
+		return;
+	if (!usage_push(u, from, RATING_SCALED, held > lost ? held - lost : 0, RATING_END_RELEASED) ||
+	    !usage_push(u, to, RATING_SCALED, held, RATING_END_RELEASED))
+		c->fatal = true;
+	usage_save(c, u);
+}
+
 void billing_lease_changed(struct ctl *c, struct ctl_lease *l)
 {
 	if (!c->billing)

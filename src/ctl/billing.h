@@ -49,6 +49,10 @@ void billing_free(struct ctl *c);
 /* Records lease l's usage after a state or size change (started, scaled,
  * ended) at its instants; posts the final charge when it ended. */
 void billing_lease_changed(struct ctl *c, struct ctl_lease *l);
+/* Lease l lost `lost` of its GPUs from from_ns (its node's last healthy
+ * report) until now, when replacements took their place: those GPUs are not
+ * billed for that window. */
+void billing_lease_outage(struct ctl *c, struct ctl_lease *l, int64_t from_ns, int lost);
 
 /* SL_OK when tenant may start lease request r (hourly or spot) now: its
  * balance plus credit line covers the first hour at the cheapest price of

@@ -257,6 +257,8 @@ expect_eq "... and stays active" "$(lease_field "$L2" .state)" active
 N3=$(lease_field "$L2" '.placement[0].node')
 [ "$N3" != "$N2" ] && [ "$N3" != "$N1" ] && ok "... on another node ($N3)" || bad "... on another node" "$N2 -> $N3"
 expect_match "... history says why" "$(lease_field "$L2" '.history[-1].reason')" "went down: replaced on $N3"
+LAST2=$(node_field "$N2" .agent.last_heartbeat)
+REPLACED2=$(lease_field "$L2" '.history[-1].at')
 expect_eq "$N3's GPUs belong to the lease" "$(node_field "$N3" '[.gpu_state[] | select(.lease == "'"$L2"'")] | length')" 8
 expect_eq "no GPU of $N2 is leased" "$(node_field "$N2" '[.gpu_state[] | select(.lease)] | length')" 0
 beat "$N1" "$(cred_of "$N1")"
@@ -321,5 +323,15 @@ expect_eq "... a2 is still drained by its discovery" "$(node_field a2 .state)" d
 expect_eq "... the replaced lease is still active" "$(lease_field "$L2" .state)" active
 r=$(hb "$C3" "$N3")
 expect_eq "... the credential still works" "$(status_of "$r")" 200
+# The replaced lease is billed for its 8 GPUs except while they were on the
+# silent node: from its start to N2's last heartbeat, then from the
+# replacement to its release.
+r=$(api "$ADMIN" POST "/v1/leases/$L2/release" '{}')
+S2=$(ms "$(lease_field "$L2" .started_at)") H2=$(ms "$LAST2")
+[ "$H2" -lt "$S2" ] && H2=$S2 # its node's last report came just before it started
+WANT2=$(( 8 * (H2 - S2) + 8 * ($(ms "$(lease_field "$L2" .ended_at)") - $(ms "$REPLACED2")) ))
+GOT=$(api "$ADMIN" GET "/v1/usage?tenant=acme" | sed 's/^[0-9]* //' | jq -r '.tenants[0].month_to_date.gpu_ms')
+WANT3=$(( 8 * ($(ms "$(lease_field "$L3" .ended_at)") - $(ms "$(lease_field "$L3" .started_at)")) ))
+expect_eq "a replaced lease is not billed for the outage (8 x ms outside it)" "$GOT" "$((WANT + WANT2 + WANT3))"
 stop_daemon && ok "the restarted daemon stops cleanly" || { bad "the restarted daemon stops cleanly"; tail -30 "$TMP/log2"; }
 finish
