@@ -220,37 +220,37 @@ static enum sl_err csv_open(struct csv *c, const char *text, size_t len, const c
 	return SL_OK;
 }
 
-enum sl_err sim_parse_nodes(const char *text, size_t len, const char *file,
-			    struct sim_node **out, int *n, struct sl_diag *d)
+#define SIM_TABLE_MAX_COLUMNS 16 /* named columns of one table (ours, not the file's) */
+
+/* Fills one row's element (zeroed) from c's current row; idx maps the
+ * header's names to columns (-1: absent); row is its 0-based number. */
+typedef enum sl_err (*row_fn)(const struct csv *c, const int *idx, int row, void *elem,
+			      struct sl_diag *d);
+
+/* Parses a CSV whose header has names (the first nreq required) into a
+ * malloc'd array of elements of size sz, one per row, through fill. */
+static enum sl_err parse_table(const char *text, size_t len, const char *file,
+			       const char *const *names, int nreq, size_t sz, row_fn fill,
+			       void **out, int *n, struct sl_diag *d)
 {
-	static const char *const names[] = {"sn", "cpu_milli", "memory_mib", "gpu", "model",
-					     NULL};
 	*out = NULL;
 	*n = 0;
 	struct csv c;
-	int idx[5], cap = 0, cnt = 0, r;
-	struct sim_node *arr = NULL;
+	int idx[SIM_TABLE_MAX_COLUMNS], cap = 0, cnt = 0, r;
+	char *arr = NULL;
 	enum sl_err e = csv_open(&c, text, len, file, d);
 	if (e == SL_OK)
-		e = csv_header(&c, names, idx, 5, d);
+		e = csv_header(&c, names, idx, nreq, d);
 	while (e == SL_OK && (r = csv_next(&c, d)) != 0) {
 		if (r < 0) {
 			e = SL_ELIMIT;
 			break;
 		}
-		if ((e = grow((void **)&arr, &cap, cnt, sizeof(*arr), &c, d)) != SL_OK)
+		if ((e = grow((void **)&arr, &cap, cnt, sz, &c, d)) != SL_OK)
 			break;
-		struct sim_node *nd = &arr[cnt];
-		int64_t v[3];
-		if ((e = get_str(&c, idx[0], "sn", nd->name, sizeof(nd->name), false, d)) ||
-		    (e = get_int(&c, idx[1], "cpu_milli", 0, SIM_MAX_CPU_MILLI, false, 0, &v[0], d)) ||
-		    (e = get_int(&c, idx[2], "memory_mib", 0, SIM_MAX_MEM_MIB, false, 0, &v[1], d)) ||
-		    (e = get_int(&c, idx[3], "gpu", 0, TOPO_MAX_GPUS, false, 0, &v[2], d)) ||
-		    (e = get_str(&c, idx[4], "model", nd->model, sizeof(nd->model), v[2] == 0, d)))
+		memset(arr + (size_t)cnt * sz, 0, sz);
+		if ((e = fill(&c, idx, cnt, arr + (size_t)cnt * sz, d)) != SL_OK)
 			break;
-		nd->cpu_milli = (int)v[0];
-		nd->mem_mib = v[1];
-		nd->gpus = (int)v[2];
 		cnt++;
 	}
 	if (e != SL_OK) {
@@ -260,6 +260,33 @@ enum sl_err sim_parse_nodes(const char *text, size_t len, const char *file,
 	*out = arr;
 	*n = cnt;
 	return SL_OK;
+}
+
+static enum sl_err node_row(const struct csv *c, const int *idx, int row, void *elem,
+			   struct sl_diag *d)
+{
+	struct sim_node *nd = elem;
+	int64_t v[3];
+	enum sl_err e;
+	(void)row;
+	if ((e = get_str(c, idx[0], "sn", nd->name, sizeof(nd->name), false, d)) ||
+	    (e = get_int(c, idx[1], "cpu_milli", 0, SIM_MAX_CPU_MILLI, false, 0, &v[0], d)) ||
+	    (e = get_int(c, idx[2], "memory_mib", 0, SIM_MAX_MEM_MIB, false, 0, &v[1], d)) ||
+	    (e = get_int(c, idx[3], "gpu", 0, TOPO_MAX_GPUS, false, 0, &v[2], d)) ||
+	    (e = get_str(c, idx[4], "model", nd->model, sizeof(nd->model), v[2] == 0, d)))
+		return e;
+	nd->cpu_milli = (int)v[0];
+	nd->mem_mib = v[1];
+	nd->gpus = (int)v[2];
+	return SL_OK;
+}
+
+enum sl_err sim_parse_nodes(const char *text, size_t len, const char *file,
+			    struct sim_node **out, int *n, struct sl_diag *d)
+{
+	static const char *const names[] = {"sn", "cpu_milli", "memory_mib", "gpu", "model",
+					     NULL};
+	return parse_table(text, len, file, names, 5, sizeof(**out), node_row, (void **)out, n, d);
 }
 
 /* Fills the GPU fields of a pod from num_gpu and gpu_milli. */
@@ -280,52 +307,65 @@ static enum sl_err pod_gpus(const struct csv *c, int inum, int imilli, int64_t n
 	return SL_OK;
 }
 
+static enum sl_err pod_row(const struct csv *c, const int *idx, int row, void *elem,
+			  struct sl_diag *d)
+{
+	struct sim_pod *pod = elem;
+	int64_t v[6];
+	enum sl_err e;
+	(void)row;
+	if ((e = get_str(c, idx[0], "name", pod->name, sizeof(pod->name), false, d)) ||
+	    (e = get_int(c, idx[1], "cpu_milli", 0, SIM_MAX_CPU_MILLI, false, 0, &v[0], d)) ||
+	    (e = get_int(c, idx[2], "memory_mib", 0, SIM_MAX_MEM_MIB, false, 0, &v[1], d)) ||
+	    (e = get_int(c, idx[3], "num_gpu", 0, TOPO_MAX_GPUS, false, 0, &v[2], d)) ||
+	    (e = get_int(c, idx[4], "gpu_milli", 0, 1000, false, 0, &v[3], d)) ||
+	    (e = get_models(c, idx[5], "gpu_spec", pod, d)) ||
+	    (e = get_int(c, idx[6], "creation_time", 0, SIM_MAX_TIME, true, -1, &v[4], d)) ||
+	    (e = get_int(c, idx[7], "deletion_time", 0, SIM_MAX_TIME, true, -1, &v[5], d)) ||
+	    (e = pod_gpus(c, idx[3], idx[4], v[2], v[3], pod, d)))
+		return e;
+	pod->cpu_milli = (int)v[0];
+	pod->mem_mib = v[1];
+	pod->start = v[4];
+	pod->duration = v[4] >= 0 && v[5] >= v[4] ? v[5] - v[4] : -1;
+	return SL_OK;
+}
+
 enum sl_err sim_parse_pods(const char *text, size_t len, const char *file,
 			   struct sim_pod **out, int *n, struct sl_diag *d)
 {
 	static const char *const names[] = {"name", "cpu_milli", "memory_mib", "num_gpu",
 					     "gpu_milli", "gpu_spec", "creation_time",
 					     "deletion_time", NULL};
-	*out = NULL;
-	*n = 0;
-	struct csv c;
-	int idx[8], cap = 0, cnt = 0, r;
-	struct sim_pod *arr = NULL;
-	enum sl_err e = csv_open(&c, text, len, file, d);
-	if (e == SL_OK)
-		e = csv_header(&c, names, idx, 5, d);
-	while (e == SL_OK && (r = csv_next(&c, d)) != 0) {
-		if (r < 0) {
-			e = SL_ELIMIT;
-			break;
-		}
-		if ((e = grow((void **)&arr, &cap, cnt, sizeof(*arr), &c, d)) != SL_OK)
-			break;
-		struct sim_pod *pod = &arr[cnt];
-		memset(pod, 0, sizeof(*pod));
-		int64_t v[6];
-		if ((e = get_str(&c, idx[0], "name", pod->name, sizeof(pod->name), false, d)) ||
-		    (e = get_int(&c, idx[1], "cpu_milli", 0, SIM_MAX_CPU_MILLI, false, 0, &v[0], d)) ||
-		    (e = get_int(&c, idx[2], "memory_mib", 0, SIM_MAX_MEM_MIB, false, 0, &v[1], d)) ||
-		    (e = get_int(&c, idx[3], "num_gpu", 0, TOPO_MAX_GPUS, false, 0, &v[2], d)) ||
-		    (e = get_int(&c, idx[4], "gpu_milli", 0, 1000, false, 0, &v[3], d)) ||
-		    (e = get_models(&c, idx[5], "gpu_spec", pod, d)) ||
-		    (e = get_int(&c, idx[6], "creation_time", 0, SIM_MAX_TIME, true, -1, &v[4], d)) ||
-		    (e = get_int(&c, idx[7], "deletion_time", 0, SIM_MAX_TIME, true, -1, &v[5], d)) ||
-		    (e = pod_gpus(&c, idx[3], idx[4], v[2], v[3], pod, d)))
-			break;
-		pod->cpu_milli = (int)v[0];
-		pod->mem_mib = v[1];
-		pod->start = v[4];
-		pod->duration = v[4] >= 0 && v[5] >= v[4] ? v[5] - v[4] : -1;
-		cnt++;
-	}
-	if (e != SL_OK) {
-		free(arr);
+	return parse_table(text, len, file, names, 5, sizeof(**out), pod_row, (void **)out, n, d);
+}
+
+static enum sl_err job_row(const struct csv *c, const int *idx, int row, void *elem,
+			  struct sl_diag *d)
+{
+	struct sim_pod *pod = elem;
+	int64_t v[6];
+	enum sl_err e;
+	if ((e = get_int(c, idx[0], "submit_time", 0, SIM_MAX_TIME, false, 0, &v[0], d)) ||
+	    (e = get_int(c, idx[1], "duration", 0, SIM_MAX_TIME, false, 0, &v[1], d)) ||
+	    (e = get_int(c, idx[2], "gpus", 1, PLACE_MAX_GPUS, false, 0, &v[2], d)) ||
+	    (e = get_int(c, idx[3], "gpus_per_node", 0, TOPO_MAX_GPUS, false, 0, &v[3], d)) ||
+	    (e = get_models(c, idx[4], "model", pod, d)) ||
+	    (e = get_str(c, idx[5], "plan", pod->plan, sizeof(pod->plan), true, d)) ||
+	    (e = get_str(c, idx[6], "name", pod->name, sizeof(pod->name), true, d)) ||
+	    (e = get_int(c, idx[7], "cpu_milli", 0, SIM_MAX_CPU_MILLI, true, 0, &v[4], d)) ||
+	    (e = get_int(c, idx[8], "memory_mib", 0, SIM_MAX_MEM_MIB, true, 0, &v[5], d)))
 		return e;
-	}
-	*out = arr;
-	*n = cnt;
+	if (v[3] > 0 && v[2] % v[3] != 0)
+		return bad_field(c, idx[3], "gpus_per_node", "a divisor of gpus", d);
+	if (!pod->name[0])
+		snprintf(pod->name, sizeof(pod->name), "job-%d", row + 1);
+	pod->start = v[0];
+	pod->duration = v[1];
+	pod->gpus = (int)v[2];
+	pod->per_node = v[3] > 0 && v[3] < v[2] ? (int)v[3] : 0;
+	pod->cpu_milli = (int)v[4];
+	pod->mem_mib = v[5];
 	return SL_OK;
 }
 
@@ -335,55 +375,7 @@ enum sl_err sim_parse_jobs(const char *text, size_t len, const char *file,
 	static const char *const names[] = {"submit_time", "duration", "gpus", "gpus_per_node",
 					     "model", "plan", "name", "cpu_milli", "memory_mib",
 					     NULL};
-	*out = NULL;
-	*n = 0;
-	struct csv c;
-	int idx[9], cap = 0, cnt = 0, r;
-	struct sim_pod *arr = NULL;
-	enum sl_err e = csv_open(&c, text, len, file, d);
-	if (e == SL_OK)
-		e = csv_header(&c, names, idx, 6, d);
-	while (e == SL_OK && (r = csv_next(&c, d)) != 0) {
-		if (r < 0) {
-			e = SL_ELIMIT;
-			break;
-		}
-		if ((e = grow((void **)&arr, &cap, cnt, sizeof(*arr), &c, d)) != SL_OK)
-			break;
-		struct sim_pod *pod = &arr[cnt];
-		memset(pod, 0, sizeof(*pod));
-		int64_t v[6];
-		if ((e = get_int(&c, idx[0], "submit_time", 0, SIM_MAX_TIME, false, 0, &v[0], d)) ||
-		    (e = get_int(&c, idx[1], "duration", 0, SIM_MAX_TIME, false, 0, &v[1], d)) ||
-		    (e = get_int(&c, idx[2], "gpus", 1, PLACE_MAX_GPUS, false, 0, &v[2], d)) ||
-		    (e = get_int(&c, idx[3], "gpus_per_node", 0, TOPO_MAX_GPUS, false, 0, &v[3], d)) ||
-		    (e = get_models(&c, idx[4], "model", pod, d)) ||
-		    (e = get_str(&c, idx[5], "plan", pod->plan, sizeof(pod->plan), true, d)) ||
-		    (e = get_str(&c, idx[6], "name", pod->name, sizeof(pod->name), true, d)) ||
-		    (e = get_int(&c, idx[7], "cpu_milli", 0, SIM_MAX_CPU_MILLI, true, 0, &v[4], d)) ||
-		    (e = get_int(&c, idx[8], "memory_mib", 0, SIM_MAX_MEM_MIB, true, 0, &v[5], d)))
-			break;
-		if (v[3] > 0 && v[2] % v[3] != 0) {
-			e = bad_field(&c, idx[3], "gpus_per_node", "a divisor of gpus", d);
-			break;
-		}
-		if (!pod->name[0])
-			snprintf(pod->name, sizeof(pod->name), "job-%d", cnt + 1);
-		pod->start = v[0];
-		pod->duration = v[1];
-		pod->gpus = (int)v[2];
-		pod->per_node = v[3] > 0 && v[3] < v[2] ? (int)v[3] : 0;
-		pod->cpu_milli = (int)v[4];
-		pod->mem_mib = v[5];
-		cnt++;
-	}
-	if (e != SL_OK) {
-		free(arr);
-		return e;
-	}
-	*out = arr;
-	*n = cnt;
-	return SL_OK;
+	return parse_table(text, len, file, names, 6, sizeof(**out), job_row, (void **)out, n, d);
 }
 
 void sim_pod_request(const struct sim_pod *pod, struct place_request *req)
