@@ -36,12 +36,6 @@
 #define TICK_MAX_NS (1 * NS) /* adopted processes are polled at least this often */
 #define POLL_STALE_NS (3 * NS) /* a poll this old that missed a new version is restarted */
 
-struct poll_buf {
-	char *buf;
-	size_t len, cap;
-	bool too_large;
-};
-
 struct agent {
 	const struct agent_opts *o;
 	char addr[AGENT_ADDR_MAX];
@@ -60,7 +54,7 @@ struct agent {
 	CURLM *multi;
 	CURL *poll;
 	struct curl_slist *poll_hdrs;
-	struct poll_buf pb;
+	struct http_sink pb;
 	bool polling;
 	int64_t poll_started;
 	/* timers (monotonic ns) and retry backoffs */
@@ -396,29 +390,6 @@ static enum sl_err do_heartbeat(struct agent *a, int64_t now, bool *reregister,
 
 /* ---- the work long poll ------------------------------------------------- */
 
-static size_t poll_write(char *data, size_t size, size_t nmemb, void *arg)
-{
-	struct poll_buf *b = arg;
-	size_t n = size * nmemb;
-	if (n > AGENT_WORK_ANSWER_MAX - b->len) {
-		b->too_large = true;
-		return 0;
-	}
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		char *nb = realloc(b->buf, cap);
-		if (!nb)
-			return 0;
-		b->buf = nb;
-		b->cap = cap;
-	}
-	memcpy(b->buf + b->len, data, n);
-	b->len += n;
-	b->buf[b->len] = '\0';
-	return n;
-}
 
 static bool poll_start(struct agent *a)
 {
@@ -429,7 +400,8 @@ static bool poll_start(struct agent *a)
 	if (dbl)
 		memmove(dbl, dbl + 1, strlen(dbl));
 	a->pb.len = 0;
-	a->pb.too_large = false;
+	a->pb.max = AGENT_WORK_ANSWER_MAX;
+	a->pb.too_large = a->pb.no_mem = false;
 	curl_easy_reset(a->poll);
 	(void)curl_easy_setopt(a->poll, CURLOPT_URL, a->url);
 	(void)curl_easy_setopt(a->poll, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -438,7 +410,7 @@ static bool poll_start(struct agent *a)
 			       (long)(AGENT_POLL_WAIT_S * 1000L + AGENT_CALL_TIMEOUT_MS));
 	(void)curl_easy_setopt(a->poll, CURLOPT_CONNECTTIMEOUT_MS, AGENT_CALL_TIMEOUT_MS);
 	(void)curl_easy_setopt(a->poll, CURLOPT_HTTPHEADER, a->poll_hdrs);
-	(void)curl_easy_setopt(a->poll, CURLOPT_WRITEFUNCTION, poll_write);
+	(void)curl_easy_setopt(a->poll, CURLOPT_WRITEFUNCTION, http_sink_write);
 	(void)curl_easy_setopt(a->poll, CURLOPT_WRITEDATA, &a->pb);
 	if (curl_multi_add_handle(a->multi, a->poll) != CURLM_OK)
 		return false;
@@ -454,7 +426,7 @@ static enum sl_err poll_done(struct agent *a, CURLcode rc, int64_t now, struct s
 	(void)curl_easy_getinfo(a->poll, CURLINFO_RESPONSE_CODE, &status);
 	(void)curl_multi_remove_handle(a->multi, a->poll);
 	a->polling = false;
-	if (rc != CURLE_OK || a->pb.too_large) {
+	if (rc != CURLE_OK || a->pb.too_large || a->pb.no_mem) {
 		sl_log_debug("work poll failed; retrying", "error=%s",
 			     a->pb.too_large ? "answer too large" : curl_easy_strerror(rc));
 		a->poll_due = now + next_backoff(&a->poll_backoff);

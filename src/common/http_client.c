@@ -26,12 +26,6 @@ struct http_client {
 	char *auth;   /* "Authorization: Bearer ..." or NULL */
 };
 
-struct sink {
-	char *buf;
-	size_t len, cap;
-	int too_large, no_mem;
-};
-
 enum sl_err http_client_global_init(struct sl_diag *d)
 {
 	CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -119,12 +113,12 @@ void http_response_release(struct http_response *resp)
 	memset(resp, 0, sizeof(*resp));
 }
 
-static size_t sink_write(char *data, size_t size, size_t nmemb, void *arg)
+size_t http_sink_write(char *data, size_t size, size_t nmemb, void *arg)
 {
-	struct sink *s = arg;
+	struct http_sink *s = arg;
 	size_t n = size * nmemb;
-	if (n > HTTP_CLIENT_MAX_RESPONSE - s->len) {
-		s->too_large = 1;
+	if (n > s->max - s->len) {
+		s->too_large = true;
 		return 0;
 	}
 	if (s->len + n + 1 > s->cap) {
@@ -133,7 +127,7 @@ static size_t sink_write(char *data, size_t size, size_t nmemb, void *arg)
 			cap *= 2;
 		char *b = realloc(s->buf, cap);
 		if (!b) {
-			s->no_mem = 1;
+			s->no_mem = true;
 			return 0;
 		}
 		s->buf = b;
@@ -242,7 +236,7 @@ enum sl_err http_client_request_ct(struct http_client *c, const char *method,
 	char url[2 * HTTP_CLIENT_URL_MAX];
 	char errbuf[CURL_ERROR_SIZE] = "";
 	struct curl_slist *hdrs = NULL;
-	struct sink sink = {0};
+	struct http_sink sink = {.max = HTTP_CLIENT_MAX_RESPONSE};
 	enum sl_err e;
 	CURLcode rc;
 
@@ -279,7 +273,7 @@ enum sl_err http_client_request_ct(struct http_client *c, const char *method,
 	(void)curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
 	(void)curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
 	(void)curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-	(void)curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink_write);
+	(void)curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, http_sink_write);
 	(void)curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
 	(void)curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE,
 			       (curl_off_t)HTTP_CLIENT_MAX_RESPONSE);

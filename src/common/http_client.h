@@ -14,6 +14,7 @@
 #ifndef SL_HTTP_CLIENT_H
 #define SL_HTTP_CLIENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "err.h"
@@ -34,6 +35,16 @@ struct http_response {
 	char *body;
 	size_t len;
 };
+
+/* A growing answer buffer for a curl handle (CURLOPT_WRITEFUNCTION
+ * http_sink_write, CURLOPT_WRITEDATA the sink): refuses more than max bytes
+ * (too_large) and keeps buf NUL-terminated. Zero it with max set; free buf. */
+struct http_sink {
+	char *buf;
+	size_t len, cap, max;
+	bool too_large, no_mem;
+};
+size_t http_sink_write(char *data, size_t size, size_t nmemb, void *arg);
 
 /* curl_global_init; SL_EIO if curl cannot initialise. */
 enum sl_err http_client_global_init(struct sl_diag *d) SL_MUST_USE;
