@@ -94,17 +94,6 @@ ag_stop() {
 	return $rc
 }
 
-# wait_until SECS CMD... : true as soon as CMD succeeds, false after SECS.
-wait_until() {
-	local secs=$1
-	shift
-	local end=$((SECONDS + secs))
-	while :; do
-		"$@" && return 0
-		[ $SECONDS -ge $end ] && return 1
-		sleep 0.2
-	done
-}
 
 node_field() { sl nodes --json 2>/dev/null | jq -r --arg n "$1" ".[] | select(.name == \$n) | $2"; }
 node_is() { [ "$(node_field "$1" .state)" = "$2" ]; }

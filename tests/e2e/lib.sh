@@ -17,6 +17,19 @@ expect_eq() { if [ "$2" = "$3" ]; then ok "$1"; else bad "$1" "got '$2', want '$
 # expect_match NAME TEXT REGEX
 expect_match() { if printf '%s' "$2" | grep -Eq -- "$3"; then ok "$1"; else bad "$1" "'$3' not in: $2"; fi; }
 
+# wait_until SECS CMD... : true as soon as CMD succeeds, false after SECS
+# (states are waited for, never timed).
+wait_until() {
+	local secs=$1
+	shift
+	local end=$((SECONDS + secs))
+	while :; do
+		"$@" && return 0
+		[ $SECONDS -ge $end ] && return 1
+		sleep 0.2
+	done
+}
+
 finish() {
 	printf '%d passed, %d failed\n' "$PASS" "$FAIL"
 	[ "$FAIL" -eq 0 ]

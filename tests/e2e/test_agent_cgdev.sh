@@ -26,16 +26,6 @@ cleanup() {
 trap cleanup EXIT
 
 sl() { SUANLI_SERVER=$URL SUANLI_TOKEN=$ADMIN "$SUANLI" "$@"; }
-wait_until() {
-	local secs=$1
-	shift
-	local end=$((SECONDS + secs))
-	while :; do
-		"$@" && return 0
-		[ $SECONDS -ge $end ] && return 1
-		sleep 0.2
-	done
-}
 node_ready() { [ "$(sl node show "$NODE" --json 2>/dev/null | jq -r .state)" = ready ]; }
 job_json() { sl job show "$1" --json 2>/dev/null; }
 ended() { [ "$(job_json "$1" | jq -r .state)" = succeeded ]; }

@@ -33,7 +33,6 @@ ns_spawn ctl "$LOG" env SUANLI_DATA="$V/data" SUANLI_AGENTS_DIR="$V/agents" SUAN
 	SUANLI_LISTEN="$LISTEN" bash -c 'cd "$1" && exec scripts/run.sh "$2"' run "$SL_ROOT" "$B"
 RUN_PID=$NS_LAST_PID
 banner() { grep -q '^agents: ' "$LOG"; }
-wait_until() { local end=$((SECONDS + $1)); shift; until "$@"; do [ $SECONDS -ge $end ] && return 1; sleep 0.2; done; }
 if ! wait_until 40 banner; then
 	bad "run.sh prints what it started" "$(tail -5 "$LOG")"
 	finish
