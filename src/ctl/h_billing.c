@@ -239,36 +239,43 @@ static void post_and_answer(struct ctl_call *call, const struct ctl_tenant *t,
 	ctl_answer_json(call, status, o);
 }
 
+/* The shared prelude of the money posts: the body's fields, the tenant of
+ * the path, its amount (zero allowed only for credit lines) and reason
+ * (NULL when absent). False once an error was answered. */
+static bool money_request(struct ctl_call *call, const struct ctl_field *fields, size_t n,
+			  const char *what, bool zero_ok, const struct ctl_tenant **t,
+			  int64_t *amount, const char **reason)
+{
+	bool bad = false;
+	if (!ctl_check_fields(call, call->body, fields, n, what))
+		return false;
+	*t = path_tenant(call, call->param[0]);
+	if (!*t || !amount_field(call, "amount", zero_ok, amount))
+		return false;
+	*reason = ctl_str_field(call, call->body, "reason", LEDGER_REASON_MAX - 1, &bad);
+	return !bad;
+}
+
 void h_topup(struct ctl_call *call)
 {
 	static const struct ctl_field fields[] = {{"amount", FT_INT, true},
 						  {"reason", FT_STRING, false}};
-	bool bad = false;
-	if (!ctl_check_fields(call, call->body, fields, 2, "a top-up"))
-		return;
-	const struct ctl_tenant *t = path_tenant(call, call->param[0]);
+	const struct ctl_tenant *t;
 	int64_t amount;
-	if (!t || !amount_field(call, "amount", false, &amount))
-		return;
-	const char *reason = ctl_str_field(call, call->body, "reason", LEDGER_REASON_MAX - 1, &bad);
-	if (bad)
-		return;
-	post_and_answer(call, t, LEDGER_TOPUP, "top", amount, reason ? reason : "top-up", 201);
+	const char *reason;
+	if (money_request(call, fields, 2, "a top-up", false, &t, &amount, &reason))
+		post_and_answer(call, t, LEDGER_TOPUP, "top", amount, reason ? reason : "top-up",
+				201);
 }
 
 void h_credit(struct ctl_call *call)
 {
 	static const struct ctl_field fields[] = {
 		{"amount", FT_INT, true}, {"reason", FT_STRING, true}, {"refund", FT_BOOL, false}};
-	bool bad = false;
-	if (!ctl_check_fields(call, call->body, fields, 3, "a credit"))
-		return;
-	const struct ctl_tenant *t = path_tenant(call, call->param[0]);
+	const struct ctl_tenant *t;
 	int64_t amount;
-	if (!t || !amount_field(call, "amount", false, &amount))
-		return;
-	const char *reason = ctl_str_field(call, call->body, "reason", LEDGER_REASON_MAX - 1, &bad);
-	if (bad || !reason)
+	const char *reason;
+	if (!money_request(call, fields, 3, "a credit", false, &t, &amount, &reason) || !reason)
 		return;
 	bool refund = json_is_true(json_object_get(call->body, "refund"));
 	post_and_answer(call, t, refund ? LEDGER_REFUND : LEDGER_CREDIT, refund ? "ref" : "crd",
@@ -280,15 +287,10 @@ void h_credit_line(struct ctl_call *call)
 	static const struct ctl_field fields[] = {{"amount", FT_INT, true},
 						  {"reason", FT_STRING, false}};
 	struct ctl *c = call->ctl;
-	bool bad = false;
-	if (!ctl_check_fields(call, call->body, fields, 2, "a credit line"))
-		return;
-	const struct ctl_tenant *t = path_tenant(call, call->param[0]);
+	const struct ctl_tenant *t;
 	int64_t amount;
-	if (!t || !amount_field(call, "amount", true, &amount))
-		return;
-	const char *reason = ctl_str_field(call, call->body, "reason", LEDGER_REASON_MAX - 1, &bad);
-	if (bad)
+	const char *reason;
+	if (!money_request(call, fields, 2, "a credit line", true, &t, &amount, &reason))
 		return;
 	int64_t cur = ledger_credit_line(c->billing->ledger, t->name);
 	if (amount == cur) {
