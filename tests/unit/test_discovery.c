@@ -11,31 +11,16 @@
 
 #include <cmocka.h>
 
+#include "testdata.h"
+
 #include "discovery.h"
 #include "nccl_topo.h"
 
 static char *read_data(const char *name)
 {
-	const char *dir = getenv("SL_TESTDATA");
-	char path[512];
-	FILE *f;
-	long len;
-	char *buf;
-
-	snprintf(path, sizeof(path), "%s/topo/%s", dir ? dir : "tests/data", name);
-	f = fopen(path, "rb");
-	if (!f)
-		fail_msg("cannot open %s (set SL_TESTDATA)", path);
-	assert_int_equal(fseek(f, 0, SEEK_END), 0);
-	len = ftell(f);
-	assert_true(len > 0);
-	rewind(f);
-	buf = malloc((size_t)len + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
-	buf[len] = 0;
-	fclose(f);
-	return buf;
+	char rel[256];
+	snprintf(rel, sizeof(rel), "topo/%s", name);
+	return testdata_read(rel, NULL);
 }
 
 struct nic_expect {

@@ -12,30 +12,15 @@
 
 #include <cmocka.h>
 
+#include "testdata.h"
+
 #include "fleet.h"
 
 static char *read_data(const char *name, size_t *len)
 {
-	const char *dir = getenv("SL_TESTDATA");
-	char path[1024];
-	snprintf(path, sizeof(path), "%s/fleet/%s", dir && *dir ? dir : "tests/data", name);
-	FILE *fp = fopen(path, "rb");
-	if (!fp) {
-		snprintf(path, sizeof(path), "../tests/data/fleet/%s", name);
-		fp = fopen(path, "rb");
-	}
-	if (!fp)
-		fail_msg("cannot open test data %s (set SL_TESTDATA)", name);
-	fseek(fp, 0, SEEK_END);
-	long n = ftell(fp);
-	fseek(fp, 0, SEEK_SET);
-	char *buf = malloc((size_t)n + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)n, fp), (size_t)n);
-	buf[n] = '\0';
-	fclose(fp);
-	*len = (size_t)n;
-	return buf;
+	char rel[256];
+	snprintf(rel, sizeof(rel), "fleet/%s", name);
+	return testdata_read(rel, len);
 }
 
 /* The fleet is exactly as fleet_init() left it. */
