@@ -123,6 +123,7 @@ cli node show fza-h100-001 --json
 expect_eq "node show --json has gpu_state" "$(printf '%s' "$OUT" | jq '.gpu_state | length')" 8
 cli node show no-such-node
 expect_match "unknown node: exit 1" "$RC" '^1$'
+expect_match "... whose hint is a command, not a route" "$(flat "$ERR")" "hint: 'suanli nodes' lists them"
 
 # ---- tenants ----
 cli tenant create acme --regions cn-east --quota h100-sxm=16
@@ -133,6 +134,9 @@ cli tenant create acme
 expect_match "duplicate tenant: exit 1 with the server's message" "$RC $ERR" '^1 suanli: .*acme'
 cli tenant create gamma --quota h100-sxm
 expect_eq "--quota without =N: exit 2" "$RC" 2
+cli tenant create gamma --quota h999=1
+expect_match "unknown quota model: the hint names the known models" "$(flat "$RC $ERR")" \
+	'^1 .*unknown GPU model .h999.*hint: known models: h100-sxm, .*l40s'
 cli tenant list
 expect_match "tenant list table" "$OUT" 'acme +cn-east +h100-sxm=16'
 cli tenant list --json
@@ -150,6 +154,9 @@ cli token create --tenant acme --role tenant
 expect_match "token create human shows the secret once" "$(flat "$OUT")" 'shown only this once; keep it safe: sl_[A-Za-z0-9_-]{43}$'
 cli token create --tenant acme --role wizard
 expect_eq "unknown role: exit 2" "$RC" 2
+cli token create --tenant nosuch --role tenant
+expect_match "token for an unknown tenant: the hint is the command that creates it" \
+	"$(flat "$RC $ERR")" "^1 suanli: no tenant called 'nosuch'.*hint: create it with 'suanli tenant create nosuch'"
 cli token list
 expect_match "token list table" "$OUT" "$ALICE_ID +tenant +acme +alice"
 cli token list --json
@@ -189,6 +196,7 @@ expect_match "lease show: sentence, request, placement and history" "$(flat "$OU
 	"Lease $L1 is active on .*Request: +8 GPUs, models h100-sxm, 8 per node, at least 400 GB/s, region cn-east, for 2h\\..*Expires: .*\\(in (1h59m|2h)\\).*NODE +TYPE.*AT +STATE +REASON"
 cli lease show ls-999999
 expect_match "unknown lease: exit 1 with the server's message" "$RC $ERR" "^1 suanli: no lease with id 'ls-999999'"
+expect_match "... and a command to list them" "$(flat "$ERR")" "hint: 'suanli lease list' lists yours"
 cli lease extend "$L1" --by 1h --token "$ALICE"
 expect_match "lease extend" "$RC $OUT" "^0 Lease $L1 now expires at "
 cli lease show "$L1" --json
