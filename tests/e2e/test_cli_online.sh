@@ -279,6 +279,32 @@ expect_match "bad token from the environment says so" "$ERR" 'came from SUANLI_T
 
 # ---- config file ----
 unset SUANLI_SERVER SUANLI_TOKEN
+
+# ---- global options before the command (as git and kubectl take them) ----
+# (no environment and no config file here: only the options say where to go)
+cli tenant list --json --server "$URL" --token "$ADMIN"
+AFTER="$RC $OUT"
+cli --server "$URL" --token "$ADMIN" tenant list --json
+expect_eq "--server and --token before the command: the same answer as after it" "$RC $OUT" "$AFTER"
+cli --server="$URL" --token="$ADMIN" --json tenant list
+expect_eq "--server=URL --token=T --json before the command: the same too" "$RC $OUT" "$AFTER"
+cli queue --server "$URL" --token "$ADMIN"
+AFTER="$RC $OUT $ERR"
+cli --server "$URL" --token "$ADMIN" queue
+expect_eq "human form, options before and after: the same" "$RC $OUT $ERR" "$AFTER"
+cli --server http://127.0.0.1:1 --token "$ADMIN" queue --server "$URL"
+expect_eq "the option after the command wins over the one before" "$RC $OUT" "0 The queue is empty."
+cli --server "$URL" --token "$ALICE" lease list
+expect_match "a bad token given before the command says it came from --token" "$(flat "$RC $ERR")" \
+	'^1 suanli: .*unknown or revoked.*the token came from --token'
+cli --bogus queue
+expect_match "an unknown option before the command: exit 2, named, with the global ones" \
+	"$(flat "$RC $ERR")" "^2 suanli: unknown option '--bogus' before the command.*hint: before the command suanli takes --server URL, --token TOKEN and --json"
+cli --server
+expect_match "--server before the command without a value: exit 2" "$(flat "$RC $ERR")" "^2 suanli: option '--server' needs a value"
+cli --help
+expect_match "suanli --help shows the global options" "$(flat "$OUT")" \
+	'^usage: suanli \[--server URL\] \[--token TOKEN\] \[--json\] COMMAND .*Global options, before the command or after it'
 mkdir -p "$XDG_CONFIG_HOME/suanli"
 CONF="$XDG_CONFIG_HOME/suanli/config"
 printf '# suanli\nserver = %s\ntoken = %s\n' "$URL" "$ADMIN" >"$CONF"
