@@ -38,6 +38,17 @@ int cmd_usage(int argc, char **argv);
 int cmd_revenue(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 
+/* Options given before the command (suanli --server U --token T --json CMD),
+ * as git and kubectl take them. main() sets them once; client_init takes them
+ * as the flag-level values, so the same option after the command still wins.
+ * The strings are borrowed from argv. */
+struct cli_globals {
+	const char *server;
+	const char *token;
+	int json;
+};
+extern struct cli_globals cli_global; /* cli_util.c */
+
 /* Prints "suanli: <diag>" and its hint to stderr. */
 void cli_print_diag(const struct sl_diag *d);
 /* Prints a usage error with a pointer to --help; returns CLI_EXIT_USAGE. */

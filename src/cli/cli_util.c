@@ -17,6 +17,8 @@ void cli_print_diag(const struct sl_diag *d)
 		fprintf(stderr, "  hint: %s\n", d->hint);
 }
 
+struct cli_globals cli_global;
+
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;

@@ -23,6 +23,11 @@ void client_init(struct client *cl, const char *cmd)
 {
 	memset(cl, 0, sizeof(*cl));
 	cl->cmd = cmd;
+	cl->server = cli_global.server;
+	cl->token = cli_global.token;
+	if (cl->token)
+		cl->token_from = "--token";
+	cl->json = cli_global.json;
 }
 
 int client_opt(struct client *cl, int c, const char *arg)

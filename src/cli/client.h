@@ -53,7 +53,9 @@ struct client {
 	const char *token_from;       /* where the token came from, for hints */
 };
 
-/* Zeroes cl for subcommand cmd ("lease create"). */
+/* Zeroes cl for subcommand cmd ("lease create"), then takes the options
+ * given before the command (cli_global), which the subcommand's own may
+ * override. */
 void client_init(struct client *cl, const char *cmd);
 
 /* Handles one getopt_long result c of the shared options; returns 1 if it

@@ -114,7 +114,7 @@ static const char price_set_help[] =
 	"Sets a price from an instant on (default now; an instant in the past is refused,\n"
 	"it would re-price time already used). FEN is per GPU-hour for hourly and spot,\n"
 	"per GPU-month for monthly, per colocated server-month for hosting.\n\n"
-	"  --model M          GPU model (suanli catalog names)\n"
+	"  --model M          GPU model, e.g. h100-sxm (an unknown one is answered with the list)\n"
 	"  --plan P           hourly, spot, monthly or hosting\n"
 	"  --price FEN        whole minor units of the currency (fen)\n"
 	"  --region R, --site S  scope (default: everywhere)\n"

@@ -360,7 +360,7 @@ void h_agent_register(struct ctl_call *call)
 			snprintf(msg, sizeof(msg), "field 'labels.%s': no %s called '%.64s'%s",
 				 si < 0 ? "site" : "leaf", si < 0 ? "site" : "leaf", si < 0 ? site : leaf,
 				 si < 0 ? "" : " at that site");
-			ctl_answer_error(call, SL_EINVAL, msg, "GET /v1/nodes shows the sites and leaves");
+			ctl_answer_error(call, SL_EINVAL, msg, "'suanli nodes' shows the sites and leaves");
 		} else if (!t) {
 			ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
 		} else if ((e = agents_join_type(c->fleet, in.node, in.labels, in.discovery, t, &custom, &d))) {

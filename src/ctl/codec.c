@@ -348,7 +348,9 @@ enum sl_err lease_req_parse(const json_t *o, struct lease_req *r, struct sl_diag
 				return sl_diag_set(d, SL_EINVAL, "field 'models' must be an array of strings");
 			const struct gpu_model *gm = catalog_gpu_find(s);
 			if (!gm) {
-				sl_diag_hint(d, "GET /v1/catalog lists the models");
+				char names[SL_DIAG_HINT - 16];
+				(void)catalog_gpu_names(names, sizeof(names));
+				sl_diag_hint(d, "known models: %s", names);
 				return sl_diag_set(d, SL_EINVAL, "unknown GPU model '%.64s'", s);
 			}
 			r->models[r->nmodels++] = gm->name;

@@ -641,6 +641,17 @@ static void handle_cb(struct http_request *req, void *ctx)
 	audit_log_dispatch(ctx, req);
 }
 
+/* A fleet file may be as large as fleet.h promises (FLEET_MAX_FILE, the bound
+ * `suanlid serve --fleet` reads with too); every other body keeps the HTTP
+ * layer's general bound. */
+static size_t max_body_cb(const char *method, const char *path, void *ctx)
+{
+	(void)ctx;
+	if (strcmp(method, "PUT") == 0 && strcmp(path, "/v1/fleet") == 0)
+		return FLEET_MAX_FILE;
+	return 0;
+}
+
 static enum sl_err ctl_load(struct ctl *c, const struct ctl_opts *o, struct sl_diag *d)
 {
 	struct load_arg a = {c, d};
@@ -730,7 +741,7 @@ enum sl_err ctl_new(const struct ctl_opts *o, int64_t now_ns, struct ctl **out,
 		ctl_free(c);
 		return e;
 	}
-	struct http_callbacks cb = {handle_cb, gone_cb, ctl_metrics_done, c};
+	struct http_callbacks cb = {handle_cb, gone_cb, ctl_metrics_done, c, max_body_cb};
 	if ((e = http_server_new(o->listen ? o->listen : "127.0.0.1:7400", NULL, &cb, &c->http, d))) {
 		ctl_free(c);
 		return e;

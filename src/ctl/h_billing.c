@@ -131,7 +131,10 @@ void h_price_set(struct ctl_call *call)
 	} else if (!model || !catalog_gpu_find(model)) {
 		snprintf(msg, sizeof(msg), "%s GPU model%s%.64s%s", model ? "unknown" : "missing",
 			 model ? " '" : "", model ? model : "", model ? "'" : "");
-		ctl_answer_error(call, SL_EINVAL, msg, "GET /v1/catalog lists the models");
+		char names[SL_DIAG_HINT - 16], hint[SL_DIAG_HINT];
+		(void)catalog_gpu_names(names, sizeof(names));
+		snprintf(hint, sizeof(hint), "known models: %s", names);
+		ctl_answer_error(call, SL_EINVAL, msg, hint);
 		return;
 	}
 	if (region && site) {

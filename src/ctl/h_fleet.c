@@ -339,7 +339,7 @@ static int path_node(struct ctl_call *call)
 	if (i < 0 || !ctl_node_visible(c, i, ctl_call_tenant(call))) {
 		char msg[SL_DIAG_MSG];
 		snprintf(msg, sizeof(msg), "no node called '%.64s'", call->param[0]);
-		ctl_answer_error(call, SL_ENOTFOUND, msg, "GET /v1/nodes lists them");
+		ctl_answer_error(call, SL_ENOTFOUND, msg, "'suanli nodes' lists them");
 		return -1;
 	}
 	return i;

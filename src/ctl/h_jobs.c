@@ -48,7 +48,7 @@ static struct ctl_lease *visible_lease(struct ctl_call *call, const char *id)
 	if (!l || (own && strcmp(own, l->tenant))) {
 		char msg[SL_DIAG_MSG];
 		snprintf(msg, sizeof(msg), "no lease with id '%.64s'", id);
-		ctl_answer_error(call, SL_ENOTFOUND, msg, "GET /v1/leases lists yours");
+		ctl_answer_error(call, SL_ENOTFOUND, msg, "'suanli lease list' lists yours");
 		return NULL;
 	}
 	return l;
@@ -182,7 +182,7 @@ struct job *jobs_path_job(struct ctl_call *call)
 	if (!j || (own && strcmp(own, j->tenant))) {
 		char msg[SL_DIAG_MSG];
 		snprintf(msg, sizeof(msg), "no job with id '%.64s'", call->param[0]);
-		ctl_answer_error(call, SL_ENOTFOUND, msg, "GET /v1/jobs lists yours");
+		ctl_answer_error(call, SL_ENOTFOUND, msg, "'suanli job list' lists yours");
 		return NULL;
 	}
 	return j;

@@ -64,13 +64,18 @@ void h_lease_create(struct ctl_call *call)
 	}
 	const struct ctl_tenant *t = ctl_tenant_find(c, own ? own : r.tenant);
 	if (!t) {
+		char hint[SL_DIAG_HINT];
 		snprintf(msg, sizeof(msg), "no tenant called '%s'", own ? own : r.tenant);
-		ctl_answer_error(call, SL_ENOTFOUND, msg, "create it with POST /v1/tenants");
+		snprintf(hint, sizeof(hint), "create it with 'suanli tenant create %.64s'",
+			 own ? own : r.tenant);
+		ctl_answer_error(call, SL_ENOTFOUND, msg, hint);
 		return;
 	}
 	if (!region_allowed(t, r.region)) {
+		char hint[SL_DIAG_HINT];
 		snprintf(msg, sizeof(msg), "tenant %s may not use region %s", t->name, r.region);
-		ctl_answer_error(call, SL_EFORBIDDEN, msg, "GET /v1/tenants/NAME shows its regions");
+		snprintf(hint, sizeof(hint), "'suanli tenant show %.64s' shows its regions", t->name);
+		ctl_answer_error(call, SL_EFORBIDDEN, msg, hint);
 		return;
 	}
 	/* A placement has one region: the tenant's only one, or the one named. */
@@ -79,7 +84,9 @@ void h_lease_create(struct ctl_call *call)
 	else if (!r.region[0] && json_array_size(t->regions) > 1) {
 		snprintf(msg, sizeof(msg), "tenant %s may use %zu regions; say which with \"region\"",
 			 t->name, json_array_size(t->regions));
-		ctl_answer_error(call, SL_EINVAL, msg, "GET /v1/tenants/NAME shows its regions");
+		char hint[SL_DIAG_HINT];
+		snprintf(hint, sizeof(hint), "'suanli tenant show %.64s' shows its regions", t->name);
+		ctl_answer_error(call, SL_EINVAL, msg, hint);
 		return;
 	}
 	/* On-demand and spot leases need their first hour covered (billing.h). */
@@ -141,7 +148,7 @@ static struct ctl_lease *path_lease(struct ctl_call *call)
 	if (!l || (own && strcmp(own, l->tenant))) {
 		char msg[SL_DIAG_MSG];
 		snprintf(msg, sizeof(msg), "no lease with id '%.64s'", call->param[0]);
-		ctl_answer_error(call, SL_ENOTFOUND, msg, "GET /v1/leases lists yours");
+		ctl_answer_error(call, SL_ENOTFOUND, msg, "'suanli lease list' lists yours");
 		return NULL;
 	}
 	return l;

@@ -101,7 +101,7 @@ void h_resv_create(struct ctl_call *call)
 		json_decref(a.nodes);
 		if (e == SL_ENOTFOUND) {
 			snprintf(msg, sizeof(msg), "node '%s' is not in the fleet", a.bad);
-			ctl_answer_error(call, SL_EINVAL, msg, "GET /v1/nodes lists them");
+			ctl_answer_error(call, SL_EINVAL, msg, "'suanli nodes' lists them");
 		} else if (e == SL_ELIMIT) {
 			snprintf(msg, sizeof(msg), "a reservation holds at most %d nodes", CTL_MAX_RESV_NODES);
 			ctl_answer_error(call, SL_ELIMIT, msg, NULL);

@@ -51,7 +51,10 @@ static bool check_quotas(struct ctl_call *call, const json_t *quotas)
 	json_object_foreach((json_t *)quotas, k, v) {
 		if (!catalog_gpu_find(k)) {
 			snprintf(msg, sizeof(msg), "quota names unknown GPU model '%.64s'", k);
-			ctl_answer_error(call, SL_EINVAL, msg, "GET /v1/catalog lists the models");
+			char names[SL_DIAG_HINT - 16], hint[SL_DIAG_HINT];
+			(void)catalog_gpu_names(names, sizeof(names));
+			snprintf(hint, sizeof(hint), "known models: %s", names);
+			ctl_answer_error(call, SL_EINVAL, msg, hint);
 			return false;
 		}
 		if (!json_is_integer(v) || json_integer_value(v) < 0 ||

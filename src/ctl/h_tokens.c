@@ -55,8 +55,10 @@ void h_token_create(struct ctl_call *call)
 	}
 	if (tenant && (!ctl_tenant_find(c, tenant) ||
 		       (me->role == CTL_ROLE_TENANT_ADMIN && strcmp(tenant, me->tenant)))) {
+		char hint[SL_DIAG_HINT];
 		snprintf(msg, sizeof(msg), "no tenant called '%.64s'", tenant);
-		ctl_answer_error(call, SL_ENOTFOUND, msg, "create it with POST /v1/tenants");
+		snprintf(hint, sizeof(hint), "create it with 'suanli tenant create %.64s'", tenant);
+		ctl_answer_error(call, SL_ENOTFOUND, msg, hint);
 		return;
 	}
 	struct ctl_token proto = {.role = (enum ctl_role)role}, t;
@@ -104,7 +106,7 @@ void h_token_revoke(struct ctl_call *call)
 	char msg[SL_DIAG_MSG];
 	if (!t || (call->tok->role == CTL_ROLE_TENANT_ADMIN && !token_in_scope(call, t, true))) {
 		snprintf(msg, sizeof(msg), "no token with id '%.64s'", call->param[0]);
-		ctl_answer_error(call, SL_ENOTFOUND, msg, "GET /v1/tokens lists them");
+		ctl_answer_error(call, SL_ENOTFOUND, msg, "'suanli token list' lists them");
 		return;
 	}
 	if (!token_in_scope(call, t, true)) {

@@ -66,6 +66,7 @@ struct http_request {
 	size_t nhdrs, nparams;
 	char *body;
 	size_t body_len, body_cap;
+	size_t max_body; /* this request's bound, set when its headers are in */
 	uint64_t discarded;
 	char peer[INET6_ADDRSTRLEN + 16];
 	const char *route;
@@ -445,7 +446,7 @@ static void answer_too_large(struct http_request *r)
 {
 	char msg[128];
 	snprintf(msg, sizeof(msg), "the request body is larger than %zu bytes",
-		 r->srv->lim.max_body);
+		 r->max_body);
 	http_request_set_route(r, "too_large");
 	http_respond_error(r, SL_ELIMIT, msg, "send a smaller body");
 }
@@ -487,6 +488,12 @@ static enum MHD_Result req_begin(struct http_request *r,
 	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	r->fd = ci ? ci->connect_fd : -1;
 	format_peer(r, conn);
+	r->max_body = r->srv->lim.max_body;
+	if (r->srv->cb.max_body_for) {
+		size_t m = r->srv->cb.max_body_for(r->method, r->path, r->srv->cb.ctx);
+		if (m)
+			r->max_body = m;
+	}
 	if (collect(conn, MHD_HEADER_KIND, &r->hdrs, &r->nhdrs) < 0 ||
 	    collect(conn, MHD_GET_ARGUMENT_KIND, &r->params, &r->nparams) < 0) {
 		char hint[64];
@@ -507,7 +514,7 @@ static enum MHD_Result req_begin(struct http_request *r,
 	if (cl) {
 		errno = 0;
 		unsigned long long v = strtoull(cl, NULL, 10);
-		if (errno == ERANGE || v > r->srv->lim.max_body) {
+		if (errno == ERANGE || v > r->max_body) {
 			r->too_large = 1;
 			answer_too_large(r);
 			return queue(r);
@@ -519,7 +526,7 @@ static enum MHD_Result req_begin(struct http_request *r,
 static enum MHD_Result req_upload(struct http_request *r, const char *data,
 				  size_t *size)
 {
-	size_t n = *size, max = r->srv->lim.max_body;
+	size_t n = *size, max = r->max_body;
 	*size = 0;
 	if (r->too_large || r->answered) {
 		r->discarded += n;

@@ -6,7 +6,8 @@
  * is ready without blocking.
  *
  * Requests. Every request is read whole first (the body bounded by
- * max_body; beyond it the client gets a 413 JSON error and the handler never
+ * max_body, or by what the max_body_for callback names for its route;
+ * beyond it the client gets a 413 JSON error and the handler never
  * sees the request). Then the handler is called once with a struct
  * http_request. The handler must answer every request it is given exactly
  * once, with one of the http_respond* functions, either before it returns or
@@ -43,7 +44,9 @@
 
 #include "err.h"
 
-/* Largest request body accepted (1 MiB); larger gets 413 without the handler. */
+/* Largest request body accepted (1 MiB) where the owner names no other bound
+ * for the route (http_callbacks.max_body_for); larger gets 413 without the
+ * handler. */
 #define HTTP_MAX_BODY ((size_t)1 << 20)
 /* Most connections open at once; further clients wait in the kernel's listen
  * backlog until one closes. Suspended (deferred) requests count. */
@@ -100,6 +103,11 @@ struct http_callbacks {
 	/* Called when MHD is done with a request; may be NULL. */
 	void (*done)(const struct http_done_info *info, void *ctx);
 	void *ctx;
+	/* The bound on the body of a request to method and path (the target up
+	 * to '?'), asked once its headers are in; 0 means lim.max_body. May be
+	 * NULL: every route gets lim.max_body. Lets one route (a fleet file)
+	 * take more than the general bound without raising it for all. */
+	size_t (*max_body_for)(const char *method, const char *path, void *ctx);
 };
 
 /* Starts a server listening on addr: "127.0.0.1:7400", "[::1]:7400",

@@ -1,9 +1,14 @@
 # lib.sh - helpers for the end-to-end tests: each check prints one line and the
 # script ends with "N passed, N failed" and a non-zero status on any failure.
+# A test that cannot run here (a tool missing that scripts/deps.sh installs)
+# says why with skip or skip_part and ends with SKIP_RC (77), which CMake sets
+# as ctest's SKIP_RETURN_CODE: ctest reports it as skipped, never as passed.
 # Sourced by the tests; not a test itself (CMake only registers tests/e2e/test_*.sh).
 set -u
 PASS=0
 FAIL=0
+SKIPPED=0
+SKIP_RC=77
 : "${SUANLI:?SUANLI must point at the suanli binary}"
 : "${SL_ROOT:?SL_ROOT must point at the repository}"
 TMP=$(mktemp -d)
@@ -30,7 +35,25 @@ wait_until() {
 	done
 }
 
+# skip_part REASON : some checks cannot run here; the rest go on, and finish
+# ends with SKIP_RC unless a check failed.
+skip_part() { SKIPPED=$((SKIPPED + 1)); printf 'SKIP %s\n' "$1"; }
+# skip REASON : the rest of the test cannot run here; ends the script now,
+# with SKIP_RC, or 1 if a check before it failed.
+skip() {
+	skip_part "$1"
+	finish
+	exit $?
+}
+
+# finish : the summary; status 0 when everything ran and passed, 1 on any
+# failure, SKIP_RC when nothing failed but some checks were skipped.
 finish() {
-	printf '%d passed, %d failed\n' "$PASS" "$FAIL"
-	[ "$FAIL" -eq 0 ]
+	if [ "$SKIPPED" -gt 0 ]; then
+		printf '%d passed, %d failed, %d skipped\n' "$PASS" "$FAIL" "$SKIPPED"
+	else
+		printf '%d passed, %d failed\n' "$PASS" "$FAIL"
+	fi
+	[ "$FAIL" -eq 0 ] || return 1
+	[ "$SKIPPED" -eq 0 ] || return "$SKIP_RC"
 }

@@ -14,11 +14,7 @@ DATA="$TMP/data"
 DB="$DATA/suanli.db"
 FLEET="$SL_ROOT/examples/demo-fleet.yaml"
 
-if ! command -v sqlite3 >/dev/null; then
-	ok "skipped: no sqlite3 CLI (scripts/deps.sh installs it)"
-	finish
-	exit 0
-fi
+command -v sqlite3 >/dev/null || skip "no sqlite3 CLI (scripts/deps.sh installs the Debian package sqlite3)"
 
 serve() { start_daemon "$TMP/log" --data "$DATA" --fleet "$FLEET" --simulate || { bad "daemon starts" "$(cat "$TMP/log")"; finish; exit 1; }; }
 # cli ARGS...: runs suanli; RC, and OUT on one line (for the patterns).

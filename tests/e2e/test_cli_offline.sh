@@ -16,6 +16,12 @@ expect_eq "fleet check demo: 76 nodes" "$(jq .nodes <<<"$OUT")" 76
 expect_eq "fleet check demo: 464 GPUs" "$(jq .gpus <<<"$OUT")" 464
 expect_eq "fleet check demo: 3 regions" "$(jq .regions <<<"$OUT")" 3
 expect_eq "fleet check demo: 72 gb200" "$(jq .gpus_by_model.gb200 <<<"$OUT")" 72
+AFTER="$RC $OUT"
+run "$SUANLI" --json fleet check "$DEMO"
+expect_eq "suanli --json fleet check: the same as --json after the command" "$RC $OUT" "$AFTER"
+run "$SUANLI" --server http://127.0.0.1:1 fleet check "$DEMO"
+expect_match "--server before an offline command: exit 2, saying it works offline" "$RC $ERR" \
+	"^2 suanli: 'fleet' works offline; --server does not apply to it"
 run "$SUANLI" fleet check "$EX/fleet-custom-types.yaml"
 expect_eq "fleet check custom types: exit 0" "$RC" 0
 expect_match "fleet check human summary" "$OUT" "6 nodes, 48 GPUs"

@@ -64,6 +64,7 @@ struct tserver {
 	int done_status[MAX_HELD];
 	const char *done_route[MAX_HELD];
 	int notify_fd; /* a byte is written here for each held request */
+	size_t put_echo_max; /* nonzero: the body bound of PUT /echo (max_body_for) */
 };
 
 static inline void hold(struct tserver *t, struct http_request *r, int turns)
@@ -162,9 +163,17 @@ static inline void done(const struct http_done_info *info, void *ctx)
 	assert_non_null(info->method);
 }
 
+static inline size_t body_for(const char *method, const char *path, void *ctx)
+{
+	const struct tserver *t = ctx;
+	if (t->put_echo_max && strcmp(method, "PUT") == 0 && strcmp(path, "/echo") == 0)
+		return t->put_echo_max;
+	return 0;
+}
+
 static inline void tserver_start(struct tserver *t, const struct http_limits *lim)
 {
-	struct http_callbacks cb = {handle, gone, done, t};
+	struct http_callbacks cb = {handle, gone, done, t, body_for};
 	struct sl_diag d;
 	memset(t, 0, sizeof(*t));
 	t->notify_fd = -1;

@@ -120,6 +120,22 @@ static void test_lookups(void **state)
 	assert_string_equal(catalog_ic_name(IC_HCCS), "hccs");
 }
 
+/* The list hints name: every model once, in table order, and a short buffer
+ * is cut but terminated, with the length the whole list needs. */
+static void test_names(void **state)
+{
+	(void)state;
+	char buf[256], small[8];
+	size_t len = catalog_gpu_names(buf, sizeof(buf));
+	assert_true(len < sizeof(buf));
+	assert_int_equal(len, strlen(buf));
+	assert_true(strncmp(buf, "h100-sxm, ", 10) == 0);
+	for (size_t i = 0; i < catalog_gpu_count(); i++)
+		assert_non_null(strstr(buf, catalog_gpu_at(i)->name));
+	assert_int_equal(catalog_gpu_names(small, sizeof(small)), len);
+	assert_int_equal(strlen(small), sizeof(small) - 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -127,6 +143,7 @@ int main(void)
 		cmocka_unit_test(test_facts_consistent),
 		cmocka_unit_test(test_relative_facts),
 		cmocka_unit_test(test_lookups),
+		cmocka_unit_test(test_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -65,7 +65,7 @@ static void test_new_errors(void **state)
 	(void)state;
 	struct tserver t;
 	struct http_server *s2 = NULL;
-	struct http_callbacks cb = {handle, NULL, NULL, &t};
+	struct http_callbacks cb = {handle, NULL, NULL, &t, NULL};
 	struct sl_diag d;
 	char addr[64];
 
@@ -78,7 +78,7 @@ static void test_new_errors(void **state)
 	assert_non_null(strstr(d.hint, "--listen"));
 	sl_diag_clear(&d);
 	assert_int_equal(http_server_new("nowhere", NULL, &cb, &s2, &d), SL_EINVAL);
-	struct http_callbacks none = {NULL, NULL, NULL, NULL};
+	struct http_callbacks none = {NULL, NULL, NULL, NULL, NULL};
 	assert_int_equal(http_server_new("127.0.0.1:0", NULL, &none, &s2, &d), SL_EINVAL);
 	http_server_free(t.srv);
 	http_server_free(NULL);

@@ -71,6 +71,56 @@ static void test_body_limit(void **state)
 	free(req);
 }
 
+/* A route the owner names another bound for (max_body_for) gets that bound,
+ * announced or chunked; every other request keeps lim.max_body. */
+static void test_body_limit_per_route(void **state)
+{
+	(void)state;
+	struct tserver t;
+	struct http_limits lim = {.max_body = 1000};
+	char *req = malloc(8192);
+	char body[3100];
+	assert_non_null(req);
+	memset(body, 'x', sizeof(body));
+	tserver_start(&t, &lim);
+	t.put_echo_max = 3000;
+
+	int n = snprintf(req, 8192, "PUT /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+				    "Content-Length: 3000\r\n\r\n%.3000s", body);
+	struct raw_job *r = raw_exchange(&t, req, (size_t)n);
+	assert_int_equal(resp_status(r->resp), 200);
+	assert_non_null(strstr(r->resp, "\"len\":3000"));
+	free(r);
+
+	n = snprintf(req, 8192, "PUT /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+				"Content-Length: 3001\r\n\r\n%.3001s", body);
+	r = raw_exchange(&t, req, (size_t)n);
+	assert_int_equal(resp_status(r->resp), 413);
+	assert_non_null(strstr(resp_body(r->resp), "larger than 3000 bytes"));
+	free(r);
+
+	/* chunked past the general bound, within the route's */
+	n = snprintf(req, 8192, "PUT /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+				"Transfer-Encoding: chunked\r\n\r\n"
+				"258\r\n%.600s\r\n258\r\n%.600s\r\n0\r\n\r\n", body, body);
+	r = raw_exchange(&t, req, (size_t)n);
+	assert_int_equal(resp_status(r->resp), 200);
+	assert_non_null(strstr(r->resp, "\"len\":1200"));
+	free(r);
+
+	/* the same path with another method keeps the general bound */
+	n = snprintf(req, 8192, "POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+				"Content-Length: 2000\r\n\r\n%.2000s", body);
+	r = raw_exchange(&t, req, (size_t)n);
+	assert_int_equal(resp_status(r->resp), 413);
+	assert_non_null(strstr(resp_body(r->resp), "larger than 1000 bytes"));
+	free(r);
+
+	assert_alive(&t);
+	http_server_free(t.srv);
+	free(req);
+}
+
 static void test_garbage(void **state)
 {
 	(void)state;
@@ -267,6 +317,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_body_limit),
+		cmocka_unit_test(test_body_limit_per_route),
 		cmocka_unit_test(test_garbage),
 		cmocka_unit_test(test_connection_limit),
 		cmocka_unit_test(test_idle_timeout),

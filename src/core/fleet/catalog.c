@@ -18,6 +18,7 @@
  */
 #include "catalog.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const struct gpu_model models[] = {
@@ -103,6 +104,20 @@ size_t catalog_gpu_count(void)
 const struct gpu_model *catalog_gpu_at(size_t i)
 {
 	return i < NMODELS ? &models[i] : NULL;
+}
+
+size_t catalog_gpu_names(char *buf, size_t n)
+{
+	size_t len = 0;
+	if (n)
+		buf[0] = '\0';
+	for (size_t i = 0; i < NMODELS; i++) {
+		int w = snprintf(len < n ? buf + len : NULL, len < n ? n - len : 0, "%s%s",
+				 i ? ", " : "", models[i].name);
+		if (w > 0)
+			len += (size_t)w;
+	}
+	return len;
 }
 
 /* PCI-SIG: 8, 16, 32, 64 GT/s per lane for Gen3..6, which after encoding is

@@ -30,6 +30,10 @@ const struct gpu_model *catalog_gpu_find(const char *name);
 size_t catalog_gpu_count(void);
 /* i < catalog_gpu_count(). */
 const struct gpu_model *catalog_gpu_at(size_t i);
+/* The models' names, ", " between them, for hints that say which exist:
+ * written into buf (always NUL-terminated when n > 0); returns the length the
+ * whole list needs, as snprintf does, so a return >= n means it was cut. */
+size_t catalog_gpu_names(char *buf, size_t n);
 /* Bidirectional x16 bandwidth of a PCIe generation in GB/s (gen 3..6), 0 if unknown. */
 int catalog_pcie_gbps(int gen);
 const char *catalog_ic_name(enum ic_kind k);
