@@ -731,7 +731,8 @@ enum sl_err ctl_new(const struct ctl_opts *o, int64_t now_ns, struct ctl **out,
 		return e;
 	}
 	struct http_callbacks cb = {handle_cb, gone_cb, ctl_metrics_done, c};
-	if ((e = http_server_new(o->listen ? o->listen : "127.0.0.1:7400", NULL, &cb, &c->http, d))) {
+	struct http_limits lim = {.max_connections = o->max_connections};
+	if ((e = http_server_new(o->listen ? o->listen : "127.0.0.1:7400", &lim, &cb, &c->http, d))) {
 		ctl_free(c);
 		return e;
 	}

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* ---- listen addresses ---- */
@@ -155,4 +156,41 @@ enum sl_err http_open_listener(const char *where, int *out, uint16_t *port,
 				      : ((struct sockaddr_in *)&ss)->sin_port);
 	*out = fd;
 	return SL_OK;
+}
+
+/* ---- refusals at the connection limit ---- */
+
+size_t http_overload_body(char *buf, size_t n, unsigned max_connections)
+{
+	int len = snprintf(buf, n,
+			   "{\"error\":{\"code\":\"overloaded\",\"message\":\"the "
+			   "controller is at its connection limit (%u)\",\"hint\":\"retry "
+			   "after %u s (Retry-After), with jitter; an operator may raise "
+			   "--max-connections and ulimit -n\"}}",
+			   max_connections, HTTP_RETRY_AFTER_S);
+	return len < 0 ? 0 : (size_t)len >= n ? n - 1 : (size_t)len;
+}
+
+void http_refuse_socket(int fd, unsigned max_connections)
+{
+	char body[512], head[256], junk[4096];
+	size_t blen = http_overload_body(body, sizeof(body), max_connections);
+	int hlen = snprintf(head, sizeof(head),
+			    "HTTP/1.1 503 Service Unavailable\r\n"
+			    "Content-Type: application/json\r\n"
+			    "Retry-After: %u\r\nConnection: close\r\n"
+			    "Content-Length: %zu\r\n\r\n",
+			    HTTP_RETRY_AFTER_S, blen);
+	struct iovec iov[2] = {{head, (size_t)hlen}, {body, blen}};
+	struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
+	/* Whatever the client already sent is read first: closing a socket
+	 * with unread bytes sends a reset, which may discard our answer at
+	 * the client before it reads it. */
+	while (recv(fd, junk, sizeof(junk), MSG_DONTWAIT) > 0)
+		;
+	(void)sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+	(void)shutdown(fd, SHUT_WR);
+	while (recv(fd, junk, sizeof(junk), MSG_DONTWAIT) > 0)
+		;
+	close(fd);
 }

@@ -14,4 +14,16 @@
 enum sl_err http_open_listener(const char *where, int *out, uint16_t *port,
 			       struct sl_diag *d) SL_MUST_USE;
 
+/* The JSON error body of a refusal at the connection limit (code
+ * "overloaded", with the limit in the message and the wait in the hint),
+ * NUL-terminated in buf; its length. */
+size_t http_overload_body(char *buf, size_t n, unsigned max_connections);
+
+/* Refuses a just-accepted socket that the server will not serve: writes a
+ * complete 503 answer (Retry-After, Connection: close, the body above) if
+ * the socket takes it at once, reads what the client already sent (so that
+ * closing does not reset the connection under the answer), and closes fd.
+ * Never blocks. */
+void http_refuse_socket(int fd, unsigned max_connections);
+
 #endif
