@@ -244,7 +244,7 @@ static int cmd_serve(struct settings *s)
 		return 1;
 	}
 	struct ctl_opts o = {s->data, s->listen ? s->listen : "127.0.0.1:7400", s->fleet,
-			     s->simulate > 0, -1, 0, NULL, NULL, 0, 0, 0, 0, 0};
+			     s->simulate > 0, -1, 0, NULL, NULL, 0, 0, 0, 0, 0, 0};
 	if (s->keep) {
 		char *end;
 		long v = strtol(s->keep, &end, 10);
