@@ -73,6 +73,7 @@ void ctl_answer(struct ctl_call *call, int status, const char *ctype, char *body
 	/* The audit entry joins the turn's transaction before the answer is queued. */
 	audit_log_answer(call, status, body_take, len);
 	if (!answers_grow(c, (size_t)c->nanswers + 1)) {
+		/* not reached: handle_cb reserved this slot */
 		free(body_take);
 		http_respond_error(call->req, SL_ENOMEM, NULL, NULL);
 		return;
@@ -653,8 +654,20 @@ static void gone_cb(struct http_request *req, void *ctx)
 	http_respond_error(req, SL_EIO, "the controller is stopping", NULL);
 }
 
+/* Every request handed to the handler and not yet answered gets its answer
+ * slot now, before the handler changes anything: ctl_answer then never
+ * finds the queue full, so a client is never told 503 for a change that
+ * commits with the turn (and its audit entry). When the slots cannot be
+ * had, the request is refused here and nothing happens. */
 static void handle_cb(struct http_request *req, void *ctx)
 {
+	struct ctl *c = ctx;
+	if (!answers_grow(c, (size_t)c->nanswers + http_server_pending(c->http))) {
+		http_request_set_route(req, "answers_full");
+		http_respond_error(req, SL_ENOMEM, "the controller cannot take more requests now",
+				   "retry in a moment");
+		return;
+	}
 	audit_log_dispatch(ctx, req);
 }
 
