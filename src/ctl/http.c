@@ -42,7 +42,6 @@
 #include <strings.h>
 #include <fcntl.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -709,55 +708,6 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* ---- the server ---- */
 
-unsigned long http_fds_needed(unsigned max_connections)
-{
-	return (unsigned long)max_connections + HTTP_REFUSE_RESERVE(max_connections) +
-	       HTTP_FD_RESERVE;
-}
-
-/* A limit the process cannot keep is refused at start, not discovered at
- * the thousandth connection (accept failing with EMFILE). */
-static enum sl_err check_fd_limit(unsigned max, struct sl_diag *d)
-{
-	struct rlimit rl;
-	unsigned long need = http_fds_needed(max);
-	if (max > HTTP_MAX_CONNECTIONS_LIMIT) {
-		sl_diag_hint(d, "give --max-connections at most %u", HTTP_MAX_CONNECTIONS_LIMIT);
-		return sl_diag_set(d, SL_ELIMIT, "max-connections %u is above the bound", max);
-	}
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    rl.rlim_cur < need) {
-		sl_diag_hint(d, "raise the file descriptor limit to at least %lu (ulimit -n, "
-				"systemd LimitNOFILE=) or lower --max-connections to %lu",
-			     need, rl.rlim_cur > HTTP_FD_RESERVE + 16
-					   ? (unsigned long)((rl.rlim_cur - HTTP_FD_RESERVE) * 8 / 9)
-					   : 0ul);
-		return sl_diag_set(d, SL_ELIMIT,
-				   "max-connections %u needs %lu file descriptors; this "
-				   "process may open %lu",
-				   max, need, (unsigned long)rl.rlim_cur);
-	}
-	return SL_OK;
-}
-
-/* Takes one connection off the listen backlog at EMFILE or ENFILE, with the
- * spare descriptor, just to refuse it: left there it would keep the listener
- * readable (a busy loop) and its client waiting in silence. */
-static bool refuse_with_spare(struct http_server *s)
-{
-	if (s->spare < 0)
-		return false;
-	close(s->spare);
-	s->spare = -1;
-	int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (fd >= 0) {
-		http_refuse_socket(fd, s->lim.max_connections);
-		s->refused++;
-	}
-	s->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	return fd >= 0;
-}
-
 /* Accepts up to HTTP_ACCEPT_BATCH connections: MHD serves them while it has
  * room below s->hard, the rest get the canned 503. */
 static void accept_some(struct http_server *s)
@@ -770,8 +720,11 @@ static void accept_some(struct http_server *s)
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
-			if ((errno == EMFILE || errno == ENFILE) && refuse_with_spare(s))
+			if ((errno == EMFILE || errno == ENFILE) &&
+			    http_refuse_with_spare(s->lfd, &s->spare, s->lim.max_connections)) {
+				s->refused++;
 				continue;
+			}
 			if (errno != EAGAIN && errno != EWOULDBLOCK)
 				sl_log_warn("accept failed", "error=%s", strerror(errno));
 			return;
@@ -819,7 +772,7 @@ enum sl_err http_server_new(const char *addr, const struct http_limits *lim,
 	s->cb = *cb;
 	s->ep = s->lfd = s->spare = -1;
 	limits_fill(&s->lim, lim);
-	if ((e = check_fd_limit(s->lim.max_connections, d)) != SL_OK)
+	if ((e = http_check_fd_limit(s->lim.max_connections, d)) != SL_OK)
 		goto fail;
 	s->hard = s->lim.max_connections + HTTP_REFUSE_RESERVE(s->lim.max_connections);
 	e = http_open_listener(addr, &fd, &s->port, d);

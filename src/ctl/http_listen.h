@@ -4,6 +4,7 @@
 #ifndef SL_HTTP_LISTEN_H
 #define SL_HTTP_LISTEN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -25,5 +26,14 @@ size_t http_overload_body(char *buf, size_t n, unsigned max_connections);
  * closing does not reset the connection under the answer), and closes fd.
  * Never blocks. */
 void http_refuse_socket(int fd, unsigned max_connections);
+
+/* SL_ELIMIT (hint: what to raise or lower) when RLIMIT_NOFILE is below
+ * http_fds_needed(max) or max is above HTTP_MAX_CONNECTIONS_LIMIT. */
+enum sl_err http_check_fd_limit(unsigned max, struct sl_diag *d) SL_MUST_USE;
+
+/* At EMFILE/ENFILE: closes *spare, accepts one connection from lfd with the
+ * freed descriptor, refuses it (http_refuse_socket), and reopens *spare.
+ * True when one was refused. */
+bool http_refuse_with_spare(int lfd, int *spare, unsigned max_connections);
 
 #endif
