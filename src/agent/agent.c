@@ -2,7 +2,17 @@
  *
  * Timers are monotonic deadlines in one struct; each turn does what is due,
  * then sleeps in curl_multi_poll until the earliest one, the long poll's
- * socket or the signal pipe. The controller's answers are parsed strictly:
+ * socket or the signal pipe.
+ *
+ * One connection to the controller: registration, heartbeats, log uploads
+ * and the work long poll share one connection cache (http_client_share),
+ * and nothing else is sent while the poll is out; instead the poll waits at
+ * most until the next heartbeat is due. So an agent holds one connection
+ * (two agents per slot was what capped a controller at about 470 nodes),
+ * and a report that falls due meanwhile waits at most one heartbeat
+ * interval. Retries back off with decorrelated jitter and honour the
+ * controller's Retry-After, so a refused storm spreads out instead of
+ * coming back at once. The controller's answers are parsed strictly:
  * anything unexpected is logged and treated like an unreachable controller
  * (retry later), never trusted and never a crash. */
 #include "agent.h"
@@ -34,7 +44,6 @@
 #define LOG_CALLS_PER_TURN 4
 #define LOG_IDLE_NS (1 * NS)
 #define TICK_MAX_NS (1 * NS) /* adopted processes are polled at least this often */
-#define POLL_STALE_NS (3 * NS) /* a poll this old that missed a new version is restarted */
 
 struct agent {
 	const struct agent_opts *o;
@@ -56,19 +65,52 @@ struct agent {
 	struct curl_slist *poll_hdrs;
 	struct http_sink pb;
 	bool polling;
-	int64_t poll_started;
 	/* timers (monotonic ns) and retry backoffs */
 	int64_t hb_due, log_due, poll_due, reg_due, save_due;
 	int64_t hb_backoff, poll_backoff, reg_backoff;
+	int64_t retry_after; /* ns, from the last refused answer (0: none) */
+	uint64_t rng;        /* xorshift64 state for the jitter */
 	bool down_logged;
 	int lock_fd; /* STATE_DIR/agent.lock, held while the agent runs */
 };
 
-static int64_t next_backoff(int64_t *b)
+static uint64_t xorshift(uint64_t *s)
 {
-	int64_t cur = *b ? *b : AGENT_RETRY_MIN_NS;
-	*b = cur * 2 > AGENT_RETRY_MAX_NS ? AGENT_RETRY_MAX_NS : cur * 2;
-	return cur;
+	uint64_t x = *s ? *s : 0x9e3779b97f4a7c15ull;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *s = x;
+}
+
+/* A uniform draw in [lo, hi]. */
+static int64_t uniform(uint64_t *rng, int64_t lo, int64_t hi)
+{
+	if (hi <= lo)
+		return lo;
+	return lo + (int64_t)(xorshift(rng) % (uint64_t)(hi - lo + 1));
+}
+
+int64_t agent_backoff_next(int64_t prev_ns, int64_t retry_after_ns, uint64_t *rng)
+{
+	int64_t hi = prev_ns > AGENT_RETRY_MAX_NS / 3 ? AGENT_RETRY_MAX_NS : prev_ns * 3;
+	if (hi < AGENT_RETRY_MIN_NS)
+		hi = AGENT_RETRY_MIN_NS * 3;
+	int64_t b = uniform(rng, AGENT_RETRY_MIN_NS, hi);
+	if (retry_after_ns > AGENT_RETRY_MAX_NS)
+		retry_after_ns = AGENT_RETRY_MAX_NS;
+	if (retry_after_ns > 0 && b < retry_after_ns)
+		b = uniform(rng, retry_after_ns, 2 * retry_after_ns);
+	return b > AGENT_RETRY_MAX_NS ? AGENT_RETRY_MAX_NS : b;
+}
+
+/* The next wait of one retry series (*b: its previous wait), taking the
+ * Retry-After of the answer that failed, once. */
+static int64_t next_backoff(struct agent *a, int64_t *b)
+{
+	*b = agent_backoff_next(*b, a->retry_after, &a->rng);
+	a->retry_after = 0;
+	return *b;
 }
 
 /* ---- addresses and ids --------------------------------------------------- */
@@ -171,6 +213,8 @@ static enum sl_err post_json(struct agent *a, const char *path, json_t *body,
 	enum sl_err e = http_client_request(a->http, "POST", path, text, strlen(text), NULL,
 					    AGENT_CALL_TIMEOUT_MS, resp, d);
 	free(text);
+	if (e == SL_OK && resp->status == 503)
+		a->retry_after = (int64_t)resp->retry_after_s * NS;
 	return e;
 }
 
@@ -214,12 +258,10 @@ static enum sl_err refused(struct agent *a, const struct http_response *r, struc
 /* Switches every call to the node credential. */
 static enum sl_err use_credential(struct agent *a, const char *cred, struct sl_diag *d)
 {
-	struct http_client *h = NULL;
-	enum sl_err e = http_client_new(a->o->server, cred, &h, d);
+	/* the same client, so the same connection */
+	enum sl_err e = http_client_set_token(a->http, cred, d);
 	if (e != SL_OK)
 		return e;
-	http_client_free(a->http);
-	a->http = h;
 	snprintf(a->auth, sizeof(a->auth), "Authorization: Bearer %s", cred);
 	curl_slist_free_all(a->poll_hdrs);
 	a->poll_hdrs = curl_slist_append(NULL, a->auth);
@@ -391,10 +433,16 @@ static enum sl_err do_heartbeat(struct agent *a, int64_t now, bool *reregister,
 /* ---- the work long poll ------------------------------------------------- */
 
 
-static bool poll_start(struct agent *a)
+/* The poll waits at most until the next heartbeat is due: the heartbeat
+ * then goes on the poll's connection (the agent's only one). */
+static bool poll_start(struct agent *a, int64_t now)
 {
+	int64_t until = a->hb_due - now;
+	int wait = until <= 0 ? 0 : (int)((until + NS - 1) / NS);
+	if (wait > AGENT_POLL_WAIT_S)
+		wait = AGENT_POLL_WAIT_S;
 	snprintf(a->url, sizeof(a->url), "%s/v1/agent/work?version=%lld&wait=%d", a->o->server,
-		 (long long)a->version, AGENT_POLL_WAIT_S);
+		 (long long)a->version, wait);
 	/* a server URL may end in '/' */
 	char *dbl = strstr(a->url + 8, "//v1/");
 	if (dbl)
@@ -403,11 +451,12 @@ static bool poll_start(struct agent *a)
 	a->pb.max = AGENT_WORK_ANSWER_MAX;
 	a->pb.too_large = a->pb.no_mem = false;
 	curl_easy_reset(a->poll);
+	http_client_share(a->http, a->poll);
 	(void)curl_easy_setopt(a->poll, CURLOPT_URL, a->url);
 	(void)curl_easy_setopt(a->poll, CURLOPT_PROTOCOLS_STR, "http,https");
 	(void)curl_easy_setopt(a->poll, CURLOPT_NOSIGNAL, 1L);
 	(void)curl_easy_setopt(a->poll, CURLOPT_TIMEOUT_MS,
-			       (long)(AGENT_POLL_WAIT_S * 1000L + AGENT_CALL_TIMEOUT_MS));
+			       (long)(wait * 1000L + AGENT_CALL_TIMEOUT_MS));
 	(void)curl_easy_setopt(a->poll, CURLOPT_CONNECTTIMEOUT_MS, AGENT_CALL_TIMEOUT_MS);
 	(void)curl_easy_setopt(a->poll, CURLOPT_HTTPHEADER, a->poll_hdrs);
 	(void)curl_easy_setopt(a->poll, CURLOPT_WRITEFUNCTION, http_sink_write);
@@ -415,7 +464,6 @@ static bool poll_start(struct agent *a)
 	if (curl_multi_add_handle(a->multi, a->poll) != CURLM_OK)
 		return false;
 	a->polling = true;
-	a->poll_started = work_now_ns();
 	return true;
 }
 
@@ -423,25 +471,29 @@ static bool poll_start(struct agent *a)
 static enum sl_err poll_done(struct agent *a, CURLcode rc, int64_t now, struct sl_diag *d)
 {
 	long status = 0;
+	curl_off_t ra = 0;
 	(void)curl_easy_getinfo(a->poll, CURLINFO_RESPONSE_CODE, &status);
+	if (status == 503 && curl_easy_getinfo(a->poll, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK &&
+	    ra > 0)
+		a->retry_after = (ra > 86400 ? 86400 : (int64_t)ra) * NS;
 	(void)curl_multi_remove_handle(a->multi, a->poll);
 	a->polling = false;
 	if (rc != CURLE_OK || a->pb.too_large || a->pb.no_mem) {
 		sl_log_debug("work poll failed; retrying", "error=%s",
 			     a->pb.too_large ? "answer too large" : curl_easy_strerror(rc));
-		a->poll_due = now + next_backoff(&a->poll_backoff);
+		a->poll_due = now + next_backoff(a, &a->poll_backoff);
 		return SL_OK;
 	}
 	if (status == 401 || status == 403) {
-		struct http_response r = {(int)status, a->pb.buf ? a->pb.buf : (char *)"", a->pb.len};
+		struct http_response r = {(int)status, a->pb.buf ? a->pb.buf : (char *)"", a->pb.len, 0};
 		return refused(a, &r, d);
 	}
 	if (status != 200) {
 		sl_log_warn("work poll: unexpected answer; retrying", "status=%ld", status);
-		a->poll_due = now + next_backoff(&a->poll_backoff);
+		a->poll_due = now + next_backoff(a, &a->poll_backoff);
 		return SL_OK;
 	}
-	struct http_response r = {(int)status, a->pb.buf ? a->pb.buf : (char *)"", a->pb.len};
+	struct http_response r = {(int)status, a->pb.buf ? a->pb.buf : (char *)"", a->pb.len, 0};
 	json_t *ans = answer_object(&r, "work");
 	const json_t *ver = json_object_get(ans, "version");
 	const json_t *work = json_object_get(ans, "work");
@@ -451,11 +503,11 @@ static enum sl_err poll_done(struct agent *a, CURLcode rc, int64_t now, struct s
 	if (!ans || !json_is_integer(ver) || json_integer_value(ver) < 0 || !json_is_array(work)) {
 		sl_log_error("the controller's work answer is malformed; keeping the current work",
 			     "body=%.120s", a->pb.buf ? a->pb.buf : "");
-		a->poll_due = now + next_backoff(&a->poll_backoff);
+		a->poll_due = now + next_backoff(a, &a->poll_backoff);
 	} else if (work_sup_apply(a->sup, work, now, &refused_n, &wd) != SL_OK) {
 		sl_log_error("refused the controller's work answer; keeping the current work",
 			     "error=%s", wd.msg);
-		a->poll_due = now + next_backoff(&a->poll_backoff);
+		a->poll_due = now + next_backoff(a, &a->poll_backoff);
 	} else {
 		a->version = json_integer_value(ver);
 		a->poll_backoff = 0;
@@ -497,7 +549,7 @@ static enum sl_err turn(struct agent *a, int64_t now, struct sl_diag *d)
 			return e;
 		}
 		if (e != SL_OK) {
-			int64_t b = next_backoff(&a->reg_backoff);
+			int64_t b = next_backoff(a, &a->reg_backoff);
 			sl_log_warn("cannot register; retrying (work keeps running)", "error=%s retry_s=%lld",
 				    rd.msg, (long long)(b / NS));
 			a->reg_due = now + b;
@@ -509,7 +561,7 @@ static enum sl_err turn(struct agent *a, int64_t now, struct sl_diag *d)
 	}
 	if (work_sup_tick(a->sup, now))
 		a->hb_due = now;
-	if (a->registered && now >= a->hb_due) {
+	if (a->registered && !a->polling && now >= a->hb_due) {
 		struct sl_diag hd;
 		sl_diag_clear(&hd);
 		int64_t wv = -1;
@@ -524,7 +576,7 @@ static enum sl_err turn(struct agent *a, int64_t now, struct sl_diag *d)
 			a->registered = false;
 			a->reg_due = now;
 		} else if (e != SL_OK) {
-			int64_t b = next_backoff(&a->hb_backoff);
+			int64_t b = next_backoff(a, &a->hb_backoff);
 			if (!a->down_logged)
 				sl_log_warn("controller unreachable; work keeps running, retrying",
 					    "error=%s", hd.msg);
@@ -533,22 +585,16 @@ static enum sl_err turn(struct agent *a, int64_t now, struct sl_diag *d)
 		} else {
 			if (a->down_logged)
 				sl_log_info("controller reachable again", "node=%s", a->o->node);
-			/* A long poll that outlived an outage may hang on a dead
-			 * connection, and one that misses a version newer than ours
-			 * for long is no better: start it afresh. */
-			if (a->polling && (a->down_logged ||
-					   (wv >= 0 && wv != a->version &&
-					    now - a->poll_started >= POLL_STALE_NS))) {
-				(void)curl_multi_remove_handle(a->multi, a->poll);
-				a->polling = false;
+			/* The poll is never out during a heartbeat; a version newer
+			 * than ours is fetched by the next poll, right after. */
+			if (wv >= 0 && wv != a->version)
 				a->poll_due = now;
-			}
 			a->down_logged = false;
 			a->hb_backoff = 0;
 			a->hb_due = now + (int64_t)a->heartbeat_s * NS;
 		}
 	}
-	if (a->registered && now >= a->log_due) {
+	if (a->registered && !a->polling && now >= a->log_due) {
 		enum logship_result lr = logship_run(a->http, a->sup, a->o->state_dir,
 						     LOG_CALLS_PER_TURN);
 		a->log_due = now + (lr == LOGSHIP_MORE ? 0 : lr == LOGSHIP_IDLE ? LOG_IDLE_NS : 5 * NS);
@@ -558,8 +604,10 @@ static enum sl_err turn(struct agent *a, int64_t now, struct sl_diag *d)
 			return sl_diag_set(d, SL_EUNAUTH, "the controller refused this node's credential");
 		}
 	}
-	if (a->registered && !a->polling && now >= a->poll_due && !poll_start(a))
-		a->poll_due = now + next_backoff(&a->poll_backoff);
+	/* Logs still to ship go first: the poll would hold the connection. */
+	if (a->registered && !a->polling && now >= a->poll_due && now < a->log_due &&
+	    !poll_start(a, now))
+		a->poll_due = now + next_backoff(a, &a->poll_backoff);
 	if (work_sup_dirty(a->sup))
 		save(a);
 	return SL_OK;
@@ -589,12 +637,12 @@ static enum sl_err loop(struct agent *a, struct sl_diag *d)
 			continue;
 		now = work_now_ns();
 		int64_t next = now + TICK_MAX_NS;
-		next = min64(next, a->registered ? a->hb_due : a->reg_due);
-		if (a->registered) {
-			next = min64(next, a->log_due);
-			if (!a->polling)
-				next = min64(next, a->poll_due);
-		}
+		/* While the poll is out its answer wakes us: heartbeats and logs
+		 * wait for it (they would need a second connection). */
+		if (!a->registered)
+			next = min64(next, a->reg_due);
+		else if (!a->polling)
+			next = min64(min64(next, a->hb_due), min64(a->log_due, a->poll_due));
 		int64_t w = work_sup_next_ns(a->sup, now);
 		if (w != INT64_MAX)
 			next = min64(next, now + w);
@@ -655,6 +703,10 @@ enum sl_err agent_run(const struct agent_opts *o, struct sl_diag *d)
 	a.lock_fd = -1;
 	a.heartbeat_s = o->heartbeat_s ? o->heartbeat_s : AGENT_HEARTBEAT_DEFAULT_S;
 	make_boot_id(a.boot_id, sizeof(a.boot_id));
+	/* the jitter's seed: the random boot id, so agents started together differ */
+	a.rng = UINT64_C(1469598103934665603) ^ (uint64_t)(unsigned)getpid();
+	for (const char *p = a.boot_id; *p; p++)
+		a.rng = (a.rng ^ (uint64_t)(unsigned char)*p) * UINT64_C(1099511628211);
 	if ((e = state_dir_init(o->state_dir, d)) != SL_OK ||
 	    (e = state_lock(o->state_dir, &a.lock_fd, d)) != SL_OK)
 		goto out;

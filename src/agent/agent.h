@@ -28,11 +28,19 @@
 #define AGENT_HEARTBEAT_MAX_S 3600
 #define AGENT_POLL_WAIT_S 30          /* the work long poll's wait */
 #define AGENT_CALL_TIMEOUT_MS 10000L  /* register and heartbeat */
-#define AGENT_RETRY_MIN_NS 1000000000LL
-#define AGENT_RETRY_MAX_NS 30000000000LL
+#define AGENT_RETRY_MIN_NS 1000000000LL  /* first retry: 1..3 s */
+#define AGENT_RETRY_MAX_NS 30000000000LL /* retries never wait longer (cap) */
 #define AGENT_WORK_ANSWER_MAX ((size_t)8 << 20) /* bytes of one work answer */
 #define AGENT_ADDR_MAX 64
 #define AGENT_MAX_STOPS 4096          /* items of a heartbeat answer's "stop" */
+
+/* The wait before the next retry, "decorrelated jitter": uniform between
+ * AGENT_RETRY_MIN_NS and three times the previous wait (prev_ns, 0 for the
+ * first retry), capped at AGENT_RETRY_MAX_NS; a Retry-After the controller
+ * sent (retry_after_ns > 0) is a floor, plus up to as much again of jitter,
+ * so that agents refused together do not come back together. *rng is the
+ * caller's xorshift64 state (never 0). */
+int64_t agent_backoff_next(int64_t prev_ns, int64_t retry_after_ns, uint64_t *rng);
 
 struct agent_opts {
 	const char *server;     /* controller URL */

@@ -22,6 +22,7 @@
 
 struct http_client {
 	CURL *curl;
+	CURLSH *share; /* the connection cache, shared with http_client_share */
 	char *server; /* without trailing '/' */
 	char *auth;   /* "Authorization: Bearer ..." or NULL */
 };
@@ -77,13 +78,19 @@ enum sl_err http_client_new(const char *server, const char *token,
 		return sl_diag_set(d, SL_ENOMEM, "out of memory");
 	c->server = strdup(server);
 	c->curl = curl_easy_init();
+	c->share = curl_share_init();
+	if (c->share &&
+	    curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) != CURLSHE_OK) {
+		curl_share_cleanup(c->share);
+		c->share = NULL;
+	}
 	if (token) {
 		size_t al = strlen(token) + sizeof("Authorization: Bearer ");
 		c->auth = malloc(al);
 		if (c->auth)
 			snprintf(c->auth, al, "Authorization: Bearer %s", token);
 	}
-	if (!c->server || !c->curl || (token && !c->auth)) {
+	if (!c->server || !c->curl || !c->share || (token && !c->auth)) {
 		http_client_free(c);
 		return sl_diag_set(d, SL_ENOMEM, "out of memory (or libcurl failed)");
 	}
@@ -100,9 +107,37 @@ void http_client_free(struct http_client *c)
 		return;
 	if (c->curl)
 		curl_easy_cleanup(c->curl);
+	if (c->share)
+		curl_share_cleanup(c->share);
 	free(c->server);
 	free(c->auth);
 	free(c);
+}
+
+enum sl_err http_client_set_token(struct http_client *c, const char *token,
+				  struct sl_diag *d)
+{
+	char *auth = NULL;
+	if (token) {
+		if (has_ctl(token, 1) || strlen(token) >= HTTP_CLIENT_HEADER_MAX || !*token) {
+			sl_diag_hint(d, "check --token or SUANLI_TOKEN");
+			return sl_diag_set(d, SL_EINVAL, "the token is empty, too long or has "
+							 "spaces or control characters");
+		}
+		size_t al = strlen(token) + sizeof("Authorization: Bearer ");
+		if (!(auth = malloc(al)))
+			return sl_diag_set(d, SL_ENOMEM, "out of memory");
+		snprintf(auth, al, "Authorization: Bearer %s", token);
+	}
+	free(c->auth);
+	c->auth = auth;
+	return SL_OK;
+}
+
+void http_client_share(struct http_client *c, void *easy)
+{
+	if (c && easy)
+		(void)curl_easy_setopt((CURL *)easy, CURLOPT_SHARE, c->share);
 }
 
 void http_response_release(struct http_response *resp)
@@ -267,6 +302,7 @@ enum sl_err http_client_request_ct(struct http_client *c, const char *method,
 
 	CURL *h = c->curl;
 	curl_easy_reset(h);
+	(void)curl_easy_setopt(h, CURLOPT_SHARE, c->share);
 	(void)curl_easy_setopt(h, CURLOPT_URL, url);
 	(void)curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	(void)curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -302,7 +338,11 @@ enum sl_err http_client_request_ct(struct http_client *c, const char *method,
 		return transport_error(c, rc, errbuf, timeout_ms, d);
 	}
 	long status = 0;
+	curl_off_t ra = 0;
 	(void)curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	if (curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &ra) != CURLE_OK || ra < 0)
+		ra = 0;
+	resp->retry_after_s = ra > 86400 ? 86400 : (long)ra;
 	if (!sink.buf && !(sink.buf = calloc(1, 1)))
 		return sl_diag_set(d, SL_ENOMEM, "out of memory");
 	resp->status = (int)status;

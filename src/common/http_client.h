@@ -29,11 +29,14 @@
 
 struct http_client;
 
-/* An answer: status and body (malloc'd, NUL-terminated, may be empty). */
+/* An answer: status and body (malloc'd, NUL-terminated, may be empty), and
+ * the Retry-After it carried in seconds (0: none; an HTTP date counts as
+ * none). */
 struct http_response {
 	int status;
 	char *body;
 	size_t len;
+	long retry_after_s;
 };
 
 /* A growing answer buffer for a curl handle (CURLOPT_WRITEFUNCTION
@@ -57,6 +60,20 @@ void http_client_global_cleanup(void);
 enum sl_err http_client_new(const char *server, const char *token,
 			    struct http_client **out, struct sl_diag *d) SL_MUST_USE;
 void http_client_free(struct http_client *c);
+
+/* Replaces the bearer token (copied; NULL for none) and keeps the client's
+ * connection: an agent switching from its join token to its node credential
+ * does not open a second one. Errors as for http_client_new's token. */
+enum sl_err http_client_set_token(struct http_client *c, const char *token,
+				  struct sl_diag *d) SL_MUST_USE;
+
+/* Makes another curl easy handle (a CURL *, passed as void * so that this
+ * header needs no curl types) share this client's connection cache: a
+ * request on either reuses an idle connection the other left open. Call it
+ * after every curl_easy_reset of that handle; the handle must be removed
+ * from any multi handle or cleaned up before this client is freed. Not for
+ * handles in other threads. */
+void http_client_share(struct http_client *c, void *easy);
 
 /* Sends method (GET, POST, PUT, PATCH, DELETE) to path ("/v1/leases?x=1",
  * must start with '/'), with body (JSON, sent as application/json; NULL for

@@ -10,6 +10,7 @@
  * sees a change that might not survive. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -36,6 +37,28 @@ static int64_t realtime_ns(void)
 
 /* ---- answers ---- */
 
+/* Grows the answer queue to hold need answers; false when it cannot (out of
+ * memory, or the configured bound). */
+static bool answers_grow(struct ctl *c, size_t need)
+{
+	if (need <= (size_t)c->cap_answers)
+		return true;
+	if (c->answers_max < 0 || (c->answers_max > 0 && need > (size_t)c->answers_max) ||
+	    need > INT_MAX / 2)
+		return false;
+	size_t cap = c->cap_answers ? (size_t)c->cap_answers : 64;
+	while (cap < need)
+		cap *= 2;
+	if (c->answers_max > 0 && cap > (size_t)c->answers_max)
+		cap = (size_t)c->answers_max;
+	struct ctl_answer *n = realloc(c->answers, cap * sizeof(*n));
+	if (!n)
+		return false;
+	c->answers = n;
+	c->cap_answers = (int)cap;
+	return true;
+}
+
 void ctl_answer(struct ctl_call *call, int status, const char *ctype, char *body_take,
 		size_t len)
 {
@@ -49,16 +72,11 @@ void ctl_answer(struct ctl_call *call, int status, const char *ctype, char *body
 	ctl_row_cache_clear(c); /* a row is reused by the answer that follows it only */
 	/* The audit entry joins the turn's transaction before the answer is queued. */
 	audit_log_answer(call, status, body_take, len);
-	if (c->nanswers == c->cap_answers) {
-		int cap = c->cap_answers ? c->cap_answers * 2 : 64;
-		struct ctl_answer *n = realloc(c->answers, (size_t)cap * sizeof(*n));
-		if (!n) {
-			free(body_take);
-			http_respond_error(call->req, SL_ENOMEM, NULL, NULL);
-			return;
-		}
-		c->answers = n;
-		c->cap_answers = cap;
+	if (!answers_grow(c, (size_t)c->nanswers + 1)) {
+		/* not reached: handle_cb reserved this slot */
+		free(body_take);
+		http_respond_error(call->req, SL_ENOMEM, NULL, NULL);
+		return;
 	}
 	c->answers[c->nanswers++] = (struct ctl_answer){call->req, status, body_take, len, ctype};
 	call->answer_body = body_take;
@@ -636,8 +654,20 @@ static void gone_cb(struct http_request *req, void *ctx)
 	http_respond_error(req, SL_EIO, "the controller is stopping", NULL);
 }
 
+/* Every request handed to the handler and not yet answered gets its answer
+ * slot now, before the handler changes anything: ctl_answer then never
+ * finds the queue full, so a client is never told 503 for a change that
+ * commits with the turn (and its audit entry). When the slots cannot be
+ * had, the request is refused here and nothing happens. */
 static void handle_cb(struct http_request *req, void *ctx)
 {
+	struct ctl *c = ctx;
+	if (!answers_grow(c, (size_t)c->nanswers + http_server_pending(c->http))) {
+		http_request_set_route(req, "answers_full");
+		http_respond_error(req, SL_ENOMEM, "the controller cannot take more requests now",
+				   "retry in a moment");
+		return;
+	}
 	audit_log_dispatch(ctx, req);
 }
 
@@ -717,6 +747,7 @@ enum sl_err ctl_new(const struct ctl_opts *o, int64_t now_ns, struct ctl **out,
 	if (!c)
 		return SL_ENOMEM;
 	c->now_ns = now_ns;
+	c->answers_max = o->answer_queue_max;
 	c->simulate = o->simulate;
 	c->keep_ended = o->keep_ended > 0 ? o->keep_ended : CTL_KEEP_ENDED_DEFAULT;
 	c->notice_ns = o->preempt_notice_s >= 0 ? o->preempt_notice_s * 1000000000 : -1;
@@ -742,7 +773,8 @@ enum sl_err ctl_new(const struct ctl_opts *o, int64_t now_ns, struct ctl **out,
 		return e;
 	}
 	struct http_callbacks cb = {handle_cb, gone_cb, ctl_metrics_done, c, max_body_cb};
-	if ((e = http_server_new(o->listen ? o->listen : "127.0.0.1:7400", NULL, &cb, &c->http, d))) {
+	struct http_limits lim = {.max_connections = o->max_connections};
+	if ((e = http_server_new(o->listen ? o->listen : "127.0.0.1:7400", &lim, &cb, &c->http, d))) {
 		ctl_free(c);
 		return e;
 	}

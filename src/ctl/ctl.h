@@ -35,6 +35,11 @@ struct ctl_opts {
 	int64_t heartbeat_s;      /* agents' heartbeat interval; 0: the default (5 s) */
 	int64_t unreachable_after_s; /* silent agent -> node unreachable; 0: 15 s */
 	int64_t down_after_s;        /* silent agent -> node down, leases fail; 0: 60 s */
+	unsigned max_connections;    /* HTTP connections admitted at once; 0: the
+					default (HTTP_MAX_CONNECTIONS, http.h) */
+	int answer_queue_max;        /* answers the queue may hold; 0: as memory
+					allows; < 0: none at all (tests: a queue
+					that cannot grow, as when out of memory) */
 };
 #define CTL_MAX_NOTICE_S (7LL * 86400) /* bound on --preempt-notice */
 #define CTL_MAX_GRACE_S (30 * 86400)   /* bound on --grace */

@@ -217,7 +217,7 @@ struct ctl {
 	bool tx_open;
 	bool fatal;   /* a store write failed: the turn must not be committed */
 	struct ctl_answer *answers;
-	int nanswers, cap_answers;
+	int nanswers, cap_answers, answers_max; /* answers_max: ctl_opts.answer_queue_max */
 	struct ctl_row_cache row; /* see struct ctl_row_cache */
 	int64_t now_ns;
 

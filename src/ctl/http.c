@@ -20,10 +20,19 @@
  *   what neither side will.
  * - Headers and query parameters are copied out of MHD at the first callback:
  *   a deferred request may outlive its connection (client gone), and its
- *   owner may still look at it then. */
+ *   owner may still look at it then.
+ * - We accept connections ourselves (MHD_USE_NO_LISTEN_SOCKET). At its own
+ *   connection limit MHD simply stops accepting: new clients then sit in the
+ *   kernel's listen backlog unanswered, an operator's curl included, and the
+ *   slots that free up go to the oldest backlog entries, mostly clients that
+ *   already gave up. Owning accept() lets every connection past the limit
+ *   get a prompt 503 instead (http.h, "Connection limits"). MHD's own limit
+ *   is set above ours so that it is never the one that decides. */
+#define _GNU_SOURCE /* accept4 */
 #include "http.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -31,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -81,12 +91,19 @@ struct http_request {
 	unsigned started : 1, too_large : 1, dispatched : 1, answered : 1,
 		suspended : 1, watched : 1, gone : 1, completed : 1, queued : 1,
 		close_only : 1, /* answer by closing (no response could be made) */
+		over : 1,       /* on a connection past max_connections */
+		route_refused : 1, /* answered by answer_refused */
 		to_watch : 1;   /* in the server's to_watch list */
 };
 
 struct http_server {
 	struct MHD_Daemon *mhd;
-	int ep; /* outer epoll set: MHD's set plus watched sockets */
+	int ep; /* outer epoll set: MHD's set, the listener, watched sockets */
+	int lfd;   /* the listening socket (ours, not MHD's) */
+	int spare; /* a descriptor given up to accept-and-refuse at EMFILE */
+	unsigned hard; /* max_connections + refusal reserve: MHD's own limit */
+	unsigned open, admitted, peak;
+	uint64_t refused;
 	uint16_t port;
 	struct http_callbacks cb;
 	struct http_limits lim;
@@ -296,6 +313,9 @@ static void build_response(struct http_request *r, int status,
 		if (MHD_add_response_header(resp, r->rhdrs[i].name,
 					    r->rhdrs[i].value) != MHD_YES)
 			goto fail;
+	if (r->over && !r->route_refused &&
+	    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close") != MHD_YES)
+		goto fail;
 	r->resp = resp;
 	r->status = status >= 100 && status <= 599 ? status : 500;
 	r->out_len = len;
@@ -451,6 +471,21 @@ static void answer_too_large(struct http_request *r)
 	http_respond_error(r, SL_ELIMIT, msg, "send a smaller body");
 }
 
+/* A request on a connection past max_connections: 503 at once, and the
+ * connection closes after it. */
+static void answer_refused(struct http_request *r)
+{
+	char body[512], ra[16];
+	size_t n = http_overload_body(body, sizeof(body), r->srv->lim.max_connections);
+	snprintf(ra, sizeof(ra), "%u", HTTP_RETRY_AFTER_S);
+	http_request_set_route(r, "refused");
+	r->route_refused = 1;
+	if (http_response_header(r, "Retry-After", ra) != SL_OK ||
+	    http_response_header(r, "Connection", "close") != SL_OK)
+		r->close_only = 1; /* out of memory: closing still refuses */
+	http_respond(r, 503, "application/json", body, n);
+}
+
 /* Two different Content-Lengths, one that is not a number, or one next to
  * Transfer-Encoding make the body's end ambiguous (the root of request
  * smuggling); such requests are refused rather than guessed at. Sets *cl to
@@ -493,6 +528,17 @@ static enum MHD_Result req_begin(struct http_request *r,
 		size_t m = r->srv->cb.max_body_for(r->method, r->path, r->srv->cb.ctx);
 		if (m)
 			r->max_body = m;
+	}
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	if (ci && ci->socket_context == (void *)&r->srv->refused) {
+		/* Past the limit agents are turned away (they retry with backoff);
+		 * anyone else (an operator, /healthz) is served on the reserve,
+		 * and the connection closes after the answer to free it. */
+		r->over = 1;
+		if (strncmp(r->path, HTTP_AGENT_PREFIX, strlen(HTTP_AGENT_PREFIX)) == 0) {
+			answer_refused(r);
+			return queue(r);
+		}
 	}
 	if (collect(conn, MHD_HEADER_KIND, &r->hdrs, &r->nhdrs) < 0 ||
 	    collect(conn, MHD_GET_ARGUMENT_KIND, &r->params, &r->nparams) < 0) {
@@ -631,6 +677,33 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	req_maybe_free(r);
 }
 
+/* Admission: the first max_connections connections are admitted; the
+ * socket context marks the others (&s->refused) for answer_refused. */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **sctx,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct http_server *s = cls;
+	(void)conn;
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		s->open++;
+		if (s->open > s->peak)
+			s->peak = s->open;
+		if (s->admitted < s->lim.max_connections) {
+			s->admitted++;
+			*sctx = &s->admitted;
+		} else {
+			s->refused++;
+			*sctx = &s->refused;
+		}
+	} else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (s->open)
+			s->open--;
+		if (*sctx == (void *)&s->admitted && s->admitted)
+			s->admitted--;
+		*sctx = NULL;
+	}
+}
+
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char buf[MHD_LOG_MAX];
@@ -641,6 +714,38 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 }
 
 /* ---- the server ---- */
+
+/* Accepts up to HTTP_ACCEPT_BATCH connections: MHD serves them while it has
+ * room below s->hard, the rest get the canned 503. */
+static void accept_some(struct http_server *s)
+{
+	for (unsigned i = 0; i < HTTP_ACCEPT_BATCH; i++) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int fd = accept4(s->lfd, (struct sockaddr *)&ss, &sl,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if ((errno == EMFILE || errno == ENFILE) &&
+			    http_refuse_with_spare(s->lfd, &s->spare, s->lim.max_connections)) {
+				s->refused++;
+				continue;
+			}
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				sl_log_warn("accept failed", "error=%s", strerror(errno));
+			return;
+		}
+		if (s->open >= s->hard) {
+			http_refuse_socket(fd, s->lim.max_connections);
+			s->refused++;
+			continue;
+		}
+		/* MHD closes fd itself when it cannot take it. */
+		if (MHD_add_connection(s->mhd, fd, (struct sockaddr *)&ss, sl) != MHD_YES)
+			s->refused++;
+	}
+}
 
 static void limits_fill(struct http_limits *l, const struct http_limits *in)
 {
@@ -672,21 +777,33 @@ enum sl_err http_server_new(const char *addr, const struct http_limits *lim,
 	if (!s)
 		return sl_diag_set(d, SL_ENOMEM, "out of memory");
 	s->cb = *cb;
-	s->ep = -1;
+	s->ep = s->lfd = s->spare = -1;
 	limits_fill(&s->lim, lim);
+	if ((e = http_check_fd_limit(s->lim.max_connections, d)) != SL_OK)
+		goto fail;
+	s->hard = s->lim.max_connections + HTTP_REFUSE_RESERVE(s->lim.max_connections);
 	e = http_open_listener(addr, &fd, &s->port, d);
 	if (e != SL_OK)
 		goto fail;
+	s->lfd = fd;
+	s->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	s->ep = epoll_create1(EPOLL_CLOEXEC);
 	if (s->ep < 0) {
 		e = sl_diag_set(d, SL_EIO, "epoll_create1: %s", strerror(errno));
-		close(fd);
+		goto fail;
+	}
+	struct epoll_event lev = {.events = EPOLLIN, .data.ptr = &s->lfd};
+	if (epoll_ctl(s->ep, EPOLL_CTL_ADD, fd, &lev) < 0) {
+		e = sl_diag_set(d, SL_EIO, "cannot poll the listening socket: %s",
+				strerror(errno));
 		goto fail;
 	}
 	s->mhd = MHD_start_daemon(
-		MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL,
-		NULL, on_access, s, MHD_OPTION_LISTEN_SOCKET, fd,
-		MHD_OPTION_CONNECTION_LIMIT, s->lim.max_connections,
+		MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+			MHD_USE_NO_LISTEN_SOCKET,
+		0, NULL, NULL, on_access, s,
+		MHD_OPTION_CONNECTION_LIMIT, s->hard,
+		MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
 		MHD_OPTION_CONNECTION_TIMEOUT, s->lim.conn_timeout_s,
 		MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->lim.max_per_ip,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, s->lim.conn_memory,
@@ -694,7 +811,6 @@ enum sl_err http_server_new(const char *addr, const struct http_limits *lim,
 		on_completed, s, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
 		MHD_OPTION_END);
 	if (!s->mhd) {
-		close(fd);
 		e = sl_diag_set(d, SL_EIO, "the HTTP server could not start on %s", addr);
 		goto fail;
 	}
@@ -713,6 +829,10 @@ fail:
 		MHD_stop_daemon(s->mhd);
 	if (s->ep >= 0)
 		close(s->ep);
+	if (s->lfd >= 0)
+		close(s->lfd);
+	if (s->spare >= 0)
+		close(s->spare);
 	free(s);
 	return e;
 }
@@ -743,6 +863,9 @@ void http_server_free(struct http_server *s)
 	while (s->reqs)
 		req_free(s->reqs);
 	close(s->ep);
+	close(s->lfd);
+	if (s->spare >= 0)
+		close(s->spare);
 	free(s);
 }
 
@@ -783,6 +906,10 @@ enum sl_err http_server_run(struct http_server *s)
 	watch_deferred(s); /* for an owner that did not ask for a timeout */
 	int n = epoll_wait(s->ep, ev, RUN_EVENTS, 0);
 	for (int i = 0; i < n; i++) {
+		if (ev[i].data.ptr == (void *)&s->lfd) {
+			accept_some(s);
+			continue;
+		}
 		struct http_request *r = ev[i].data.ptr;
 		/* Callbacks may have answered (and so unwatched) a request
 		 * further on in ev[]; only completed requests are ever freed and
@@ -803,6 +930,15 @@ unsigned http_server_connections(const struct http_server *s)
 	const union MHD_DaemonInfo *di =
 		MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
 	return di ? di->num_connections : 0;
+}
+
+void http_server_stats(const struct http_server *s, struct http_stats *out)
+{
+	out->open = s->open;
+	out->admitted = s->admitted;
+	out->peak = s->peak;
+	out->max = s->lim.max_connections;
+	out->refused = s->refused;
 }
 
 size_t http_server_pending(const struct http_server *s)

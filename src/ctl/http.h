@@ -33,7 +33,18 @@
  * Transfer-Encoding) get a 400 parse_error without reaching the handler.
  * Known MHD 0.9.75 behaviour: a client that half-closes right after sending
  * may not be noticed until the idle timeout; the connection limit bounds
- * what that costs. */
+ * what that costs.
+ *
+ * Connection limits. The server accepts connections itself (MHD gets them
+ * through MHD_add_connection), at most HTTP_ACCEPT_BATCH per run, so the
+ * connections it has are served between batches however many wait. Up to
+ * max_connections are admitted; on the next HTTP_REFUSE_RESERVE(max) an
+ * agent's request (HTTP_AGENT_PREFIX) is answered with 503, Retry-After:
+ * HTTP_RETRY_AFTER_S and a JSON error (code "overloaded"), any other request
+ * is served, and either way the connection then closes; beyond those, and when accept()
+ * runs out of file descriptors (a spare descriptor is kept for exactly
+ * this), the same 503 is written to the new socket before it is closed.
+ * No client is ever left unanswered in the listen backlog. */
 #ifndef SL_HTTP_H
 #define SL_HTTP_H
 
@@ -48,9 +59,31 @@
  * for the route (http_callbacks.max_body_for); larger gets 413 without the
  * handler. */
 #define HTTP_MAX_BODY ((size_t)1 << 20)
-/* Most connections open at once; further clients wait in the kernel's listen
- * backlog until one closes. Suspended (deferred) requests count. */
-#define HTTP_MAX_CONNECTIONS 1024u
+/* Connections admitted at once (suanlid --max-connections); suspended
+ * (deferred) requests count. A connection beyond it is still accepted, and
+ * its request is answered at once with 503, Retry-After and "Connection:
+ * close" (never left waiting in the kernel's listen backlog, which is what
+ * silenced the controller at MHD's own limit). */
+#define HTTP_MAX_CONNECTIONS 4096u
+/* Bound on max_connections (and so on file descriptors the server asks for). */
+#define HTTP_MAX_CONNECTIONS_LIMIT 1000000u
+/* Connections accepted beyond max_connections only to be refused with a
+ * proper 503: max_connections / 8, at least 16. Past max_connections plus
+ * this reserve a connection gets a canned 503 written straight to its
+ * socket, which is then closed: the loop never stops accepting. */
+#define HTTP_REFUSE_RESERVE(max) ((max) / 8u < 16u ? 16u : (max) / 8u)
+/* File descriptors the controller keeps for itself besides connections
+ * (store, logs, epoll sets, the spare descriptor for EMFILE refusals). */
+#define HTTP_FD_RESERVE 64u
+/* Requests under this path prefix (the agents') are the ones refused on a
+ * connection past max_connections; others are served there, then the
+ * connection is closed, so an operator still gets in during an agent storm. */
+#define HTTP_AGENT_PREFIX "/v1/agent/"
+/* Seconds a refused client is told to wait (Retry-After). */
+#define HTTP_RETRY_AFTER_S 2u
+/* Connections accepted per loop turn, so that a connection storm cannot
+ * starve the connections already open. */
+#define HTTP_ACCEPT_BATCH 64u
 /* Seconds a connection may stay idle (no bytes either way) before it is
  * closed; a deferred request does not count as idle. */
 #define HTTP_CONN_TIMEOUT_S 30u
@@ -71,10 +104,23 @@
 struct http_server;
 struct http_request;
 
+/* How many file descriptors a server with max_connections needs (the
+ * connections, the refusal reserve, HTTP_FD_RESERVE). */
+unsigned long http_fds_needed(unsigned max_connections);
+
+/* Connection counts, for metrics. */
+struct http_stats {
+	unsigned open;     /* connections open now (refused ones included) */
+	unsigned admitted; /* of those, admitted (at most max_connections) */
+	unsigned peak;     /* most open at once since the start */
+	unsigned max;      /* max_connections */
+	uint64_t refused;  /* connections refused with 503 since the start */
+};
+
 /* Bounds; a zero field takes the default named above. */
 struct http_limits {
 	size_t max_body;
-	unsigned max_connections;
+	unsigned max_connections; /* admitted at once (HTTP_MAX_CONNECTIONS) */
 	unsigned conn_timeout_s;
 	unsigned max_per_ip; /* connections from one address; 0: no limit */
 	size_t conn_memory;
@@ -115,7 +161,10 @@ struct http_callbacks {
  * a free port (see http_server_port). lim may be NULL for the defaults; cb is
  * copied. Errors: SL_EINVAL for a bad address (message says what and a hint
  * the accepted forms), SL_EIO when the socket cannot be bound (with the
- * system's reason), SL_ENOMEM. */
+ * system's reason), SL_ELIMIT when the process's file descriptor limit
+ * (RLIMIT_NOFILE, `ulimit -n`) is below http_fds_needed(max_connections)
+ * or max_connections is above HTTP_MAX_CONNECTIONS_LIMIT (the hint says
+ * what to raise or lower), SL_ENOMEM. */
 enum sl_err http_server_new(const char *addr, const struct http_limits *lim,
 			    const struct http_callbacks *cb,
 			    struct http_server **out, struct sl_diag *d) SL_MUST_USE;
@@ -142,8 +191,11 @@ enum sl_err http_server_run(struct http_server *s) SL_MUST_USE;
 /* The port actually bound (useful after port 0). */
 uint16_t http_server_port(const struct http_server *s);
 
-/* Open connections now (suspended ones included). */
+/* Open connections now (suspended and refused ones included). */
 unsigned http_server_connections(const struct http_server *s);
+
+/* Connection counts now (see struct http_stats). */
+void http_server_stats(const struct http_server *s, struct http_stats *out);
 
 /* Requests handed to the handler and not answered yet. */
 size_t http_server_pending(const struct http_server *s);

@@ -3,6 +3,7 @@
  * Kept apart from the request machinery in http.c: it is plain sockets, and
  * owning the bind (rather than letting MHD do it) is what lets an error say
  * which address failed and why. */
+#define _GNU_SOURCE /* accept4 */
 #include "http.h"
 #include "http_listen.h"
 
@@ -15,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* ---- listen addresses ---- */
@@ -155,4 +158,90 @@ enum sl_err http_open_listener(const char *where, int *out, uint16_t *port,
 				      : ((struct sockaddr_in *)&ss)->sin_port);
 	*out = fd;
 	return SL_OK;
+}
+
+/* ---- refusals at the connection limit ---- */
+
+size_t http_overload_body(char *buf, size_t n, unsigned max_connections)
+{
+	int len = snprintf(buf, n,
+			   "{\"error\":{\"code\":\"overloaded\",\"message\":\"the "
+			   "controller is at its connection limit (%u)\",\"hint\":\"retry "
+			   "after %u s (Retry-After), with jitter; an operator may raise "
+			   "--max-connections and ulimit -n\"}}",
+			   max_connections, HTTP_RETRY_AFTER_S);
+	return len < 0 ? 0 : (size_t)len >= n ? n - 1 : (size_t)len;
+}
+
+void http_refuse_socket(int fd, unsigned max_connections)
+{
+	char body[512], head[256], junk[4096];
+	size_t blen = http_overload_body(body, sizeof(body), max_connections);
+	int hlen = snprintf(head, sizeof(head),
+			    "HTTP/1.1 503 Service Unavailable\r\n"
+			    "Content-Type: application/json\r\n"
+			    "Retry-After: %u\r\nConnection: close\r\n"
+			    "Content-Length: %zu\r\n\r\n",
+			    HTTP_RETRY_AFTER_S, blen);
+	struct iovec iov[2] = {{head, (size_t)hlen}, {body, blen}};
+	struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
+	/* Whatever the client already sent is read first: closing a socket
+	 * with unread bytes sends a reset, which may discard our answer at
+	 * the client before it reads it. */
+	while (recv(fd, junk, sizeof(junk), MSG_DONTWAIT) > 0)
+		;
+	(void)sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+	(void)shutdown(fd, SHUT_WR);
+	while (recv(fd, junk, sizeof(junk), MSG_DONTWAIT) > 0)
+		;
+	close(fd);
+}
+
+/* ---- file descriptors ---- */
+
+unsigned long http_fds_needed(unsigned max_connections)
+{
+	return (unsigned long)max_connections + HTTP_REFUSE_RESERVE(max_connections) +
+	       HTTP_FD_RESERVE;
+}
+
+/* A limit the process cannot keep is refused at start, not discovered at
+ * the thousandth connection (accept failing with EMFILE). */
+enum sl_err http_check_fd_limit(unsigned max, struct sl_diag *d)
+{
+	struct rlimit rl;
+	unsigned long need = http_fds_needed(max);
+	if (max > HTTP_MAX_CONNECTIONS_LIMIT) {
+		sl_diag_hint(d, "give --max-connections at most %u", HTTP_MAX_CONNECTIONS_LIMIT);
+		return sl_diag_set(d, SL_ELIMIT, "max-connections %u is above the bound", max);
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < need) {
+		sl_diag_hint(d, "raise the file descriptor limit to at least %lu (ulimit -n, "
+				"systemd LimitNOFILE=) or lower --max-connections to %lu",
+			     need, rl.rlim_cur > HTTP_FD_RESERVE + 16
+					   ? (unsigned long)((rl.rlim_cur - HTTP_FD_RESERVE) * 8 / 9)
+					   : 0ul);
+		return sl_diag_set(d, SL_ELIMIT,
+				   "max-connections %u needs %lu file descriptors; this "
+				   "process may open %lu",
+				   max, need, (unsigned long)rl.rlim_cur);
+	}
+	return SL_OK;
+}
+
+/* Takes one connection off the listen backlog at EMFILE or ENFILE, with the
+ * spare descriptor, just to refuse it: left there it would keep the listener
+ * readable (a busy loop) and its client waiting in silence. */
+bool http_refuse_with_spare(int lfd, int *spare, unsigned max_connections)
+{
+	if (*spare < 0)
+		return false;
+	close(*spare);
+	*spare = -1;
+	int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd >= 0)
+		http_refuse_socket(fd, max_connections);
+	*spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	return fd >= 0;
 }

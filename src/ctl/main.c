@@ -10,12 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ctl.h"
 #include "file.h"
+#include "http.h"
 #include "log.h"
 
 #define CONFIG_MAX_FILE (64u << 10) /* bound on a config file */
@@ -27,7 +29,7 @@ static const char usage[] =
 	"                     [--config FILE] [--log-level LEVEL] [--preempt-notice SECS]\n"
 	"                     [--keep-ended N] [--currency CODE] [--billing-zone ZONE]\n"
 	"                     [--grace SECS] [--heartbeat SECS] [--unreachable-after SECS]\n"
-	"                     [--down-after SECS]\n"
+	"                     [--down-after SECS] [--max-connections N]\n"
 	"       suanlid routes --json\n\n"
 	"The suanli controller. 'init' creates a data directory with its store and\n"
 	"prints a one-time admin token (also written to DIR/admin.token, mode 0600).\n"
@@ -39,8 +41,8 @@ static const char usage[] =
 	"  --config FILE      'key = value' lines with the same names as these\n"
 	"                     options (data, listen, fleet, simulate, log-level,\n"
 	"                     preempt-notice, keep-ended, currency, billing-zone,\n"
-	"                     grace, heartbeat, unreachable-after, down-after);\n"
-	"                     command-line options win\n"
+	"                     grace, heartbeat, unreachable-after, down-after,\n"
+	"                     max-connections); command-line options win\n"
 	"  --log-level LEVEL  debug, info, warn or error (default info)\n"
 	"  --preempt-notice SECS  notice a spot lease gets before preemption (default 30)\n"
 	"  --keep-ended N     ended leases kept in memory (default 4096); older ones\n"
@@ -55,6 +57,12 @@ static const char usage[] =
 	"                     new leases (default 15)\n"
 	"  --down-after SECS  ... and after this long its leases fail or move\n"
 	"                     (default 60); see docs/agents.md\n"
+	"  --max-connections N  HTTP connections served at once (default 4096; each\n"
+	"                     agent holds one). Past N a client gets 503 with\n"
+	"                     Retry-After at once. Needs N + N/8 + 64 file\n"
+	"                     descriptors: suanlid raises its soft limit to the\n"
+	"                     hard one (ulimit -Hn, systemd LimitNOFILE=) and\n"
+	"                     refuses to start when that is not enough\n"
 	"'routes --json' prints the API's route table with the roles of each route.\n";
 
 static int64_t now_ns(void)
@@ -77,6 +85,7 @@ struct settings {
 	char *data, *listen, *fleet, *level, *notice, *keep;
 	char *currency, *zone, *grace; /* billing */
 	char *hb, *unreach, *down;     /* agents */
+	char *maxconn;                 /* HTTP */
 	int simulate; /* -1 unset */
 };
 
@@ -84,7 +93,7 @@ static void settings_free(struct settings *s)
 {
 	free(s->data), free(s->listen), free(s->fleet), free(s->level), free(s->notice), free(s->keep);
 	free(s->currency), free(s->zone), free(s->grace);
-	free(s->hb), free(s->unreach), free(s->down);
+	free(s->hb), free(s->unreach), free(s->down), free(s->maxconn);
 }
 
 static char *trim(char *s)
@@ -147,7 +156,8 @@ static int read_config(const char *path, struct settings *s)
 			      !strcmp(k, "grace") ? &s->grace :
 			      !strcmp(k, "heartbeat") ? &s->hb :
 			      !strcmp(k, "unreachable-after") ? &s->unreach :
-			      !strcmp(k, "down-after") ? &s->down : NULL;
+			      !strcmp(k, "down-after") ? &s->down :
+			      !strcmp(k, "max-connections") ? &s->maxconn : NULL;
 		if (slot) {
 			if (!*slot && !(*slot = strdup(v)))
 				rc = -1;
@@ -160,7 +170,7 @@ static int read_config(const char *path, struct settings *s)
 				s->simulate = b;
 			}
 		} else {
-			fprintf(stderr, "suanlid: %s:%d: unknown key '%s'\n  hint: keys are data, listen, fleet, simulate, log-level, preempt-notice, keep-ended, currency, billing-zone, grace, heartbeat, unreachable-after, down-after\n",
+			fprintf(stderr, "suanlid: %s:%d: unknown key '%s'\n  hint: keys are data, listen, fleet, simulate, log-level, preempt-notice, keep-ended, currency, billing-zone, grace, heartbeat, unreachable-after, down-after, max-connections\n",
 				path, line, k);
 			rc = -1;
 		}
@@ -186,6 +196,20 @@ static int cmd_init(const char *data)
 	       data, CTL_ADMIN_TOKEN_FILE, token);
 	free(token);
 	return 0;
+}
+
+/* Every connection is a descriptor: take as many as the hard limit allows
+ * (up to what the connection limit needs), so the soft default of 1024 is
+ * not what caps the fleet. ctl_new refuses to start when it is still short. */
+static void raise_fd_limit(unsigned max_connections)
+{
+	struct rlimit rl;
+	rlim_t need = (rlim_t)http_fds_needed(max_connections);
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+		return;
+	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need ? need : rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		sl_log_warn("cannot raise the file descriptor limit", "error=%s", strerror(errno));
 }
 
 static int cmd_serve(struct settings *s)
@@ -220,7 +244,7 @@ static int cmd_serve(struct settings *s)
 		return 1;
 	}
 	struct ctl_opts o = {s->data, s->listen ? s->listen : "127.0.0.1:7400", s->fleet,
-			     s->simulate > 0, -1, 0, NULL, NULL, 0, 0, 0, 0};
+			     s->simulate > 0, -1, 0, NULL, NULL, 0, 0, 0, 0, 0, 0};
 	if (s->keep) {
 		char *end;
 		long v = strtol(s->keep, &end, 10);
@@ -275,6 +299,18 @@ static int cmd_serve(struct settings *s)
 		close(sfd);
 		return 2;
 	}
+	if (s->maxconn) {
+		char *end;
+		long long v = strtoll(s->maxconn, &end, 10);
+		if (end == s->maxconn || *end || v < 1 || v > HTTP_MAX_CONNECTIONS_LIMIT) {
+			fprintf(stderr, "suanlid: --max-connections must be 1..%u\n",
+				HTTP_MAX_CONNECTIONS_LIMIT);
+			close(sfd);
+			return 2;
+		}
+		o.max_connections = (unsigned)v;
+	}
+	raise_fd_limit(o.max_connections ? o.max_connections : HTTP_MAX_CONNECTIONS);
 	if (ctl_new(&o, now_ns(), &c, &d)) {
 		char buf[SL_DIAG_MSG + 256];
 		sl_diag_format(&d, buf, sizeof(buf));
@@ -332,6 +368,7 @@ int main(int argc, char **argv)
 		{"heartbeat", required_argument, NULL, 'H'},
 		{"unreachable-after", required_argument, NULL, 'U'},
 		{"down-after", required_argument, NULL, 'D'},
+		{"max-connections", required_argument, NULL, 'M'},
 		{"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0}};
 	struct settings s = {.simulate = -1};
@@ -367,6 +404,7 @@ int main(int argc, char **argv)
 		case 'H': slot = &s.hb; break;
 		case 'U': slot = &s.unreach; break;
 		case 'D': slot = &s.down; break;
+		case 'M': slot = &s.maxconn; break;
 		case 's': s.simulate = 1; break;
 		case 'c': config = optarg; break;
 		case 'j': break;

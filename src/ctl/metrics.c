@@ -141,6 +141,17 @@ void h_metrics(struct ctl_call *call)
 	bprintf(&b, "suanli_placement_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
 	bprintf(&b, "suanli_placement_seconds_sum %.9f\nsuanli_placement_seconds_count %llu\n",
 		c->hist_sum, (unsigned long long)c->hist_count);
+	struct http_stats hs;
+	http_server_stats(c->http, &hs);
+	bprintf(&b, "# HELP suanli_http_connections HTTP connections open now.\n"
+		    "# TYPE suanli_http_connections gauge\nsuanli_http_connections %u\n"
+		    "# HELP suanli_http_connections_peak Most HTTP connections open at once.\n"
+		    "# TYPE suanli_http_connections_peak gauge\nsuanli_http_connections_peak %u\n"
+		    "# HELP suanli_http_connections_max Connections admitted at once (--max-connections).\n"
+		    "# TYPE suanli_http_connections_max gauge\nsuanli_http_connections_max %u\n"
+		    "# HELP suanli_http_refused_total Connections refused with 503 at the limit.\n"
+		    "# TYPE suanli_http_refused_total counter\nsuanli_http_refused_total %llu\n",
+		hs.open, hs.peak, hs.max, (unsigned long long)hs.refused);
 	bprintf(&b, "# HELP suanli_http_requests_total HTTP requests by route and status.\n"
 		    "# TYPE suanli_http_requests_total counter\n");
 	for (int i = 0; i < c->nmreq; i++)

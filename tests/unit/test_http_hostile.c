@@ -190,8 +190,10 @@ static void test_garbage(void **state)
 	http_server_free(t.srv);
 }
 
-/* Connections past the limit wait unserved; slowloris connections free
- * their slots when they go. */
+/* Agents' connections past the limit get a prompt 503 with Retry-After and
+ * the JSON error (never silence in the listen backlog), others are served,
+ * the connections already open are still served, and slowloris connections free their slots when they
+ * go. */
 static void test_connection_limit(void **state)
 {
 	(void)state;
@@ -208,25 +210,76 @@ static void test_connection_limit(void **state)
 	unsigned four = 4;
 	loop_until(&t, conns_is, &four, "four connections");
 
-	/* The fifth waits in the listen backlog: MHD stops accepting at the
-	 * limit. However long the loop runs, it is not served... */
-	pthread_t th;
-	struct raw_job *j = raw_start(&th, http_server_port(t.srv),
-				      "GET /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-				      0, -1);
-	for (int i = 0; i < 50; i++)
-		loop_turn(&t);
+	/* An agent's fifth connection is refused at once, without reaching
+	 * the handler... */
+	struct raw_job *j = raw_exchange(
+		&t, "GET /v1/agent/work HTTP/1.1\r\nHost: x\r\n\r\n", 0);
+	assert_int_equal(resp_status(j->resp), 503);
+	assert_non_null(strstr(j->resp, "Retry-After: "));
+	assert_error_doc(resp_body(j->resp), "overloaded");
 	assert_int_equal(t.handled, 0);
-	assert_int_equal(http_server_connections(t.srv), 4);
-	assert_false(atomic_load(&j->done));
+	free(j);
+	struct http_stats st;
+	http_server_stats(t.srv, &st);
+	assert_true(st.refused >= 1);
+	assert_int_equal(st.max, 4);
+	/* ...while an operator's request is served on the reserve, and its
+	 * connection closed after the answer (the raw client reads to EOF). */
+	j = raw_exchange(&t, "GET /echo?a=op HTTP/1.1\r\nHost: x\r\n\r\n", 0);
+	assert_int_equal(resp_status(j->resp), 200);
+	assert_non_null(strstr(j->resp, "Connection: close"));
+	free(j);
 
-	/* ...until slots free up. */
+	/* An admitted connection is still served at the limit. */
+	static const char rest[] = "st: x\r\nConnection: close\r\n\r\n";
+	assert_int_equal(send_all(fds[0], rest, sizeof(rest) - 1), 0);
+	char buf[4096];
+	size_t n = 0;
+	for (int i = 0; i < 2000 && n == 0; i++) {
+		loop_turn(&t);
+		ssize_t k = recv(fds[0], buf, sizeof(buf) - 1, MSG_DONTWAIT);
+		if (k > 0)
+			n = (size_t)k;
+		else
+			usleep(1000);
+	}
+	buf[n] = '\0';
+	assert_int_equal(resp_status(buf), 200);
+
+	/* Once slots free up, new clients are served. */
 	for (int i = 0; i < 4; i++)
 		close(fds[i]);
-	loop_until(&t, flag_set, &j->done, "the fifth client to be served");
-	assert_int_equal(pthread_join(th, NULL), 0);
-	assert_int_equal(resp_status(j->resp), 200);
+	unsigned zero = 0;
+	loop_until(&t, conns_is, &zero, "the slots to free");
+	assert_alive(&t);
+	http_server_free(t.srv);
+}
+
+/* Past the limit and its refusal reserve the server still answers: a
+ * canned 503 written to the new socket, which is then closed. */
+static void test_connection_limit_reserve(void **state)
+{
+	(void)state;
+	struct tserver t;
+	struct http_limits lim = {.max_connections = 2};
+	unsigned hold_n = 2 + HTTP_REFUSE_RESERVE(2u);
+	int fds[64];
+	assert_true(hold_n <= 64);
+	tserver_start(&t, &lim);
+	for (unsigned i = 0; i < hold_n; i++) {
+		fds[i] = connect_to(http_server_port(t.srv));
+		assert_true(fds[i] >= 0);
+	}
+	loop_until(&t, conns_is, &hold_n, "the limit and the reserve held");
+	struct raw_job *j = raw_exchange(
+		&t, "GET /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 0);
+	assert_int_equal(resp_status(j->resp), 503);
+	assert_non_null(strstr(j->resp, "Retry-After: "));
+	assert_error_doc(resp_body(j->resp), "overloaded");
 	free(j);
+	assert_int_equal(t.handled, 0);
+	for (unsigned i = 0; i < hold_n; i++)
+		close(fds[i]);
 	unsigned zero = 0;
 	loop_until(&t, conns_is, &zero, "the slots to free");
 	assert_alive(&t);
@@ -320,6 +373,7 @@ int main(void)
 		cmocka_unit_test(test_body_limit_per_route),
 		cmocka_unit_test(test_garbage),
 		cmocka_unit_test(test_connection_limit),
+		cmocka_unit_test(test_connection_limit_reserve),
 		cmocka_unit_test(test_idle_timeout),
 		cmocka_unit_test(test_many_connections),
 	};
