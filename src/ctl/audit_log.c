@@ -601,10 +601,11 @@ void audit_log_dispatch(struct ctl *c, struct http_request *req)
 		a->in_call = false;
 }
 
-void audit_log_lease_state(struct ctl *c, const struct ctl_lease *l, int s)
+void audit_log_lease_state(struct ctl *c, const struct ctl_lease *l, int from)
 {
 	struct ctl_audit *a = c->audit;
-	if (!a || (int)l->state == s)
+	int s = (int)l->state;
+	if (!a || s == from)
 		return;
 	/* The request's own lease is covered by the request's entry. */
 	if (a->in_call && ((l->seq > (uint64_t)a->call_nleases) || !strcmp(l->id, a->call_lease)))

@@ -77,9 +77,11 @@ void audit_log_dispatch(struct ctl *c, struct http_request *req);
  * request changed or tried to change state, or was denied. On a write failure
  * the turn becomes fatal. body is the answer's body (borrowed). */
 void audit_log_answer(struct ctl_call *call, int status, const char *body, size_t len);
-/* Called when lease l moves to state s: changes the scheduler makes on its own
- * (starts, preemptions, expiries) are recorded with the actor "system". */
-void audit_log_lease_state(struct ctl *c, const struct ctl_lease *l, int s);
+/* The lease-change hook (lease.c): lease l has just moved from state `from`
+ * to l->state. Changes the scheduler makes on its own (starts, preemptions,
+ * expiries) are recorded with the actor "system"; a change of size only
+ * (from == l->state) is not an entry. */
+void audit_log_lease_state(struct ctl *c, const struct ctl_lease *l, int from);
 /* Records a system entry (actor "system"). false (turn fatal) on failure. */
 bool audit_log_system(struct ctl *c, const char *action, const char *tenant,
 		      const char *target, const char *outcome);

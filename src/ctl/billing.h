@@ -6,7 +6,7 @@
  * struct ctl) and every change is written to the store in the turn's
  * transaction (tables prices, postings, usage, billing), so it commits with
  * the lease change that caused it. Metering follows lease state changes
- * through one hook (billing_lease_changed, called by ctl_lease_set_state);
+ * through one lease-change hook (billing_lease_changed, lease.c's table);
  * the balance rules run from the loop (billing_tick). */
 #ifndef SL_CTL_BILLING_H
 #define SL_CTL_BILLING_H

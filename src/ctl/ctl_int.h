@@ -405,9 +405,27 @@ enum sl_err ctl_tenant_add(struct ctl *c, const struct ctl_tenant *t) SL_MUST_US
 bool ctl_lease_save(struct ctl *c, struct ctl_lease *l);
 /* Empties c->row (the cached row text). */
 void ctl_row_cache_clear(struct ctl *c);
-/* Appends a history entry and changes state. */
+/* Appends a history entry and changes state (s may equal the old state: a
+ * size or epoch change), then tells every lease-change hook (lease.c's
+ * table), in the table's order. */
 void ctl_lease_set_state(struct ctl *c, struct ctl_lease *l, enum lease_state s,
 			 const char *reason);
+/* What a lease-change hook is told: the lease after the change (borrowed for
+ * the call), the state it had before, and the history reason (NULL: ""). */
+struct lease_change {
+	struct ctl_lease *lease;
+	enum lease_state from;
+	const char *reason;
+};
+/* An observer of lease changes: called by ctl_lease_set_state after the
+ * change, on the loop's thread, inside the turn's transaction. It must not
+ * change the lease's state itself; a store failure marks the turn fatal. */
+struct lease_hook {
+	const char *name; /* for logs and tests */
+	void (*fn)(struct ctl *c, const struct lease_change *ch);
+};
+/* The hooks in the order they are called (static data); *n gets the count. */
+const struct lease_hook *ctl_lease_hooks(size_t *n);
 /* Schedules a deadline at time at: a lease's end (idx = its index) or a
  * scheduler edge such as a reservation window (idx -1). */
 enum sl_err ctl_expiry_push(struct ctl *c, int64_t at, int idx) SL_MUST_USE;

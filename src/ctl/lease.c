@@ -314,10 +314,51 @@ void ctl_answer_lease(struct ctl_call *call, int status, const struct ctl_lease 
 	json_decref(doc);
 }
 
+/* ---- lease-change hooks ---- */
+
+static void hook_audit(struct ctl *c, const struct lease_change *ch)
+{
+	audit_log_lease_state(c, ch->lease, (int)ch->from);
+}
+
+static void hook_billing(struct ctl *c, const struct lease_change *ch)
+{
+	billing_lease_changed(c, ch->lease); /* metering: started, scaled, ended */
+}
+
+static void hook_jobs(struct ctl *c, const struct lease_change *ch)
+{
+	jobs_lease_changed(c, ch->lease); /* ranks stop where the lease no longer runs */
+}
+
+/* Who hears of a lease change, in this order. Why the order:
+ * 1. audit: the scheduler's own change is recorded first, so in the turn's
+ *    transaction its entry comes before the rows its consequences write, and
+ *    a failed entry (fail closed: the turn turns fatal) is there before any
+ *    consequence is acted on.
+ * 2. billing: usage starts, changes size or ends at the lease's own instants,
+ *    and the final charge is posted, before the work on it is torn down; a
+ *    failed write makes the turn fatal, which the hooks after it check.
+ * 3. jobs: ranks on GPUs the lease no longer holds stop and an ended lease's
+ *    jobs are cancelled; it only reads the lease, so nothing above depends
+ *    on it. New observers (instances, the console) go after it unless they
+ *    must see the change before money or work does. */
+static const struct lease_hook lease_hooks[] = {
+	{"audit", hook_audit},
+	{"billing", hook_billing},
+	{"jobs", hook_jobs},
+};
+
+const struct lease_hook *ctl_lease_hooks(size_t *n)
+{
+	*n = sizeof(lease_hooks) / sizeof(lease_hooks[0]);
+	return lease_hooks;
+}
+
 void ctl_lease_set_state(struct ctl *c, struct ctl_lease *l, enum lease_state s,
 			 const char *reason)
 {
-	audit_log_lease_state(c, l, (int)s); /* before the change: it needs the old state */
+	struct lease_change ch = {l, l->state, reason};
 	if (c->row.lease == l)
 		ctl_row_cache_clear(c);
 	l->state = s;
@@ -325,8 +366,8 @@ void ctl_lease_set_state(struct ctl *c, struct ctl_lease *l, enum lease_state s,
 		c->fatal = true; /* out of memory: the row would lose history */
 	sl_log_info("lease state", "lease=%s tenant=%s state=%s gpus=%d reason=%s", l->id,
 		    l->tenant, lease_state_name(s), l->gpus, reason ? reason : "");
-	billing_lease_changed(c, l); /* metering: started, scaled, ended */
-	jobs_lease_changed(c, l);    /* ranks stop where the lease no longer runs */
+	for (size_t i = 0; i < sizeof(lease_hooks) / sizeof(lease_hooks[0]); i++)
+		lease_hooks[i].fn(c, &ch);
 }
 
 /* ---- expiry heap ---- */
