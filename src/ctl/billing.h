@@ -1,6 +1,7 @@
 /* billing.h - the controller's side of money: price book, usage metering,
  * ledger, balance rules and invoices (DESIGN.md §6), over the pure core
- * (money.h, calendar.h, pricebook.h, rating.h, ledger.h, invoice.h).
+ * (money.h, calendar.h, pricebook.h, rating.h, ledger.h, invoice.h, and
+ * account_rules.h, which decides the balance, grace, stop and hosting rules).
  *
  * Private to src/ctl. State lives in memory (struct ctl_billing, owned by
  * struct ctl) and every change is written to the store in the turn's
@@ -30,7 +31,7 @@ struct lease_req;
 #define BILLING_GRACE_DEFAULT_S 600      /* grace period once a balance runs out */
 #define BILLING_GRACE_MAX_S (30 * 86400) /* bound on --grace */
 #define BILLING_TICK_MS 1000             /* balance checks while leases run */
-#define BILLING_POST_EVERY_MS (3600 * INT64_C(1000)) /* running usage posted hourly */
+/* Running usage is posted hourly: ACCT_POST_EVERY_MS (account_rules.h). */
 
 /* What `suanlid serve` was asked for (strings borrowed for billing_new). */
 struct billing_opts {
