@@ -615,14 +615,3 @@ void audit_log_lease_state(struct ctl *c, const struct ctl_lease *l, int from)
 	audit_log_system(c, action, l->tenant, l->id, "ok");
 }
 
-void audit_note_to_checkpoint(const char *origin, uint64_t size, const char *note,
-			      struct checkpoint *out)
-{
-	struct sl_diag d;
-	sl_diag_clear(&d);
-	if (checkpoint_parse(note, strlen(note), out, &d) == SL_OK && out->size == size)
-		return;
-	memset(out, 0, sizeof(*out));
-	snprintf(out->origin, sizeof(out->origin), "%s", origin);
-	out->size = size;
-}

@@ -96,13 +96,6 @@ enum sl_err audit_log_checkpoint(struct ctl *c, struct sl_diag *d) SL_MUST_USE;
 /* A merkle_source over the stored leaves and subtree cache. */
 struct merkle_source audit_log_source(struct ctl *c);
 
-/* Turns stored (size, note) pairs into checkpoints for the verifier: a note
- * that does not parse, or that names another size than it is filed under,
- * becomes an unsigned checkpoint of the filed size, which the verifier then
- * reports as "checkpoint signature invalid" at the right place. */
-void audit_note_to_checkpoint(const char *origin, uint64_t size, const char *note,
-			      struct checkpoint *out);
-
 /* Handlers (h_audit.c), in the route table. */
 void h_audit_log(struct ctl_call *call);
 void h_audit_checkpoint_get(struct ctl_call *call);
