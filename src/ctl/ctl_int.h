@@ -14,6 +14,7 @@
 #include "ctl.h"
 #include "fleet.h"
 #include "http.h"
+#include "lease_fields.h"
 #include "place.h"
 #include "scheduler.h"
 #include "store.h"
@@ -98,7 +99,11 @@ struct lease_hist {
 
 /* A lease in memory. Kept small (bench/results/memory.md: 100,000 live
  * leases): no jansson documents, no fixed text buffers for what is usually
- * empty; the API's JSON is written from these fields (codec.c, lease_row.c). */
+ * empty; the API's JSON is written from these fields (codec.c, lease_row.c)
+ * in the order of LEASE_FIELDS (lease_fields.h), which also declares the
+ * row's scalar members: gpus (GPUs held now; elastic leases change it), the
+ * instants created_ns, started_ns, ended_ns, expires_ns, preempt_ns, the
+ * epoch and simulated. A new scalar row field is one line there. */
 struct ctl_lease {
 	uint64_t seq;
 	char id[24];
@@ -108,15 +113,12 @@ struct ctl_lease {
 	char *request;   /* as posted (validated): its compact JSON text as jansson
 			    dumps it (json_dumps JSON_COMPACT), owned */
 	enum lease_state state;
-	int gpus;        /* GPUs held now (elastic leases change it) */
+	LEASE_FIELDS(LF_MEMBER)
 	bool placed;     /* ever placed: pl.score is its "score"; else none */
 	struct place_kept pl; /* picks while active/preempting */
 	char *reason;    /* why it waits (pending; owned, NULL: ""); see lease_set_reason */
-	int64_t created_ns, started_ns, ended_ns, expires_ns, preempt_ns;
 	struct lease_hist *hist; /* oldest first, at most CTL_MAX_HISTORY */
 	int nhist, cap_hist;
-	int64_t epoch;
-	bool simulated;
 	char end_reason[64];  /* history reason for the coming end, "" for the default */
 };
 
@@ -150,13 +152,10 @@ struct ctl_row_cache {
 	const struct ctl_lease *lease; /* NULL: empty */
 	char *text;
 	size_t len, split;             /* split: where "created_at" starts */
-	enum lease_state state;
-	int gpus, npicks;
-	bool placed;
-	const struct lease_hist *hist;
-	int nhist;
-	int64_t created_ns, started_ns, ended_ns, expires_ns, preempt_ns, epoch;
-	bool simulated;
+	/* A shallow copy of *lease when the text was written, compared field
+	 * by field (lease_row_fields()) with the lease at answer time; its
+	 * pointers are never followed. */
+	struct ctl_lease was;
 };
 
 struct ctl_metric_req {
@@ -337,6 +336,11 @@ char *lease_row_dump(struct ctl *c, const struct ctl_lease *l, size_t *len, size
  * (lease_row.c, which writes the text directly) falls back to and is
  * checked against in debug builds. */
 char *lease_row_dump_json(struct ctl *c, const struct ctl_lease *l, size_t *len, size_t *split);
+/* Whether field f is in l's row (api false) or answer (api true). */
+bool lease_field_present(const struct lease_field *f, const struct ctl_lease *l, bool api);
+/* The value of a scalar field (LF_INT, LF_INT64, LF_TIME, LF_BOOL) of l; 0
+ * for the structured kinds. */
+int64_t lease_field_scalar(const struct lease_field *f, const struct ctl_lease *l);
 /* One sentence on where l runs and why that is good (its "explanation"). */
 void lease_explain(const struct ctl *c, const struct ctl_lease *l, char *buf, size_t n);
 enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,

@@ -180,36 +180,79 @@ void ctl_row_cache_clear(struct ctl *c)
 	memset(&c->row, 0, sizeof(c->row));
 }
 
-/* What the row of l is made of; equal for two moments means the same row. */
+/* What the row of l is made of: a shallow copy, compared field by field. */
 static void row_fingerprint(const struct ctl_lease *l, struct ctl_row_cache *r)
 {
 	r->lease = l;
-	r->state = l->state;
-	r->gpus = l->gpus;
-	r->npicks = l->pl.npicks;
-	r->placed = l->placed;
-	r->hist = l->hist;
-	r->nhist = l->nhist;
-	r->created_ns = l->created_ns;
-	r->started_ns = l->started_ns;
-	r->ended_ns = l->ended_ns;
-	r->expires_ns = l->expires_ns;
-	r->preempt_ns = l->preempt_ns;
-	r->epoch = l->epoch;
-	r->simulated = l->simulated;
+	r->was = *l;
+}
+
+/* Whether the row written from `was` is still the row of l: every field of
+ * the row (lease_fields.h) compared by what its text is made of. */
+static bool row_same(const struct ctl_lease *was, const struct ctl_lease *l)
+{
+	size_t n;
+	const struct lease_field *t = lease_row_fields(&n);
+	for (size_t i = 0; i < n; i++) {
+		const struct lease_field *f = &t[i];
+		const char *a = (const char *)was + f->offset, *b = (const char *)l + f->offset;
+		switch (f->kind) {
+		case LF_INT:
+		case LF_INT64:
+		case LF_TIME:
+		case LF_BOOL:
+			if (lease_field_scalar(f, was) != lease_field_scalar(f, l))
+				return false;
+			break;
+		case LF_ID:
+			if (strcmp(a, b))
+				return false;
+			break;
+		case LF_NAME:
+		case LF_REQUEST:
+		case LF_QUEUE:
+			/* Owned or shared strings: replaced, never edited in place. */
+		{
+			const char *pa, *pb;
+			memcpy(&pa, a, sizeof(pa));
+			memcpy(&pb, b, sizeof(pb));
+			if (pa != pb)
+				return false;
+			break;
+		}
+		case LF_PLAN:
+			if (was->req.plan != l->req.plan)
+				return false;
+			break;
+		case LF_STATE:
+			if (was->state != l->state)
+				return false;
+			break;
+		case LF_PLACEMENT:
+			if (was->pl.npicks != l->pl.npicks)
+				return false;
+			break;
+		case LF_SCORE:
+			if (was->placed != l->placed ||
+			    memcmp(&was->pl.score, &l->pl.score, sizeof(l->pl.score)))
+				return false;
+			break;
+		case LF_HISTORY:
+			if (was->hist != l->hist || was->nhist != l->nhist)
+				return false;
+			break;
+		case LF_EXPLANATION: /* follows the placement and score */
+		case LF_SEAM:
+			break;
+		}
+	}
+	return true;
 }
 
 static bool row_cache_fresh(const struct ctl *c, const struct ctl_lease *l)
 {
-	struct ctl_row_cache now;
-	row_fingerprint(l, &now);
 	const struct ctl_row_cache *r = &c->row;
-	return r->text && r->lease == now.lease && r->state == now.state && r->gpus == now.gpus &&
-	       r->npicks == now.npicks && r->placed == now.placed && r->hist == now.hist &&
-	       r->nhist == now.nhist && r->created_ns == now.created_ns &&
-	       r->started_ns == now.started_ns && r->ended_ns == now.ended_ns &&
-	       r->expires_ns == now.expires_ns && r->preempt_ns == now.preempt_ns &&
-	       r->epoch == now.epoch && r->simulated == now.simulated;
+	return r->text && r->lease == l && row_same(&r->was, l);
 }
 
 bool ctl_lease_save(struct ctl *c, struct ctl_lease *l)
