@@ -13,6 +13,7 @@
  * were tampered with, from every stored leaf, so the daemon still starts and
  * `suanli audit verify` can say what is wrong). */
 #include "audit_log.h"
+#include "audit_log_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -586,7 +587,7 @@ void audit_log_dispatch(struct ctl *c, struct http_request *req)
 	if (a) {
 		const char *path = http_request_path(req);
 		a->in_call = true;
-		a->call_nleases = c->nleases;
+		a->call_nleases = c->lt.nleases;
 		a->call_lease[0] = 0;
 		if (path && !strncmp(path, "/v1/leases/", 11)) {
 			size_t n = strcspn(path + 11, "/");

@@ -43,20 +43,6 @@ struct ctl_call;
 struct ctl_lease;
 struct http_request;
 
-/* The controller's audit state (owned by struct ctl). */
-struct ctl_audit {
-	uint8_t pk[CHECKPOINT_PUBKEY_SIZE];
-	uint8_t sk[CHECKPOINT_SECKEY_SIZE];
-	char origin[CHECKPOINT_ORIGIN_MAX + 1];
-	struct merkle_frontier tree;   /* leaves appended so far (committed or in this turn) */
-	uint64_t cp_size;              /* size of the newest checkpoint */
-	int64_t pending_since;         /* time of the first entry after it; 0: none */
-	/* The request being dispatched (for telling its own lease changes from
-	 * the scheduler's). */
-	bool in_call;
-	int call_nleases;              /* leases that existed when it began */
-	char call_lease[32];           /* the lease id its path names, "" if none */
-};
 
 /* Creates DIR/audit.key (0600) and DIR/audit.pub from a fresh random seed.
  * SL_EEXIST when the key exists; SL_EIO for file-system errors. Needs

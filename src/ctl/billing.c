@@ -25,6 +25,7 @@
 
 #include "account_rules.h"
 #include "billing.h"
+#include "billing_int.h"
 #include "catalog.h"
 #include "ctl_int.h"
 #include "log.h"
@@ -801,11 +802,11 @@ void billing_tick(struct ctl *c)
 			if (!u->ended && u->priced && acct_charge_due(u->last_post_ms, now))
 				post_charge(c, u);
 		}
-		for (int i = 0; i < c->ntenants && !c->fatal; i++)
-			if (tenant_running(c, c->tenants[i].name))
-				tenant_rules(c, c->tenants[i].name, now);
+		for (int i = 0; i < c->tenants.ntenants && !c->fatal; i++)
+			if (tenant_running(c, c->tenants.tenants[i].name))
+				tenant_rules(c, c->tenants.tenants[i].name, now);
 			else
-				tenant_idle(c, c->tenants[i].name);
+				tenant_idle(c, c->tenants.tenants[i].name);
 	}
 	int64_t at = b->next_ms * 1000000;
 	if (!c->next_deadline || at < c->next_deadline)
@@ -915,8 +916,8 @@ enum sl_err billing_start(struct ctl *c, const struct billing_opts *o, struct sl
 	}
 	free(rows.v);
 	/* Running leases from before billing existed start being metered now. */
-	for (int i = 0; !e && i < c->nleases; i++) {
-		struct ctl_lease *l = c->leases[i];
+	for (int i = 0; !e && i < c->lt.nleases; i++) {
+		struct ctl_lease *l = c->lt.leases[i];
 		if (l && (l->state == LS_ACTIVE || l->state == LS_PREEMPTING) &&
 		    !billing_usage_find(c, l->id))
 			billing_lease_changed(c, l);

@@ -158,7 +158,7 @@ json_t *tenant_to_json(struct ctl *c, const struct ctl_tenant *t, bool usage)
 	if (!o || !usage)
 		return o;
 	json_t *u = json_object();
-	for (int i = 0; u && i < c->nleases; i++) {
+	for (int i = 0; u && i < c->lt.nleases; i++) {
 		const struct ctl_lease *l = ctl_lease_at(c, i);
 		if (!l || (l->state != LS_ACTIVE && l->state != LS_PREEMPTING) ||
 		    strcmp(l->tenant, t->name))

@@ -13,6 +13,7 @@
 
 #include "audit.h"
 #include "audit_log.h"
+#include "audit_log_int.h"
 #include "audit_verify.h"
 #include "ctl_int.h"
 #include "log.h"
