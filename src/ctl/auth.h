@@ -59,7 +59,7 @@ bool ctl_role_is_tenant(enum ctl_role r);
 const char *ctl_call_tenant(const struct ctl_call *c);
 
 struct ctl_token *ctl_token_find_id(struct ctl *c, const char *id);
-/* The token as stored (store: its hash and binding too) or as listed. New reference. */
+/* The token as listed, or as stored (store: with its sha256). New reference. */
 json_t *token_to_json(const struct ctl_token *t, bool store);
 enum sl_err token_from_json(const json_t *o, struct ctl_token *t, struct sl_diag *d) SL_MUST_USE;
 

@@ -44,7 +44,8 @@ struct ctl_tenants {
 struct ctl_tenant *ctl_tenant_find(struct ctl *c, const char *name);
 /* Adds t to memory (index map included); SL_ENOMEM. */
 enum sl_err ctl_tenant_add(struct ctl *c, const struct ctl_tenant *t) SL_MUST_USE;
-/* The tenant as the API shows it (usage: add its usage by model). New reference. */
+/* The tenant as the API shows it; usage adds the GPUs its running leases
+ * hold, by model. New reference. */
 json_t *tenant_to_json(struct ctl *c, const struct ctl_tenant *t, bool usage);
 enum sl_err tenant_from_json(const json_t *o, struct ctl_tenant *t, struct sl_diag *d) SL_MUST_USE;
 json_t *resv_to_json(const struct ctl_resv *r);
