@@ -422,21 +422,6 @@ static int load_pubkey(const char *arg, uint8_t pk[CHECKPOINT_PUBKEY_SIZE])
 	return rc;
 }
 
-/* A stored note that does not parse or names another size than it is filed
- * under counts as an unsigned checkpoint of the filed size (the controller's
- * online check does the same). */
-static void note_to_checkpoint(const char *origin, uint64_t size, const char *note,
-			       struct checkpoint *out)
-{
-	struct sl_diag d;
-	sl_diag_clear(&d);
-	if (checkpoint_parse(note, strlen(note), out, &d) == SL_OK && out->size == size)
-		return;
-	memset(out, 0, sizeof(*out));
-	snprintf(out->origin, sizeof(out->origin), "%s", origin);
-	out->size = size;
-}
-
 struct export_scan {
 	struct checkpoint *cps;
 	size_t n, cap;
@@ -511,7 +496,7 @@ static int scan_meta(FILE *f, const char *path, struct export_scan *x)
 		rc = -1;
 	for (size_t i = 0; !rc && i < x->n; i++) {
 		const char *note = json_string_value(x->notes[i]);
-		note_to_checkpoint(x->origin, x->sizes[i], note ? note : "", &x->cps[i]);
+		checkpoint_from_note(x->origin, x->sizes[i], note ? note : "", &x->cps[i]);
 	}
 	return rc;
 }

@@ -449,8 +449,8 @@ static void node_down(struct ctl *c, struct agent_rec *r, int idx)
 	if (!c->sched)
 		return;
 	int64_t last = r->last_hb_ns ? r->last_hb_ns : a->start_ns;
-	for (int i = 0; i < c->nleases && !c->fatal; i++) {
-		struct ctl_lease *l = c->leases[i];
+	for (int i = 0; i < c->lt.nleases && !c->fatal; i++) {
+		struct ctl_lease *l = c->lt.leases[i];
 		if (!uses_node(l, idx))
 			continue;
 		if (l->req.replace_on_failure && l->state == LS_ACTIVE && replace_lease(c, l, idx, last))

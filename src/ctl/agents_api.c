@@ -87,8 +87,8 @@ int agents_call_node(struct ctl_call *call)
 /* Revokes node's older credentials and mints a new one (secret: 64 bytes). */
 static bool credential_new(struct ctl *c, const char *node, char secret[64])
 {
-	for (int i = 0; i < c->ntokens; i++) {
-		struct ctl_token *o = &c->tokens[i];
+	for (int i = 0; i < c->auth.ntokens; i++) {
+		struct ctl_token *o = &c->auth.tokens[i];
 		if (o->role == CTL_ROLE_AGENT && o->node_cred && !o->revoked_ns && !strcmp(o->node, node)) {
 			o->revoked_ns = c->now_ns;
 			ctl_put(c, STORE_TOKENS, o->id, NULL, token_to_json(o, true));

@@ -13,6 +13,7 @@
  * were tampered with, from every stored leaf, so the daemon still starts and
  * `suanli audit verify` can say what is wrong). */
 #include "audit_log.h"
+#include "audit_log_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -586,7 +587,7 @@ void audit_log_dispatch(struct ctl *c, struct http_request *req)
 	if (a) {
 		const char *path = http_request_path(req);
 		a->in_call = true;
-		a->call_nleases = c->nleases;
+		a->call_nleases = c->lt.nleases;
 		a->call_lease[0] = 0;
 		if (path && !strncmp(path, "/v1/leases/", 11)) {
 			size_t n = strcspn(path + 11, "/");
@@ -601,10 +602,11 @@ void audit_log_dispatch(struct ctl *c, struct http_request *req)
 		a->in_call = false;
 }
 
-void audit_log_lease_state(struct ctl *c, const struct ctl_lease *l, int s)
+void audit_log_lease_state(struct ctl *c, const struct ctl_lease *l, int from)
 {
 	struct ctl_audit *a = c->audit;
-	if (!a || (int)l->state == s)
+	int s = (int)l->state;
+	if (!a || s == from)
 		return;
 	/* The request's own lease is covered by the request's entry. */
 	if (a->in_call && ((l->seq > (uint64_t)a->call_nleases) || !strcmp(l->id, a->call_lease)))
@@ -614,14 +616,3 @@ void audit_log_lease_state(struct ctl *c, const struct ctl_lease *l, int s)
 	audit_log_system(c, action, l->tenant, l->id, "ok");
 }
 
-void audit_note_to_checkpoint(const char *origin, uint64_t size, const char *note,
-			      struct checkpoint *out)
-{
-	struct sl_diag d;
-	sl_diag_clear(&d);
-	if (checkpoint_parse(note, strlen(note), out, &d) == SL_OK && out->size == size)
-		return;
-	memset(out, 0, sizeof(*out));
-	snprintf(out->origin, sizeof(out->origin), "%s", origin);
-	out->size = size;
-}

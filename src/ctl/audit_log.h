@@ -43,20 +43,6 @@ struct ctl_call;
 struct ctl_lease;
 struct http_request;
 
-/* The controller's audit state (owned by struct ctl). */
-struct ctl_audit {
-	uint8_t pk[CHECKPOINT_PUBKEY_SIZE];
-	uint8_t sk[CHECKPOINT_SECKEY_SIZE];
-	char origin[CHECKPOINT_ORIGIN_MAX + 1];
-	struct merkle_frontier tree;   /* leaves appended so far (committed or in this turn) */
-	uint64_t cp_size;              /* size of the newest checkpoint */
-	int64_t pending_since;         /* time of the first entry after it; 0: none */
-	/* The request being dispatched (for telling its own lease changes from
-	 * the scheduler's). */
-	bool in_call;
-	int call_nleases;              /* leases that existed when it began */
-	char call_lease[32];           /* the lease id its path names, "" if none */
-};
 
 /* Creates DIR/audit.key (0600) and DIR/audit.pub from a fresh random seed.
  * SL_EEXIST when the key exists; SL_EIO for file-system errors. Needs
@@ -77,9 +63,11 @@ void audit_log_dispatch(struct ctl *c, struct http_request *req);
  * request changed or tried to change state, or was denied. On a write failure
  * the turn becomes fatal. body is the answer's body (borrowed). */
 void audit_log_answer(struct ctl_call *call, int status, const char *body, size_t len);
-/* Called when lease l moves to state s: changes the scheduler makes on its own
- * (starts, preemptions, expiries) are recorded with the actor "system". */
-void audit_log_lease_state(struct ctl *c, const struct ctl_lease *l, int s);
+/* The lease-change hook (lease.c): lease l has just moved from state `from`
+ * to l->state. Changes the scheduler makes on its own (starts, preemptions,
+ * expiries) are recorded with the actor "system"; a change of size only
+ * (from == l->state) is not an entry. */
+void audit_log_lease_state(struct ctl *c, const struct ctl_lease *l, int from);
 /* Records a system entry (actor "system"). false (turn fatal) on failure. */
 bool audit_log_system(struct ctl *c, const char *action, const char *tenant,
 		      const char *target, const char *outcome);
@@ -93,13 +81,6 @@ enum sl_err audit_log_checkpoint(struct ctl *c, struct sl_diag *d) SL_MUST_USE;
 
 /* A merkle_source over the stored leaves and subtree cache. */
 struct merkle_source audit_log_source(struct ctl *c);
-
-/* Turns stored (size, note) pairs into checkpoints for the verifier: a note
- * that does not parse, or that names another size than it is filed under,
- * becomes an unsigned checkpoint of the filed size, which the verifier then
- * reports as "checkpoint signature invalid" at the right place. */
-void audit_note_to_checkpoint(const char *origin, uint64_t size, const char *note,
-			      struct checkpoint *out);
 
 /* Handlers (h_audit.c), in the route table. */
 void h_audit_log(struct ctl_call *call);

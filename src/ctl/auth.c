@@ -68,26 +68,26 @@ void auth_token_generate(struct ctl_token *t, char secret[64])
 enum sl_err ctl_token_add(struct ctl *c, const struct ctl_token *t)
 {
 	char key[HASH_KEY_HEX + 1];
-	if (c->ntokens == c->cap_tokens) {
-		int cap = c->cap_tokens ? c->cap_tokens * 2 : 16;
-		struct ctl_token *n = realloc(c->tokens, (size_t)cap * sizeof(*n));
+	if (c->auth.ntokens == c->auth.cap_tokens) {
+		int cap = c->auth.cap_tokens ? c->auth.cap_tokens * 2 : 16;
+		struct ctl_token *n = realloc(c->auth.tokens, (size_t)cap * sizeof(*n));
 		if (!n)
 			return SL_ENOMEM;
-		c->tokens = n;
-		c->cap_tokens = cap;
+		c->auth.tokens = n;
+		c->auth.cap_tokens = cap;
 	}
 	memcpy(key, t->hash, HASH_KEY_HEX);
 	key[HASH_KEY_HEX] = 0;
-	if (strmap_get(c->token_by_id, t->id, -1) >= 0 ||
-	    strmap_get(c->token_by_hash, key, -1) >= 0)
+	if (strmap_get(c->auth.token_by_id, t->id, -1) >= 0 ||
+	    strmap_get(c->auth.token_by_hash, key, -1) >= 0)
 		return SL_EEXIST;
-	enum sl_err e = strmap_add(c->token_by_id, t->id, c->ntokens);
+	enum sl_err e = strmap_add(c->auth.token_by_id, t->id, c->auth.ntokens);
 	if (e)
 		return e;
-	e = strmap_add(c->token_by_hash, key, c->ntokens);
+	e = strmap_add(c->auth.token_by_hash, key, c->auth.ntokens);
 	if (e)
 		return e; /* the id entry then points one past the end: never used */
-	c->tokens[c->ntokens++] = *t;
+	c->auth.tokens[c->auth.ntokens++] = *t;
 	return SL_OK;
 }
 
@@ -110,8 +110,8 @@ enum sl_err ctl_token_mint(struct ctl *c, const struct ctl_token *proto, struct 
 
 struct ctl_token *ctl_token_find_id(struct ctl *c, const char *id)
 {
-	int i = strmap_get(c->token_by_id, id, -1);
-	return i >= 0 && i < c->ntokens ? &c->tokens[i] : NULL;
+	int i = strmap_get(c->auth.token_by_id, id, -1);
+	return i >= 0 && i < c->auth.ntokens ? &c->auth.tokens[i] : NULL;
 }
 
 const struct ctl_token *auth_lookup(struct ctl *c, const char *header)
@@ -131,10 +131,10 @@ const struct ctl_token *auth_lookup(struct ctl *c, const char *header)
 	auth_hash_hex(tok, len, hash);
 	memcpy(key, hash, HASH_KEY_HEX);
 	key[HASH_KEY_HEX] = 0;
-	int i = strmap_get(c->token_by_hash, key, -1);
-	if (i < 0 || i >= c->ntokens)
+	int i = strmap_get(c->auth.token_by_hash, key, -1);
+	if (i < 0 || i >= c->auth.ntokens)
 		return NULL;
-	const struct ctl_token *t = &c->tokens[i];
+	const struct ctl_token *t = &c->auth.tokens[i];
 	if (sodium_memcmp(t->hash, hash, CTL_HASH_HEX) != 0 || t->revoked_ns)
 		return NULL;
 	return t;

@@ -23,7 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "account_rules.h"
 #include "billing.h"
+#include "billing_int.h"
 #include "catalog.h"
 #include "ctl_int.h"
 #include "log.h"
@@ -595,7 +597,7 @@ enum sl_err billing_can_start(struct ctl *c, const char *tenant, const struct le
 		return SL_OK; /* no price applies: it runs free */
 	int64_t bal = billing_balance_now(c, tenant, NULL);
 	int64_t line = ledger_credit_line(b->ledger, tenant);
-	if (bal + line >= cost)
+	if (acct_may_start(bal + line, true, cost))
 		return SL_OK;
 	char sb[MONEY_FMT_SIZE] = "?", sl[MONEY_FMT_SIZE] = "?", sc[MONEY_FMT_SIZE] = "?";
 	struct sl_diag ignore;
@@ -638,7 +640,7 @@ static void tenant_leases(struct ctl *c, const char *tenant, const char *msg, bo
 	}
 	for (int k = 0; k < b->nlive; k++) {
 		const struct bill_usage *u = &b->u[b->live[k]];
-		if (!u->ended && u->priced && u->plan != PRICE_MONTHLY && u->plan != PRICE_HOSTING &&
+		if (!u->ended && u->priced && acct_plan_pay_as_you_go(u->plan) &&
 		    !strcmp(u->tenant, tenant))
 			idx[n++] = b->live[k];
 	}
@@ -664,31 +666,30 @@ static void tenant_rules(struct ctl *c, const char *tenant, int64_t now)
 	char msg[256], when[32];
 	if (!t)
 		return;
-	if (avail > 0) {
-		if (t->grace_since_ms) {
-			t->grace_since_ms = 0;
-			tenant_save(c, t);
-			tenant_leases(c, tenant, "balance restored: the grace period is over, the lease keeps running",
-				      false);
-			sl_log_info("balance restored", "tenant=%s", tenant);
-		}
-		return;
-	}
-	if (!t->grace_since_ms) {
-		t->grace_since_ms = now;
-		ctl_time_fmt((now + b->grace_ms) * 1000000, when);
+	switch (acct_balance_step(avail, b->grace_ms, now, &t->grace_since_ms, &t->stopped_ms)) {
+	case ACCT_FUNDED:
+	case ACCT_IN_GRACE:
+		break;
+	case ACCT_RESTORED:
+		tenant_save(c, t);
+		tenant_leases(c, tenant, "balance restored: the grace period is over, the lease keeps running",
+			      false);
+		sl_log_info("balance restored", "tenant=%s", tenant);
+		break;
+	case ACCT_GRACE_STARTS:
+		ctl_time_fmt(acct_grace_until(t->grace_since_ms, b->grace_ms) * 1000000, when);
 		snprintf(msg, sizeof(msg),
 			 "balance exhausted: the lease stops at %s (grace period) unless the tenant tops up",
 			 when);
 		tenant_save(c, t);
 		tenant_leases(c, tenant, msg, false);
 		sl_log_info("balance exhausted", "tenant=%s grace_until=%s", tenant, when);
-	} else if (now >= t->grace_since_ms + b->grace_ms) {
-		t->grace_since_ms = 0;
-		t->stopped_ms = now;
+		break;
+	case ACCT_STOP:
 		tenant_save(c, t);
 		tenant_leases(c, tenant, "stopped: balance exhausted and the grace period ended", true);
 		sl_log_info("leases stopped for balance", "tenant=%s", tenant);
+		break;
 	}
 }
 
@@ -709,8 +710,10 @@ static void hosting_sync(struct ctl *c)
 		struct bill_usage *u = &b->u[b->live[k]];
 		if (u->plan != PRICE_HOSTING)
 			continue;
-		int n = fleet_find_node(f, u->lease + 5);
-		if (n >= 0 && f->nodes[n].owner >= 0 && !strcmp(f->owners[f->nodes[n].owner], u->tenant))
+		const char *node = acct_hosting_node(u->lease);
+		int n = node ? fleet_find_node(f, node) : -1;
+		const char *owner = n >= 0 && f->nodes[n].owner >= 0 ? f->owners[f->nodes[n].owner] : NULL;
+		if (acct_hosting_continues(owner, u->tenant))
 			continue;
 		if (!usage_push(u, now, RATING_ENDED, 1, RATING_END_RELEASED))
 			c->fatal = true;
@@ -724,7 +727,7 @@ static void hosting_sync(struct ctl *c)
 		char id[RATING_ID_MAX];
 		if (fn->owner < 0)
 			continue;
-		snprintf(id, sizeof(id), "host.%.100s", fn->name);
+		acct_hosting_id(fn->name, id, sizeof(id));
 		if (billing_usage_find(c, id))
 			continue;
 		struct bill_usage t;
@@ -761,7 +764,7 @@ static bool tenant_running(struct ctl *c, const char *tenant)
 	struct ctl_billing *b = c->billing;
 	for (int k = 0; k < b->nlive; k++) {
 		const struct bill_usage *u = &b->u[b->live[k]];
-		if (!u->ended && u->priced && u->plan != PRICE_MONTHLY && u->plan != PRICE_HOSTING &&
+		if (!u->ended && u->priced && acct_plan_pay_as_you_go(u->plan) &&
 		    !strcmp(u->tenant, tenant))
 			return true;
 	}
@@ -772,10 +775,8 @@ static bool tenant_running(struct ctl *c, const char *tenant)
 static void tenant_idle(struct ctl *c, const char *tenant)
 {
 	struct bill_tenant *t = billing_tenant(c, tenant, false);
-	if (t && t->grace_since_ms) {
-		t->grace_since_ms = 0;
+	if (t && acct_idle(&t->grace_since_ms))
 		tenant_save(c, t);
-	}
 }
 
 void billing_tick(struct ctl *c)
@@ -798,14 +799,14 @@ void billing_tick(struct ctl *c)
 			hosting_sync(c);
 		for (int k = 0; k < b->nlive; k++) {
 			struct bill_usage *u = &b->u[b->live[k]];
-			if (!u->ended && u->priced && now - u->last_post_ms >= BILLING_POST_EVERY_MS)
+			if (!u->ended && u->priced && acct_charge_due(u->last_post_ms, now))
 				post_charge(c, u);
 		}
-		for (int i = 0; i < c->ntenants && !c->fatal; i++)
-			if (tenant_running(c, c->tenants[i].name))
-				tenant_rules(c, c->tenants[i].name, now);
+		for (int i = 0; i < c->tenants.ntenants && !c->fatal; i++)
+			if (tenant_running(c, c->tenants.tenants[i].name))
+				tenant_rules(c, c->tenants.tenants[i].name, now);
 			else
-				tenant_idle(c, c->tenants[i].name);
+				tenant_idle(c, c->tenants.tenants[i].name);
 	}
 	int64_t at = b->next_ms * 1000000;
 	if (!c->next_deadline || at < c->next_deadline)
@@ -915,8 +916,8 @@ enum sl_err billing_start(struct ctl *c, const struct billing_opts *o, struct sl
 	}
 	free(rows.v);
 	/* Running leases from before billing existed start being metered now. */
-	for (int i = 0; !e && i < c->nleases; i++) {
-		struct ctl_lease *l = c->leases[i];
+	for (int i = 0; !e && i < c->lt.nleases; i++) {
+		struct ctl_lease *l = c->lt.leases[i];
 		if (l && (l->state == LS_ACTIVE || l->state == LS_PREEMPTING) &&
 		    !billing_usage_find(c, l->id))
 			billing_lease_changed(c, l);

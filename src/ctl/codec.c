@@ -158,7 +158,7 @@ json_t *tenant_to_json(struct ctl *c, const struct ctl_tenant *t, bool usage)
 	if (!o || !usage)
 		return o;
 	json_t *u = json_object();
-	for (int i = 0; u && i < c->nleases; i++) {
+	for (int i = 0; u && i < c->lt.nleases; i++) {
 		const struct ctl_lease *l = ctl_lease_at(c, i);
 		if (!l || (l->state != LS_ACTIVE && l->state != LS_PREEMPTING) ||
 		    strcmp(l->tenant, t->name))
@@ -505,68 +505,194 @@ void lease_explain(const struct ctl *c, const struct ctl_lease *l, char *buf, si
 							     : "; below the best this hardware allows (busy fleet)");
 }
 
-/* The keys of a lease up to and including its queue entry. */
+/* ---- the row's fields (lease_fields.h) ---- */
+
+#define LF_ROW(kind, member, key, when) {kind, key, offsetof(struct ctl_lease, member), when},
+static const struct lease_field lease_field_table[] = {LEASE_FIELDS(LF_ROW)};
+#define LF_COUNT (sizeof(lease_field_table) / sizeof(lease_field_table[0]))
+
+const struct lease_field *lease_row_fields(size_t *n)
+{
+	*n = LF_COUNT;
+	return lease_field_table;
+}
+
+bool lease_field_present(const struct lease_field *f, const struct ctl_lease *l, bool api)
+{
+	switch (f->when) {
+	case LW_ALWAYS: return true;
+	case LW_PLACED: return l->placed;
+	case LW_PENDING: return l->state == LS_PENDING;
+	case LW_PREEMPTING: return l->state == LS_PREEMPTING;
+	case LW_API: return api;
+	}
+	return false;
+}
+
+int64_t lease_field_scalar(const struct lease_field *f, const struct ctl_lease *l)
+{
+	const char *p = (const char *)l + f->offset;
+	int i;
+	int64_t v = 0;
+	bool b;
+	switch (f->kind) {
+	case LF_INT: memcpy(&i, p, sizeof(i)); return i;
+	case LF_INT64:
+	case LF_TIME: memcpy(&v, p, sizeof(v)); return v;
+	case LF_BOOL: memcpy(&b, p, sizeof(b)); return b;
+	case LF_ID: case LF_NAME: case LF_PLAN: case LF_STATE: case LF_REQUEST: case LF_PLACEMENT:
+	case LF_SCORE: case LF_EXPLANATION: case LF_QUEUE: case LF_SEAM: case LF_HISTORY:
+		break; /* not scalars */
+	}
+	return 0;
+}
+
+/* Where the row splits (the LF_SEAM entry). */
+static size_t lease_seam(void)
+{
+	size_t i = 0;
+	while (i < LF_COUNT && lease_field_table[i].kind != LF_SEAM)
+		i++;
+	return i;
+}
+
+/* Sets o's keys for l's fields [from, to) of the table, in table order. */
+static void lease_fields_json(struct ctl *c, const struct ctl_lease *l, bool api, json_t *o,
+			      size_t from, size_t to)
+{
+	for (size_t k = from; k < to; k++) {
+		const struct lease_field *f = &lease_field_table[k];
+		const char *p = (const char *)l + f->offset;
+		if (!lease_field_present(f, l, api))
+			continue;
+		switch (f->kind) {
+		case LF_INT:
+		case LF_INT64:
+			json_object_set_new(o, f->key, json_integer(lease_field_scalar(f, l)));
+			break;
+		case LF_TIME:
+			json_object_set_new(o, f->key, ctl_time_json(lease_field_scalar(f, l)));
+			break;
+		case LF_BOOL:
+			json_object_set_new(o, f->key, json_boolean(lease_field_scalar(f, l)));
+			break;
+		case LF_ID:
+			json_object_set_new(o, f->key, json_string(p));
+			break;
+		case LF_NAME: {
+			const char *name;
+			memcpy(&name, p, sizeof(name));
+			json_object_set_new(o, f->key, json_string(name));
+			break;
+		}
+		case LF_PLAN:
+			json_object_set_new(o, f->key, json_string(lease_plan_name(l->req.plan)));
+			break;
+		case LF_STATE:
+			json_object_set_new(o, f->key, json_string(lease_state_name(l->state)));
+			break;
+		case LF_REQUEST:
+			if (l->request)
+				json_object_set_new(o, f->key, json_loads(l->request, 0, NULL));
+			break;
+		case LF_PLACEMENT: {
+			struct placement v;
+			json_t *placed = place_to_json(c->fleet, place_kept_view(&l->pl, &v));
+			json_object_set(o, f->key, json_object_get(placed, "placement"));
+			json_decref(placed);
+			break;
+		}
+		case LF_SCORE:
+			json_object_set_new(o, f->key, place_score_to_json(&l->pl.score));
+			break;
+		case LF_EXPLANATION:
+			if (l->pl.npicks > 0) {
+				char why[512];
+				lease_explain(c, l, why, sizeof(why));
+				json_object_set_new(o, f->key, json_string(why));
+			}
+			break;
+		case LF_QUEUE: {
+			/* The store keeps the last reason; the API asks the scheduler. */
+			int pos = 0;
+			const char *reason = ctl_lease_reason(l);
+			if (api)
+				ctl_sched_queue_pos(c, l, &pos, &reason);
+			json_object_set_new(o, f->key, json_pack("{s:i, s:s}", "position", pos, "reason",
+								 reason ? reason : ""));
+			break;
+		}
+		case LF_SEAM:
+			break;
+		case LF_HISTORY: {
+			json_t *h = json_array();
+			for (int i = 0; h && i < l->nhist; i++)
+				json_array_append_new(h, json_pack("{s:o, s:s, s:s}", "at",
+								   ctl_time_json(l->hist[i].at_ns), "state",
+								   lease_state_name(l->hist[i].state), "reason",
+								   l->hist[i].reason ? l->hist[i].reason : ""));
+			json_object_set_new(o, f->key, h);
+			break;
+		}
+		}
+	}
+}
+
+/* The scalar fields of a stored row into l (absent keys: 0, false). */
+static void lease_scalars_from_json(const json_t *o, struct ctl_lease *l)
+{
+	for (size_t k = 0; k < LF_COUNT; k++) {
+		const struct lease_field *f = &lease_field_table[k];
+		char *p = (char *)l + f->offset;
+		const json_t *v = json_object_get(o, f->key);
+		switch (f->kind) {
+		case LF_INT: {
+			int i = (int)json_integer_value(v);
+			memcpy(p, &i, sizeof(i));
+			break;
+		}
+		case LF_INT64: {
+			int64_t i = json_integer_value(v);
+			memcpy(p, &i, sizeof(i));
+			break;
+		}
+		case LF_TIME: {
+			int64_t ns = time_field(o, f->key);
+			memcpy(p, &ns, sizeof(ns));
+			break;
+		}
+		case LF_BOOL: {
+			bool b = json_is_true(v);
+			memcpy(p, &b, sizeof(b));
+			break;
+		}
+		case LF_ID: case LF_NAME: case LF_PLAN: case LF_STATE: case LF_REQUEST: case LF_PLACEMENT:
+		case LF_SCORE: case LF_EXPLANATION: case LF_QUEUE: case LF_SEAM: case LF_HISTORY:
+			break; /* read by lease_from_json itself */
+		}
+	}
+}
+
+/* The keys of a lease up to the seam (its queue entry included). */
 static json_t *lease_head_json(struct ctl *c, const struct ctl_lease *l, bool api)
 {
-	json_t *o = json_object(), *placed;
-	if (!o)
-		return NULL;
-	json_object_set_new(o, "id", json_string(l->id));
-	json_object_set_new(o, "tenant", json_string(l->tenant));
-	json_object_set_new(o, "user", json_string(l->user));
-	json_object_set_new(o, "plan", json_string(lease_plan_name(l->req.plan)));
-	json_object_set_new(o, "state", json_string(lease_state_name(l->state)));
-	json_object_set_new(o, "gpus", json_integer(l->gpus));
-	if (l->request)
-		json_object_set_new(o, "request", json_loads(l->request, 0, NULL));
-	struct placement v;
-	placed = place_to_json(c->fleet, place_kept_view(&l->pl, &v));
-	json_object_set(o, "placement", json_object_get(placed, "placement"));
-	json_decref(placed);
-	if (l->placed)
-		json_object_set_new(o, "score", place_score_to_json(&l->pl.score));
-	if (api && l->pl.npicks > 0) {
-		char why[512];
-		lease_explain(c, l, why, sizeof(why));
-		json_object_set_new(o, "explanation", json_string(why));
-	}
-	if (l->state == LS_PENDING) {
-		/* The store keeps the last reason; the API asks the scheduler. */
-		int pos = 0;
-		const char *reason = ctl_lease_reason(l);
-		if (api)
-			ctl_sched_queue_pos(c, l, &pos, &reason);
-		json_object_set_new(o, "queue", json_pack("{s:i, s:s}", "position", pos, "reason",
-							  reason ? reason : ""));
-	}
+	json_t *o = json_object();
+	if (o)
+		lease_fields_json(c, l, api, o, 0, lease_seam());
 	return o;
 }
 
-/* The keys after the queue entry, added to o. */
-static void lease_add_tail(json_t *o, const struct ctl_lease *l)
+/* The keys after the seam, added to o. */
+static void lease_add_tail(struct ctl *c, json_t *o, const struct ctl_lease *l)
 {
-	json_object_set_new(o, "created_at", ctl_time_json(l->created_ns));
-	json_object_set_new(o, "started_at", ctl_time_json(l->started_ns));
-	json_object_set_new(o, "ended_at", ctl_time_json(l->ended_ns));
-	json_object_set_new(o, "expires_at", ctl_time_json(l->expires_ns));
-	if (l->state == LS_PREEMPTING)
-		json_object_set_new(o, "preempt_deadline", ctl_time_json(l->preempt_ns));
-	json_t *h = json_array();
-	for (int i = 0; h && i < l->nhist; i++)
-		json_array_append_new(h, json_pack("{s:o, s:s, s:s}", "at",
-						   ctl_time_json(l->hist[i].at_ns), "state",
-						   lease_state_name(l->hist[i].state), "reason",
-						   l->hist[i].reason ? l->hist[i].reason : ""));
-	json_object_set_new(o, "history", h);
-	json_object_set_new(o, "epoch", json_integer(l->epoch));
-	json_object_set_new(o, "simulated", json_boolean(l->simulated));
+	lease_fields_json(c, l, false, o, lease_seam() + 1, LF_COUNT);
 }
 
 json_t *lease_to_json(struct ctl *c, const struct ctl_lease *l, bool api)
 {
 	json_t *o = lease_head_json(c, l, api);
 	if (o)
-		lease_add_tail(o, l);
+		lease_add_tail(c, o, l);
 	return o;
 }
 
@@ -579,7 +705,7 @@ char *lease_row_dump_json(struct ctl *c, const struct ctl_lease *l, size_t *len,
 	json_t *h = lease_head_json(c, l, false), *t = json_object();
 	char *hs = NULL, *ts = NULL, *out = NULL;
 	if (h && t) {
-		lease_add_tail(t, l);
+		lease_add_tail(c, t, l);
 		hs = json_dumps(h, JSON_COMPACT);
 		ts = json_dumps(t, JSON_COMPACT);
 	}
@@ -741,7 +867,6 @@ enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
 	l->tenant = ctl_name(c, tenant);
 	l->user = ctl_name(c, user);
 	l->state = (enum lease_state)st;
-	l->gpus = (int)json_integer_value(json_object_get(o, "gpus"));
 	const json_t *sc = json_object_get(o, "score");
 	l->placed = sc != NULL;
 	if (!l->tenant || !l->user || !lease_set_request(l, req)) {
@@ -752,13 +877,7 @@ enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
 		lease_release_mem(l);
 		return e;
 	}
-	l->created_ns = time_field(o, "created_at");
-	l->started_ns = time_field(o, "started_at");
-	l->ended_ns = time_field(o, "ended_at");
-	l->expires_ns = time_field(o, "expires_at");
-	l->preempt_ns = time_field(o, "preempt_deadline");
-	l->epoch = json_integer_value(json_object_get(o, "epoch"));
-	l->simulated = json_is_true(json_object_get(o, "simulated"));
+	lease_scalars_from_json(o, l);
 	const json_t *q = json_object_get(o, "queue");
 	lease_set_reason(l, json_string_value(json_object_get(q, "reason")));
 	struct placement pl;

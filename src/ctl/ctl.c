@@ -393,19 +393,19 @@ static enum sl_err grow(void **arr, int *cap, int need, size_t elem)
 
 enum sl_err ctl_tenant_add(struct ctl *c, const struct ctl_tenant *t)
 {
-	if (grow((void **)&c->tenants, &c->cap_tenants, c->ntenants + 1, sizeof(*t)))
+	if (grow((void **)&c->tenants.tenants, &c->tenants.cap_tenants, c->tenants.ntenants + 1, sizeof(*t)))
 		return SL_ENOMEM;
-	enum sl_err e = strmap_add(c->tenant_by_name, t->name, c->ntenants);
+	enum sl_err e = strmap_add(c->tenants.tenant_by_name, t->name, c->tenants.ntenants);
 	if (e)
 		return e;
-	c->tenants[c->ntenants++] = *t;
+	c->tenants.tenants[c->tenants.ntenants++] = *t;
 	return SL_OK;
 }
 
 struct ctl_tenant *ctl_tenant_find(struct ctl *c, const char *name)
 {
-	int i = name ? strmap_get(c->tenant_by_name, name, -1) : -1;
-	return i >= 0 ? &c->tenants[i] : NULL;
+	int i = name ? strmap_get(c->tenants.tenant_by_name, name, -1) : -1;
+	return i >= 0 ? &c->tenants.tenants[i] : NULL;
 }
 
 struct load_arg {
@@ -479,14 +479,14 @@ static enum sl_err load_resv(void *arg, const char *id, const char *tenant, cons
 	json_t *o = load_json(json, a->d);
 	if (!o)
 		return SL_EPARSE;
-	if (grow((void **)&c->resvs, &c->cap_resvs, c->nresvs + 1, sizeof(*c->resvs))) {
+	if (grow((void **)&c->tenants.resvs, &c->tenants.cap_resvs, c->tenants.nresvs + 1, sizeof(*c->tenants.resvs))) {
 		json_decref(o);
 		return SL_ENOMEM;
 	}
-	enum sl_err e = resv_from_json(o, &c->resvs[c->nresvs], a->d);
+	enum sl_err e = resv_from_json(o, &c->tenants.resvs[c->tenants.nresvs], a->d);
 	json_decref(o);
 	if (!e)
-		c->nresvs++;
+		c->tenants.nresvs++;
 	return e;
 }
 
@@ -505,17 +505,17 @@ static enum sl_err load_lease(void *arg, const char *id, const char *tenant, con
 		return e;
 	struct ctl_lease *heap = NULL;
 	if (l.seq > (uint64_t)INT32_MAX ||
-	    grow((void **)&c->leases, &c->cap_leases, (int)l.seq, sizeof(*c->leases)) ||
+	    grow((void **)&c->lt.leases, &c->lt.cap_leases, (int)l.seq, sizeof(*c->lt.leases)) ||
 	    !(heap = malloc(sizeof(*heap)))) {
 		lease_release_mem(&l);
 		return sl_diag_set(a->d, SL_ELIMIT, "lease %s: id out of range or out of memory", id);
 	}
 	/* Slots between the highest seen and this one are filled as they come;
 	 * ids are dense because a failed commit kills the process. */
-	while (c->nleases < (int)l.seq)
-		c->leases[c->nleases++] = NULL;
+	while (c->lt.nleases < (int)l.seq)
+		c->lt.leases[c->lt.nleases++] = NULL;
 	*heap = l;
-	c->leases[l.seq - 1] = heap;
+	c->lt.leases[l.seq - 1] = heap;
 	if (l.state != LS_PENDING && l.state != LS_ACTIVE && l.state != LS_PREEMPTING)
 		ctl_lease_ended(c, heap);
 	return SL_OK;
@@ -530,8 +530,8 @@ static enum sl_err leases_rebuild(struct ctl *c, struct sl_diag *d)
 	 * on nodes out of service), then the real service state. */
 	for (int n = 0; n < c->fleet->nnodes; n++)
 		placer_set_node_usable(c->placer, n, true);
-	for (int i = 0; i < c->nleases; i++) {
-		struct ctl_lease *l = c->leases[i];
+	for (int i = 0; i < c->lt.nleases; i++) {
+		struct ctl_lease *l = c->lt.leases[i];
 		if (!l)
 			return sl_diag_set(d, SL_EPARSE, "lease ls-%06d is missing from the store", i + 1);
 		if (l->state == LS_ACTIVE || l->state == LS_PREEMPTING) {
@@ -544,7 +544,7 @@ static enum sl_err leases_rebuild(struct ctl *c, struct sl_diag *d)
 				return sl_diag_set(d, SL_ECONFLICT, "lease %s cannot be re-claimed: %.400s",
 						   l->id, why);
 			}
-			c->nactive++;
+			c->lt.nactive++;
 			if (l->expires_ns && ctl_expiry_push(c, l->expires_ns, i))
 				return SL_ENOMEM;
 			if (l->state == LS_PREEMPTING && ctl_expiry_push(c, l->preempt_ns, i))
@@ -749,7 +749,7 @@ enum sl_err ctl_new(const struct ctl_opts *o, int64_t now_ns, struct ctl **out,
 	c->now_ns = now_ns;
 	c->answers_max = o->answer_queue_max;
 	c->simulate = o->simulate;
-	c->keep_ended = o->keep_ended > 0 ? o->keep_ended : CTL_KEEP_ENDED_DEFAULT;
+	c->lt.keep_ended = o->keep_ended > 0 ? o->keep_ended : CTL_KEEP_ENDED_DEFAULT;
 	c->notice_ns = o->preempt_notice_s >= 0 ? o->preempt_notice_s * 1000000000 : -1;
 	c->data_dir = strdup(o->data_dir);
 	c->drains = json_object();
@@ -759,9 +759,9 @@ enum sl_err ctl_new(const struct ctl_opts *o, int64_t now_ns, struct ctl **out,
 		c->fleet_ok = true;
 	if (!e)
 		e = placer_new(c->fleet, &c->placer);
-	if (!e && (e = strmap_new(&c->tenant_by_name)) == SL_OK &&
-	    (e = strmap_new(&c->token_by_hash)) == SL_OK)
-		e = strmap_new(&c->token_by_id);
+	if (!e && (e = strmap_new(&c->tenants.tenant_by_name)) == SL_OK &&
+	    (e = strmap_new(&c->auth.token_by_hash)) == SL_OK)
+		e = strmap_new(&c->auth.token_by_id);
 	if (e) {
 		sl_diag_set(d, e, "out of memory");
 		ctl_free(c);
@@ -800,34 +800,34 @@ void ctl_free(struct ctl *c)
 		free(c->answers[i].body);
 	free(c->answers);
 	ctl_leases_trim(c);
-	for (int i = 0; i < c->nleases; i++)
-		if (c->leases[i]) {
-			lease_release_mem(c->leases[i]);
-			free(c->leases[i]);
+	for (int i = 0; i < c->lt.nleases; i++)
+		if (c->lt.leases[i]) {
+			lease_release_mem(c->lt.leases[i]);
+			free(c->lt.leases[i]);
 		}
-	free(c->leases);
-	free(c->ended);
-	free(c->loaded);
-	free(c->expiry);
-	for (int i = 0; i < c->ntenants; i++) {
-		json_decref(c->tenants[i].regions);
-		json_decref(c->tenants[i].quotas);
+	free(c->lt.leases);
+	free(c->lt.ended);
+	free(c->lt.loaded);
+	free(c->lt.expiry);
+	for (int i = 0; i < c->tenants.ntenants; i++) {
+		json_decref(c->tenants.tenants[i].regions);
+		json_decref(c->tenants.tenants[i].quotas);
 	}
-	free(c->tenants);
-	free(c->tokens);
-	for (int i = 0; i < c->nresvs; i++)
-		json_decref(c->resvs[i].nodes);
-	free(c->resvs);
-	strmap_free(c->tenant_by_name);
-	strmap_free(c->token_by_hash);
-	strmap_free(c->token_by_id);
+	free(c->tenants.tenants);
+	free(c->auth.tokens);
+	for (int i = 0; i < c->tenants.nresvs; i++)
+		json_decref(c->tenants.resvs[i].nodes);
+	free(c->tenants.resvs);
+	strmap_free(c->tenants.tenant_by_name);
+	strmap_free(c->auth.token_by_hash);
+	strmap_free(c->auth.token_by_id);
 	ctl_names_free(c); /* after the leases, which point at them */
 	placer_free(c->placer);
 	if (c->fleet_ok)
 		fleet_release(c->fleet);
 	free(c->fleet);
 	json_decref(c->drains);
-	free(c->mreq);
+	free(c->metrics.mreq);
 	if (c->store) {
 		if (c->tx_open) {
 			struct sl_diag d;
@@ -900,7 +900,7 @@ enum sl_err ctl_run(struct ctl *c, int stop_fd, struct sl_diag *d)
 			return SL_EIO;
 		}
 	}
-	sl_log_info("stopping", "leases_active=%d queue=%d", c->nactive,
+	sl_log_info("stopping", "leases_active=%d queue=%d", c->lt.nactive,
 		    c->sched ? sched_pending_count(c->sched) : 0);
 	return SL_OK;
 }

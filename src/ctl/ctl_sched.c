@@ -45,7 +45,7 @@ static void deadline(struct ctl *c, int64_t at, int idx)
 
 static struct ctl_lease *lease_of(struct ctl *c, uint64_t id)
 {
-	return id >= 1 && id <= (uint64_t)c->nleases ? c->leases[id - 1] : NULL;
+	return id >= 1 && id <= (uint64_t)c->lt.nleases ? c->lt.leases[id - 1] : NULL;
 }
 
 static const char *end_state_reason(enum sched_end e, enum lease_state *st)
@@ -73,7 +73,7 @@ static void ev_started(struct ctl *c, struct ctl_lease *l, const struct sched_ev
 	l->expires_ns = l->req.duration_s ? ev->at_ns + l->req.duration_s * 1000000000 : 0;
 	l->epoch++;
 	l->simulated = c->simulate;
-	c->nactive++;
+	c->lt.nactive++;
 	deadline(c, l->expires_ns, (int)(l->seq - 1));
 	ctl_lease_set_state(c, l, LS_ACTIVE, ev->backfilled ? "placed (backfilled)" : "placed");
 }
@@ -123,7 +123,7 @@ void ctl_sched_events(struct ctl *c)
 			enum lease_state st;
 			const char *r = end_state_reason(ev->end, &st);
 			if (l->state == LS_ACTIVE || l->state == LS_PREEMPTING)
-				c->nactive--;
+				c->lt.nactive--;
 			/* A node failure ends billing at the node's last report. */
 			l->ended_ns = ev->end == SCHED_END_FAILED ? agents_lease_end_ns(c, l, ev->at_ns) : ev->at_ns;
 			ctl_lease_set_state(c, l, st, l->end_reason[0] ? l->end_reason : r);
@@ -239,7 +239,7 @@ static void fail_restore(struct ctl *c, struct ctl_lease *l, const struct sl_dia
 	char why[600];
 	snprintf(why, sizeof(why), "refused after a restart or fleet change: %.500s", d->msg);
 	if (l->state == LS_ACTIVE || l->state == LS_PREEMPTING)
-		c->nactive--;
+		c->lt.nactive--;
 	l->ended_ns = c->now_ns;
 	ctl_lease_set_state(c, l, LS_FAILED, why);
 	ctl_lease_save(c, l);
@@ -256,22 +256,22 @@ static bool running(const struct ctl_lease *l)
  * pending ones (their submission time keeps their queue order). */
 static int *restore_order(struct ctl *c, int *nrun, int *n)
 {
-	int *order = malloc(((size_t)c->nleases + 1) * sizeof(int));
+	int *order = malloc(((size_t)c->lt.nleases + 1) * sizeof(int));
 	if (!order)
 		return NULL;
 	*n = 0;
-	for (int i = 0; i < c->nleases; i++)
-		if (running(c->leases[i]))
+	for (int i = 0; i < c->lt.nleases; i++)
+		if (running(c->lt.leases[i]))
 			order[(*n)++] = i;
 	*nrun = *n;
 	for (int i = 1; i < *nrun; i++) /* insertion sort by start time; mostly sorted */
-		for (int k = i; k > 0 && c->leases[order[k - 1]]->started_ns > c->leases[order[k]]->started_ns; k--) {
+		for (int k = i; k > 0 && c->lt.leases[order[k - 1]]->started_ns > c->lt.leases[order[k]]->started_ns; k--) {
 			int t = order[k];
 			order[k] = order[k - 1];
 			order[k - 1] = t;
 		}
-	for (int i = 0; i < c->nleases; i++)
-		if (c->leases[i] && c->leases[i]->state == LS_PENDING)
+	for (int i = 0; i < c->lt.nleases; i++)
+		if (c->lt.leases[i] && c->lt.leases[i]->state == LS_PENDING)
 			order[(*n)++] = i;
 	return order;
 }
@@ -334,7 +334,7 @@ static enum sl_err restore_leases(struct ctl *c)
 		placer_set_node_usable(c->placer, i, true);
 	}
 	for (int i = 0; e == SL_OK && i < n && !c->fatal; i++)
-		e = restore_one(c, c->leases[order[i]], i < nrun);
+		e = restore_one(c, c->lt.leases[order[i]], i < nrun);
 	for (int i = 0; usable && order && i < nnodes; i++)
 		placer_set_node_usable(c->placer, i, usable[i]);
 	free(usable);
@@ -355,17 +355,17 @@ enum sl_err ctl_sched_start(struct ctl *c, struct sl_diag *d)
 		return sl_diag_set(d, e, "out of memory");
 	if (c->notice_ns >= 0)
 		sched_set_preempt_notice(c->sched, c->notice_ns);
-	for (int i = 0; i < c->ntenants; i++)
-		if ((e = set_quotas(c, &c->tenants[i], d)))
+	for (int i = 0; i < c->tenants.ntenants; i++)
+		if ((e = set_quotas(c, &c->tenants.tenants[i], d)))
 			return e;
-	for (int i = 0; i < c->nresvs; i++) {
+	for (int i = 0; i < c->tenants.nresvs; i++) {
 		struct sl_diag rd;
 		sl_diag_clear(&rd);
-		if ((e = ctl_sched_reserve(c, &c->resvs[i], &rd)) == SL_ENOMEM)
+		if ((e = ctl_sched_reserve(c, &c->tenants.resvs[i], &rd)) == SL_ENOMEM)
 			return sl_diag_set(d, e, "out of memory");
 		if (e) /* the fleet changed under it: keep the record, log why */
 			sl_log_warn("reservation not honoured", "reservation=%s error=%s",
-				    c->resvs[i].id, rd.msg);
+				    c->tenants.resvs[i].id, rd.msg);
 	}
 	e = restore_leases(c);
 	if (c->fatal)

@@ -13,6 +13,7 @@
 
 #include "audit.h"
 #include "audit_log.h"
+#include "audit_log_int.h"
 #include "audit_verify.h"
 #include "ctl_int.h"
 #include "log.h"
@@ -343,7 +344,7 @@ static enum sl_err cp_row(void *arg, uint64_t size, const char *note)
 		a->v = v;
 		a->cap = cap;
 	}
-	audit_note_to_checkpoint(a->origin, size, note, &a->v[a->n++]);
+	checkpoint_from_note(a->origin, size, note, &a->v[a->n++]);
 	return SL_OK;
 }
 

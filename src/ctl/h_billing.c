@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "billing.h"
+#include "billing_int.h"
 #include "catalog.h"
 #include "ctl_int.h"
 #include "invoice.h"
@@ -462,8 +463,8 @@ void h_usage(struct ctl_call *call)
 	char ms[CAL_MONTH_FMT_SIZE];
 	cal_month_format(m, ms, sizeof(ms));
 	json_t *a = json_array();
-	for (int i = 0; a && i < c->ntenants; i++) {
-		const char *name = c->tenants[i].name;
+	for (int i = 0; a && i < c->tenants.ntenants; i++) {
+		const char *name = c->tenants.tenants[i].name;
 		if ((want && strcmp(want, name)) || (own && strcmp(own, name)))
 			continue;
 		json_array_append_new(a, tenant_usage(c, name, m));

@@ -142,14 +142,14 @@ enum sl_err ctl_fleet_replace(struct ctl *c, const char *text, size_t len, const
 	}
 	if ((e = fleet_load_yaml(nf, text, len, file, d)) || (e = agents_fleet_extend(c, nf, d)))
 		goto fail;
-	if ((e = placer_new(nf, &np)) || !(remap = calloc((size_t)c->nleases + 1, sizeof(*remap)))) {
+	if ((e = placer_new(nf, &np)) || !(remap = calloc((size_t)c->lt.nleases + 1, sizeof(*remap)))) {
 		e = sl_diag_set(d, SL_ENOMEM, "out of memory");
 		goto fail;
 	}
 	/* Map every lease's picks to the new fleet; running leases must keep
 	 * their nodes, with the same type, and are claimed on the new placer. */
-	for (int i = 0; i < c->nleases; i++) {
-		struct ctl_lease *l = c->leases[i];
+	for (int i = 0; i < c->lt.nleases; i++) {
+		struct ctl_lease *l = c->lt.leases[i];
 		if (!l || !l->pl.npicks)
 			continue;
 		bool running = l->state == LS_ACTIVE || l->state == LS_PREEMPTING;
@@ -194,8 +194,8 @@ enum sl_err ctl_fleet_replace(struct ctl *c, const char *text, size_t len, const
 	 * which only fails out of memory and then stops the daemon). */
 	bool had_sched = c->sched != NULL;
 	ctl_sched_stop(c);
-	for (int i = 0; i < c->nleases; i++) {
-		struct ctl_lease *l = c->leases[i];
+	for (int i = 0; i < c->lt.nleases; i++) {
+		struct ctl_lease *l = c->lt.leases[i];
 		bool gone = false;
 		if (!l || !remap[i])
 			continue;
@@ -233,7 +233,7 @@ enum sl_err ctl_fleet_replace(struct ctl *c, const char *text, size_t len, const
 	return SL_OK;
 fail:
 	if (remap) {
-		for (int i = 0; i < c->nleases; i++)
+		for (int i = 0; i < c->lt.nleases; i++)
 			free(remap[i]);
 		free(remap);
 	}
@@ -355,8 +355,8 @@ void h_node_show(struct ctl_call *call)
 	const struct node_type *t = fleet_node_type(c->fleet, node);
 	const char *owner[TOPO_MAX_GPUS] = {0};
 	const char *lease[TOPO_MAX_GPUS] = {0};
-	for (int i = 0; i < c->nleases; i++) {
-		const struct ctl_lease *l = c->leases[i];
+	for (int i = 0; i < c->lt.nleases; i++) {
+		const struct ctl_lease *l = c->lt.leases[i];
 		if (!l || (l->state != LS_ACTIVE && l->state != LS_PREEMPTING))
 			continue;
 		for (int k = 0; k < l->pl.npicks; k++)

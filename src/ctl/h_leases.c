@@ -94,23 +94,23 @@ void h_lease_create(struct ctl_call *call)
 		ctl_answer_diag(call, e, &d);
 		return;
 	}
-	if (c->nleases == c->cap_leases) {
-		int cap = c->cap_leases ? c->cap_leases * 2 : 256;
-		struct ctl_lease **n = realloc(c->leases, (size_t)cap * sizeof(*n));
+	if (c->lt.nleases == c->lt.cap_leases) {
+		int cap = c->lt.cap_leases ? c->lt.cap_leases * 2 : 256;
+		struct ctl_lease **n = realloc(c->lt.leases, (size_t)cap * sizeof(*n));
 		if (!n) {
 			ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
 			return;
 		}
-		c->leases = n;
-		c->cap_leases = cap;
+		c->lt.leases = n;
+		c->lt.cap_leases = cap;
 	}
 	struct ctl_lease *l = calloc(1, sizeof(*l));
 	if (!l) {
 		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
 		return;
 	}
-	c->leases[c->nleases] = l;
-	l->seq = (uint64_t)c->nleases + 1;
+	c->lt.leases[c->lt.nleases] = l;
+	l->seq = (uint64_t)c->lt.nleases + 1;
 	snprintf(l->id, sizeof(l->id), "ls-%06llu", (unsigned long long)l->seq);
 	l->tenant = ctl_name(c, t->name);
 	l->user = ctl_name(c, call->tok->user);
@@ -125,11 +125,11 @@ void h_lease_create(struct ctl_call *call)
 	l->gpus = r.gpus;
 	l->created_ns = c->now_ns;
 	l->state = LS_PENDING;
-	c->nleases++;
+	c->lt.nleases++;
 	e = ctl_sched_submit(c, l, &d);
 	if (e) {
 		/* Refused: undo the lease (the scheduler changed nothing). */
-		c->nleases--;
+		c->lt.nleases--;
 		lease_release_mem(l);
 		free(l);
 		if (e == SL_EQUOTA && !d.hint[0])
@@ -179,7 +179,7 @@ static void list_one(void *arg, const struct ctl_lease *l)
 		return;
 	json_t *o = lease_to_json(a->c, l, false);
 	int i = (int)l->seq - 1;
-	if (o && a->pos && i < a->c->nleases && a->pos[i]) {
+	if (o && a->pos && i < a->c->lt.nleases && a->pos[i]) {
 		const struct sched_queue_entry *e = &a->q[a->pos[i] - 1];
 		json_object_set_new(o, "queue", json_pack("{s:i, s:s}", "position", e->position,
 							  "reason", e->reason ? e->reason : ""));
@@ -224,9 +224,9 @@ void h_lease_list(struct ctl_call *call)
 	struct list_arg la = {c, own, tenant, st, NULL, 0, NULL, NULL, 0, 0, false};
 	if (c->sched && sched_queue(c->sched, &la.q, &la.nq))
 		la.nq = 0;
-	la.pos = la.nq ? calloc((size_t)c->nleases + 1, sizeof(int)) : NULL;
+	la.pos = la.nq ? calloc((size_t)c->lt.nleases + 1, sizeof(int)) : NULL;
 	for (int i = 0; la.pos && i < la.nq; i++)
-		if (la.q[i].id >= 1 && la.q[i].id <= (uint64_t)c->nleases)
+		if (la.q[i].id >= 1 && la.q[i].id <= (uint64_t)c->lt.nleases)
 			la.pos[la.q[i].id - 1] = i + 1;
 	struct sl_diag d;
 	sl_diag_clear(&d);

@@ -110,8 +110,8 @@ void h_resv_create(struct ctl_call *call)
 		}
 		return;
 	}
-	for (int i = 0; i < c->nresvs; i++) {
-		const struct ctl_resv *r = &c->resvs[i];
+	for (int i = 0; i < c->tenants.nresvs; i++) {
+		const struct ctl_resv *r = &c->tenants.resvs[i];
 		if (r->start_ns < end && start < r->end_ns && strcmp(r->tenant, tenant) &&
 		    shares_node(r->nodes, a.nodes)) {
 			snprintf(msg, sizeof(msg), "overlaps reservation %s of tenant %s", r->id, r->tenant);
@@ -120,20 +120,20 @@ void h_resv_create(struct ctl_call *call)
 			return;
 		}
 	}
-	if (c->nresvs == c->cap_resvs) {
-		int cap = c->cap_resvs ? c->cap_resvs * 2 : 16;
-		struct ctl_resv *n = realloc(c->resvs, (size_t)cap * sizeof(*n));
+	if (c->tenants.nresvs == c->tenants.cap_resvs) {
+		int cap = c->tenants.cap_resvs ? c->tenants.cap_resvs * 2 : 16;
+		struct ctl_resv *n = realloc(c->tenants.resvs, (size_t)cap * sizeof(*n));
 		if (!n) {
 			json_decref(a.nodes);
 			ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
 			return;
 		}
-		c->resvs = n;
-		c->cap_resvs = cap;
+		c->tenants.resvs = n;
+		c->tenants.cap_resvs = cap;
 	}
-	struct ctl_resv *r = &c->resvs[c->nresvs];
+	struct ctl_resv *r = &c->tenants.resvs[c->tenants.nresvs];
 	memset(r, 0, sizeof(*r));
-	snprintf(r->id, sizeof(r->id), "rsv-%06d", c->nresvs + 1);
+	snprintf(r->id, sizeof(r->id), "rsv-%06d", c->tenants.nresvs + 1);
 	snprintf(r->tenant, sizeof(r->tenant), "%s", tenant);
 	r->nodes = a.nodes;
 	r->start_ns = start;
@@ -144,7 +144,7 @@ void h_resv_create(struct ctl_call *call)
 		ctl_answer_diag(call, e, &d);
 		return;
 	}
-	c->nresvs++;
+	c->tenants.nresvs++;
 	if (c->sched)
 		ctl_sched_events(c);
 	ctl_put(c, STORE_RESERVATIONS, r->id, r->tenant, resv_to_json(r));
@@ -158,8 +158,8 @@ void h_resv_list(struct ctl_call *call)
 	struct ctl *c = call->ctl;
 	const char *own = ctl_call_tenant(call);
 	json_t *a = json_array();
-	for (int i = 0; a && i < c->nresvs; i++)
-		if (!own || !strcmp(own, c->resvs[i].tenant))
-			json_array_append_new(a, resv_to_json(&c->resvs[i]));
+	for (int i = 0; a && i < c->tenants.nresvs; i++)
+		if (!own || !strcmp(own, c->tenants.resvs[i].tenant))
+			json_array_append_new(a, resv_to_json(&c->tenants.resvs[i]));
 	ctl_answer_json(call, 200, a);
 }

@@ -119,8 +119,8 @@ void h_tenant_list(struct ctl_call *call)
 {
 	struct ctl *c = call->ctl;
 	json_t *a = json_array();
-	for (int i = 0; a && i < c->ntenants; i++)
-		json_array_append_new(a, tenant_to_json(c, &c->tenants[i], false));
+	for (int i = 0; a && i < c->tenants.ntenants; i++)
+		json_array_append_new(a, tenant_to_json(c, &c->tenants.tenants[i], false));
 	ctl_answer_json(call, 200, a);
 }
 

@@ -93,9 +93,9 @@ void h_token_list(struct ctl_call *call)
 {
 	struct ctl *c = call->ctl;
 	json_t *a = json_array();
-	for (int i = 0; a && i < c->ntokens; i++)
-		if (token_in_scope(call, &c->tokens[i], false))
-			json_array_append_new(a, token_to_json(&c->tokens[i], false));
+	for (int i = 0; a && i < c->auth.ntokens; i++)
+		if (token_in_scope(call, &c->auth.tokens[i], false))
+			json_array_append_new(a, token_to_json(&c->auth.tokens[i], false));
 	ctl_answer_json(call, 200, a);
 }
 

@@ -25,7 +25,7 @@ void jobs_free(struct ctl *c);
 void jobs_tick(struct ctl *c);
 
 /* A lease changed state, size or epoch: ranks on GPUs it no longer holds
- * stop; jobs of an ended lease are cancelled. Called by ctl_lease_set_state. */
+ * stop; jobs of an ended lease are cancelled. A lease-change hook (lease.c). */
 void jobs_lease_changed(struct ctl *c, struct ctl_lease *l);
 /* An agent of node reported its work (the heartbeat's "work" array): rank
  * states are updated and the heartbeat answer gets its "stop" array (work the

@@ -24,9 +24,9 @@ static struct ctl_lease *lease_load(struct ctl *c, const char *id)
 	json_t *o = json_loads(row, 0, NULL);
 	free(row);
 	struct ctl_lease *l = malloc(sizeof(*l));
-	if (!o || !l || (c->nloaded == c->cap_loaded &&
-			 !(c->loaded = realloc(c->loaded, (size_t)(c->cap_loaded = c->cap_loaded * 2 + 8) *
-								 sizeof(*c->loaded))))) {
+	if (!o || !l || (c->lt.nloaded == c->lt.cap_loaded &&
+			 !(c->lt.loaded = realloc(c->lt.loaded, (size_t)(c->lt.cap_loaded = c->lt.cap_loaded * 2 + 8) *
+								 sizeof(*c->lt.loaded))))) {
 		json_decref(o);
 		free(l);
 		return NULL;
@@ -38,85 +38,85 @@ static struct ctl_lease *lease_load(struct ctl *c, const char *id)
 		return NULL;
 	}
 	json_decref(o);
-	c->loaded[c->nloaded++] = l;
+	c->lt.loaded[c->lt.nloaded++] = l;
 	return l;
 }
 
 const char *ctl_name(struct ctl *c, const char *s)
 {
-	if (!c->name_idx && strmap_new(&c->name_idx))
+	if (!c->lt.name_idx && strmap_new(&c->lt.name_idx))
 		return NULL;
-	int i = strmap_get(c->name_idx, s, -1);
+	int i = strmap_get(c->lt.name_idx, s, -1);
 	if (i >= 0)
-		return c->names[i];
-	if (c->nnames == c->cap_names) {
-		int cap = c->cap_names ? c->cap_names * 2 : 16;
-		char **n = realloc(c->names, (size_t)cap * sizeof(*n));
+		return c->lt.names[i];
+	if (c->lt.nnames == c->lt.cap_names) {
+		int cap = c->lt.cap_names ? c->lt.cap_names * 2 : 16;
+		char **n = realloc(c->lt.names, (size_t)cap * sizeof(*n));
 		if (!n)
 			return NULL;
-		c->names = n;
-		c->cap_names = cap;
+		c->lt.names = n;
+		c->lt.cap_names = cap;
 	}
 	size_t len = strlen(s) + 1;
 	char *copy = malloc(len);
 	if (!copy)
 		return NULL;
 	memcpy(copy, s, len);
-	if (strmap_add(c->name_idx, s, c->nnames)) {
+	if (strmap_add(c->lt.name_idx, s, c->lt.nnames)) {
 		free(copy);
 		return NULL;
 	}
-	c->names[c->nnames++] = copy;
+	c->lt.names[c->lt.nnames++] = copy;
 	return copy;
 }
 
 void ctl_names_free(struct ctl *c)
 {
-	for (int i = 0; i < c->nnames; i++)
-		free(c->names[i]);
-	free(c->names);
-	strmap_free(c->name_idx);
-	c->names = NULL;
-	c->name_idx = NULL;
-	c->nnames = c->cap_names = 0;
+	for (int i = 0; i < c->lt.nnames; i++)
+		free(c->lt.names[i]);
+	free(c->lt.names);
+	strmap_free(c->lt.name_idx);
+	c->lt.names = NULL;
+	c->lt.name_idx = NULL;
+	c->lt.nnames = c->lt.cap_names = 0;
 }
 
 void ctl_lease_ended(struct ctl *c, struct ctl_lease *l)
 {
-	if (c->ended_n == c->ended_cap) {
+	if (c->lt.ended_n == c->lt.ended_cap) {
 		/* A turn may end many leases before the trim: grow, keeping order. */
-		int cap = c->ended_cap ? c->ended_cap * 2 : 1024;
+		int cap = c->lt.ended_cap ? c->lt.ended_cap * 2 : 1024;
 		int *n = malloc((size_t)cap * sizeof(int));
 		if (!n)
 			return; /* it stays in memory: correct, only bigger */
-		for (int i = 0; i < c->ended_n; i++)
-			n[i] = c->ended[(c->ended_start + i) % c->ended_cap];
-		free(c->ended);
-		c->ended = n;
-		c->ended_cap = cap;
-		c->ended_start = 0;
+		for (int i = 0; i < c->lt.ended_n; i++)
+			n[i] = c->lt.ended[(c->lt.ended_start + i) % c->lt.ended_cap];
+		free(c->lt.ended);
+		c->lt.ended = n;
+		c->lt.ended_cap = cap;
+		c->lt.ended_start = 0;
 	}
-	c->ended[(c->ended_start + c->ended_n++) % c->ended_cap] = (int)(l->seq - 1);
+	c->lt.ended[(c->lt.ended_start + c->lt.ended_n++) % c->lt.ended_cap] = (int)(l->seq - 1);
 }
 
 void ctl_leases_trim(struct ctl *c)
 {
 	ctl_row_cache_clear(c); /* it may point at a lease freed here */
-	for (int i = 0; i < c->nloaded; i++) {
-		lease_release_mem(c->loaded[i]);
-		free(c->loaded[i]);
+	for (int i = 0; i < c->lt.nloaded; i++) {
+		lease_release_mem(c->lt.loaded[i]);
+		free(c->lt.loaded[i]);
 	}
-	c->nloaded = 0;
-	while (c->ended_n > c->keep_ended) {
-		int idx = c->ended[c->ended_start];
-		c->ended_start = (c->ended_start + 1) % c->ended_cap;
-		c->ended_n--;
+	c->lt.nloaded = 0;
+	while (c->lt.ended_n > c->lt.keep_ended) {
+		int idx = c->lt.ended[c->lt.ended_start];
+		c->lt.ended_start = (c->lt.ended_start + 1) % c->lt.ended_cap;
+		c->lt.ended_n--;
 		struct ctl_lease *l = ctl_lease_at(c, idx);
 		if (!l)
 			continue;
 		lease_release_mem(l);
 		free(l);
-		c->leases[idx] = NULL;
+		c->lt.leases[idx] = NULL;
 	}
 }
 
@@ -150,9 +150,9 @@ enum sl_err ctl_lease_each(struct ctl *c, void (*fn)(void *arg, const struct ctl
 			   struct sl_diag *d)
 {
 	bool evicted = false;
-	for (int i = 0; i < c->nleases; i++)
-		if (c->leases[i])
-			fn(arg, c->leases[i]);
+	for (int i = 0; i < c->lt.nleases; i++)
+		if (c->lt.leases[i])
+			fn(arg, c->lt.leases[i]);
 		else
 			evicted = true;
 	if (!evicted)
@@ -166,9 +166,9 @@ struct ctl_lease *ctl_lease_find(struct ctl *c, const char *id)
 	unsigned long long seq;
 	char tail;
 	if (!id || strncmp(id, "ls-", 3) || sscanf(id, "ls-%llu%c", &seq, &tail) != 1 || seq == 0 ||
-	    seq > (unsigned long long)c->nleases)
+	    seq > (unsigned long long)c->lt.nleases)
 		return NULL;
-	struct ctl_lease *l = c->leases[seq - 1];
+	struct ctl_lease *l = c->lt.leases[seq - 1];
 	if (!l)
 		l = lease_load(c, id);
 	return l && !strcmp(l->id, id) ? l : NULL;
@@ -180,36 +180,79 @@ void ctl_row_cache_clear(struct ctl *c)
 	memset(&c->row, 0, sizeof(c->row));
 }
 
-/* What the row of l is made of; equal for two moments means the same row. */
+/* What the row of l is made of: a shallow copy, compared field by field. */
 static void row_fingerprint(const struct ctl_lease *l, struct ctl_row_cache *r)
 {
 	r->lease = l;
-	r->state = l->state;
-	r->gpus = l->gpus;
-	r->npicks = l->pl.npicks;
-	r->placed = l->placed;
-	r->hist = l->hist;
-	r->nhist = l->nhist;
-	r->created_ns = l->created_ns;
-	r->started_ns = l->started_ns;
-	r->ended_ns = l->ended_ns;
-	r->expires_ns = l->expires_ns;
-	r->preempt_ns = l->preempt_ns;
-	r->epoch = l->epoch;
-	r->simulated = l->simulated;
+	r->was = *l;
+}
+
+/* Whether the row written from `was` is still the row of l: every field of
+ * the row (lease_fields.h) compared by what its text is made of. */
+static bool row_same(const struct ctl_lease *was, const struct ctl_lease *l)
+{
+	size_t n;
+	const struct lease_field *t = lease_row_fields(&n);
+	for (size_t i = 0; i < n; i++) {
+		const struct lease_field *f = &t[i];
+		const char *a = (const char *)was + f->offset, *b = (const char *)l + f->offset;
+		switch (f->kind) {
+		case LF_INT:
+		case LF_INT64:
+		case LF_TIME:
+		case LF_BOOL:
+			if (lease_field_scalar(f, was) != lease_field_scalar(f, l))
+				return false;
+			break;
+		case LF_ID:
+			if (strcmp(a, b))
+				return false;
+			break;
+		case LF_NAME:
+		case LF_REQUEST:
+		case LF_QUEUE:
+			/* Owned or shared strings: replaced, never edited in place. */
+		{
+			const char *pa, *pb;
+			memcpy(&pa, a, sizeof(pa));
+			memcpy(&pb, b, sizeof(pb));
+			if (pa != pb)
+				return false;
+			break;
+		}
+		case LF_PLAN:
+			if (was->req.plan != l->req.plan)
+				return false;
+			break;
+		case LF_STATE:
+			if (was->state != l->state)
+				return false;
+			break;
+		case LF_PLACEMENT:
+			if (was->pl.npicks != l->pl.npicks)
+				return false;
+			break;
+		case LF_SCORE:
+			if (was->placed != l->placed ||
+			    memcmp(&was->pl.score, &l->pl.score, sizeof(l->pl.score)))
+				return false;
+			break;
+		case LF_HISTORY:
+			if (was->hist != l->hist || was->nhist != l->nhist)
+				return false;
+			break;
+		case LF_EXPLANATION: /* follows the placement and score */
+		case LF_SEAM:
+			break;
+		}
+	}
+	return true;
 }
 
 static bool row_cache_fresh(const struct ctl *c, const struct ctl_lease *l)
 {
-	struct ctl_row_cache now;
-	row_fingerprint(l, &now);
 	const struct ctl_row_cache *r = &c->row;
-	return r->text && r->lease == now.lease && r->state == now.state && r->gpus == now.gpus &&
-	       r->npicks == now.npicks && r->placed == now.placed && r->hist == now.hist &&
-	       r->nhist == now.nhist && r->created_ns == now.created_ns &&
-	       r->started_ns == now.started_ns && r->ended_ns == now.ended_ns &&
-	       r->expires_ns == now.expires_ns && r->preempt_ns == now.preempt_ns &&
-	       r->epoch == now.epoch && r->simulated == now.simulated;
+	return r->text && r->lease == l && row_same(&r->was, l);
 }
 
 bool ctl_lease_save(struct ctl *c, struct ctl_lease *l)
@@ -314,10 +357,51 @@ void ctl_answer_lease(struct ctl_call *call, int status, const struct ctl_lease 
 	json_decref(doc);
 }
 
+/* ---- lease-change hooks ---- */
+
+static void hook_audit(struct ctl *c, const struct lease_change *ch)
+{
+	audit_log_lease_state(c, ch->lease, (int)ch->from);
+}
+
+static void hook_billing(struct ctl *c, const struct lease_change *ch)
+{
+	billing_lease_changed(c, ch->lease); /* metering: started, scaled, ended */
+}
+
+static void hook_jobs(struct ctl *c, const struct lease_change *ch)
+{
+	jobs_lease_changed(c, ch->lease); /* ranks stop where the lease no longer runs */
+}
+
+/* Who hears of a lease change, in this order. Why the order:
+ * 1. audit: the scheduler's own change is recorded first, so in the turn's
+ *    transaction its entry comes before the rows its consequences write, and
+ *    a failed entry (fail closed: the turn turns fatal) is there before any
+ *    consequence is acted on.
+ * 2. billing: usage starts, changes size or ends at the lease's own instants,
+ *    and the final charge is posted, before the work on it is torn down; a
+ *    failed write makes the turn fatal, which the hooks after it check.
+ * 3. jobs: ranks on GPUs the lease no longer holds stop and an ended lease's
+ *    jobs are cancelled; it only reads the lease, so nothing above depends
+ *    on it. New observers (instances, the console) go after it unless they
+ *    must see the change before money or work does. */
+static const struct lease_hook lease_hooks[] = {
+	{"audit", hook_audit},
+	{"billing", hook_billing},
+	{"jobs", hook_jobs},
+};
+
+const struct lease_hook *ctl_lease_hooks(size_t *n)
+{
+	*n = sizeof(lease_hooks) / sizeof(lease_hooks[0]);
+	return lease_hooks;
+}
+
 void ctl_lease_set_state(struct ctl *c, struct ctl_lease *l, enum lease_state s,
 			 const char *reason)
 {
-	audit_log_lease_state(c, l, (int)s); /* before the change: it needs the old state */
+	struct lease_change ch = {l, l->state, reason};
 	if (c->row.lease == l)
 		ctl_row_cache_clear(c);
 	l->state = s;
@@ -325,8 +409,8 @@ void ctl_lease_set_state(struct ctl *c, struct ctl_lease *l, enum lease_state s,
 		c->fatal = true; /* out of memory: the row would lose history */
 	sl_log_info("lease state", "lease=%s tenant=%s state=%s gpus=%d reason=%s", l->id,
 		    l->tenant, lease_state_name(s), l->gpus, reason ? reason : "");
-	billing_lease_changed(c, l); /* metering: started, scaled, ended */
-	jobs_lease_changed(c, l);    /* ranks stop where the lease no longer runs */
+	for (size_t i = 0; i < sizeof(lease_hooks) / sizeof(lease_hooks[0]); i++)
+		lease_hooks[i].fn(c, &ch);
 }
 
 /* ---- expiry heap ---- */
@@ -340,18 +424,18 @@ static void heap_swap(struct ctl_expiry *h, int a, int b)
 
 enum sl_err ctl_expiry_push(struct ctl *c, int64_t at, int idx)
 {
-	if (c->nexpiry == c->cap_expiry) {
-		int cap = c->cap_expiry ? c->cap_expiry * 2 : 64;
-		struct ctl_expiry *n = realloc(c->expiry, (size_t)cap * sizeof(*n));
+	if (c->lt.nexpiry == c->lt.cap_expiry) {
+		int cap = c->lt.cap_expiry ? c->lt.cap_expiry * 2 : 64;
+		struct ctl_expiry *n = realloc(c->lt.expiry, (size_t)cap * sizeof(*n));
 		if (!n)
 			return SL_ENOMEM;
-		c->expiry = n;
-		c->cap_expiry = cap;
+		c->lt.expiry = n;
+		c->lt.cap_expiry = cap;
 	}
-	int i = c->nexpiry++;
-	c->expiry[i] = (struct ctl_expiry){at, idx};
-	while (i > 0 && c->expiry[(i - 1) / 2].at > c->expiry[i].at) {
-		heap_swap(c->expiry, i, (i - 1) / 2);
+	int i = c->lt.nexpiry++;
+	c->lt.expiry[i] = (struct ctl_expiry){at, idx};
+	while (i > 0 && c->lt.expiry[(i - 1) / 2].at > c->lt.expiry[i].at) {
+		heap_swap(c->lt.expiry, i, (i - 1) / 2);
 		i = (i - 1) / 2;
 	}
 	if (!c->next_deadline || at < c->next_deadline)
@@ -361,13 +445,13 @@ enum sl_err ctl_expiry_push(struct ctl *c, int64_t at, int idx)
 
 static void heap_pop(struct ctl *c)
 {
-	struct ctl_expiry *h = c->expiry;
-	h[0] = h[--c->nexpiry];
+	struct ctl_expiry *h = c->lt.expiry;
+	h[0] = h[--c->lt.nexpiry];
 	for (int i = 0;;) {
 		int l = 2 * i + 1, r = l + 1, m = i;
-		if (l < c->nexpiry && h[l].at < h[m].at)
+		if (l < c->lt.nexpiry && h[l].at < h[m].at)
 			m = l;
-		if (r < c->nexpiry && h[r].at < h[m].at)
+		if (r < c->lt.nexpiry && h[r].at < h[m].at)
 			m = r;
 		if (m == i)
 			break;
@@ -381,11 +465,11 @@ int64_t ctl_expire(struct ctl *c)
 	/* The scheduler keeps every end and notice; the heap only says when to
 	 * tick. */
 	bool tick = false;
-	while (c->nexpiry > 0 && c->expiry[0].at <= c->now_ns) {
+	while (c->lt.nexpiry > 0 && c->lt.expiry[0].at <= c->now_ns) {
 		heap_pop(c);
 		tick = true;
 	}
 	if (tick && c->sched && !c->fatal)
 		ctl_sched_check(c, sched_tick(c->sched, c->now_ns), "sched_tick");
-	return c->nexpiry ? c->expiry[0].at : 0;
+	return c->lt.nexpiry ? c->lt.expiry[0].at : 0;
 }

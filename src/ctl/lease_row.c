@@ -108,10 +108,10 @@ static void rb_bool(struct rbuf *b, bool v)
 		RB_LIT(b, "false");
 }
 
-/* ",\"score\":{...}" as place_json.c's place_score_to_json. */
+/* The score object as place_json.c's place_score_to_json. */
 static void rb_score(struct rbuf *b, const struct place_score *s)
 {
-	RB_LIT(b, ",\"score\":{\"bottleneck_gbps\":");
+	RB_LIT(b, "{\"bottleneck_gbps\":");
 	rb_int(b, s->bottleneck_gbps);
 	RB_LIT(b, ",\"total_gbps\":");
 	rb_int(b, s->total_gbps);
@@ -184,74 +184,104 @@ static void rb_pick(struct rbuf *b, const struct fleet *f, const struct place_pi
 	RB_LIT(b, "}}");
 }
 
-/* The row as lease_to_json(c, l, false) orders it; *split at "created_at". */
+/* The row as lease_to_json(c, l, false) writes it: lease_row_fields() in order;
+ * *split where the key after the seam ("created_at") starts. */
 static void rb_lease(struct rbuf *b, struct ctl *c, const struct ctl_lease *l, size_t *split)
 {
 	if (!l->request) {
 		b->bad = true; /* jansson leaves such keys out: let it */
 		return;
 	}
-	RB_LIT(b, "{\"id\":");
-	rb_str(b, l->id);
-	RB_LIT(b, ",\"tenant\":");
-	rb_str(b, l->tenant);
-	RB_LIT(b, ",\"user\":");
-	rb_str(b, l->user);
-	RB_LIT(b, ",\"plan\":");
-	rb_str(b, lease_plan_name(l->req.plan));
-	RB_LIT(b, ",\"state\":");
-	rb_str(b, lease_state_name(l->state));
-	RB_LIT(b, ",\"gpus\":");
-	rb_int(b, l->gpus);
-	RB_LIT(b, ",\"request\":");
-	rb_raw(b, l->request, strlen(l->request)); /* jansson's own text */
-	RB_LIT(b, ",\"placement\":[");
-	for (int i = 0; i < l->pl.npicks; i++) {
-		if (i)
+	size_t n;
+	const struct lease_field *t = lease_row_fields(&n);
+	bool first = true, seam = false;
+	RB_LIT(b, "{");
+	for (size_t k = 0; k < n; k++) {
+		const struct lease_field *f = &t[k];
+		const char *p = (const char *)l + f->offset;
+		if (!lease_field_present(f, l, false))
+			continue;
+		if (f->kind == LF_SEAM) {
+			seam = true;
+			continue;
+		}
+		if (!first)
 			RB_LIT(b, ",");
-		rb_pick(b, c->fleet, &l->pl.picks[i]);
+		first = false;
+		if (seam) {
+			*split = b->n;
+			seam = false;
+		}
+		rb_str(b, f->key);
+		RB_LIT(b, ":");
+		switch (f->kind) {
+		case LF_INT:
+		case LF_INT64:
+			rb_int(b, (long long)lease_field_scalar(f, l));
+			break;
+		case LF_TIME:
+			rb_time(b, lease_field_scalar(f, l));
+			break;
+		case LF_BOOL:
+			rb_bool(b, lease_field_scalar(f, l) != 0);
+			break;
+		case LF_ID:
+			rb_str(b, p);
+			break;
+		case LF_NAME: {
+			const char *name;
+			memcpy(&name, p, sizeof(name));
+			rb_str(b, name);
+			break;
+		}
+		case LF_PLAN:
+			rb_str(b, lease_plan_name(l->req.plan));
+			break;
+		case LF_STATE:
+			rb_str(b, lease_state_name(l->state));
+			break;
+		case LF_REQUEST:
+			rb_raw(b, l->request, strlen(l->request)); /* jansson's own text */
+			break;
+		case LF_PLACEMENT:
+			RB_LIT(b, "[");
+			for (int i = 0; i < l->pl.npicks; i++) {
+				if (i)
+					RB_LIT(b, ",");
+				rb_pick(b, c->fleet, &l->pl.picks[i]);
+			}
+			RB_LIT(b, "]");
+			break;
+		case LF_SCORE:
+			rb_score(b, &l->pl.score);
+			break;
+		case LF_QUEUE:
+			RB_LIT(b, "{\"position\":0,\"reason\":");
+			rb_str(b, ctl_lease_reason(l));
+			RB_LIT(b, "}");
+			break;
+		case LF_HISTORY:
+			RB_LIT(b, "[");
+			for (int i = 0; i < l->nhist; i++) {
+				if (i)
+					RB_LIT(b, ",");
+				RB_LIT(b, "{\"at\":");
+				rb_time(b, l->hist[i].at_ns);
+				RB_LIT(b, ",\"state\":");
+				rb_str(b, lease_state_name(l->hist[i].state));
+				RB_LIT(b, ",\"reason\":");
+				rb_str(b, l->hist[i].reason ? l->hist[i].reason : "");
+				RB_LIT(b, "}");
+			}
+			RB_LIT(b, "]");
+			break;
+		case LF_EXPLANATION: /* answers only: never present in a row */
+		case LF_SEAM:
+			b->bad = true;
+			break;
+		}
 	}
-	RB_LIT(b, "]");
-	if (l->placed)
-		rb_score(b, &l->pl.score);
-	if (l->state == LS_PENDING) {
-		RB_LIT(b, ",\"queue\":{\"position\":0,\"reason\":");
-		rb_str(b, ctl_lease_reason(l));
-		RB_LIT(b, "}");
-	}
-	RB_LIT(b, ",");
-	*split = b->n;
-	RB_LIT(b, "\"created_at\":");
-	rb_time(b, l->created_ns);
-	RB_LIT(b, ",\"started_at\":");
-	rb_time(b, l->started_ns);
-	RB_LIT(b, ",\"ended_at\":");
-	rb_time(b, l->ended_ns);
-	RB_LIT(b, ",\"expires_at\":");
-	rb_time(b, l->expires_ns);
-	if (l->state == LS_PREEMPTING) {
-		RB_LIT(b, ",\"preempt_deadline\":");
-		rb_time(b, l->preempt_ns);
-	}
-	RB_LIT(b, ",\"history\":[");
-	for (int i = 0; i < l->nhist; i++) {
-		if (i)
-			RB_LIT(b, ",");
-		RB_LIT(b, "{\"at\":");
-		rb_time(b, l->hist[i].at_ns);
-		RB_LIT(b, ",\"state\":");
-		rb_str(b, lease_state_name(l->hist[i].state));
-		RB_LIT(b, ",\"reason\":");
-		rb_str(b, l->hist[i].reason ? l->hist[i].reason : "");
-		RB_LIT(b, "}");
-	}
-	RB_LIT(b, "]");
-	RB_LIT(b, ",\"epoch\":");
-	rb_int(b, (long long)l->epoch);
-	if (l->simulated)
-		RB_LIT(b, ",\"simulated\":true}");
-	else
-		RB_LIT(b, ",\"simulated\":false}");
+	RB_LIT(b, "}");
 }
 
 char *lease_row_dump(struct ctl *c, const struct ctl_lease *l, size_t *len, size_t *split)

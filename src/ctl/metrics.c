@@ -22,9 +22,9 @@ void ctl_metrics_observe(struct ctl *c, double s)
 	int i = 0;
 	while (i < CTL_HIST_BUCKETS && s > hist_le[i])
 		i++;
-	c->hist[i]++;
-	c->hist_sum += s;
-	c->hist_count++;
+	c->metrics.hist[i]++;
+	c->metrics.hist_sum += s;
+	c->metrics.hist_count++;
 }
 
 void ctl_metrics_done(const struct http_done_info *info, void *ctx)
@@ -35,21 +35,21 @@ void ctl_metrics_done(const struct http_done_info *info, void *ctx)
 		sl_log_debug("request", "method=%s path=%s route=%s status=%d ms=%.3f peer=%s",
 			     info->method, info->path, route, info->status,
 			     (double)info->duration_ns / 1e6, info->peer);
-	for (int i = 0; i < c->nmreq; i++)
-		if (c->mreq[i].status == info->status && !strcmp(c->mreq[i].route, route)) {
-			c->mreq[i].count++;
+	for (int i = 0; i < c->metrics.nmreq; i++)
+		if (c->metrics.mreq[i].status == info->status && !strcmp(c->metrics.mreq[i].route, route)) {
+			c->metrics.mreq[i].count++;
 			return;
 		}
-	if (c->nmreq == c->cap_mreq) {
-		int cap = c->cap_mreq ? c->cap_mreq * 2 : 32;
-		struct ctl_metric_req *n = realloc(c->mreq, (size_t)cap * sizeof(*n));
+	if (c->metrics.nmreq == c->metrics.cap_mreq) {
+		int cap = c->metrics.cap_mreq ? c->metrics.cap_mreq * 2 : 32;
+		struct ctl_metric_req *n = realloc(c->metrics.mreq, (size_t)cap * sizeof(*n));
 		if (!n)
 			return;
-		c->mreq = n;
-		c->cap_mreq = cap;
+		c->metrics.mreq = n;
+		c->metrics.cap_mreq = cap;
 	}
 	/* Labels are string literals from the route table, or "none". */
-	c->mreq[c->nmreq++] = (struct ctl_metric_req){info->route ? info->route : "none",
+	c->metrics.mreq[c->metrics.nmreq++] = (struct ctl_metric_req){info->route ? info->route : "none",
 						       info->status, 1};
 }
 
@@ -128,19 +128,19 @@ void h_metrics(struct ctl_call *call)
 	bprintf(&b, "# HELP suanli_queue_depth Leases waiting for capacity.\n"
 		    "# TYPE suanli_queue_depth gauge\nsuanli_queue_depth %d\n", c->sched ? sched_pending_count(c->sched) : 0);
 	bprintf(&b, "# HELP suanli_leases_active Leases holding GPUs.\n"
-		    "# TYPE suanli_leases_active gauge\nsuanli_leases_active %d\n", c->nactive);
+		    "# TYPE suanli_leases_active gauge\nsuanli_leases_active %d\n", c->lt.nactive);
 	bprintf(&b, "# HELP suanli_placement_seconds Time to decide one placement.\n"
 		    "# TYPE suanli_placement_seconds histogram\n");
 	uint64_t cum = 0;
 	for (int i = 0; i < CTL_HIST_BUCKETS; i++) {
-		cum += c->hist[i];
+		cum += c->metrics.hist[i];
 		bprintf(&b, "suanli_placement_seconds_bucket{le=\"%g\"} %llu\n", hist_le[i],
 			(unsigned long long)cum);
 	}
-	cum += c->hist[CTL_HIST_BUCKETS];
+	cum += c->metrics.hist[CTL_HIST_BUCKETS];
 	bprintf(&b, "suanli_placement_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
 	bprintf(&b, "suanli_placement_seconds_sum %.9f\nsuanli_placement_seconds_count %llu\n",
-		c->hist_sum, (unsigned long long)c->hist_count);
+		c->metrics.hist_sum, (unsigned long long)c->metrics.hist_count);
 	struct http_stats hs;
 	http_server_stats(c->http, &hs);
 	bprintf(&b, "# HELP suanli_http_connections HTTP connections open now.\n"
@@ -154,9 +154,9 @@ void h_metrics(struct ctl_call *call)
 		hs.open, hs.peak, hs.max, (unsigned long long)hs.refused);
 	bprintf(&b, "# HELP suanli_http_requests_total HTTP requests by route and status.\n"
 		    "# TYPE suanli_http_requests_total counter\n");
-	for (int i = 0; i < c->nmreq; i++)
+	for (int i = 0; i < c->metrics.nmreq; i++)
 		bprintf(&b, "suanli_http_requests_total{route=\"%s\",status=\"%d\"} %llu\n",
-			c->mreq[i].route, c->mreq[i].status, (unsigned long long)c->mreq[i].count);
+			c->metrics.mreq[i].route, c->metrics.mreq[i].status, (unsigned long long)c->metrics.mreq[i].count);
 	if (b.oom) {
 		free(b.p);
 		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);

@@ -260,3 +260,15 @@ enum sl_err checkpoint_parse(const char *text, size_t len,
 				   "checkpoint is not in canonical form (leading zeros, padding bits or spacing)");
 	return SL_OK;
 }
+
+void checkpoint_from_note(const char *origin, uint64_t size, const char *note,
+			  struct checkpoint *out)
+{
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	if (checkpoint_parse(note, strlen(note), out, &d) == SL_OK && out->size == size)
+		return;
+	memset(out, 0, sizeof(*out));
+	snprintf(out->origin, sizeof(out->origin), "%s", origin);
+	out->size = size;
+}

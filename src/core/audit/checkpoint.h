@@ -106,4 +106,13 @@ SL_MUST_USE enum sl_err checkpoint_parse(const char *text, size_t len,
 					 struct checkpoint *out,
 					 struct sl_diag *d);
 
+/* A checkpoint as a verifier should see the note stored (or exported) for a
+ * log of this size: the note parsed when it parses and names that size;
+ * otherwise an unsigned checkpoint of (origin, size), so that the verifier
+ * reports "checkpoint signature invalid" at the right place instead of the
+ * note being skipped. note is NUL-terminated; out is always filled. Used by
+ * the controller's online check and by `suanli audit verify` alike. */
+void checkpoint_from_note(const char *origin, uint64_t size, const char *note,
+			  struct checkpoint *out);
+
 #endif

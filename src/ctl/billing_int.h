@@ -1,0 +1,89 @@
+/* billing_int.h - what billing.c (metering, postings, the balance rules) and
+ * h_billing.c (its HTTP handlers) share: the usage and tenant records and
+ * the billing state behind struct ctl's billing handle. Private to them:
+ * other parts of the controller see only billing.h. */
+#ifndef SL_CTL_BILLING_INT_H
+#define SL_CTL_BILLING_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "billing.h"
+#include "calendar.h"
+#include "err.h"
+#include "ledger.h"
+#include "money.h"
+#include "pricebook.h"
+#include "rating.h"
+#include "strmap.h"
+
+struct ctl;
+
+/* One lease's metered usage: what rating needs, plus what has been posted. */
+struct bill_usage {
+	char lease[RATING_ID_MAX];
+	char tenant[LEDGER_TENANT_MAX];
+	char site[PRICE_NAME_MAX], region[PRICE_NAME_MAX], model[PRICE_NAME_MAX];
+	enum price_plan plan;
+	bool priced; /* a price applied when it started; else it runs free */
+	bool ended;
+	struct rating_event *ev;
+	size_t nev, cap;
+	int64_t bought_ms; /* monthly: its start */
+	int term_months;   /* monthly: its term */
+	int gpus;          /* monthly: GPUs bought */
+	int64_t charged;   /* sum of the CHARGE postings made for it */
+	int64_t last_post_ms;
+};
+
+/* A tenant's balance state (the grace period). */
+struct bill_tenant {
+	char name[LEDGER_TENANT_MAX];
+	int64_t grace_since_ms; /* 0: not in grace */
+	int64_t stopped_ms;     /* last time its leases were stopped, 0: never */
+};
+
+struct ctl_billing {
+	struct pricebook *prices;
+	struct ledger *ledger;
+	const struct money_currency *cur;
+	struct cal_zone zone;
+	int64_t grace_ms;
+	struct bill_usage *u;
+	int nu, capu;
+	struct strmap *u_by_lease;
+	int *live; /* indices into u of usages not ended, so the per-second
+		      rules cost O(running leases), not O(every lease ever) */
+	int nlive, caplive;
+	struct bill_tenant *t;
+	int nt, capt;
+	struct strmap *t_by_name;
+	uint64_t price_seq, post_seq;
+	bool has_hosting; /* a hosting price exists: colocated servers are metered */
+	int64_t next_ms;
+};
+
+/* The usage record of a lease, NULL when it never ran. */
+struct bill_usage *billing_usage_find(struct ctl *c, const char *lease);
+/* u as rating input (borrows u). */
+void billing_rating_lease(const struct bill_usage *u, struct rating_lease *rl);
+/* Rated amount of u up to to_ms (0 when unpriced or on a rating error). */
+int64_t billing_accrued(struct ctl *c, const struct bill_usage *u, int64_t to_ms);
+/* Tenant's ledger balance minus its running usage not yet posted (*unposted). */
+int64_t billing_balance_now(struct ctl *c, const char *tenant, int64_t *unposted);
+/* The tenant's state record (created when create is true; NULL otherwise). */
+struct bill_tenant *billing_tenant(struct ctl *c, const char *tenant, bool create);
+/* Applies posting p to the ledger and stores it. SL_OK with *applied false
+ * for a replay; errors leave everything unchanged. */
+enum sl_err billing_post(struct ctl *c, struct ledger_posting *p, bool *applied,
+			 struct sl_diag *d) SL_MUST_USE;
+/* A new posting id "<prefix>.<seq>". */
+void billing_next_id(struct ctl *c, const char *prefix, char *buf, size_t n);
+/* Adds price e (refused before now) and stores it. */
+enum sl_err billing_price_add(struct ctl *c, const struct price_entry *e,
+			      struct sl_diag *d) SL_MUST_USE;
+/* Milliseconds of ns. */
+static inline int64_t billing_ms(int64_t ns) { return ns / 1000000; }
+
+#endif

@@ -1,0 +1,241 @@
+/* lease.h - leases in the controller: the lease record and its request,
+ * their JSON (which is also the store row), the lease table (the handle
+ * struct ctl_lease_table, owned by struct ctl: leases by seq, the ring of
+ * ended leases kept in memory, leases read back for the turn, interned
+ * names, the deadline heap) and the lease-change hooks.
+ *
+ * Private to src/ctl; loop thread only. Leases are never removed from the
+ * store; an ended lease may leave memory (ctl_leases_trim) and is read back
+ * on demand (ctl_lease_find), so index = seq - 1 is a stable handle. */
+#ifndef SL_CTL_LEASE_H
+#define SL_CTL_LEASE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctl_limits.h"
+#include "err.h"
+#include "lease_fields.h"
+#include "place.h"
+
+struct fleet;
+struct strmap;
+struct ctl;
+struct ctl_call;
+
+enum lease_state {
+	LS_PENDING,
+	LS_ACTIVE,
+	LS_PREEMPTING,
+	LS_RELEASED,
+	LS_EXPIRED,
+	LS_PREEMPTED,
+	LS_FAILED,
+	LS__COUNT
+};
+enum lease_plan { PLAN_MONTHLY, PLAN_HOURLY, PLAN_SPOT, PLAN__COUNT };
+
+/* A lease request, validated (the JSON as posted is kept beside it).
+ * region, site and tenant are never NULL ("" when absent): lease_req_parse
+ * borrows them from the document; a lease's own copy (ctl_lease.req) owns
+ * region and site after lease_req_keep and keeps no tenant (ctl_lease has
+ * it). */
+struct lease_req {
+	int gpus;
+	int nmodels;
+	const char *models[PLACE_MAX_MODELS]; /* catalog names (static) */
+	int per_node, min_bw_gbps, min_mem_gib;
+	const char *region, *site;
+	enum lease_plan plan;
+	int64_t duration_s; /* 0: none */
+	int el_min, el_max; /* 0, 0: not elastic */
+	bool exclusive;
+	bool one_leaf; /* a gang under one leaf switch only */
+	bool replace_on_failure; /* "on_node_failure": "replace" (agents.c) */
+	const char *tenant;
+};
+
+/* One history entry: {"at", "state", "reason"} of the API. */
+struct lease_hist {
+	int64_t at_ns;  /* 0: null */
+	const char *reason; /* NULL: ""; owned unless one of the common reasons
+			       codec.c keeps as constants (lease_hist_free) */
+	enum lease_state state;
+};
+
+/* A lease in memory. Kept small (bench/results/memory.md: 100,000 live
+ * leases): no jansson documents, no fixed text buffers for what is usually
+ * empty; the API's JSON is written from these fields (codec.c, lease_row.c)
+ * in the order of LEASE_FIELDS (lease_fields.h), which also declares the
+ * row's scalar members: gpus (GPUs held now; elastic leases change it), the
+ * instants created_ns, started_ns, ended_ns, expires_ns, preempt_ns, the
+ * epoch and simulated. A new scalar row field is one line there. */
+struct ctl_lease {
+	uint64_t seq;
+	char id[24];
+	const char *tenant; /* ctl_name(): one copy per name, not per lease */
+	const char *user;   /* likewise */
+	struct lease_req req;
+	char *request;   /* as posted (validated): its compact JSON text as jansson
+			    dumps it (json_dumps JSON_COMPACT), owned */
+	enum lease_state state;
+	LEASE_FIELDS(LF_MEMBER)
+	bool placed;     /* ever placed: pl.score is its "score"; else none */
+	struct place_kept pl; /* picks while active/preempting */
+	char *reason;    /* why it waits (pending; owned, NULL: ""); see lease_set_reason */
+	struct lease_hist *hist; /* oldest first, at most CTL_MAX_HISTORY */
+	int nhist, cap_hist;
+	char end_reason[64];  /* history reason for the coming end, "" for the default */
+};
+
+struct ctl_expiry {
+	int64_t at;
+	int lease;
+};
+
+/* The last lease row written, kept until the next answer or commit, so that
+ * the answer about that lease reuses the row's text (plus the explanation)
+ * instead of building and dumping the lease a second time (~15% of the
+ * daemon's time under create+release, bench/results/api-profile.md). What the
+ * text was made from is kept too: any difference at answer time, or a state
+ * change, means the text is stale and the answer is built afresh. */
+struct ctl_row_cache {
+	const struct ctl_lease *lease; /* NULL: empty */
+	char *text;
+	size_t len, split;             /* split: where "created_at" starts */
+	/* A shallow copy of *lease when the text was written, compared field
+	 * by field (lease_row_fields()) with the lease at answer time; its
+	 * pointers are never followed. */
+	struct ctl_lease was;
+};
+
+/* The lease table (c->lt). */
+struct ctl_lease_table {
+	/* Tenant and user names leases point at, each kept once (ctl_name);
+	 * freed with the controller, after the leases. */
+	struct strmap *name_idx;
+	char **names;
+	int nnames, cap_names;
+
+	/* index = seq - 1; NULL once an ended lease is evicted (it stays in the
+	 * store: see ctl_lease_find). */
+	struct ctl_lease **leases;
+	int nleases, cap_leases;
+	int *ended;          /* ring of ended leases still in memory, oldest first */
+	int ended_start, ended_n, ended_cap;
+	int keep_ended;      /* how many ended leases stay in memory */
+	struct ctl_lease **loaded; /* evicted leases read back for this turn */
+	int nloaded, cap_loaded;
+	int nactive;
+	struct ctl_expiry *expiry; /* min-heap by time; stale entries skipped */
+	int nexpiry, cap_expiry;
+};
+
+/* ---- codec.c, lease_row.c: leases <-> JSON ---- */
+/* The lease object of the API, which is also its store row. api: the queue
+ * position and reason come from the scheduler (else the last stored reason
+ * and position 0, which is what the store keeps). New reference. */
+json_t *lease_to_json(struct ctl *c, const struct ctl_lease *l, bool api);
+/* json_dumps(lease_to_json(c, l, false), JSON_COMPACT) with its length and
+ * the offset of its "created_at" key, where the API's explanation goes
+ * (malloc'd; NULL when out of memory). */
+char *lease_row_dump(struct ctl *c, const struct ctl_lease *l, size_t *len, size_t *split);
+/* The same through a jansson tree (codec.c): what lease_row_dump
+ * (lease_row.c, which writes the text directly) falls back to and is
+ * checked against in debug builds. */
+char *lease_row_dump_json(struct ctl *c, const struct ctl_lease *l, size_t *len, size_t *split);
+/* Whether field f is in l's row (api false) or answer (api true). */
+bool lease_field_present(const struct lease_field *f, const struct ctl_lease *l, bool api);
+/* The value of a scalar field (LF_INT, LF_INT64, LF_TIME, LF_BOOL) of l; 0
+ * for the structured kinds. */
+int64_t lease_field_scalar(const struct lease_field *f, const struct ctl_lease *l);
+/* One sentence on where l runs and why that is good (its "explanation"). */
+void lease_explain(const struct ctl *c, const struct ctl_lease *l, char *buf, size_t n);
+enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
+			    struct sl_diag *d) SL_MUST_USE;
+void lease_release_mem(struct ctl_lease *l);
+/* Sets l->reason (NULL or "" clears it). False when out of memory (the
+ * reason is then empty). */
+bool lease_set_reason(struct ctl_lease *l, const char *reason);
+/* l->reason as a string ("" when none). */
+static inline const char *ctl_lease_reason(const struct ctl_lease *l)
+{
+	return l->reason ? l->reason : "";
+}
+/* Replaces the request's text with the JSON of doc (compact). */
+bool lease_set_request(struct ctl_lease *l, const json_t *doc);
+/* Appends a history entry (dropping the oldest past CTL_MAX_HISTORY). */
+bool lease_hist_add(struct ctl_lease *l, int64_t at_ns, enum lease_state s, const char *reason);
+const char *lease_state_name(enum lease_state s);
+const char *lease_plan_name(enum lease_plan p);
+int lease_plan_parse(const char *s);
+int lease_state_parse(const char *s);
+/* Parses a lease request body (already field-checked) into r; answers
+ * nothing. r's strings are borrowed from o (see struct lease_req). */
+enum sl_err lease_req_parse(const json_t *o, struct lease_req *r, struct sl_diag *d) SL_MUST_USE;
+/* Makes r own copies of its region and site and drops its tenant, so it
+ * outlives the parsed document; false when out of memory (r then holds
+ * none, and may still be released). */
+bool lease_req_keep(struct lease_req *r) SL_MUST_USE;
+/* Frees what lease_req_keep copied (NULL strings allowed: a zeroed r). */
+void lease_req_release(struct lease_req *r);
+/* place_request view of r (borrows r's strings). */
+void lease_req_to_place(const struct lease_req *r, const char *tenant, struct place_request *pr);
+/* Picks of a placement from a JSON "placement" array, nodes by name. */
+enum sl_err placement_from_json(const struct fleet *f, const json_t *arr, struct placement *pl,
+				struct sl_diag *d) SL_MUST_USE;
+
+/* ---- the lease table (lease.c) ---- */
+/* Notes that lease l ended; at the end of the turn the oldest ended leases
+ * beyond the table's keep_ended leave memory. */
+void ctl_lease_ended(struct ctl *c, struct ctl_lease *l);
+/* The controller's copy of name s (equal names share one), valid until
+ * ctl_names_free; NULL when out of memory. */
+const char *ctl_name(struct ctl *c, const char *s);
+void ctl_names_free(struct ctl *c);
+/* Frees what the turn read back from the store and evicts old ended leases;
+ * no lease pointer may be held across it. */
+void ctl_leases_trim(struct ctl *c);
+/* Calls fn for every lease, in memory or evicted (read from the store), in
+ * id order; fn must not keep l. */
+enum sl_err ctl_lease_each(struct ctl *c, void (*fn)(void *arg, const struct ctl_lease *l), void *arg,
+			   struct sl_diag *d) SL_MUST_USE;
+/* The lease with this id, read back from the store if evicted (valid until
+ * the end of the turn); NULL if there is none. */
+struct ctl_lease *ctl_lease_find(struct ctl *c, const char *id);
+/* Saves lease l to the store in the open transaction. */
+bool ctl_lease_save(struct ctl *c, struct ctl_lease *l);
+/* Empties c->row (the cached row text). */
+void ctl_row_cache_clear(struct ctl *c);
+/* Appends a history entry and changes state (s may equal the old state: a
+ * size or epoch change), then tells every lease-change hook (lease.c's
+ * table), in the table's order. */
+void ctl_lease_set_state(struct ctl *c, struct ctl_lease *l, enum lease_state s,
+			 const char *reason);
+/* What a lease-change hook is told: the lease after the change (borrowed for
+ * the call), the state it had before, and the history reason (NULL: ""). */
+struct lease_change {
+	struct ctl_lease *lease;
+	enum lease_state from;
+	const char *reason;
+};
+/* An observer of lease changes: called by ctl_lease_set_state after the
+ * change, on the loop's thread, inside the turn's transaction. It must not
+ * change the lease's state itself; a store failure marks the turn fatal. */
+struct lease_hook {
+	const char *name; /* for logs and tests */
+	void (*fn)(struct ctl *c, const struct lease_change *ch);
+};
+/* The hooks in the order they are called (static data); *n gets the count. */
+const struct lease_hook *ctl_lease_hooks(size_t *n);
+/* Schedules a deadline at time at: a lease's end (idx = its index) or a
+ * scheduler edge such as a reservation window (idx -1). */
+enum sl_err ctl_expiry_push(struct ctl *c, int64_t at, int idx) SL_MUST_USE;
+/* Handles deadlines that passed (one scheduler tick); returns the next
+ * deadline (0: none). */
+int64_t ctl_expire(struct ctl *c);
+
+
+#endif
