@@ -18,24 +18,10 @@
 static const char *const state_names[LS__COUNT] = {
 	"pending", "active", "preempting", "released", "expired", "preempted", "failed",
 };
-static const char *const plan_names[PLAN__COUNT] = {"monthly", "hourly", "spot"};
 
 const char *lease_state_name(enum lease_state s)
 {
 	return (unsigned)s < LS__COUNT ? state_names[s] : "?";
-}
-
-const char *lease_plan_name(enum lease_plan p)
-{
-	return (unsigned)p < PLAN__COUNT ? plan_names[p] : "?";
-}
-
-int lease_plan_parse(const char *s)
-{
-	for (int i = 0; s && i < PLAN__COUNT; i++)
-		if (!strcmp(s, plan_names[i]))
-			return i;
-	return -1;
 }
 
 int lease_state_parse(const char *s)
@@ -356,12 +342,12 @@ enum sl_err lease_req_parse(const json_t *o, struct lease_req *r, struct sl_diag
 	}
 	const json_t *plan = json_object_get(o, "plan");
 	if (plan) {
-		int p = lease_plan_parse(json_string_value(plan));
-		if (p < 0) {
+		enum plan p;
+		if (plan_parse(json_string_value(plan), &p, NULL) || !plan_is_lease(p)) {
 			sl_diag_hint(d, "plans: monthly, hourly, spot");
 			return sl_diag_set(d, SL_EINVAL, "field 'plan' must be one of monthly, hourly, spot");
 		}
-		r->plan = (enum lease_plan)p;
+		r->plan = p;
 	}
 	const json_t *ex = json_object_get(o, "exclusive");
 	if (ex) {
@@ -512,7 +498,7 @@ static json_t *lease_head_json(struct ctl *c, const struct ctl_lease *l, bool ap
 	json_object_set_new(o, "id", json_string(l->id));
 	json_object_set_new(o, "tenant", json_string(l->tenant));
 	json_object_set_new(o, "user", json_string(l->user));
-	json_object_set_new(o, "plan", json_string(lease_plan_name(l->req.plan)));
+	json_object_set_new(o, "plan", json_string(plan_name(l->req.plan)));
 	json_object_set_new(o, "state", json_string(lease_state_name(l->state)));
 	json_object_set_new(o, "gpus", json_integer(l->gpus));
 	if (l->request)

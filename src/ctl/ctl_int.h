@@ -15,6 +15,7 @@
 #include "fleet.h"
 #include "http.h"
 #include "place.h"
+#include "plan.h"
 #include "scheduler.h"
 #include "store.h"
 #include "strmap.h"
@@ -45,7 +46,6 @@ enum lease_state {
 	LS_FAILED,
 	LS__COUNT
 };
-enum lease_plan { PLAN_MONTHLY, PLAN_HOURLY, PLAN_SPOT, PLAN__COUNT };
 
 struct ctl_tenant {
 	char name[CTL_NAME_MAX + 1];
@@ -79,7 +79,7 @@ struct lease_req {
 	const char *models[PLACE_MAX_MODELS]; /* catalog names (static) */
 	int per_node, min_bw_gbps, min_mem_gib;
 	const char *region, *site;
-	enum lease_plan plan;
+	enum plan plan; /* plan_is_lease() */
 	int64_t duration_s; /* 0: none */
 	int el_min, el_max; /* 0, 0: not elastic */
 	bool exclusive;
@@ -357,8 +357,6 @@ bool lease_hist_add(struct ctl_lease *l, int64_t at_ns, enum lease_state s, cons
 json_t *resv_to_json(const struct ctl_resv *r);
 enum sl_err resv_from_json(const json_t *o, struct ctl_resv *r, struct sl_diag *d) SL_MUST_USE;
 const char *lease_state_name(enum lease_state s);
-const char *lease_plan_name(enum lease_plan p);
-int lease_plan_parse(const char *s);
 int lease_state_parse(const char *s);
 /* Parses a lease request body (already field-checked) into r; answers
  * nothing. r's strings are borrowed from o (see struct lease_req). */

@@ -198,7 +198,7 @@ static void rb_lease(struct rbuf *b, struct ctl *c, const struct ctl_lease *l, s
 	RB_LIT(b, ",\"user\":");
 	rb_str(b, l->user);
 	RB_LIT(b, ",\"plan\":");
-	rb_str(b, lease_plan_name(l->req.plan));
+	rb_str(b, plan_name(l->req.plan));
 	RB_LIT(b, ",\"state\":");
 	rb_str(b, lease_state_name(l->state));
 	RB_LIT(b, ",\"gpus\":");

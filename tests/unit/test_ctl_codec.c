@@ -57,6 +57,7 @@ static void test_lease_req(void **state)
 		{"{}", SL_EINVAL, "'gpus' is required"},
 		{"{\"gpus\":0}", SL_EINVAL, "expected 1.."},
 		{"{\"gpus\":8,\"plan\":\"weekly\"}", SL_EINVAL, "plan"},
+		{"{\"gpus\":8,\"plan\":\"hosting\"}", SL_EINVAL, "plan"}, /* a price plan only */
 		{"{\"gpus\":8,\"models\":[\"h100-sxm\",\"nope\"]}", SL_EINVAL, "unknown GPU model 'nope'"},
 		{"{\"gpus\":8,\"models\":[1]}", SL_EINVAL, "array of strings"},
 		{"{\"gpus\":8,\"models\":[\"b200\",\"b200\",\"b200\",\"b200\",\"b200\",\"b200\",\"b200\",\"b200\",\"b200\"]}",
