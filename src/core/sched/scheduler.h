@@ -3,10 +3,14 @@
  * Its functions carry the sched_ prefix; the header is not called sched.h so
  * that it cannot shadow the C library's <sched.h> on the include path.
  *
- * Pure: no I/O, no clocks, no globals. Time is passed in as now_ns (monotonic,
- * nanoseconds); the scheduler never looks at a clock, so the controller can
- * replay it. A struct sched borrows a placer (which must outlive it) and is the
- * only thing that claims and releases on it while it lives.
+ * Pure: no I/O, no clocks, no globals. Time is passed in as now_ns, in
+ * nanoseconds on the caller's clock, and every instant it gives or gets back
+ * (durations' ends, deadlines, reservation windows) is on that same clock. The
+ * controller passes wall time (UTC ns since the epoch, DESIGN.md §10) on
+ * purpose, not a monotonic clock: those instants must survive a restart. The
+ * scheduler never looks at a clock, so the controller can replay it. A struct
+ * sched borrows a placer (which must outlive it) and is the only thing that
+ * claims and releases on it while it lives.
  *
  * Leases are named by a uint64_t id the caller chooses. Every call that changes
  * something appends events (struct sched_event) that the caller drains with
