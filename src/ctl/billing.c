@@ -219,6 +219,16 @@ static enum sl_err load_usage(void *arg, const char *id, const char *tenant, con
 	struct ctl *c = arg;
 	(void)tenant;
 	json_t *o = json_loads(json, 0, NULL);
+	/* A plan that is not one (a corrupt or foreign row) is refused, as any
+	 * unreadable stored row is: read as hourly it would bill the wrong price. */
+	struct sl_diag d;
+	enum plan plan;
+	sl_diag_clear(&d);
+	if (o && plan_parse(json_string_value(json_object_get(o, "plan")), &plan, &d)) {
+		sl_log_error("stored usage unreadable", "id=%s error=%s", id, d.msg);
+		json_decref(o);
+		return SL_EPARSE;
+	}
 	struct bill_usage *u = o ? usage_add(c, id) : NULL;
 	if (!u) {
 		json_decref(o);
@@ -228,10 +238,7 @@ static enum sl_err load_usage(void *arg, const char *id, const char *tenant, con
 	copy_str(u->site, sizeof(u->site), o, "site");
 	copy_str(u->region, sizeof(u->region), o, "region");
 	copy_str(u->model, sizeof(u->model), o, "model");
-	struct sl_diag d;
-	const char *plan = json_string_value(json_object_get(o, "plan"));
-	if (!plan || plan_parse(plan, &u->plan, &d))
-		u->plan = PLAN_HOURLY;
+	u->plan = plan;
 	u->priced = json_is_true(json_object_get(o, "priced"));
 	u->ended = json_is_true(json_object_get(o, "ended"));
 	u->bought_ms = json_integer_value(json_object_get(o, "bought_ms"));
@@ -312,13 +319,16 @@ static enum sl_err load_posting(void *arg, const char *id, const char *tenant, c
 	}
 	struct post_row *r = &rows->v[rows->n];
 	enum plan plan = PLAN_HOURLY;
-	const char *ps = json_string_value(json_object_get(o, "plan"));
-	if (ps && plan_parse(ps, &plan, &d))
-		plan = PLAN_HOURLY;
 	int type = ledger_type_parse(json_string_value(json_object_get(o, "type")));
 	r->seq = (uint64_t)json_integer_value(json_object_get(o, "seq"));
-	enum sl_err e = type < 0 ? SL_EPARSE
-				 : ledger_posting_init(&r->p, id, (enum ledger_type)type,
+	/* Every posting is stored with its plan (posting_json); one that is not
+	 * a plan is refused like any unreadable row, not read as hourly. */
+	enum sl_err e = plan_parse(json_string_value(json_object_get(o, "plan")), &plan, &d)
+				? SL_EPARSE
+				: SL_OK;
+	if (!e)
+		e = type < 0 ? sl_diag_set(&d, SL_EPARSE, "unknown posting type")
+			     : ledger_posting_init(&r->p, id, (enum ledger_type)type,
 						       json_string_value(json_object_get(o, "tenant")),
 						       plan, json_integer_value(json_object_get(o, "amount")),
 						       json_integer_value(json_object_get(o, "at_ms")),
