@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "client.h"
 #include "output.h"
+#include "plan.h"
 
 #define LEASE_MAX_GPUS 100000 /* bound on --gpus, far above any fleet */
 #define LEASE_MAX_MODELS 32   /* names in --model */
@@ -143,6 +144,7 @@ static int set_elastic(json_t *req, const char *cmd, const char *s)
 static int create_opt(json_t *req, const char *cmd, int c, const char *arg)
 {
 	long v;
+	enum plan plan;
 	switch (c) {
 	case OPT_GPUS: return set_int(req, cmd, "gpus", "--gpus", arg, 1, LEASE_MAX_GPUS);
 	case OPT_PER_NODE: return set_int(req, cmd, "per_node", "--per-node", arg, 1, 1024);
@@ -164,7 +166,7 @@ static int create_opt(json_t *req, const char *cmd, int c, const char *arg)
 		json_object_set_new(req, "on_node_failure", json_string(arg));
 		return 0;
 	case OPT_PLAN:
-		if (strcmp(arg, "hourly") && strcmp(arg, "monthly") && strcmp(arg, "spot")) {
+		if (plan_parse(arg, &plan, NULL) || !plan_is_lease(plan)) {
 			cli_usage_error(cmd, "--plan is hourly, monthly or spot, not '%s'", arg);
 			return -1;
 		}

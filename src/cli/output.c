@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calendar.h"
+
 void out_table_init(struct out_table *t, int ncols, const char *const *head)
 {
 	memset(t, 0, sizeof(*t));
@@ -181,26 +183,10 @@ void out_json_pretty(FILE *f, const char *text, size_t len)
 
 time_t out_parse_time(const char *s)
 {
-	struct tm tm;
-	int y, mo, d, h, mi, sec, n = 0;
-	const char *p;
-	if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 ||
-	    n != 19)
+	int64_t ns;
+	if (cal_parse_rfc3339_ns(s, &ns, NULL) != SL_OK)
 		return -1;
-	p = s + n;
-	if (*p == '.')
-		for (p++; *p >= '0' && *p <= '9'; p++)
-			;
-	if (strcmp(p, "Z") != 0)
-		return -1;
-	memset(&tm, 0, sizeof(tm));
-	tm.tm_year = y - 1900;
-	tm.tm_mon = mo - 1;
-	tm.tm_mday = d;
-	tm.tm_hour = h;
-	tm.tm_min = mi;
-	tm.tm_sec = sec;
-	return timegm(&tm);
+	return (time_t)(ns / 1000000000); /* ns >= 0: the calendar starts in 2000 */
 }
 
 void out_span(long long secs, char *buf, size_t n)

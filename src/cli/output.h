@@ -43,7 +43,9 @@ int out_table_list(FILE *f, int ncols, const char *const *head, const json_t *ar
  * final newline. Text that is not JSON comes out re-spaced but whole. */
 void out_json_pretty(FILE *f, const char *text, size_t len);
 
-/* Parses an RFC 3339 UTC time ("2026-11-30T05:33:12.123Z"); -1 if not one. */
+/* Parses an RFC 3339 time ("2026-11-30T05:33:12.123Z", an offset allowed) to
+ * whole seconds with the controller's parser (cal_parse_rfc3339_ns: strict, up
+ * to 9 fraction digits); -1 if it refuses it. */
 time_t out_parse_time(const char *s);
 /* "42s", "5m", "1h59m", "3h", "2d4h" for a span of seconds: the two largest
  * units, no more (negative spans print as 0s). */

@@ -193,7 +193,7 @@ static json_t *usage_json(const struct bill_usage *u)
 	}
 	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:b, s:o, s:I, s:i, s:i}", "lease",
 			 u->lease, "tenant", u->tenant, "site", u->site, "region", u->region, "model",
-			 u->model, "plan", price_plan_name(u->plan), "priced", u->priced, "ended",
+			 u->model, "plan", plan_name(u->plan), "priced", u->priced, "ended",
 			 u->ended, "events", ev, "bought_ms", (json_int_t)u->bought_ms,
 			 "term_months", u->term_months, "gpus", u->gpus);
 }
@@ -221,6 +221,16 @@ static enum sl_err load_usage(void *arg, const char *id, const char *tenant, con
 	struct ctl *c = arg;
 	(void)tenant;
 	json_t *o = json_loads(json, 0, NULL);
+	/* A plan that is not one (a corrupt or foreign row) is refused, as any
+	 * unreadable stored row is: read as hourly it would bill the wrong price. */
+	struct sl_diag d;
+	enum plan plan;
+	sl_diag_clear(&d);
+	if (o && plan_parse(json_string_value(json_object_get(o, "plan")), &plan, &d)) {
+		sl_log_error("stored usage unreadable", "id=%s error=%s", id, d.msg);
+		json_decref(o);
+		return SL_EPARSE;
+	}
 	struct bill_usage *u = o ? usage_add(c, id) : NULL;
 	if (!u) {
 		json_decref(o);
@@ -230,10 +240,7 @@ static enum sl_err load_usage(void *arg, const char *id, const char *tenant, con
 	copy_str(u->site, sizeof(u->site), o, "site");
 	copy_str(u->region, sizeof(u->region), o, "region");
 	copy_str(u->model, sizeof(u->model), o, "model");
-	struct sl_diag d;
-	const char *plan = json_string_value(json_object_get(o, "plan"));
-	if (!plan || price_plan_parse(plan, &u->plan, &d))
-		u->plan = PRICE_HOURLY;
+	u->plan = plan;
 	u->priced = json_is_true(json_object_get(o, "priced"));
 	u->ended = json_is_true(json_object_get(o, "ended"));
 	u->bought_ms = json_integer_value(json_object_get(o, "bought_ms"));
@@ -271,7 +278,7 @@ static json_t *posting_json(const struct ledger_posting *p, uint64_t seq)
 {
 	return json_pack("{s:I, s:s, s:s, s:s, s:s, s:I, s:I, s:s}", "seq", (json_int_t)seq, "id",
 			 p->id, "type", ledger_type_name(p->type), "tenant", p->tenant, "plan",
-			 price_plan_name(p->plan), "amount", (json_int_t)p->amount, "at_ms",
+			 plan_name(p->plan), "amount", (json_int_t)p->amount, "at_ms",
 			 (json_int_t)p->at_ms, "reason", p->reason);
 }
 
@@ -313,14 +320,17 @@ static enum sl_err load_posting(void *arg, const char *id, const char *tenant, c
 		rows->cap = cap;
 	}
 	struct post_row *r = &rows->v[rows->n];
-	enum price_plan plan = PRICE_HOURLY;
-	const char *ps = json_string_value(json_object_get(o, "plan"));
-	if (ps && price_plan_parse(ps, &plan, &d))
-		plan = PRICE_HOURLY;
+	enum plan plan = PLAN_HOURLY;
 	int type = ledger_type_parse(json_string_value(json_object_get(o, "type")));
 	r->seq = (uint64_t)json_integer_value(json_object_get(o, "seq"));
-	enum sl_err e = type < 0 ? SL_EPARSE
-				 : ledger_posting_init(&r->p, id, (enum ledger_type)type,
+	/* Every posting is stored with its plan (posting_json); one that is not
+	 * a plan is refused like any unreadable row, not read as hourly. */
+	enum sl_err e = plan_parse(json_string_value(json_object_get(o, "plan")), &plan, &d)
+				? SL_EPARSE
+				: SL_OK;
+	if (!e)
+		e = type < 0 ? sl_diag_set(&d, SL_EPARSE, "unknown posting type")
+			     : ledger_posting_init(&r->p, id, (enum ledger_type)type,
 						       json_string_value(json_object_get(o, "tenant")),
 						       plan, json_integer_value(json_object_get(o, "amount")),
 						       json_integer_value(json_object_get(o, "at_ms")),
@@ -346,7 +356,7 @@ static enum sl_err load_price(void *arg, const char *id, const char *tenant, con
 	struct ctl_billing *b = c->billing;
 	struct price_entry e;
 	struct sl_diag d;
-	enum price_plan plan;
+	enum plan plan;
 	(void)tenant;
 	sl_diag_clear(&d);
 	json_t *o = json_loads(json, 0, NULL);
@@ -355,7 +365,7 @@ static enum sl_err load_price(void *arg, const char *id, const char *tenant, con
 				 : sc && !strcmp(sc, "region") ? PRICE_REGION
 							       : PRICE_GLOBAL;
 	const char *ps = json_string_value(json_object_get(o, "plan"));
-	enum sl_err r = !o || !ps ? SL_EPARSE : price_plan_parse(ps, &plan, &d);
+	enum sl_err r = !o || !ps ? SL_EPARSE : plan_parse(ps, &plan, &d);
 	if (!r)
 		r = price_entry_init(&e, scope, json_string_value(json_object_get(o, "scope_name")),
 				     json_string_value(json_object_get(o, "model")), plan,
@@ -363,7 +373,7 @@ static enum sl_err load_price(void *arg, const char *id, const char *tenant, con
 				     json_integer_value(json_object_get(o, "price")), &d);
 	if (!r)
 		r = pricebook_restore(b->prices, &e, &d);
-	if (!r && e.plan == PRICE_HOSTING)
+	if (!r && e.plan == PLAN_HOSTING)
 		b->has_hosting = true;
 	uint64_t seq;
 	if (sscanf(id, "pr-%llu", (unsigned long long *)&seq) == 1 && seq > b->price_seq)
@@ -432,9 +442,9 @@ static void post_charge(struct ctl *c, struct bill_usage *u)
 	sl_diag_clear(&d);
 	snprintf(id, sizeof(id), "chg.%.80s.%lld", u->lease, (long long)acc);
 	ctl_time_fmt(c->now_ns, when);
-	snprintf(reason, sizeof(reason), "%s usage of %.80s up to %s", price_plan_name(u->plan),
+	snprintf(reason, sizeof(reason), "%s usage of %.80s up to %s", plan_name(u->plan),
 		 u->lease, when);
-	if (ledger_posting_init(&p, id, u->plan == PRICE_HOSTING ? LEDGER_HOSTING_FEE : LEDGER_CHARGE,
+	if (ledger_posting_init(&p, id, u->plan == PLAN_HOSTING ? LEDGER_HOSTING_FEE : LEDGER_CHARGE,
 				u->tenant, u->plan, acc - u->charged, now,
 				reason, &d) ||
 	    billing_post(c, &p, NULL, &d)) {
@@ -462,7 +472,7 @@ static bool priced_at(struct ctl *c, const struct bill_usage *u, int64_t at)
 	struct price_quote q;
 	struct sl_diag d;
 	sl_diag_clear(&d);
-	return (u->model[0] || u->plan == PRICE_HOSTING) &&
+	return (u->model[0] || u->plan == PLAN_HOSTING) &&
 	       pricebook_at(c->billing->prices, &k, at, &q, &d) == SL_OK;
 }
 
@@ -483,9 +493,7 @@ static struct bill_usage *usage_start(struct ctl *c, const struct ctl_lease *l, 
 		snprintf(t.site, sizeof(t.site), "%s", s->name);
 		snprintf(t.region, sizeof(t.region), "%s", s->region ? s->region : "");
 	}
-	t.plan = l->req.plan == PLAN_MONTHLY ? PRICE_MONTHLY
-		 : l->req.plan == PLAN_SPOT  ? PRICE_SPOT
-					     : PRICE_HOURLY;
+	t.plan = l->req.plan;
 	int64_t at = billing_ms(l->started_ns ? l->started_ns : c->now_ns);
 	if (!priced_at(c, &t, at))
 		return NULL;
@@ -565,7 +573,7 @@ void billing_lease_changed(struct ctl *c, struct ctl_lease *l)
 static int64_t first_hour_min(struct ctl *c, const struct lease_req *r, bool *any)
 {
 	struct ctl_billing *b = c->billing;
-	enum price_plan plan = r->plan == PLAN_SPOT ? PRICE_SPOT : PRICE_HOURLY;
+	enum plan plan = r->plan; /* hourly or spot: billing_can_start skips monthly */
 	int64_t best = 0;
 	*any = false;
 	size_t n = r->nmodels ? (size_t)r->nmodels : catalog_gpu_count();
@@ -708,7 +716,7 @@ static void hosting_sync(struct ctl *c)
 	int64_t now = billing_ms(c->now_ns);
 	for (int k = b->nlive - 1; k >= 0; k--) {
 		struct bill_usage *u = &b->u[b->live[k]];
-		if (u->plan != PRICE_HOSTING)
+		if (u->plan != PLAN_HOSTING)
 			continue;
 		const char *node = acct_hosting_node(u->lease);
 		int n = node ? fleet_find_node(f, node) : -1;
@@ -736,7 +744,7 @@ static void hosting_sync(struct ctl *c)
 		snprintf(t.site, sizeof(t.site), "%s", f->sites[fn->site].name);
 		snprintf(t.region, sizeof(t.region), "%s",
 			 f->sites[fn->site].region ? f->sites[fn->site].region : "");
-		t.plan = PRICE_HOSTING;
+		t.plan = PLAN_HOSTING;
 		if (!priced_at(c, &t, now))
 			continue;
 		struct bill_usage *u = usage_add(c, id);
@@ -825,7 +833,7 @@ static json_t *price_row(const struct price_entry *e)
 		from[0] = 0;
 	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I}", "scope", price_scope_name(e->scope),
 			 "scope_name", e->scope_name, "model", e->model, "plan",
-			 price_plan_name(e->plan), "from", from, "from_ms", (json_int_t)e->from_ms,
+			 plan_name(e->plan), "from", from, "from_ms", (json_int_t)e->from_ms,
 			 "price", (json_int_t)e->price);
 }
 
@@ -836,7 +844,7 @@ enum sl_err billing_price_add(struct ctl *c, const struct price_entry *e, struct
 	if (r)
 		return r;
 	char id[32];
-	if (e->plan == PRICE_HOSTING)
+	if (e->plan == PLAN_HOSTING)
 		b->has_hosting = true;
 	snprintf(id, sizeof(id), "pr-%010llu", (unsigned long long)++b->price_seq);
 	ctl_put(c, STORE_PRICES, id, NULL, price_row(e));

@@ -25,7 +25,7 @@ struct bill_usage {
 	char lease[RATING_ID_MAX];
 	char tenant[LEDGER_TENANT_MAX];
 	char site[PRICE_NAME_MAX], region[PRICE_NAME_MAX], model[PRICE_NAME_MAX];
-	enum price_plan plan;
+	enum plan plan;
 	bool priced; /* a price applied when it started; else it runs free */
 	bool ended;
 	struct rating_event *ev;

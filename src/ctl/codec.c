@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "calendar.h"
 #include "catalog.h"
 #include "ctl_int.h"
 #include "place_json.h"
@@ -18,24 +19,10 @@
 static const char *const state_names[LS__COUNT] = {
 	"pending", "active", "preempting", "released", "expired", "preempted", "failed",
 };
-static const char *const plan_names[PLAN__COUNT] = {"monthly", "hourly", "spot"};
 
 const char *lease_state_name(enum lease_state s)
 {
 	return (unsigned)s < LS__COUNT ? state_names[s] : "?";
-}
-
-const char *lease_plan_name(enum lease_plan p)
-{
-	return (unsigned)p < PLAN__COUNT ? plan_names[p] : "?";
-}
-
-int lease_plan_parse(const char *s)
-{
-	for (int i = 0; s && i < PLAN__COUNT; i++)
-		if (!strcmp(s, plan_names[i]))
-			return i;
-	return -1;
 }
 
 int lease_state_parse(const char *s)
@@ -83,61 +70,9 @@ json_t *ctl_time_json(int64_t ns)
 	return json_string(buf);
 }
 
-static bool digits(const char *s, int n, int *out)
-{
-	int v = 0;
-	for (int i = 0; i < n; i++) {
-		if (!isdigit((unsigned char)s[i]))
-			return false;
-		v = v * 10 + (s[i] - '0');
-	}
-	*out = v;
-	return true;
-}
-
 bool ctl_time_parse(const char *s, int64_t *ns)
 {
-	int y, mo, d, h, mi, se, frac_ns = 0;
-	if (!s || strlen(s) < 20 || !digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &mo) ||
-	    s[7] != '-' || !digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't') ||
-	    !digits(s + 11, 2, &h) || s[13] != ':' || !digits(s + 14, 2, &mi) || s[16] != ':' ||
-	    !digits(s + 17, 2, &se))
-		return false;
-	if (y < 1970 || y > 9999 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 ||
-	    se > 60)
-		return false;
-	const char *p = s + 19;
-	if (*p == '.') {
-		int n = 0, scale = 100000000;
-		for (p++; isdigit((unsigned char)*p); p++, n++) {
-			if (n < 9) {
-				frac_ns += (*p - '0') * scale;
-				scale /= 10;
-			}
-		}
-		if (n == 0)
-			return false;
-	}
-	int off = 0;
-	if (*p == 'Z' || *p == 'z') {
-		p++;
-	} else if (*p == '+' || *p == '-') {
-		int oh, om;
-		if (!digits(p + 1, 2, &oh) || p[3] != ':' || !digits(p + 4, 2, &om) || oh > 23 ||
-		    om > 59)
-			return false;
-		off = (oh * 60 + om) * 60 * (*p == '-' ? -1 : 1);
-		p += 6;
-	} else {
-		return false;
-	}
-	if (*p)
-		return false;
-	struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d,
-			.tm_hour = h, .tm_min = mi, .tm_sec = se};
-	time_t t = timegm(&tm);
-	*ns = ((int64_t)t - off) * 1000000000 + frac_ns;
-	return true;
+	return cal_parse_rfc3339_ns(s, ns, NULL) == SL_OK;
 }
 
 static int64_t time_field(const json_t *o, const char *name)
@@ -358,12 +293,12 @@ enum sl_err lease_req_parse(const json_t *o, struct lease_req *r, struct sl_diag
 	}
 	const json_t *plan = json_object_get(o, "plan");
 	if (plan) {
-		int p = lease_plan_parse(json_string_value(plan));
-		if (p < 0) {
+		enum plan p;
+		if (plan_parse(json_string_value(plan), &p, NULL) || !plan_is_lease(p)) {
 			sl_diag_hint(d, "plans: monthly, hourly, spot");
 			return sl_diag_set(d, SL_EINVAL, "field 'plan' must be one of monthly, hourly, spot");
 		}
-		r->plan = (enum lease_plan)p;
+		r->plan = p;
 	}
 	const json_t *ex = json_object_get(o, "exclusive");
 	if (ex) {
@@ -586,7 +521,7 @@ static void lease_fields_json(struct ctl *c, const struct ctl_lease *l, bool api
 			break;
 		}
 		case LF_PLAN:
-			json_object_set_new(o, f->key, json_string(lease_plan_name(l->req.plan)));
+			json_object_set_new(o, f->key, json_string(plan_name(l->req.plan)));
 			break;
 		case LF_STATE:
 			json_object_set_new(o, f->key, json_string(lease_state_name(l->state)));

@@ -29,6 +29,7 @@
 #include "lease.h"
 #include "metrics.h"
 #include "place.h"
+#include "plan.h"
 #include "scheduler.h"
 #include "store.h"
 #include "strmap.h"

@@ -24,11 +24,6 @@
 #include "log.h"
 #include "place_json.h"
 
-static enum sched_plan plan_to_sched(enum lease_plan p)
-{
-	return p == PLAN_MONTHLY ? SCHED_MONTHLY : p == PLAN_SPOT ? SCHED_SPOT : SCHED_HOURLY;
-}
-
 static void fatal(struct ctl *c, const char *what, enum sl_err e)
 {
 	sl_log_error("scheduler failed", "call=%s error=%s", what, sl_err_message(e));
@@ -163,7 +158,7 @@ static void spec_of(const struct ctl_lease *l, struct place_request *pr, struct 
 	pr->gpus = l->gpus;
 	memset(sp, 0, sizeof(*sp));
 	sp->tenant = l->tenant;
-	sp->plan = plan_to_sched(l->req.plan);
+	sp->plan = l->req.plan;
 	sp->req = pr;
 	sp->duration_ns = l->req.duration_s * 1000000000;
 	sp->elastic_min = l->req.el_min;

@@ -107,8 +107,8 @@ void h_price_set(struct ctl_call *call)
 	const char *site = json_string_value(json_object_get(o, "site"));
 	const char *from = json_string_value(json_object_get(o, "from"));
 	const char *cur = json_string_value(json_object_get(o, "currency"));
-	enum price_plan plan;
-	if (price_plan_parse(json_string_value(json_object_get(o, "plan")), &plan, &d)) {
+	enum plan plan;
+	if (plan_parse(json_string_value(json_object_get(o, "plan")), &plan, &d)) {
 		ctl_answer_diag(call, SL_EINVAL, &d);
 		return;
 	}
@@ -122,7 +122,7 @@ void h_price_set(struct ctl_call *call)
 		ctl_answer_error(call, SL_EINVAL, msg, "suanlid serve --currency sets it");
 		return;
 	}
-	if (plan == PRICE_HOSTING) {
+	if (plan == PLAN_HOSTING) {
 		if (model) {
 			ctl_answer_error(call, SL_EINVAL, "a hosting fee is per server, not per GPU model",
 					 "leave out 'model' with plan hosting");
@@ -168,11 +168,11 @@ void h_price_set(struct ctl_call *call)
 		ctl_answer_diag(call, r, &d);
 		return;
 	}
-	sl_log_info("price set", "model=%s plan=%s price=%lld by=%s", model, price_plan_name(plan),
+	sl_log_info("price set", "model=%s plan=%s price=%lld by=%s", model, plan_name(plan),
 		    (long long)price, call->tok->id);
 	json_t *row = json_pack("{s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:s}", "scope",
 				price_scope_name(e.scope), "scope_name", e.scope_name, "model", e.model,
-				"plan", price_plan_name(e.plan), "from", ms_json(e.from_ms), "from_ms",
+				"plan", plan_name(e.plan), "from", ms_json(e.from_ms), "from_ms",
 				(json_int_t)e.from_ms, "price", (json_int_t)e.price, "currency",
 				b->cur->code);
 	ctl_answer_json(call, 201, row);
@@ -203,7 +203,7 @@ void h_price_list(struct ctl_call *call)
 		json_array_append_new(
 			a, json_pack("{s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:b}", "scope",
 				     price_scope_name(e->scope), "scope_name", e->scope_name, "model",
-				     e->model, "plan", price_plan_name(e->plan), "from",
+				     e->model, "plan", plan_name(e->plan), "from",
 				     ms_json(e->from_ms), "from_ms", (json_int_t)e->from_ms, "price",
 				     (json_int_t)e->price, "in_force", in_force));
 	}
@@ -224,7 +224,7 @@ static void post_and_answer(struct ctl_call *call, const struct ctl_tenant *t,
 	char id[LEDGER_ID_MAX];
 	sl_diag_clear(&d);
 	billing_next_id(c, prefix, id, sizeof(id));
-	enum sl_err e = ledger_posting_init(&p, id, type, t->name, PRICE_HOURLY, amount,
+	enum sl_err e = ledger_posting_init(&p, id, type, t->name, PLAN_HOURLY, amount,
 					    billing_ms(c->now_ns), reason, &d);
 	if (!e)
 		e = billing_post(c, &p, NULL, &d);
@@ -416,7 +416,7 @@ static json_t *tenant_usage(struct ctl *c, const char *tenant, struct cal_month 
 			continue;
 		json_array_append_new(
 			run, json_pack("{s:s, s:s, s:s, s:i, s:o, s:I, s:I, s:b}", "lease", u->lease,
-				       "model", u->model, "plan", price_plan_name(u->plan), "gpus",
+				       "model", u->model, "plan", plan_name(u->plan), "gpus",
 				       u->ev[u->nev - 1].gpus, "started_at", ms_json(u->ev[0].at_ms),
 				       "gpu_ms", (json_int_t)gpu_ms(u, now), "amount",
 				       (json_int_t)billing_accrued(c, u, now), "priced", u->priced));
@@ -500,7 +500,7 @@ void h_revenue(struct ctl_call *call)
 		total += rows[i].amount;
 		json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:I, s:I}", "region", rows[i].region,
 						   "model", rows[i].model, "plan",
-						   price_plan_name(rows[i].plan), "quantity",
+						   plan_name(rows[i].plan), "quantity",
 						   (json_int_t)rows[i].quantity, "amount",
 						   (json_int_t)rows[i].amount));
 	}

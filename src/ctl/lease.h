@@ -19,6 +19,7 @@
 #include "err.h"
 #include "lease_fields.h"
 #include "place.h"
+#include "plan.h"
 
 struct fleet;
 struct strmap;
@@ -35,7 +36,6 @@ enum lease_state {
 	LS_FAILED,
 	LS__COUNT
 };
-enum lease_plan { PLAN_MONTHLY, PLAN_HOURLY, PLAN_SPOT, PLAN__COUNT };
 
 /* A lease request, validated (the JSON as posted is kept beside it).
  * region, site and tenant are never NULL ("" when absent): lease_req_parse
@@ -48,7 +48,7 @@ struct lease_req {
 	const char *models[PLACE_MAX_MODELS]; /* catalog names (static) */
 	int per_node, min_bw_gbps, min_mem_gib;
 	const char *region, *site;
-	enum lease_plan plan;
+	enum plan plan; /* plan_is_lease() */
 	int64_t duration_s; /* 0: none */
 	int el_min, el_max; /* 0, 0: not elastic */
 	bool exclusive;
@@ -169,8 +169,6 @@ bool lease_set_request(struct ctl_lease *l, const json_t *doc);
 /* Appends a history entry (dropping the oldest past CTL_MAX_HISTORY). */
 bool lease_hist_add(struct ctl_lease *l, int64_t at_ns, enum lease_state s, const char *reason);
 const char *lease_state_name(enum lease_state s);
-const char *lease_plan_name(enum lease_plan p);
-int lease_plan_parse(const char *s);
 int lease_state_parse(const char *s);
 /* Parses a lease request body (already field-checked) into r; answers
  * nothing. r's strings are borrowed from o (see struct lease_req). */

@@ -228,6 +228,24 @@ out=$(timeout 10 "$SUANLID" serve --data "$DATA" --listen 127.0.0.1:0 --currency
 expect_eq "serving the store in another currency is refused" "$?" 1
 expect_match "saying which one it bills in" "$out" "bills in CNY, not USD"
 
+# ---- a stored row whose plan is not one is refused, not read as hourly ----
+# corrupt_plan TABLE: a copy of the store with one row's plan made "weekly".
+corrupt_plan() {
+	rm -rf "$TMP/corrupt" && cp -r "$DATA" "$TMP/corrupt"
+	sqlite3 "$TMP/corrupt/suanli.db" \
+		"UPDATE $1 SET body = json_set(body, '\$.plan', 'weekly') WHERE id = (SELECT min(id) FROM $1); SELECT min(id) FROM $1"
+}
+if ! command -v sqlite3 >/dev/null; then
+	bad "corrupt plan checks need the sqlite3 CLI (scripts/deps.sh installs it)"
+else
+	for t in usage postings; do
+		row=$(corrupt_plan "$t")
+		out=$(timeout 10 "$SUANLID" serve --data "$TMP/corrupt" --listen 127.0.0.1:0 2>&1)
+		expect_eq "a $t row with an unknown plan: the daemon refuses to start" "$?" 1
+		expect_match "and names the row and the plan" "$out" "stored (usage|posting) unreadable.*id=$row .*unknown plan 'weekly'"
+	done
+fi
+
 # ---- controlled clock: month boundary in Asia/Shanghai and the grace period ----
 # libfaketime is preloaded directly (not through the faketime wrapper, whose
 # child would outlive a SIGTERM to the wrapper), so DAEMON_PID is the daemon.

@@ -161,4 +161,11 @@ plan --gpus 1 --state "$TMP/huge.json"
 expect_eq "plan state past the entry bound: exit 1" "$RC" 1
 expect_match "plan state past the entry bound: says the bound" "$ERR" "1000001 entries; at most 1000000"
 
+# --- times are checked by core's one RFC 3339 parser before any request
+for t in 2030-02-31T00:00:00Z 2030-03-01T00:00:60Z 2030-03-01T00:00:00.1234567891Z; do
+	run "$SUANLI" reservation create --tenant acme --nodes n1 --start "$t" --end 2030-04-01T00:00:00Z
+	expect_eq "reservation create --start $t: usage error" "$RC" 2
+	expect_match "reservation create --start $t: says why" "$ERR" "RFC 3339"
+done
+
 finish

@@ -119,6 +119,13 @@ r=$(api "$ADMIN" POST /v1/reservations '{"tenant":"beta","nodes":"nosuch-[1-2]",
 expect_eq "reservation on unknown nodes 400" "$(status_of "$r")" 400
 r=$(api "$ADMIN" POST /v1/reservations '{"tenant":"beta","nodes":"fza-h100-003","start":"2030-03-01T00:00:00Z","end":"2030-01-01T00:00:00Z"}')
 expect_eq "reservation ending before it starts 400" "$(status_of "$r")" 400
+# Times that do not exist are refused, not normalised (31 February was taken
+# as 3 March, second 60 as the next minute, a tenth fraction digit dropped).
+for t in 2030-02-31T00:00:00Z 2030-03-01T00:00:60Z 2030-03-01T00:00:00.1234567891Z; do
+	r=$(api "$ADMIN" POST /v1/reservations '{"tenant":"beta","nodes":"fza-h100-003","start":"'$t'","end":"2030-04-01T00:00:00Z"}')
+	expect_eq "reservation starting $t 400" "$(status_of "$r")" 400
+	expect_match "reservation starting $t: says why" "$(body_of "$r" | jq -r .error.message)" "RFC 3339"
+done
 r=$(api "$ADMIN" POST /v1/tokens '{"role":"tenant","tenant":"beta"}')
 BETA=$(body_of "$r" | jq -r .token)
 r=$(api "$BETA" GET /v1/reservations)

@@ -19,10 +19,10 @@
 static void test_plans(void **state)
 {
 	(void)state;
-	assert_true(acct_plan_pay_as_you_go(PRICE_HOURLY));
-	assert_true(acct_plan_pay_as_you_go(PRICE_SPOT));
-	assert_false(acct_plan_pay_as_you_go(PRICE_MONTHLY));
-	assert_false(acct_plan_pay_as_you_go(PRICE_HOSTING));
+	assert_true(acct_plan_pay_as_you_go(PLAN_HOURLY));
+	assert_true(acct_plan_pay_as_you_go(PLAN_SPOT));
+	assert_false(acct_plan_pay_as_you_go(PLAN_MONTHLY));
+	assert_false(acct_plan_pay_as_you_go(PLAN_HOSTING));
 }
 
 static void test_may_start(void **state)

@@ -256,6 +256,8 @@ static void test_rfc3339(void **state)
 		"2026-11-30T05:43:30.Z",       "2026-11-30T05:43:30+0800",
 		"2026-11-30T05:43:30+08:00x",  "1999-12-31T23:59:59Z",
 		"2026-11-30T05:61:00Z",        "2026-11-30X05:43:30Z",
+		"2026-02-31T00:00:00Z",        "2026-11-30T05:43:60Z",
+		"2026-12-31T23:59:60Z",        "2026-11-30T05:43:30.123456789Z",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		int64_t x = 5;
@@ -280,6 +282,54 @@ static void test_rfc3339(void **state)
 	}
 }
 
+/* The nanosecond variant: the same grammar and checks, nine fraction digits,
+ * and an end where int64 nanoseconds would overflow. */
+static void test_rfc3339_ns(void **state)
+{
+	(void)state;
+	struct sl_diag d;
+	int64_t ns = 0;
+	assert_int_equal(cal_parse_rfc3339_ns("2026-11-30T05:43:30.123456789Z", &ns, &d), SL_OK);
+	assert_int_equal(ns, INT64_C(1796017410123456789));
+	assert_int_equal(cal_parse_rfc3339_ns("2026-11-30T13:43:30.1+08:00", &ns, &d), SL_OK);
+	assert_int_equal(ns, INT64_C(1796017410100000000));
+	/* Every instant the ms parser takes in range, the ns one takes alike. */
+	const char *same[] = {"2026-11-30T05:43:30Z", "2026-11-30t05:43:30.12z",
+			      "2026-11-30 05:43:30.1-05:30", "2000-01-01T00:00:00Z"};
+	for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+		int64_t ms = 0;
+		assert_int_equal(cal_parse_rfc3339(same[i], &ms, NULL), SL_OK);
+		assert_int_equal(cal_parse_rfc3339_ns(same[i], &ns, NULL), SL_OK);
+		assert_int_equal(ns, ms * 1000000);
+	}
+	assert_int_equal(cal_parse_rfc3339_ns("2261-12-31T23:59:59.999999999Z", &ns, &d), SL_OK);
+	assert_int_equal(ns, CAL_NS_END_MS * 1000000 - 1);
+	assert_int_equal(cal_parse_rfc3339_ns("2262-01-01T01:00:00+02:00", &ns, &d), SL_OK);
+	const char *bad[] = {
+		"2026-02-31T00:00:00Z",           /* not a day: was 3 March */
+		"2028-02-30T00:00:00Z",           "2027-02-29T00:00:00Z",
+		"2026-11-30T05:43:60Z",           /* no second 60 */
+		"2026-11-30T05:43:30.1234567891Z", /* past the nanosecond */
+		"2026-11-30T05:43:30.Z",          "1999-12-31T23:59:59.999999999Z",
+		"2262-01-01T00:00:00Z",           "9998-12-31T23:59:59Z",
+		"2026-11-30T05:43:30+15:00",      NULL,
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int64_t x = 5;
+		sl_diag_clear(&d);
+		if (cal_parse_rfc3339_ns(bad[i], &x, &d) != SL_EINVAL)
+			fail_msg("accepted '%s'", bad[i] ? bad[i] : "(null)");
+		assert_int_equal(x, 5);
+		assert_true(d.msg[0] != 0);
+	}
+	assert_int_equal(cal_parse_rfc3339_ns("2026-11-30T05:43:30.1234567891Z", &ns, &d),
+			 SL_EINVAL);
+	assert_non_null(strstr(d.msg, "more than nanosecond precision"));
+	assert_non_null(strstr(d.hint, "at most 9 fractional digits"));
+	assert_int_equal(cal_parse_rfc3339("2026-11-30T05:43:30.1234Z", &ns, &d), SL_EINVAL);
+	assert_non_null(strstr(d.msg, "more than millisecond precision"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -288,6 +338,7 @@ int main(void)
 		cmocka_unit_test(test_month_bounds),
 		cmocka_unit_test(test_month_text),
 		cmocka_unit_test(test_add_months),
+		cmocka_unit_test(test_rfc3339_ns),
 		cmocka_unit_test(test_rfc3339),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

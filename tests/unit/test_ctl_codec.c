@@ -27,6 +27,15 @@ static void test_time_roundtrip(void **state)
 	assert_int_equal(back, ns);
 	assert_true(ctl_time_parse("2026-11-30T05:33:12Z", &back));
 	assert_int_equal(back, ns - 123000000);
+	/* Nanoseconds: the controller's clock; nine digits, none dropped. */
+	assert_true(ctl_time_parse("2026-11-30T05:33:12.123456789Z", &back));
+	assert_int_equal(back, ns + 456789);
+	assert_true(ctl_time_parse("2026-11-30T05:33:12.000000001Z", &back));
+	assert_int_equal(back, ns - 123000000 + 1);
+	/* The one parser (cal_parse_rfc3339_ns) takes a space for 'T', as RFC
+	 * 3339 §5.6 allows and the price API always did. */
+	assert_true(ctl_time_parse("2026-11-30 05:33:12.123Z", &back));
+	assert_int_equal(back, ns);
 }
 
 static void test_time_rejects(void **state)
@@ -35,11 +44,19 @@ static void test_time_rejects(void **state)
 	static const char *const bad[] = {
 		"",          "2026-11-30",           "2026-11-30T05:33:12",  "2026-13-01T00:00:00Z",
 		"2026-11-30T25:00:00Z", "2026-11-30T05:33:12.Z", "2026-11-30T05:33:12Zjunk",
-		"2026-11-30 05:33:12Z", "2026-11-30T05:33:12+0800", "1960-01-01T00:00:00Z",
+		"2026-11-30T05:33:12+0800", "1960-01-01T00:00:00Z",
+		/* Refused, not normalised by timegm: no 31 February (it was read as
+		 * 3 March), no 29 February outside a leap year, no second 60, no
+		 * digits past the nanosecond dropped in silence. */
+		"2026-02-31T00:00:00Z", "2027-02-29T00:00:00Z", "2026-04-31T12:00:00Z",
+		"2026-11-30T05:33:60Z", "2026-12-31T23:59:60Z", "2026-11-30T05:33:12.1234567891Z",
+		"2026-11-30T05:33:12.000000000000Z",
 	};
-	int64_t ns;
+	int64_t ns = 7;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		assert_false(ctl_time_parse(bad[i], &ns));
+		if (ctl_time_parse(bad[i], &ns))
+			fail_msg("accepted '%s'", bad[i]);
+	assert_int_equal(ns, 7);
 	assert_false(ctl_time_parse(NULL, &ns));
 }
 
@@ -57,6 +74,7 @@ static void test_lease_req(void **state)
 		{"{}", SL_EINVAL, "'gpus' is required"},
 		{"{\"gpus\":0}", SL_EINVAL, "expected 1.."},
 		{"{\"gpus\":8,\"plan\":\"weekly\"}", SL_EINVAL, "plan"},
+		{"{\"gpus\":8,\"plan\":\"hosting\"}", SL_EINVAL, "plan"}, /* a price plan only */
 		{"{\"gpus\":8,\"models\":[\"h100-sxm\",\"nope\"]}", SL_EINVAL, "unknown GPU model 'nope'"},
 		{"{\"gpus\":8,\"models\":[1]}", SL_EINVAL, "array of strings"},
 		{"{\"gpus\":8,\"models\":[\"b200\",\"b200\",\"b200\",\"b200\",\"b200\",\"b200\",\"b200\",\"b200\",\"b200\"]}",

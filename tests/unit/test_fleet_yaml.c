@@ -416,6 +416,56 @@ static void test_bad_files(void **state)
 	assert_int_equal(failures, 0);
 }
 
+/* A YAML error inside a 'topo_matrix: |' block is a pasted `nvidia-smi topo
+ * -m` table whose first line YAML cannot place: the hint says to write '|2'.
+ * An error elsewhere, or in a block that has its indicator, keeps the usual
+ * hint. */
+struct matrix_case {
+	const char *text;
+	int line, col;
+	bool fix; /* the hint says topo_matrix: |2 */
+};
+
+#define MX_HEAD TYPE_HEAD "    topo_matrix: |\n" /* the block starts on line 7 */
+
+static void test_pasted_matrix_hint(void **state)
+{
+	(void)state;
+	static const struct matrix_case cases[] = {
+		/* As printed: the header row begins with a tab. */
+		{MX_HEAD "      \tGPU0\tGPU1\tCPU Affinity\n      GPU0\t X \tNV12\t0-31\n", 8, 7, true},
+		/* Copied from a terminal: the tab became spaces, wider than the rows. */
+		{MX_HEAD "              GPU0    GPU1    CPU Affinity\n"
+			 "      GPU0     X      NV12    0-31\n      GPU1    NV12     X      0-31\n",
+		 9, 7, true},
+		/* A row pasted without the block's indentation. */
+		{MX_HEAD "      GPU0    GPU1\n      GPU0     X      NV12\n\tGPU1    NV12     X\n", 10, 1,
+		 true},
+		/* In a list item, with a chomping indicator and a comment. */
+		{"node_types:\n  - topo_matrix: |-  # from dgx-01\n              GPU0    GPU1\n"
+		 "      GPU0     X      NV12\n",
+		 4, 7, true},
+		/* The block ended; the error is in what follows. */
+		{MX_HEAD "      GPU0 GPU1\n    links: [\n", 10, 1, false},
+		/* The indicator is there already: the usual hint. */
+		{TYPE_HEAD "    topo_matrix: |2\n\tGPU0\tGPU1\n", 8, 1, false},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct matrix_case *c = &cases[i];
+		struct fleet f;
+		struct sl_diag d;
+		assert_int_equal(fleet_init(&f), SL_OK);
+		enum sl_err e = fleet_load_yaml(&f, c->text, strlen(c->text), "fleet.yaml", &d);
+		bool fix = strstr(d.hint, "'topo_matrix: |2'") != NULL;
+		if (e != SL_EPARSE || d.line != c->line || d.col != c->col || fix != c->fix)
+			fail_msg("case %zu: got %s at %d:%d '%s' hint '%s'; want %d:%d, fix %d", i,
+				 sl_err_code(e), d.line, d.col, d.msg, d.hint, c->line, c->col, c->fix);
+		if (fix)
+			assert_non_null(strstr(d.hint, "block of line"));
+		fleet_release(&f);
+	}
+}
+
 /* A failed load leaves f usable: the same fleet then takes a good file. */
 static void test_failed_load_leaves_fleet_usable(void **state)
 {
@@ -534,6 +584,7 @@ int main(void)
 		cmocka_unit_test(test_design_excerpt_verbatim),
 		cmocka_unit_test(test_topo_matrix_type),
 		cmocka_unit_test(test_bad_files),
+		cmocka_unit_test(test_pasted_matrix_hint),
 		cmocka_unit_test(test_failed_load_leaves_fleet_usable),
 		cmocka_unit_test(test_file_size_limit),
 		cmocka_unit_test(test_text_is_bounded_by_len),

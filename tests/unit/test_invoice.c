@@ -29,7 +29,7 @@ static int64_t at(const char *s)
 }
 
 static void put(struct pricebook *pb, enum price_scope sc, const char *name,
-		const char *model, enum price_plan plan, const char *from,
+		const char *model, enum plan plan, const char *from,
 		int64_t price)
 {
 	struct price_entry e;
@@ -45,7 +45,7 @@ static void post(struct ledger *l, const char *id, enum ledger_type t,
 {
 	struct ledger_posting p;
 	struct sl_diag d;
-	if (ledger_posting_init(&p, id, t, tenant, PRICE_HOURLY, amount, at(when),
+	if (ledger_posting_init(&p, id, t, tenant, PLAN_HOURLY, amount, at(when),
 				reason, &d) ||
 	    ledger_apply(l, &p, NULL, &d))
 		fail_msg("post %s: %s", id, d.msg);
@@ -67,12 +67,12 @@ static struct fixture *fixture_new(void)
 	assert_int_equal(ledger_new(&f->lg), SL_OK);
 	assert_int_equal(cal_zone_parse("Asia/Shanghai", &f->zone, NULL), SL_OK);
 	const char *t0 = "2026-01-01T00:00:00Z";
-	put(f->pb, PRICE_GLOBAL, "", "h100-sxm", PRICE_HOURLY, t0, 1999);
-	put(f->pb, PRICE_REGION, "cn-east", "h100-sxm", PRICE_SPOT, t0, 800);
-	put(f->pb, PRICE_REGION, "cn-east", "h100-sxm", PRICE_SPOT,
+	put(f->pb, PRICE_GLOBAL, "", "h100-sxm", PLAN_HOURLY, t0, 1999);
+	put(f->pb, PRICE_REGION, "cn-east", "h100-sxm", PLAN_SPOT, t0, 800);
+	put(f->pb, PRICE_REGION, "cn-east", "h100-sxm", PLAN_SPOT,
 	    "2026-11-15T12:00:00+08:00", 600);
-	put(f->pb, PRICE_GLOBAL, "", "h100-sxm", PRICE_MONTHLY, t0, 1000000);
-	put(f->pb, PRICE_SITE, "sh-1", "", PRICE_HOSTING, t0, 300000);
+	put(f->pb, PRICE_GLOBAL, "", "h100-sxm", PLAN_MONTHLY, t0, 1000000);
+	put(f->pb, PRICE_SITE, "sh-1", "", PLAN_HOSTING, t0, 300000);
 	/* A: hourly, Oct 31 22:00 .. Nov 1 02:30 local, 8 GPUs then 4 from
 	 * 01:00; only Nov counts: 8 x 1h + 4 x 1.5h = 14 GPU-h. */
 	f->ev_a[0] = (struct rating_event){at("2026-10-31T22:00:00+08:00"),
@@ -95,19 +95,19 @@ static struct fixture *fixture_new(void)
 	f->ev_o[1] = (struct rating_event){at("2026-11-03T00:00:00+08:00"),
 					   RATING_ENDED, 0, 0};
 	f->leases[0] = (struct rating_lease){"lease-a", "acme", "sh-1", "cn-east",
-					     "h100-sxm", PRICE_HOURLY, f->ev_a, 3,
+					     "h100-sxm", PLAN_HOURLY, f->ev_a, 3,
 					     0, 0, 0};
 	f->leases[1] = (struct rating_lease){"lease-b", "acme", "sh-1", "cn-east",
-					     "h100-sxm", PRICE_SPOT, f->ev_b, 2,
+					     "h100-sxm", PLAN_SPOT, f->ev_b, 2,
 					     0, 0, 0};
 	f->leases[2] = (struct rating_lease){
-		"lease-m", "acme", "sh-1", "cn-east", "h100-sxm", PRICE_MONTHLY,
+		"lease-m", "acme", "sh-1", "cn-east", "h100-sxm", PLAN_MONTHLY,
 		NULL, 0, at("2026-10-20T09:00:00+08:00"), 3, 2};
 	f->leases[3] = (struct rating_lease){"srv-1", "acme", "sh-1", "cn-east",
-					     "", PRICE_HOSTING, f->ev_h, 1,
+					     "", PLAN_HOSTING, f->ev_h, 1,
 					     0, 0, 0};
 	f->leases[4] = (struct rating_lease){"lease-o", "other", "sh-1",
-					     "cn-east", "h100-sxm", PRICE_HOURLY,
+					     "cn-east", "h100-sxm", PLAN_HOURLY,
 					     f->ev_o, 2, 0, 0, 0};
 	post(f->lg, "top-1", LEDGER_TOPUP, "acme", 10000000,
 	     "2026-11-01T09:00:00+08:00", "bank transfer");
@@ -348,11 +348,11 @@ static void test_refusals(void **state)
 	assert_false(inv.complete);
 	assert_int_equal(inv.as_of_ms, inv.start_ms);
 	/* A lease without a price: refused, and inv emptied. */
-	put(f->pb, PRICE_GLOBAL, "", "l40s", PRICE_SPOT, "2030-01-01T00:00:00Z", 1);
+	put(f->pb, PRICE_GLOBAL, "", "l40s", PLAN_SPOT, "2030-01-01T00:00:00Z", 1);
 	struct rating_event ev[1] = {
 		{at("2026-11-03T00:00:00Z"), RATING_STARTED, 1, 0}};
 	f->leases[4] = (struct rating_lease){"lease-x", "acme", NULL, NULL, "l40s",
-					     PRICE_SPOT, ev, 1, 0, 0, 0};
+					     PLAN_SPOT, ev, 1, 0, 0, 0};
 	in = input(f, "2026-11", "2026-12-05T00:00:00Z");
 	sl_diag_clear(&d);
 	assert_int_equal(invoice_build(&inv, &in, &d), SL_ENOTFOUND);
@@ -388,15 +388,15 @@ static void test_revenue(void **state)
 	assert_int_equal(invoice_revenue(&in, &rows, &n, &d), SL_OK);
 	assert_int_equal(n, 4);
 	assert_string_equal(rows[0].model, "");
-	assert_int_equal(rows[0].plan, PRICE_HOSTING);
+	assert_int_equal(rows[0].plan, PLAN_HOSTING);
 	assert_int_equal(rows[0].amount, 300000);
-	assert_int_equal(rows[1].plan, PRICE_HOURLY);
+	assert_int_equal(rows[1].plan, PLAN_HOURLY);
 	assert_string_equal(rows[1].region, "cn-east");
 	assert_int_equal(rows[1].amount, 14 * 1999 + 64 * 24 * 1999);
 	assert_int_equal(rows[1].quantity, (14 + 64 * 24) * H);
-	assert_int_equal(rows[2].plan, PRICE_SPOT);
+	assert_int_equal(rows[2].plan, PLAN_SPOT);
 	assert_int_equal(rows[2].amount, 1400);
-	assert_int_equal(rows[3].plan, PRICE_MONTHLY);
+	assert_int_equal(rows[3].plan, PLAN_MONTHLY);
 	assert_int_equal(rows[3].amount, 2000000);
 	free(rows);
 	in = input(f, "2027-01", "2026-12-05T00:00:00Z");

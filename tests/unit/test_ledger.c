@@ -25,7 +25,7 @@ static struct ledger *mk(void)
 }
 
 static void post(struct ledger *l, const char *id, enum ledger_type t,
-		 const char *tenant, enum price_plan plan, int64_t amount,
+		 const char *tenant, enum plan plan, int64_t amount,
 		 bool want_applied)
 {
 	struct ledger_posting p;
@@ -55,18 +55,18 @@ static void test_types(void **state)
 {
 	(void)state;
 	struct ledger *l = mk();
-	post(l, "p1", LEDGER_TOPUP, "acme", PRICE_HOURLY, 100000, true);
-	post(l, "p2", LEDGER_CHARGE, "acme", PRICE_SPOT, 2500, true);
-	post(l, "p3", LEDGER_CHARGE, "acme", PRICE_HOURLY, 500, true);
-	post(l, "p4", LEDGER_HOSTING_FEE, "acme", PRICE_HOURLY, 30000, true);
-	post(l, "p5", LEDGER_CREDIT, "acme", PRICE_HOURLY, 1000, true);
-	post(l, "p6", LEDGER_REFUND, "acme", PRICE_HOURLY, 200, true);
-	post(l, "p7", LEDGER_CREDIT_LINE_UP, "acme", PRICE_HOURLY, 50000, true);
-	post(l, "p8", LEDGER_CREDIT_LINE_DOWN, "acme", PRICE_HOURLY, 20000, true);
+	post(l, "p1", LEDGER_TOPUP, "acme", PLAN_HOURLY, 100000, true);
+	post(l, "p2", LEDGER_CHARGE, "acme", PLAN_SPOT, 2500, true);
+	post(l, "p3", LEDGER_CHARGE, "acme", PLAN_HOURLY, 500, true);
+	post(l, "p4", LEDGER_HOSTING_FEE, "acme", PLAN_HOURLY, 30000, true);
+	post(l, "p5", LEDGER_CREDIT, "acme", PLAN_HOURLY, 1000, true);
+	post(l, "p6", LEDGER_REFUND, "acme", PLAN_HOURLY, 200, true);
+	post(l, "p7", LEDGER_CREDIT_LINE_UP, "acme", PLAN_HOURLY, 50000, true);
+	post(l, "p8", LEDGER_CREDIT_LINE_DOWN, "acme", PLAN_HOURLY, 20000, true);
 	struct ledger_posting down;
 	struct sl_diag d;
 	assert_int_equal(ledger_posting_init(&down, "p9", LEDGER_CREDIT_LINE_DOWN,
-					     "acme", PRICE_HOURLY, 30001, T0, NULL,
+					     "acme", PLAN_HOURLY, 30001, T0, NULL,
 					     &d), SL_OK);
 	sl_diag_clear(&d);
 	assert_int_equal(ledger_apply(l, &down, NULL, &d), SL_EINVAL);
@@ -96,14 +96,14 @@ static void test_replay_and_conflict(void **state)
 {
 	(void)state;
 	struct ledger *l = mk();
-	post(l, "topup-1", LEDGER_TOPUP, "acme", PRICE_HOURLY, 5000, true);
-	post(l, "topup-1", LEDGER_TOPUP, "acme", PRICE_HOURLY, 5000, false);
+	post(l, "topup-1", LEDGER_TOPUP, "acme", PLAN_HOURLY, 5000, true);
+	post(l, "topup-1", LEDGER_TOPUP, "acme", PLAN_HOURLY, 5000, false);
 	assert_int_equal(ledger_tenant_balance(l, "acme"), 5000);
 	assert_int_equal(ledger_posting_count(l), 1);
 	struct ledger_posting p;
 	struct sl_diag d;
 	assert_int_equal(ledger_posting_init(&p, "topup-1", LEDGER_TOPUP, "acme",
-					     PRICE_HOURLY, 6000, T0, "test", &d),
+					     PLAN_HOURLY, 6000, T0, "test", &d),
 			 SL_OK);
 	bool applied = true;
 	sl_diag_clear(&d);
@@ -118,7 +118,7 @@ static void test_bad_postings(void **state)
 {
 	(void)state;
 	struct ledger *l = mk();
-	post(l, "seed", LEDGER_TOPUP, "acme", PRICE_HOURLY, 5000, true);
+	post(l, "seed", LEDGER_TOPUP, "acme", PLAN_HOURLY, 5000, true);
 	struct {
 		const char *id, *tenant, *reason;
 		int type;
@@ -144,7 +144,7 @@ static void test_bad_postings(void **state)
 		sl_diag_clear(&d);
 		enum sl_err e = ledger_posting_init(
 			&p, cases[i].id, (enum ledger_type)cases[i].type,
-			cases[i].tenant, PRICE_HOURLY, cases[i].amount, cases[i].at,
+			cases[i].tenant, PLAN_HOURLY, cases[i].amount, cases[i].at,
 			cases[i].reason, &d);
 		if (e != cases[i].want)
 			fail_msg("case %zu: %s (%s)", i, sl_err_code(e), d.msg);
@@ -160,21 +160,21 @@ static void test_bad_postings(void **state)
 		assert_int_equal(ledger_apply(l, &p, NULL, &d), cases[i].want);
 	}
 	/* UTF-8 reasons are fine. */
-	post(l, "cn", LEDGER_CREDIT, "acme", PRICE_HOURLY, 1, true);
+	post(l, "cn", LEDGER_CREDIT, "acme", PLAN_HOURLY, 1, true);
 	struct ledger_posting p;
 	assert_int_equal(ledger_posting_init(&p, "cn2", LEDGER_CREDIT, "acme",
-					     PRICE_HOURLY, 1, T0,
+					     PLAN_HOURLY, 1, T0,
 					     "SLA \xe8\xa1\xa5\xe5\x81\xbf", NULL),
 			 SL_OK);
 	assert_int_equal(ledger_apply(l, &p, NULL, NULL), SL_OK);
 	assert_int_equal(ledger_posting_count(l), 3);
 	assert_int_equal(ledger_tenant_balance(l, "acme"), 5002);
 	/* Totals past MONEY_MAX: refused, nothing changed. */
-	post(l, "big", LEDGER_TOPUP, "acme", PRICE_HOURLY, MONEY_MAX - 5002 - 2,
+	post(l, "big", LEDGER_TOPUP, "acme", PLAN_HOURLY, MONEY_MAX - 5002 - 2,
 	     true);
 	struct sl_diag d;
 	assert_int_equal(ledger_posting_init(&p, "big2", LEDGER_TOPUP, "acme",
-					     PRICE_HOURLY, 10, T0, NULL, &d),
+					     PLAN_HOURLY, 10, T0, NULL, &d),
 			 SL_OK);
 	assert_int_equal(ledger_apply(l, &p, NULL, &d), SL_ELIMIT);
 	assert_int_equal(ledger_posting_count(l), 4);
@@ -189,15 +189,15 @@ static void test_can_start(void **state)
 	struct sl_diag d;
 	assert_int_equal(ledger_can_start(l, "acme", 0, &d), SL_OK);
 	assert_int_equal(ledger_can_start(l, "acme", 1, &d), SL_EQUOTA);
-	post(l, "t", LEDGER_TOPUP, "acme", PRICE_HOURLY, 1000, true);
-	post(l, "c", LEDGER_CREDIT_LINE_UP, "acme", PRICE_HOURLY, 500, true);
+	post(l, "t", LEDGER_TOPUP, "acme", PLAN_HOURLY, 1000, true);
+	post(l, "c", LEDGER_CREDIT_LINE_UP, "acme", PLAN_HOURLY, 500, true);
 	assert_int_equal(ledger_can_start(l, "acme", 1500, &d), SL_OK);
 	sl_diag_clear(&d);
 	assert_int_equal(ledger_can_start(l, "acme", 1501, &d), SL_EQUOTA);
 	assert_non_null(strstr(d.msg, "1501"));
 	assert_non_null(strstr(d.hint, "top up"));
 	/* Usage beyond the balance is still booked; the line covers it. */
-	post(l, "u", LEDGER_CHARGE, "acme", PRICE_HOURLY, 1200, true);
+	post(l, "u", LEDGER_CHARGE, "acme", PLAN_HOURLY, 1200, true);
 	assert_int_equal(ledger_tenant_balance(l, "acme"), -200);
 	assert_int_equal(ledger_can_start(l, "acme", 300, &d), SL_OK);
 	assert_int_equal(ledger_can_start(l, "acme", 301, &d), SL_EQUOTA);
@@ -246,7 +246,7 @@ static void test_random_with_replays(void **state)
 		int64_t amt = (int64_t)(rnd(&s) % 100000) + 1;
 		snprintf(id, sizeof(id), "p-%d", i);
 		assert_int_equal(ledger_posting_init(&p, id, ty, tenants[t],
-						     (enum price_plan)(rnd(&s) % 3),
+						     (enum plan)(rnd(&s) % 3),
 						     amt, T0 + i, "r", NULL),
 				 SL_OK);
 		if (ty == LEDGER_CREDIT_LINE_DOWN && amt > line[t]) {

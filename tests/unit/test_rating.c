@@ -43,7 +43,7 @@ static struct pricebook *book(void)
 }
 
 static void put(struct pricebook *pb, enum price_scope sc, const char *name,
-		const char *model, enum price_plan plan, int64_t from,
+		const char *model, enum plan plan, int64_t from,
 		int64_t price)
 {
 	struct price_entry e;
@@ -60,12 +60,12 @@ static void test_book_scopes(void **state)
 	(void)state;
 	struct pricebook *pb = book();
 	int64_t t0 = at("2026-01-01T00:00:00Z");
-	put(pb, PRICE_GLOBAL, "", "h100-sxm", PRICE_HOURLY, t0, 2000);
-	put(pb, PRICE_REGION, "cn-east", "h100-sxm", PRICE_HOURLY, t0 + 10 * DAY,
+	put(pb, PRICE_GLOBAL, "", "h100-sxm", PLAN_HOURLY, t0, 2000);
+	put(pb, PRICE_REGION, "cn-east", "h100-sxm", PLAN_HOURLY, t0 + 10 * DAY,
 	    1800);
-	put(pb, PRICE_SITE, "sh-1", "h100-sxm", PRICE_HOURLY, t0 + 20 * DAY, 1500);
-	put(pb, PRICE_GLOBAL, "", "h100-sxm", PRICE_SPOT, t0, 700);
-	struct price_key k = {"sh-1", "cn-east", "h100-sxm", PRICE_HOURLY};
+	put(pb, PRICE_SITE, "sh-1", "h100-sxm", PLAN_HOURLY, t0 + 20 * DAY, 1500);
+	put(pb, PRICE_GLOBAL, "", "h100-sxm", PLAN_SPOT, t0, 700);
+	struct price_key k = {"sh-1", "cn-east", "h100-sxm", PLAN_HOURLY};
 	struct price_quote q;
 	assert_int_equal(pricebook_at(pb, &k, t0 + DAY, &q, NULL), SL_OK);
 	assert_int_equal(q.price, 2000);
@@ -79,11 +79,11 @@ static void test_book_scopes(void **state)
 	assert_int_equal(q.scope, PRICE_SITE);
 	assert_int_equal(q.until_ms, INT64_MAX);
 	/* Another site of the region gets the region's price. */
-	struct price_key k2 = {"sh-2", "cn-east", "h100-sxm", PRICE_HOURLY};
+	struct price_key k2 = {"sh-2", "cn-east", "h100-sxm", PLAN_HOURLY};
 	assert_int_equal(pricebook_at(pb, &k2, t0 + 25 * DAY, &q, NULL), SL_OK);
 	assert_int_equal(q.price, 1800);
 	/* No site or region known: the global price. */
-	struct price_key k3 = {NULL, NULL, "h100-sxm", PRICE_SPOT};
+	struct price_key k3 = {NULL, NULL, "h100-sxm", PLAN_SPOT};
 	assert_int_equal(pricebook_at(pb, &k3, t0 + 25 * DAY, &q, NULL), SL_OK);
 	assert_int_equal(q.price, 700);
 	/* Before any entry, or another model: not found, with the key named. */
@@ -91,13 +91,13 @@ static void test_book_scopes(void **state)
 	sl_diag_clear(&d);
 	assert_int_equal(pricebook_at(pb, &k, t0 - 1, &q, &d), SL_ENOTFOUND);
 	assert_non_null(strstr(d.msg, "h100-sxm"));
-	struct price_key k4 = {"sh-1", "cn-east", "l40s", PRICE_HOURLY};
+	struct price_key k4 = {"sh-1", "cn-east", "l40s", PLAN_HOURLY};
 	assert_int_equal(pricebook_at(pb, &k4, t0 + DAY, &q, NULL), SL_ENOTFOUND);
 	/* Listing is in a stable key order. */
 	assert_int_equal(pricebook_count(pb), 4);
 	assert_int_equal(pricebook_entry(pb, 0)->scope, PRICE_GLOBAL);
-	assert_int_equal(pricebook_entry(pb, 0)->plan, PRICE_HOURLY);
-	assert_int_equal(pricebook_entry(pb, 1)->plan, PRICE_SPOT);
+	assert_int_equal(pricebook_entry(pb, 0)->plan, PLAN_HOURLY);
+	assert_int_equal(pricebook_entry(pb, 1)->plan, PLAN_SPOT);
 	assert_int_equal(pricebook_entry(pb, 3)->scope, PRICE_SITE);
 	assert_null(pricebook_entry(pb, 4));
 	pricebook_free(pb);
@@ -111,7 +111,7 @@ static void test_book_refusals(void **state)
 	struct price_entry e;
 	struct sl_diag d;
 	assert_int_equal(price_entry_init(&e, PRICE_GLOBAL, NULL, "h100-sxm",
-					  PRICE_HOURLY, now - 1, 1000, &d), SL_OK);
+					  PLAN_HOURLY, now - 1, 1000, &d), SL_OK);
 	sl_diag_clear(&d);
 	assert_int_equal(pricebook_set(pb, &e, now, &d), SL_EINVAL);
 	assert_non_null(strstr(d.msg, "re-price"));
@@ -126,19 +126,19 @@ static void test_book_refusals(void **state)
 	struct {
 		enum price_scope sc;
 		const char *name, *model;
-		enum price_plan plan;
+		enum plan plan;
 		int64_t from, price;
 		enum sl_err want;
 	} bad[] = {
-		{PRICE_GLOBAL, "", "h100-sxm", PRICE_HOURLY, now, -1, SL_EINVAL},
-		{PRICE_GLOBAL, "", "h100-sxm", PRICE_HOURLY, now, PRICE_MAX + 1,
+		{PRICE_GLOBAL, "", "h100-sxm", PLAN_HOURLY, now, -1, SL_EINVAL},
+		{PRICE_GLOBAL, "", "h100-sxm", PLAN_HOURLY, now, PRICE_MAX + 1,
 		 SL_ELIMIT},
-		{PRICE_REGION, "", "h100-sxm", PRICE_HOURLY, now, 1, SL_EINVAL},
-		{PRICE_SITE, "a b", "h100-sxm", PRICE_HOURLY, now, 1, SL_EINVAL},
-		{PRICE_GLOBAL, "", "", PRICE_HOURLY, now, 1, SL_EINVAL},
-		{PRICE_GLOBAL, "", "h100-sxm", PRICE_HOSTING, now, 1, SL_EINVAL},
-		{PRICE_GLOBAL, "", "h100\"", PRICE_SPOT, now, 1, SL_EINVAL},
-		{PRICE_GLOBAL, "", "h100-sxm", PRICE_HOURLY, 5, 1, SL_EINVAL},
+		{PRICE_REGION, "", "h100-sxm", PLAN_HOURLY, now, 1, SL_EINVAL},
+		{PRICE_SITE, "a b", "h100-sxm", PLAN_HOURLY, now, 1, SL_EINVAL},
+		{PRICE_GLOBAL, "", "", PLAN_HOURLY, now, 1, SL_EINVAL},
+		{PRICE_GLOBAL, "", "h100-sxm", PLAN_HOSTING, now, 1, SL_EINVAL},
+		{PRICE_GLOBAL, "", "h100\"", PLAN_SPOT, now, 1, SL_EINVAL},
+		{PRICE_GLOBAL, "", "h100-sxm", PLAN_HOURLY, 5, 1, SL_EINVAL},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		sl_diag_clear(&d);
@@ -153,13 +153,13 @@ static void test_book_refusals(void **state)
 	memset(longname, 'a', sizeof(longname) - 1);
 	longname[79] = 0;
 	assert_int_equal(price_entry_init(&e, PRICE_SITE, longname, "m",
-					  PRICE_HOURLY, now, 1, &d), SL_ELIMIT);
+					  PLAN_HOURLY, now, 1, &d), SL_ELIMIT);
 	assert_int_equal(pricebook_count(pb), 2);
-	enum price_plan p;
-	assert_int_equal(price_plan_parse("spot", &p, NULL), SL_OK);
-	assert_int_equal(p, PRICE_SPOT);
-	assert_int_equal(price_plan_parse("weekly", &p, &d), SL_EINVAL);
-	assert_string_equal(price_plan_name(PRICE_MONTHLY), "monthly");
+	enum plan p;
+	assert_int_equal(plan_parse("spot", &p, NULL), SL_OK);
+	assert_int_equal(p, PLAN_SPOT);
+	assert_int_equal(plan_parse("weekly", &p, &d), SL_EINVAL);
+	assert_string_equal(plan_name(PLAN_MONTHLY), "monthly");
 	pricebook_free(pb);
 }
 
@@ -182,7 +182,7 @@ static void test_round_once_per_line(void **state)
 	struct cal_zone utc;
 	cal_zone_utc(&utc);
 	int64_t t0 = at("2026-11-02T00:00:00Z");
-	put(pb, PRICE_GLOBAL, "", "m", PRICE_HOURLY, CAL_MIN_MS, 1);
+	put(pb, PRICE_GLOBAL, "", "m", PLAN_HOURLY, CAL_MIN_MS, 1);
 	/* 15 min + 15 min at 1 fen/h: per interval 0.25+0.25 -> 0, once -> 0.5
 	 * -> 1 (half up). */
 	struct rating_event ev[] = {
@@ -191,7 +191,7 @@ static void test_round_once_per_line(void **state)
 		{t0 + H, RATING_SCALED, 1, 0},
 		{t0 + H + H / 4, RATING_ENDED, 0, RATING_END_RELEASED},
 	};
-	struct rating_lease l = {"L1", "t", NULL, NULL, "m", PRICE_HOURLY, ev, 4,
+	struct rating_lease l = {"L1", "t", NULL, NULL, "m", PLAN_HOURLY, ev, 4,
 				 0, 0, 0};
 	struct rating_lines out;
 	rating_lines_init(&out);
@@ -226,9 +226,9 @@ static void test_splits(void **state)
 	assert_int_equal(cal_zone_parse("Asia/Shanghai", &sh, NULL), SL_OK);
 	int64_t p1 = at("2026-12-31T20:00:00+08:00");
 	int64_t p2 = at("2027-01-01T04:00:00+08:00");
-	put(pb, PRICE_GLOBAL, "", "h100-sxm", PRICE_HOURLY, CAL_MIN_MS, 1000);
-	put(pb, PRICE_GLOBAL, "", "h100-sxm", PRICE_HOURLY, p1, 1200);
-	put(pb, PRICE_GLOBAL, "", "h100-sxm", PRICE_HOURLY, p2, 1000);
+	put(pb, PRICE_GLOBAL, "", "h100-sxm", PLAN_HOURLY, CAL_MIN_MS, 1000);
+	put(pb, PRICE_GLOBAL, "", "h100-sxm", PLAN_HOURLY, p1, 1200);
+	put(pb, PRICE_GLOBAL, "", "h100-sxm", PLAN_HOURLY, p2, 1000);
 	/* 8 GPUs from Dec 31 18:00 to Jan 1 06:00 Shanghai, 4 GPUs from 02:00. */
 	struct rating_event ev[] = {
 		{at("2026-12-31T18:00:00+08:00"), RATING_STARTED, 8, 0},
@@ -236,7 +236,7 @@ static void test_splits(void **state)
 		{at("2027-01-01T06:00:00+08:00"), RATING_ENDED, 0,
 		 RATING_END_PREEMPTED},
 	};
-	struct rating_lease l = {"L", "t", "s", "r", "h100-sxm", PRICE_HOURLY, ev,
+	struct rating_lease l = {"L", "t", "s", "r", "h100-sxm", PLAN_HOURLY, ev,
 				 3, 0, 0, 0};
 	struct rating_lines out;
 	rating_lines_init(&out);
@@ -271,9 +271,9 @@ static void test_splits(void **state)
 		{at("2026-12-31T19:00:00+08:00"), RATING_STARTED, 1, 0},
 		{at("2026-12-31T23:00:00+08:00"), RATING_ENDED, 0, 0},
 	};
-	put(pb, PRICE_GLOBAL, "", "h100-sxm", PRICE_HOURLY,
+	put(pb, PRICE_GLOBAL, "", "h100-sxm", PLAN_HOURLY,
 	    at("2026-12-31T21:00:00+08:00"), 1000);
-	struct rating_lease l2 = {"L2", "t", NULL, NULL, "h100-sxm", PRICE_HOURLY,
+	struct rating_lease l2 = {"L2", "t", NULL, NULL, "h100-sxm", PLAN_HOURLY,
 				  ev2, 2, 0, 0, 0};
 	out.n = 0;
 	rate_ok(pb, &sh, &l2, CAL_MIN_MS, CAL_END_MS, &out);
@@ -292,11 +292,11 @@ static void test_running_and_zero(void **state)
 	struct pricebook *pb = book();
 	struct cal_zone utc;
 	cal_zone_utc(&utc);
-	put(pb, PRICE_GLOBAL, "", "m", PRICE_SPOT, CAL_MIN_MS, 360);
+	put(pb, PRICE_GLOBAL, "", "m", PLAN_SPOT, CAL_MIN_MS, 360);
 	int64_t t0 = at("2026-11-10T00:00:00Z");
 	struct rating_event ev[] = {{t0, RATING_STARTED, 2, 0},
 				    {t0, RATING_ENDED, 0, RATING_END_FAILED}};
-	struct rating_lease l = {"Z", "t", NULL, NULL, "m", PRICE_SPOT, ev, 2, 0,
+	struct rating_lease l = {"Z", "t", NULL, NULL, "m", PLAN_SPOT, ev, 2, 0,
 				 0, 0};
 	struct rating_lines out;
 	rating_lines_init(&out);
@@ -322,12 +322,12 @@ static void test_monthly(void **state)
 	struct cal_zone sh;
 	assert_int_equal(cal_zone_parse("Asia/Shanghai", &sh, NULL), SL_OK);
 	int64_t bought = at("2028-01-31T10:00:00+08:00");
-	put(pb, PRICE_GLOBAL, "", "h100-sxm", PRICE_MONTHLY, CAL_MIN_MS, 900000);
-	put(pb, PRICE_GLOBAL, "", "h100-sxm", PRICE_MONTHLY, bought + 1, 1);
+	put(pb, PRICE_GLOBAL, "", "h100-sxm", PLAN_MONTHLY, CAL_MIN_MS, 900000);
+	put(pb, PRICE_GLOBAL, "", "h100-sxm", PLAN_MONTHLY, bought + 1, 1);
 	/* Released after a day: the events do not matter, the term does. */
 	struct rating_event ev[] = {{bought, RATING_STARTED, 8, 0},
 				    {bought + DAY, RATING_ENDED, 0, 0}};
-	struct rating_lease l = {"M", "t", NULL, NULL, "h100-sxm", PRICE_MONTHLY,
+	struct rating_lease l = {"M", "t", NULL, NULL, "h100-sxm", PLAN_MONTHLY,
 				 ev, 2, bought, 3, 8};
 	struct rating_lines out;
 	rating_lines_init(&out);
@@ -343,7 +343,7 @@ static void test_monthly(void **state)
 		assert_int_equal(out.v[i].quantity, 8);
 		assert_int_equal(out.v[i].unit_price, 900000);
 		assert_int_equal(out.v[i].amount, 7200000);
-		assert_int_equal(out.v[i].plan, PRICE_MONTHLY);
+		assert_int_equal(out.v[i].plan, PLAN_MONTHLY);
 	}
 	assert_int_equal(out.v[0].end_ms, at(due[1]));
 	/* February's invoice window holds one installment. */
@@ -378,7 +378,7 @@ static void test_hosting(void **state)
 	struct pricebook *pb = book();
 	struct cal_zone utc;
 	cal_zone_utc(&utc);
-	put(pb, PRICE_SITE, "sh-1", "", PRICE_HOSTING, CAL_MIN_MS, 3000000);
+	put(pb, PRICE_SITE, "sh-1", "", PLAN_HOSTING, CAL_MIN_MS, 3000000);
 	/* Whole February 2028 (29 days) pays exactly the fee; half of
 	 * March 1..16 00:00 (15 of 31 days) pays 15/31 of it, rounded once. */
 	struct rating_event ev[] = {
@@ -386,7 +386,7 @@ static void test_hosting(void **state)
 		{at("2028-03-16T00:00:00Z"), RATING_ENDED, 0, 0},
 	};
 	struct rating_lease l = {"srv-7", "t", "sh-1", "cn-east", "",
-				 PRICE_HOSTING, ev, 2, 0, 0, 0};
+				 PLAN_HOSTING, ev, 2, 0, 0, 0};
 	struct rating_lines out;
 	rating_lines_init(&out);
 	rate_ok(pb, &utc, &l, CAL_MIN_MS, CAL_END_MS, &out);
@@ -404,7 +404,7 @@ static void test_bad_histories(void **state)
 	struct pricebook *pb = book();
 	struct cal_zone utc;
 	cal_zone_utc(&utc);
-	put(pb, PRICE_GLOBAL, "", "m", PRICE_HOURLY, CAL_MIN_MS, PRICE_MAX);
+	put(pb, PRICE_GLOBAL, "", "m", PLAN_HOURLY, CAL_MIN_MS, PRICE_MAX);
 	int64_t t = at("2026-11-01T00:00:00Z");
 	struct {
 		struct rating_event ev[3];
@@ -441,14 +441,14 @@ static void test_bad_histories(void **state)
 	/* A line already in the array must survive every failed call. */
 	struct rating_event okev[] = {{t, RATING_STARTED, 1, 0},
 				      {t + H, RATING_ENDED, 0, 0}};
-	struct rating_lease ok = {"ok", "t", NULL, NULL, "m", PRICE_HOURLY, okev,
+	struct rating_lease ok = {"ok", "t", NULL, NULL, "m", PLAN_HOURLY, okev,
 				  2, 0, 0, 0};
 	rate_ok(pb, &utc, &ok, CAL_MIN_MS, CAL_END_MS, &out);
 	assert_int_equal(out.n, 1);
 	struct rating_line keep = out.v[0];
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct rating_lease l = {"bad", "t", NULL, NULL, "m",
-					 PRICE_HOURLY, cases[i].ev, cases[i].n,
+					 PLAN_HOURLY, cases[i].ev, cases[i].n,
 					 0, 0, 0};
 		struct sl_diag d;
 		sl_diag_clear(&d);
@@ -480,16 +480,16 @@ static void test_first_hour(void **state)
 	(void)state;
 	struct pricebook *pb = book();
 	int64_t t = at("2026-11-01T00:00:00Z");
-	put(pb, PRICE_GLOBAL, "", "m", PRICE_HOURLY, CAL_MIN_MS, 1000);
-	put(pb, PRICE_GLOBAL, "", "m", PRICE_HOURLY, t + H / 2, 2000);
-	struct price_key k = {NULL, NULL, "m", PRICE_HOURLY};
+	put(pb, PRICE_GLOBAL, "", "m", PLAN_HOURLY, CAL_MIN_MS, 1000);
+	put(pb, PRICE_GLOBAL, "", "m", PLAN_HOURLY, t + H / 2, 2000);
+	struct price_key k = {NULL, NULL, "m", PLAN_HOURLY};
 	int64_t c = 0;
 	assert_int_equal(rating_first_hour(pb, &k, 4, t, &c, NULL), SL_OK);
 	assert_int_equal(c, 2000 + 4000);
 	assert_int_equal(rating_first_hour(pb, &k, 4, t + H, &c, NULL), SL_OK);
 	assert_int_equal(c, 8000);
 	assert_int_equal(rating_first_hour(pb, &k, 0, t, &c, NULL), SL_EINVAL);
-	k.plan = PRICE_MONTHLY;
+	k.plan = PLAN_MONTHLY;
 	assert_int_equal(rating_first_hour(pb, &k, 1, t, &c, NULL), SL_EINVAL);
 	pricebook_free(pb);
 }
@@ -545,13 +545,13 @@ static int ref_month_index(int64_t t, int64_t off_ms)
 struct ref_price {
 	int scope; /* 0 global, 1 region, 2 site */
 	const char *name, *model;
-	enum price_plan plan;
+	enum plan plan;
 	int64_t from, price;
 };
 
 static int64_t ref_price_at(const struct ref_price *ps, int np, int64_t t,
 			    const char *site, const char *region,
-			    const char *model, enum price_plan plan)
+			    const char *model, enum plan plan)
 {
 	for (int scope = 2; scope >= 0; scope--) {
 		const char *want = scope == 2 ? site : scope == 1 ? region : "";
@@ -636,7 +636,7 @@ static int ref_bill(const struct ref_price *ps, int np,
 	}
 	for (int k = 0; k < nl; k++) {
 		unsigned __int128 div = 3600000;
-		if (l->plan == PRICE_HOSTING)
+		if (l->plan == PLAN_HOSTING)
 			div = (unsigned __int128)(ref_month_utc[lines[k].month + 1] -
 						  ref_month_utc[lines[k].month]);
 		unsigned __int128 x = (unsigned __int128)lines[k].qty *
@@ -693,10 +693,10 @@ static void test_against_reference(void **state)
 	for (int iter = 0; iter < 4000; iter++) {
 		const struct cal_zone *z = &zones[rnd(&r) % 2];
 		int64_t off = (int64_t)z->offset_s * 1000;
-		enum price_plan plan = (enum price_plan)(rnd(&r) % 5 == 0
-							 ? PRICE_HOSTING
+		enum plan plan = (enum plan)(rnd(&r) % 5 == 0
+							 ? PLAN_HOSTING
 							 : rnd(&r) % 2);
-		const char *model = plan == PRICE_HOSTING ? "" : models[rnd(&r) % 2];
+		const char *model = plan == PLAN_HOSTING ? "" : models[rnd(&r) % 2];
 		const char *site = rnd(&r) % 4 ? sites[rnd(&r) % 3] : NULL;
 		const char *region = rnd(&r) % 4 ? regions[rnd(&r) % 2] : NULL;
 		/* The history. */
@@ -733,7 +733,7 @@ static void test_against_reference(void **state)
 			const char *name = scope == 0 ? ""
 					   : scope == 1 ? regions[rnd(&r) % 2]
 							: sites[rnd(&r) % 3];
-			const char *m = rnd(&r) % 5 == 0 && plan != PRICE_HOSTING
+			const char *m = rnd(&r) % 5 == 0 && plan != PLAN_HOSTING
 						? models[rnd(&r) % 2]
 						: model;
 			int64_t from = first + rnd_in(&r, -5 * DAY, t - first + DAY);
@@ -750,10 +750,10 @@ static void test_against_reference(void **state)
 							      from, price};
 		}
 		/* Another plan's prices must never be used. */
-		if (plan != PRICE_HOSTING)
+		if (plan != PLAN_HOSTING)
 			ps[np++] = (struct ref_price){
 				0, "", model,
-				plan == PRICE_SPOT ? PRICE_HOURLY : PRICE_SPOT,
+				plan == PLAN_SPOT ? PLAN_HOURLY : PLAN_SPOT,
 				first, 99999999};
 		struct pricebook *pb = book();
 		for (int i = 0; i < np; i++)

@@ -66,8 +66,11 @@ static void fx_free(struct fx *x)
 	fleet_release(&x->f);
 }
 
+/* The lease plans in priority order, as the random tests draw them. */
+static const enum plan lease_plans[3] = {PLAN_MONTHLY, PLAN_HOURLY, PLAN_SPOT};
+
 struct opt {
-	enum sched_plan plan;
+	enum plan plan;
 	int64_t dur_s;
 	int emin, emax;
 	const char *model;
@@ -90,7 +93,7 @@ static enum sl_err sub_opt(struct fx *x, uint64_t id, const char *tenant, int gp
 /* Hourly, open-ended. */
 static enum sl_err sub(struct fx *x, uint64_t id, const char *tenant, int gpus, int64_t now_s)
 {
-	struct opt o = {SCHED_HOURLY, 0, 0, 0, NULL};
+	struct opt o = {PLAN_HOURLY, 0, 0, 0, NULL};
 	return sub_opt(x, id, tenant, gpus, now_s, &o, NULL);
 }
 
@@ -204,7 +207,7 @@ static void test_priority_order(void **state)
 	struct fx x;
 	fx_init(&x, 1, "hgx-h100-8");
 	assert_int_equal(sub(&x, 1, "ops", 8, 0), SL_OK);
-	struct opt spot = {SCHED_SPOT, 0, 0, 0, NULL}, mon = {SCHED_MONTHLY, 0, 0, 0, NULL};
+	struct opt spot = {PLAN_SPOT, 0, 0, 0, NULL}, mon = {PLAN_MONTHLY, 0, 0, 0, NULL};
 	assert_int_equal(sub_opt(&x, 2, "a", 8, 1, &spot, NULL), SL_OK);
 	assert_int_equal(sub(&x, 3, "a", 8, 2), SL_OK);
 	assert_int_equal(sub_opt(&x, 4, "a", 8, 3, &mon, NULL), SL_OK);
@@ -288,7 +291,7 @@ static void test_backfill(void **state)
 	/* n2 has half its GPUs out of service, so it is never a whole node. */
 	for (int g = 4; g < 8; g++)
 		placer_set_gpu_usable(x.p, x.node[2], g, false);
-	struct opt d100 = {SCHED_HOURLY, 100, 0, 0, NULL}, d200 = {SCHED_HOURLY, 200, 0, 0, NULL};
+	struct opt d100 = {PLAN_HOURLY, 100, 0, 0, NULL}, d200 = {PLAN_HOURLY, 200, 0, 0, NULL};
 	assert_int_equal(sub_opt(&x, 1, "a", 8, 0, &d100, NULL), SL_OK); /* n0 until 100 */
 	assert_int_equal(sub_opt(&x, 2, "a", 6, 0, &d200, NULL), SL_OK); /* n1 until 200 */
 	assert_int_equal(lease_gpus_on(&x, 1, x.node[0]), 8);
@@ -300,7 +303,7 @@ static void test_backfill(void **state)
 	int n;
 	assert_int_equal(sched_queue(x.s, &q, &n), SL_OK);
 	assert_non_null(strstr(q[0].reason, "can start in about 199 s"));
-	struct opt d300 = {SCHED_HOURLY, 300, 0, 0, NULL}, d149 = {SCHED_HOURLY, 149, 0, 0, NULL};
+	struct opt d300 = {PLAN_HOURLY, 300, 0, 0, NULL}, d149 = {PLAN_HOURLY, 149, 0, 0, NULL};
 	sched_events_clear(x.s);
 	/* A long lease on a node the head does not need starts. */
 	assert_int_equal(sub_opt(&x, 20, "b", 4, 2, &d300, NULL), SL_OK);
@@ -343,7 +346,7 @@ static void test_spot_preemption(void **state)
 	(void)state;
 	struct fx x;
 	fx_init(&x, 2, "hgx-h100-8");
-	struct opt spot = {SCHED_SPOT, 0, 0, 0, NULL};
+	struct opt spot = {PLAN_SPOT, 0, 0, 0, NULL};
 	assert_int_equal(sub_opt(&x, 1, "s", 8, 0, &spot, NULL), SL_OK);
 	assert_int_equal(sub_opt(&x, 2, "s", 8, 1, &spot, NULL), SL_OK);
 	int n2 = lease_gpus_on(&x, 2, x.node[0]) ? x.node[0] : x.node[1];
@@ -387,7 +390,7 @@ static void test_spot_not_preempted_for_spot(void **state)
 	(void)state;
 	struct fx x;
 	fx_init(&x, 1, "hgx-h100-8");
-	struct opt spot = {SCHED_SPOT, 0, 0, 0, NULL};
+	struct opt spot = {PLAN_SPOT, 0, 0, 0, NULL};
 	assert_int_equal(sub_opt(&x, 1, "s", 8, 0, &spot, NULL), SL_OK);
 	assert_int_equal(sub_opt(&x, 2, "t", 8, 1, &spot, NULL), SL_OK);
 	assert_int_equal(st(&x, 1), SCHED_RUNNING);
@@ -493,7 +496,7 @@ static void test_quota(void **state)
 	gpumask_t m0 = placer_free_mask(x.p, x.node[0]), m1 = placer_free_mask(x.p, x.node[1]);
 	struct sl_diag d;
 	sl_diag_clear(&d);
-	struct opt h = {SCHED_HOURLY, 0, 0, 0, "h100-sxm"};
+	struct opt h = {PLAN_HOURLY, 0, 0, 0, "h100-sxm"};
 	assert_int_equal(sub_opt(&x, 3, "acme", 8, 2, &h, &d), SL_EQUOTA);
 	assert_string_equal(d.msg, "tenant acme's quota for h100-sxm is 16 GPUs; 12 in use, "
 				   "this request needs 8");
@@ -527,7 +530,7 @@ static void test_elastic(void **state)
 	(void)state;
 	struct fx x;
 	fx_init(&x, 2, "hgx-h100-8");
-	struct opt el = {SCHED_HOURLY, 0, 2, 12, NULL};
+	struct opt el = {PLAN_HOURLY, 0, 2, 12, NULL};
 	assert_int_equal(sub_opt(&x, 1, "a", 4, 0, &el, NULL), SL_OK);
 	int home = lease_gpus_on(&x, 1, x.node[0]) ? x.node[0] : x.node[1];
 	int other = home == x.node[0] ? x.node[1] : x.node[0];
@@ -566,7 +569,7 @@ static void test_elastic(void **state)
 	assert_int_equal(sched_scale(x.s, 1, 7, S(7), NULL), SL_OK);
 	assert_int_equal(lease_total(&x, 1), 7);
 	/* A pending elastic lease that shrinks to what is free starts. */
-	struct opt el8 = {SCHED_HOURLY, 0, 1, 8, NULL};
+	struct opt el8 = {PLAN_HOURLY, 0, 1, 8, NULL};
 	assert_int_equal(sub_opt(&x, 3, "c", 8, 8, &el8, NULL), SL_OK);
 	assert_int_equal(st(&x, 3), SCHED_PENDING);
 	assert_int_equal(sched_scale(x.s, 3, 1, S(9), NULL), SL_OK);
@@ -580,7 +583,7 @@ static void test_expiry_and_extend(void **state)
 	(void)state;
 	struct fx x;
 	fx_init(&x, 1, "hgx-h100-8");
-	struct opt d60 = {SCHED_HOURLY, 60, 0, 0, NULL};
+	struct opt d60 = {PLAN_HOURLY, 60, 0, 0, NULL};
 	assert_int_equal(sub_opt(&x, 1, "a", 8, 0, &d60, NULL), SL_OK);
 	assert_int_equal(sub_opt(&x, 2, "a", 8, 0, &d60, NULL), SL_OK);
 	assert_int_equal(sched_tick(x.s, S(59)), SL_OK);
@@ -664,9 +667,9 @@ static void test_submit_errors(void **state)
 	fx_init(&x, 1, "hgx-h100-8");
 	struct sl_diag d;
 	sl_diag_clear(&d);
-	struct opt a100 = {SCHED_HOURLY, 0, 0, 0, "a100-sxm"};
-	struct opt bogus = {SCHED_HOURLY, 0, 0, 0, "bogus"};
-	struct opt badel = {SCHED_HOURLY, 0, 4, 2, NULL};
+	struct opt a100 = {PLAN_HOURLY, 0, 0, 0, "a100-sxm"};
+	struct opt bogus = {PLAN_HOURLY, 0, 0, 0, "bogus"};
+	struct opt badel = {PLAN_HOURLY, 0, 4, 2, NULL};
 	assert_int_equal(sub_opt(&x, 1, "a", 8, 0, &a100, &d), SL_ENOSPACE); /* never */
 	assert_int_equal(sub_opt(&x, 1, "a", 8, 0, &bogus, NULL), SL_EINVAL);
 	assert_int_equal(sub_opt(&x, 1, "a", 8, 0, &badel, NULL), SL_EINVAL);
@@ -729,7 +732,7 @@ static void test_restore(void **state)
 	(void)state;
 	struct fx x;
 	fx_init(&x, 2, "hgx-h100-8");
-	struct opt spot = {SCHED_SPOT, 0, 0, 0, NULL};
+	struct opt spot = {PLAN_SPOT, 0, 0, 0, NULL};
 	assert_int_equal(sub(&x, 1, "a", 8, 0), SL_OK);
 	assert_int_equal(sub_opt(&x, 2, "s", 8, 1, &spot, NULL), SL_OK);
 	assert_int_equal(sub(&x, 3, "b", 4, 2), SL_OK);
@@ -750,9 +753,9 @@ static void test_restore(void **state)
 	r8.gpus = 8;
 	r4 = r8;
 	r4.gpus = 4;
-	struct sched_spec sa = {"a", SCHED_HOURLY, &r8, 0, 0, 0};
-	struct sched_spec ss = {"s", SCHED_SPOT, &r8, 0, 0, 0};
-	struct sched_spec sb = {"b", SCHED_HOURLY, &r4, 0, 0, 0};
+	struct sched_spec sa = {"a", PLAN_HOURLY, &r8, 0, 0, 0};
+	struct sched_spec ss = {"s", PLAN_SPOT, &r8, 0, 0, 0};
+	struct sched_spec sb = {"b", PLAN_HOURLY, &r4, 0, 0, 0};
 	struct sched_restore ra = {&sa, S(0), &p1, S(0), 0}, rs = {&ss, S(1), &p2, S(1), 0};
 	struct sched_restore r3 = {&sb, S(2), NULL, 0, 0}, r4b = {&sb, S(3), NULL, 0, 0};
 	assert_int_equal(sched_restore(x.s, 4, &r4b, NULL), SL_OK);
@@ -879,7 +882,7 @@ static void check_invariants(struct fx *x, struct model_lease *ls)
 	for (int i = 1; i < n; i++) {
 		const struct sched_queue_entry *a = &q[i - 1], *b = &q[i];
 		assert_int_equal(b->position, i + 1);
-		assert_true(a->plan <= b->plan);
+		assert_true(plan_priority(a->plan) <= plan_priority(b->plan));
 		if (a->plan != b->plan)
 			continue;
 		int64_t ra = 0, rb = 0;
@@ -991,7 +994,7 @@ static void test_random_invariants(void **state)
 				failed = -1;
 			}
 		} else if (op < 4 && next < RMAX) {
-			struct opt o = {(enum sched_plan)rnd(&r, 3), rnd(&r, 3) ? rnd(&r, 200) : 0,
+			struct opt o = {lease_plans[rnd(&r, 3)], rnd(&r, 3) ? rnd(&r, 200) : 0,
 					0, 0, models[rnd(&r, 4)]};
 			int g = sizes[rnd(&r, 7)];
 			if (g <= 8 && rnd(&r, 4) == 0) {
@@ -1062,7 +1065,7 @@ static void test_incremental_matches_full(void **state)
 		enum sl_err ea, eb;
 		if (op < 6) {
 			const char *t = tenants[rnd(&r, 3)];
-			struct opt o = {(enum sched_plan)rnd(&r, 3), rnd(&r, 2) ? rnd(&r, 60) : 0, 0,
+			struct opt o = {lease_plans[rnd(&r, 3)], rnd(&r, 2) ? rnd(&r, 60) : 0, 0,
 					0, NULL};
 			int g = sizes[rnd(&r, 6)];
 			assert_int_equal(sched_set_tenant_weight(b.s, t, 1, NULL), SL_OK);

@@ -57,7 +57,7 @@ static void submit(struct fx *x, uint64_t id, int gpus, int64_t now)
 	memset(&sp, 0, sizeof(sp));
 	r.gpus = gpus;
 	sp.tenant = "t";
-	sp.plan = SCHED_HOURLY;
+	sp.plan = PLAN_HOURLY;
 	sp.req = &r;
 	assert_int_equal(sched_submit(x->s, id, &sp, now, NULL), SL_OK);
 	assert_int_equal(sched_lease_state(x->s, id), SCHED_RUNNING);

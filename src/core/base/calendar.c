@@ -352,7 +352,13 @@ enum sl_err cal_format_rfc3339(int64_t ms, const struct cal_zone *z,
 	return SL_OK;
 }
 
-enum sl_err cal_parse_rfc3339(const char *s, int64_t *ms, struct sl_diag *d)
+/* The one RFC 3339 parser: s -> *whole_ms (the instant of its whole second,
+ * UTC ms) and *frac_ns (0..999999999), with at most max_frac fractional
+ * digits. Every field is checked against the calendar, nothing is normalised:
+ * 2026-02-31 and a seconds value of 60 are refused, not moved on. The range
+ * is the callers' to check. */
+static enum sl_err parse_rfc3339(const char *s, int max_frac, int64_t *whole_ms,
+				 int32_t *frac_ns, struct sl_diag *d)
 {
 	const char *form = "expected RFC 3339, e.g. 2026-11-01T00:00:00Z or "
 			   "2026-11-01T08:00:00.250+08:00";
@@ -368,22 +374,24 @@ enum sl_err cal_parse_rfc3339(const char *s, int64_t *ms, struct sl_diag *d)
 	    s[16] != ':')
 		goto bad;
 	const char *p = s + 19;
-	int frac = 0;
+	int32_t frac = 0;
 	if (*p == '.') {
 		int nd = 0;
 		for (p++; is_digit(*p); p++, nd++) {
-			if (nd >= 3) {
+			if (nd >= max_frac) {
 				enum sl_err e = sl_diag_set(d, SL_EINVAL, "'%s': more "
-							    "than millisecond "
-							    "precision", s);
-				sl_diag_hint(d, "give at most 3 fractional digits");
+							    "than %s precision", s,
+							    max_frac == 3 ? "millisecond"
+									  : "nanosecond");
+				sl_diag_hint(d, "give at most %d fractional digits",
+					     max_frac);
 				return e;
 			}
 			frac = frac * 10 + (*p - '0');
 		}
 		if (nd == 0)
 			goto bad;
-		for (; nd < 3; nd++)
+		for (; nd < 9; nd++)
 			frac *= 10;
 	}
 	int32_t off = 0;
@@ -391,17 +399,44 @@ enum sl_err cal_parse_rfc3339(const char *s, int64_t *ms, struct sl_diag *d)
 		off = 0;
 	else if (strlen(p) != 6 || p[3] != ':' || !parse_offset(p, &off))
 		goto bad;
-	int64_t t = local_ms(y, mo, dd) + (int64_t)hh * 3600000 +
-		    (int64_t)mi * 60000 + (int64_t)ss * 1000 + frac -
-		    (int64_t)off * 1000;
-	enum sl_err e = cal_check_instant(t, d);
-	if (e)
-		return e;
-	*ms = t;
+	*whole_ms = local_ms(y, mo, dd) + (int64_t)hh * 3600000 +
+		    (int64_t)mi * 60000 + (int64_t)ss * 1000 - (int64_t)off * 1000;
+	*frac_ns = frac;
 	return SL_OK;
 bad:;
 	enum sl_err bad_e = sl_diag_set(d, SL_EINVAL, "'%.40s' is not an RFC "
 					"3339 instant", s ? s : "");
 	sl_diag_hint(d, "%s", form);
 	return bad_e;
+}
+
+enum sl_err cal_parse_rfc3339(const char *s, int64_t *ms, struct sl_diag *d)
+{
+	int64_t whole;
+	int32_t frac;
+	enum sl_err e = parse_rfc3339(s, 3, &whole, &frac, d);
+	int64_t t = whole + frac / 1000000;
+	if (!e)
+		e = cal_check_instant(t, d);
+	if (!e)
+		*ms = t;
+	return e;
+}
+
+enum sl_err cal_parse_rfc3339_ns(const char *s, int64_t *ns, struct sl_diag *d)
+{
+	int64_t whole;
+	int32_t frac;
+	enum sl_err e = parse_rfc3339(s, 9, &whole, &frac, d);
+	if (!e && whole >= CAL_NS_END_MS) {
+		e = sl_diag_set(d, SL_EINVAL, "'%.40s' is past the nanosecond "
+				"clock's range", s);
+		sl_diag_hint(d, "instants in nanoseconds lie in years %d..2261 (UTC)",
+			     CAL_MIN_YEAR);
+	}
+	if (!e)
+		e = cal_check_instant(whole, d);
+	if (!e)
+		*ns = whole * 1000000 + frac;
+	return e;
 }

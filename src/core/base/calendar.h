@@ -26,6 +26,9 @@
  * 2000-01-01T00:00:00Z and 9999-01-01T00:00:00Z. */
 #define CAL_MIN_MS INT64_C(946684800000)
 #define CAL_END_MS INT64_C(253370764800000)
+/* One past the last instant cal_parse_rfc3339_ns takes, 2262-01-01T00:00:00Z:
+ * int64 nanoseconds since the epoch end in April 2262. */
+#define CAL_NS_END_MS INT64_C(9214646400000)
 /* Bound on a zone name (bytes, with NUL) and on a fixed offset. */
 #define CAL_ZONE_NAME_MAX 40
 #define CAL_MAX_OFFSET_S (14 * 3600)
@@ -104,8 +107,18 @@ enum sl_err cal_format_rfc3339(int64_t ms, const struct cal_zone *z,
 			       struct sl_diag *d) SL_MUST_USE;
 /* Parses RFC 3339 "YYYY-MM-DDTHH:MM:SS[.fff]Z|±HH:MM" ('t'/'z' and a space
  * for 'T' accepted; 1..3 fractional digits, more refused rather than
- * truncated). SL_EINVAL with the expected form, or outside the calendar. */
+ * truncated). Strict: every field must exist on the calendar, nothing is
+ * normalised (2026-02-31 and second 60 are refused, not moved on; a leap
+ * second cannot be represented in Unix time). The offset is at most
+ * CAL_MAX_OFFSET_S. SL_EINVAL with the expected form, or outside the
+ * calendar; *ms is set only on success. This and cal_parse_rfc3339_ns are
+ * the one RFC 3339 parser: the API, the CLI and core all use them. */
 enum sl_err cal_parse_rfc3339(const char *s, int64_t *ms,
 			      struct sl_diag *d) SL_MUST_USE;
+/* Like cal_parse_rfc3339 into ns since the epoch, for the controller's
+ * nanosecond wall time: 1..9 fractional digits (more refused), and instants
+ * from CAL_MIN_MS to before CAL_NS_END_MS (where int64 ns would overflow). */
+enum sl_err cal_parse_rfc3339_ns(const char *s, int64_t *ns,
+				 struct sl_diag *d) SL_MUST_USE;
 
 #endif

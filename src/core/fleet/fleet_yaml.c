@@ -890,6 +890,83 @@ static enum sl_err ld_document(struct ld *l)
 	return e;
 }
 
+/* ---- a pasted `nvidia-smi topo -m` table ---- */
+
+/* Whether s[0..n) is a block header "topo_matrix: |" (or ">", with "- "
+ * before it in a list, a chomping '+' or '-' and a comment after it) without an
+ * indentation indicator; *key_col is the key's 0-based column. */
+static bool matrix_header(const char *s, size_t n, size_t *key_col)
+{
+	static const char key[] = "topo_matrix";
+	size_t i = 0;
+	while (i < n && s[i] == ' ')
+		i++;
+	while (i + 1 < n && s[i] == '-' && s[i + 1] == ' ')
+		for (i += 2; i < n && s[i] == ' ';)
+			i++;
+	*key_col = i;
+	if (n - i < sizeof(key) - 1 || memcmp(s + i, key, sizeof(key) - 1) != 0)
+		return false;
+	for (i += sizeof(key) - 1; i < n && s[i] == ' ';)
+		i++;
+	if (i >= n || s[i++] != ':')
+		return false;
+	while (i < n && s[i] == ' ')
+		i++;
+	if (i >= n || (s[i] != '|' && s[i] != '>'))
+		return false;
+	if (++i < n && (s[i] == '+' || s[i] == '-'))
+		i++;
+	while (i < n && (s[i] == ' ' || s[i] == '\r'))
+		i++;
+	return i == n || (s[i] == '#' && s[i - 1] == ' ');
+}
+
+/* Whether line s[0..n) can be text of a block whose key is at column k:
+ * blank, indented past k, or starting (after spaces) with a tab, which is
+ * how a pasted table's lines begin. */
+static bool in_block(const char *s, size_t n, size_t k)
+{
+	size_t i = 0;
+	while (i < n && s[i] == ' ')
+		i++;
+	return i == n || s[i] == '\r' || s[i] == '\t' || i > k;
+}
+
+/* A YAML syntax error inside a 'topo_matrix: |' block written without an
+ * indentation indicator is almost always a pasted `nvidia-smi topo -m` table:
+ * its header line begins with a tab, or (copied from a terminal) with more
+ * spaces than the rows, and YAML takes the block's indentation from that first
+ * line. The generic hint does not help there; the indicator does. */
+static void matrix_hint(const char *text, size_t len, struct sl_diag *d)
+{
+	if (!d || d->line < 1)
+		return;
+	int line = 1, hdr = 0;
+	size_t k = 0;
+	for (size_t at = 0; at <= len && line <= d->line; line++) {
+		const char *nl = memchr(text + at, '\n', len - at);
+		size_t n = nl ? (size_t)(nl - (text + at)) : len - at;
+		size_t col;
+		if (hdr && !in_block(text + at, n, k))
+			hdr = 0;
+		if (line == d->line)
+			break;
+		if (matrix_header(text + at, n, &col)) {
+			hdr = line;
+			k = col;
+		}
+		if (!nl)
+			return;
+		at += n + 1;
+	}
+	if (hdr && line == d->line)
+		sl_diag_hint(d, "inside the 'topo_matrix: |' block of line %d: a pasted `nvidia-smi "
+				"topo -m` table begins with a tab or a wider header, so write "
+				"'topo_matrix: |2' and indent every table line 2 spaces past the key",
+			     hdr);
+}
+
 enum sl_err fleet_load_yaml(struct fleet *f, const char *text, size_t len, const char *file,
 			    struct sl_diag *d)
 {
@@ -902,6 +979,8 @@ enum sl_err fleet_load_yaml(struct fleet *f, const char *text, size_t len, const
 	struct ytree t;
 	struct fleet tmp;
 	enum sl_err e = ytree_parse(&t, text, len, FLEET_MAX_DEPTH, d);
+	if (e == SL_EPARSE)
+		matrix_hint(text, len, d);
 	if (e == SL_OK && (e = fleet_init(&tmp)) != SL_OK)
 		sl_diag_set(d, e, "out of memory");
 	if (e != SL_OK) {

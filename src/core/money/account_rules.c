@@ -9,9 +9,9 @@
 
 #include "account_rules.h"
 
-bool acct_plan_pay_as_you_go(enum price_plan p)
+bool acct_plan_pay_as_you_go(enum plan p)
 {
-	return p != PRICE_MONTHLY && p != PRICE_HOSTING;
+	return p != PLAN_MONTHLY && p != PLAN_HOSTING;
 }
 
 bool acct_may_start(int64_t available, bool priced, int64_t first_hour)

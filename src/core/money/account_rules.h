@@ -39,7 +39,7 @@ enum acct_step {
 /* True for the plans whose usage the balance rules watch: hourly and spot.
  * Monthly terms are bought up front and hosting is a monthly fee, so neither
  * can run a balance out by the second. */
-bool acct_plan_pay_as_you_go(enum price_plan p);
+bool acct_plan_pay_as_you_go(enum plan p);
 
 /* Whether a tenant with `available` (balance, less running usage not yet
  * posted, plus credit line) may start a lease whose first hour costs at

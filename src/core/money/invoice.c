@@ -79,7 +79,7 @@ static int line_cmp(const void *pa, const void *pb)
 	if ((c = cmp_i64(a->from_ms, b->from_ms)) ||
 	    (c = cmp_i64(a->unit_price, b->unit_price)))
 		return c;
-	if (a->plan != b->plan)
+	if (a->plan != b->plan) /* enum order, fixed in plan.h: invoices reproduce */
 		return a->plan < b->plan ? -1 : 1;
 	if ((c = strcmp(a->model, b->model)) ||
 	    (c = cmp_i64(a->quantity, b->quantity)) ||
@@ -88,10 +88,10 @@ static int line_cmp(const void *pa, const void *pb)
 	return strcmp(a->reason, b->reason);
 }
 
-static enum invoice_kind kind_of(enum price_plan p)
+static enum invoice_kind kind_of(enum plan p)
 {
-	return p == PRICE_MONTHLY ? INVOICE_MONTHLY
-	       : p == PRICE_HOSTING ? INVOICE_HOSTING : INVOICE_USAGE;
+	return p == PLAN_MONTHLY ? INVOICE_MONTHLY
+	       : p == PLAN_HOSTING ? INVOICE_HOSTING : INVOICE_USAGE;
 }
 
 static enum sl_err add_rated(const struct invoice_input *in, int64_t start,
@@ -254,7 +254,7 @@ static int row_cmp(const void *pa, const void *pb)
 	int c = strcmp(a->region, b->region);
 	if (!c)
 		c = strcmp(a->model, b->model);
-	if (!c && a->plan != b->plan)
+	if (!c && a->plan != b->plan) /* enum order, fixed in plan.h */
 		c = a->plan < b->plan ? -1 : 1;
 	return c;
 }
@@ -471,7 +471,7 @@ static void json_line(struct sbuf *b, const struct invoice *inv,
 	sb_puts(b, ",");
 	json_key_str(b, "posting", ln->posting);
 	sb_puts(b, ",");
-	json_key_str(b, "plan", rated(ln) ? price_plan_name(ln->plan) : "");
+	json_key_str(b, "plan", rated(ln) ? plan_name(ln->plan) : "");
 	sb_puts(b, ",");
 	json_key_str(b, "model", ln->model);
 	sb_puts(b, ",");
@@ -591,7 +591,7 @@ enum sl_err invoice_csv(const struct invoice *inv, char **out, size_t *len,
 		csv_field(&b, ln->lease);
 		sb_puts(&b, ",");
 		csv_field(&b, ln->posting);
-		sb_printf(&b, ",%s,", rated(ln) ? price_plan_name(ln->plan) : "");
+		sb_printf(&b, ",%s,", rated(ln) ? plan_name(ln->plan) : "");
 		csv_field(&b, ln->model);
 		sb_printf(&b, ",%s,%s,%lld,%lld.%03lld,%lld,%s,%lld,%lld,", from, to,
 			  (long long)gms, (long long)(gms / 1000),

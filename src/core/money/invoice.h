@@ -38,7 +38,7 @@ struct invoice_line {
 	enum invoice_kind kind;
 	char lease[RATING_ID_MAX];     /* lease or server id; "" for credits */
 	char posting[LEDGER_ID_MAX];   /* credits and refunds; "" otherwise */
-	enum price_plan plan;          /* rated lines */
+	enum plan plan;          /* rated lines */
 	char model[PRICE_NAME_MAX];
 	int64_t from_ms, to_ms;        /* span counted; credits: at, at */
 	/* GPU-ms (usage), server-ms (hosting), GPU-months (monthly), 0. */
@@ -121,7 +121,7 @@ enum sl_err invoice_csv(const struct invoice *inv, char **out, size_t *len,
 struct invoice_revenue_row {
 	char region[PRICE_NAME_MAX]; /* "" when a lease names none */
 	char model[PRICE_NAME_MAX];  /* "" for hosting */
-	enum price_plan plan;
+	enum plan plan;
 	int64_t quantity; /* as in invoice lines, summed */
 	int64_t amount;   /* sum of the invoice lines' rounded amounts */
 };

@@ -105,7 +105,7 @@ static enum sl_err posting_check(const struct ledger_posting *p,
 		return sl_diag_set(d, SL_EINVAL, "posting %s: bad tenant name",
 				   p->id);
 	if (p->type == LEDGER_CHARGE &&
-	    (unsigned)p->plan >= PRICE_PLAN__COUNT)
+	    (unsigned)p->plan >= PLAN__COUNT)
 		return sl_diag_set(d, SL_EINVAL, "posting %s: bad plan", p->id);
 	if (p->amount <= 0) {
 		enum sl_err e = sl_diag_set(d, SL_EINVAL, "posting %s: amount %lld "
@@ -141,7 +141,7 @@ static enum sl_err copy_str(char *dst, size_t cap, const char *src,
 
 enum sl_err ledger_posting_init(struct ledger_posting *p, const char *id,
 				enum ledger_type type, const char *tenant,
-				enum price_plan plan, int64_t amount,
+				enum plan plan, int64_t amount,
 				int64_t at_ms, const char *reason,
 				struct sl_diag *d)
 {
@@ -155,7 +155,7 @@ enum sl_err ledger_posting_init(struct ledger_posting *p, const char *id,
 	if (e)
 		return e;
 	t.type = type;
-	t.plan = type == LEDGER_CHARGE ? plan : PRICE_HOURLY;
+	t.plan = type == LEDGER_CHARGE ? plan : PLAN_HOURLY;
 	t.amount = amount;
 	t.at_ms = at_ms;
 	e = posting_check(&t, d);
@@ -183,7 +183,7 @@ void ledger_posting_accounts(const struct ledger_posting *p,
 		break;
 	case LEDGER_CHARGE:
 		acct(debit, LEDGER_ACCT_TENANT, t);
-		acct(credit, LEDGER_ACCT_REVENUE, price_plan_name(p->plan));
+		acct(credit, LEDGER_ACCT_REVENUE, plan_name(p->plan));
 		break;
 	case LEDGER_HOSTING_FEE:
 		acct(debit, LEDGER_ACCT_TENANT, t);

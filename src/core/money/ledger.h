@@ -65,7 +65,7 @@ struct ledger_posting {
 	char id[LEDGER_ID_MAX];         /* 1..127 printable ASCII, no space */
 	enum ledger_type type;
 	char tenant[LEDGER_TENANT_MAX]; /* [A-Za-z0-9._-], 1..63 */
-	enum price_plan plan;           /* CHARGE only: revenue account */
+	enum plan plan;           /* CHARGE only: revenue account */
 	int64_t amount;                 /* 1..MONEY_MAX minor units */
 	int64_t at_ms;                  /* when it happened (for invoices) */
 	char reason[LEDGER_REASON_MAX]; /* UTF-8 without control characters */
@@ -87,7 +87,7 @@ const char *ledger_kind_name(enum ledger_kind k);
  * copied; reason may be NULL (""); plan matters for CHARGE only. */
 enum sl_err ledger_posting_init(struct ledger_posting *p, const char *id,
 				enum ledger_type type, const char *tenant,
-				enum price_plan plan, int64_t amount,
+				enum plan plan, int64_t amount,
 				int64_t at_ms, const char *reason,
 				struct sl_diag *d) SL_MUST_USE;
 

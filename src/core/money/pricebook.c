@@ -17,28 +17,6 @@ struct pricebook {
 	size_t n, cap;
 };
 
-static const char *const plan_names[PRICE_PLAN__COUNT] = {
-	"hourly", "spot", "monthly", "hosting"};
-
-const char *price_plan_name(enum price_plan p)
-{
-	return (unsigned)p < PRICE_PLAN__COUNT ? plan_names[p] : "?";
-}
-
-enum sl_err price_plan_parse(const char *s, enum price_plan *p,
-			     struct sl_diag *d)
-{
-	for (int i = 0; s && i < PRICE_PLAN__COUNT; i++)
-		if (strcmp(s, plan_names[i]) == 0) {
-			*p = (enum price_plan)i;
-			return SL_OK;
-		}
-	enum sl_err e = sl_diag_set(d, SL_EINVAL, "unknown plan '%.32s'",
-				    s ? s : "");
-	sl_diag_hint(d, "plans: hourly, spot, monthly, hosting");
-	return e;
-}
-
 const char *price_scope_name(enum price_scope s)
 {
 	switch (s) {
@@ -65,7 +43,7 @@ static bool name_ok(const char *s)
 
 static enum sl_err entry_check(const struct price_entry *e, struct sl_diag *d)
 {
-	if ((unsigned)e->plan >= PRICE_PLAN__COUNT ||
+	if ((unsigned)e->plan >= PLAN__COUNT ||
 	    (unsigned)e->scope > PRICE_SITE)
 		return sl_diag_set(d, SL_EINVAL, "bad plan or scope");
 	if (e->scope == PRICE_GLOBAL ? e->scope_name[0] != 0
@@ -77,10 +55,10 @@ static enum sl_err entry_check(const struct price_entry *e, struct sl_diag *d)
 				"the global scope has none", PRICE_NAME_MAX - 1);
 		return r;
 	}
-	if (e->plan == PRICE_HOSTING ? e->model[0] != 0 : !name_ok(e->model)) {
+	if (e->plan == PLAN_HOSTING ? e->model[0] != 0 : !name_ok(e->model)) {
 		enum sl_err r = sl_diag_set(d, SL_EINVAL, "bad GPU model '%.63s' "
 					    "for plan %s", e->model,
-					    price_plan_name(e->plan));
+					    plan_name(e->plan));
 		sl_diag_hint(d, "a GPU price names its model; a hosting fee "
 				"names none");
 		return r;
@@ -110,7 +88,7 @@ static enum sl_err copy_name(char *dst, const char *src, const char *what,
 
 enum sl_err price_entry_init(struct price_entry *e, enum price_scope scope,
 			     const char *scope_name, const char *model,
-			     enum price_plan plan, int64_t from_ms,
+			     enum plan plan, int64_t from_ms,
 			     int64_t price, struct sl_diag *d)
 {
 	struct price_entry t;
@@ -143,7 +121,7 @@ static int entry_cmp(const struct price_entry *a, const struct price_entry *b,
 	c = strcmp(a->model, b->model);
 	if (c)
 		return c;
-	if (a->plan != b->plan)
+	if (a->plan != b->plan) /* enum order: the listing order (plan.h) */
 		return a->plan < b->plan ? -1 : 1;
 	if (with_from && a->from_ms != b->from_ms)
 		return a->from_ms < b->from_ms ? -1 : 1;
@@ -192,7 +170,7 @@ enum sl_err pricebook_restore(struct pricebook *pb,
 	if (at < pb->n && entry_cmp(&pb->v[at], e, true) == 0)
 		return sl_diag_set(d, SL_EEXIST, "a %s price for %s '%s' model "
 				   "'%s' already starts at %lld ms",
-				   price_plan_name(e->plan),
+				   plan_name(e->plan),
 				   price_scope_name(e->scope), e->scope_name,
 				   e->model, (long long)e->from_ms);
 	if (pb->n >= PRICEBOOK_MAX_ENTRIES)
@@ -293,7 +271,7 @@ enum sl_err pricebook_at(const struct pricebook *pb, const struct price_key *k,
 	}
 	enum sl_err r = sl_diag_set(d, SL_ENOTFOUND, "no %s price for model "
 				    "'%.63s' at site '%.63s' / region '%.63s' "
-				    "at %lld ms", price_plan_name(k->plan),
+				    "at %lld ms", plan_name(k->plan),
 				    k->model ? k->model : "",
 				    k->site ? k->site : "",
 				    k->region ? k->region : "",

@@ -17,19 +17,12 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "plan.h" /* enum plan: hourly, spot, monthly, hosting */
 
 #define PRICE_NAME_MAX 64 /* scope and model names, bytes with NUL */
 /* Bound on one price (minor units per unit): the fleet's price hint bound. */
 #define PRICE_MAX INT64_C(100000000000)
 #define PRICEBOOK_MAX_ENTRIES 100000
-
-enum price_plan {
-	PRICE_HOURLY,  /* per GPU-hour, on demand */
-	PRICE_SPOT,    /* per GPU-hour, preemptible */
-	PRICE_MONTHLY, /* per GPU-month, reserved */
-	PRICE_HOSTING, /* per colocated server per month; model is "" */
-};
-#define PRICE_PLAN__COUNT 4
 
 enum price_scope {
 	PRICE_GLOBAL, /* scope name "" */
@@ -41,7 +34,7 @@ struct price_entry {
 	enum price_scope scope;
 	char scope_name[PRICE_NAME_MAX]; /* region or site; "" for global */
 	char model[PRICE_NAME_MAX];      /* GPU model; "" for hosting */
-	enum price_plan plan;
+	enum plan plan;
 	int64_t from_ms; /* effective from this instant (ms since epoch) on */
 	int64_t price;   /* minor units per unit of the plan, 0..PRICE_MAX */
 };
@@ -50,7 +43,7 @@ struct price_entry {
  * model and plan. site and region may be NULL or "" when unknown. */
 struct price_key {
 	const char *site, *region, *model;
-	enum price_plan plan;
+	enum plan plan;
 };
 
 /* The answer of pricebook_at(). */
@@ -62,11 +55,6 @@ struct price_quote {
 	enum price_scope scope;
 };
 
-/* "hourly", "spot", "monthly", "hosting"; "?" for a bad value. */
-const char *price_plan_name(enum price_plan p);
-/* The inverse; SL_EINVAL with the accepted names otherwise. */
-enum sl_err price_plan_parse(const char *s, enum price_plan *p,
-			     struct sl_diag *d) SL_MUST_USE;
 /* "global", "region", "site"; "?" for a bad value. */
 const char *price_scope_name(enum price_scope s);
 
@@ -74,7 +62,7 @@ const char *price_scope_name(enum price_scope s);
  * ignored for PRICE_GLOBAL. Validates like pricebook_set. */
 enum sl_err price_entry_init(struct price_entry *e, enum price_scope scope,
 			     const char *scope_name, const char *model,
-			     enum price_plan plan, int64_t from_ms,
+			     enum plan plan, int64_t from_ms,
 			     int64_t price, struct sl_diag *d) SL_MUST_USE;
 
 struct pricebook;

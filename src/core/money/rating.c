@@ -46,7 +46,7 @@ static enum sl_err check_lease(const struct rating_lease *l, struct sl_diag *d)
 	if (idn == 0 || idn >= RATING_ID_MAX)
 		return sl_diag_set(d, SL_EINVAL, "lease id must be 1..%d bytes",
 				   RATING_ID_MAX - 1);
-	if ((unsigned)l->plan >= PRICE_PLAN__COUNT)
+	if ((unsigned)l->plan >= PLAN__COUNT)
 		return sl_diag_set(d, SL_EINVAL, "lease %s: bad plan", l->id);
 	if (l->model && strnlen(l->model, PRICE_NAME_MAX) >= PRICE_NAME_MAX)
 		return sl_diag_set(d, SL_ELIMIT, "lease %s: model name too long",
@@ -193,7 +193,7 @@ static enum sl_err rate_usage(const struct pricebook *pb,
 	for (size_t i = base; i < out->n; i++) {
 		struct rating_line *ln = &out->v[i];
 		int64_t div = RATING_MS_PER_HOUR;
-		if (l->plan == PRICE_HOSTING) {
+		if (l->plan == PLAN_HOSTING) {
 			int64_t ms0, ms1;
 			e = cal_month_start(z, ln->month, &ms0, d);
 			if (!e)
@@ -225,7 +225,7 @@ static enum sl_err rate_monthly(const struct pricebook *pb,
 				   "lease %s: a term of %d months; terms are "
 				   "1..%d", l->id, l->term_months,
 				   RATING_MAX_TERM_MONTHS);
-	struct price_key k = {l->site, l->region, l->model, PRICE_MONTHLY};
+	struct price_key k = {l->site, l->region, l->model, PLAN_MONTHLY};
 	struct price_quote q;
 	enum sl_err e = cal_check_instant(l->bought_ms, d);
 	if (!e)
@@ -249,7 +249,7 @@ static enum sl_err rate_monthly(const struct pricebook *pb,
 			strcpy(ln->lease, l->id);
 			if (l->model)
 				strcpy(ln->model, l->model);
-			ln->plan = PRICE_MONTHLY;
+			ln->plan = PLAN_MONTHLY;
 			ln->month = m;
 			ln->first_ms = due;
 			ln->end_ms = next;
@@ -277,7 +277,7 @@ enum sl_err rating_rate(const struct pricebook *pb, const struct cal_zone *z,
 		e = cal_check_instant(from_ms, d);
 	if (!e && to_ms != CAL_END_MS)
 		e = cal_check_instant(to_ms, d);
-	if (!e && l->plan == PRICE_MONTHLY)
+	if (!e && l->plan == PLAN_MONTHLY)
 		e = rate_monthly(pb, z, l, from_ms, to_ms, out, d);
 	else if (!e)
 		e = rate_usage(pb, z, l, from_ms, to_ms, out, base, d);
@@ -290,7 +290,7 @@ enum sl_err rating_first_hour(const struct pricebook *pb,
 			      const struct price_key *k, int gpus,
 			      int64_t at_ms, int64_t *cost, struct sl_diag *d)
 {
-	if (k->plan != PRICE_HOURLY && k->plan != PRICE_SPOT)
+	if (k->plan != PLAN_HOURLY && k->plan != PLAN_SPOT)
 		return sl_diag_set(d, SL_EINVAL, "first-hour cost is for hourly "
 				   "and spot plans");
 	if (gpus < 1 || gpus > RATING_MAX_GPUS)

@@ -62,13 +62,13 @@ struct rating_event {
 	enum rating_end end;
 };
 
-/* One lease (or one hosted server, plan PRICE_HOSTING). All pointers are
+/* One lease (or one hosted server, plan PLAN_HOSTING). All pointers are
  * borrowed for the call. */
 struct rating_lease {
 	const char *id;     /* 1..RATING_ID_MAX-1 bytes */
 	const char *tenant; /* owner; used by invoice_build to filter */
 	const char *site, *region, *model; /* price lookup (model "" hosting) */
-	enum price_plan plan;
+	enum plan plan;
 	/* hourly, spot, hosting: the history, in time order. */
 	const struct rating_event *events;
 	size_t nevents;
@@ -81,7 +81,7 @@ struct rating_lease {
 struct rating_line {
 	char lease[RATING_ID_MAX];
 	char model[PRICE_NAME_MAX];
-	enum price_plan plan;
+	enum plan plan;
 	struct cal_month month; /* billing month the line belongs to */
 	/* hourly/spot/hosting: first instant counted and the end of the last
 	 * interval counted; monthly: the installment's period [due, next due). */

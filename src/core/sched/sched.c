@@ -541,8 +541,9 @@ static enum sl_err spec_check(const struct sched_spec *sp, struct sl_diag *d)
 	if (!sp->tenant || !fleet_name_valid(sp->tenant))
 		return sl_diag_set(d, SL_EINVAL, "bad tenant name '%s'",
 				   sp->tenant ? sp->tenant : "(null)");
-	if ((unsigned)sp->plan > SCHED_SPOT)
-		return sl_diag_set(d, SL_EINVAL, "unknown plan %d", (int)sp->plan);
+	if (!plan_is_lease(sp->plan))
+		return sl_diag_set(d, SL_EINVAL, "plan %d (%s) is not a lease plan", (int)sp->plan,
+				   plan_name(sp->plan));
 	if (sp->duration_ns < 0)
 		return sl_diag_set(d, SL_EINVAL, "negative duration");
 	const struct place_request *r = sp->req;

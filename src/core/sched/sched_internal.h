@@ -39,7 +39,7 @@ enum sched_note {
 struct sched_lease {
 	uint64_t id;
 	struct sched_tenant *tenant;
-	enum sched_plan plan;
+	enum plan plan;
 	enum sched_state state;
 	/* Its strings: models point into the catalog (static) unless bit i of
 	 * own_models says the lease owns a copy; region and site are owned

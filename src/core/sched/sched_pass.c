@@ -23,8 +23,8 @@
 
 int lease_order_cmp(const struct sched_lease *a, const struct sched_lease *b)
 {
-	if (a->plan != b->plan)
-		return a->plan < b->plan ? -1 : 1;
+	if (a->plan != b->plan) /* monthly > hourly > spot */
+		return plan_priority(a->plan) < plan_priority(b->plan) ? -1 : 1;
 	if (a->tenant != b->tenant) {
 		int64_t x = a->tenant->running * b->tenant->weight;
 		int64_t y = b->tenant->running * a->tenant->weight;
@@ -145,11 +145,11 @@ static enum sl_err try_preempt(struct sched *s, struct sched_lease *head, int64_
 			       bool *did)
 {
 	*did = false;
-	if (head->plan == SCHED_SPOT || tmp_reserve(s, s->nrunning + 1) != SL_OK)
-		return head->plan == SCHED_SPOT ? SL_OK : SL_ENOMEM;
+	if (head->plan == PLAN_SPOT || tmp_reserve(s, s->nrunning + 1) != SL_OK)
+		return head->plan == PLAN_SPOT ? SL_OK : SL_ENOMEM;
 	int n = 0;
 	for (int i = 0; i < s->nrunning; i++)
-		if (s->running[i]->plan == SCHED_SPOT && s->running[i]->state == SCHED_RUNNING)
+		if (s->running[i]->plan == PLAN_SPOT && s->running[i]->state == SCHED_RUNNING)
 			s->tmp[n++] = s->running[i];
 	if (n == 0)
 		return SL_OK;

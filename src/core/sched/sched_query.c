@@ -10,18 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *sched_plan_name(enum sched_plan p)
-{
-	static const char *const n[] = {"monthly", "hourly", "spot"};
-	return (unsigned)p < 3 ? n[p] : "unknown";
-}
-
-const char *sched_state_name(enum sched_state st)
-{
-	static const char *const n[] = {"none", "pending", "running", "preempting"};
-	return (unsigned)st < 4 ? n[st] : "unknown";
-}
-
 const char *sched_end_name(enum sched_end e)
 {
 	static const char *const n[] = {"released", "expired", "preempted", "failed"};

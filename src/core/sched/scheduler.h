@@ -3,10 +3,14 @@
  * Its functions carry the sched_ prefix; the header is not called sched.h so
  * that it cannot shadow the C library's <sched.h> on the include path.
  *
- * Pure: no I/O, no clocks, no globals. Time is passed in as now_ns (monotonic,
- * nanoseconds); the scheduler never looks at a clock, so the controller can
- * replay it. A struct sched borrows a placer (which must outlive it) and is the
- * only thing that claims and releases on it while it lives.
+ * Pure: no I/O, no clocks, no globals. Time is passed in as now_ns, in
+ * nanoseconds on the caller's clock, and every instant it gives or gets back
+ * (durations' ends, deadlines, reservation windows) is on that same clock. The
+ * controller passes wall time (UTC ns since the epoch, DESIGN.md §10) on
+ * purpose, not a monotonic clock: those instants must survive a restart. The
+ * scheduler never looks at a clock, so the controller can replay it. A struct
+ * sched borrows a placer (which must outlive it) and is the only thing that
+ * claims and releases on it while it lives.
  *
  * Leases are named by a uint64_t id the caller chooses. Every call that changes
  * something appends events (struct sched_event) that the caller drains with
@@ -47,13 +51,12 @@
 
 #include "err.h"
 #include "place.h"
+#include "plan.h" /* enum plan; leases take monthly, hourly, spot */
 
 #define SCHED_REASON_MAX 640           /* a queued lease's reason, with NUL */
 #define SCHED_MAX_WEIGHT 1000000       /* bound on a tenant's fair-share weight */
 #define SCHED_MAX_RESV_NODES 100000    /* bound on nodes in one reservation */
 #define SCHED_DEFAULT_NOTICE_NS (30LL * 1000000000LL)
-
-enum sched_plan { SCHED_MONTHLY, SCHED_HOURLY, SCHED_SPOT };
 
 enum sched_state {
 	SCHED_NONE,       /* unknown id, or the lease ended */
@@ -79,8 +82,6 @@ enum sched_event_type {
 	SCHED_EV_RESV_ENDED,     /* id = reservation */
 };
 
-const char *sched_plan_name(enum sched_plan p);
-const char *sched_state_name(enum sched_state s);
 const char *sched_end_name(enum sched_end e);
 const char *sched_event_name(enum sched_event_type t);
 
@@ -103,7 +104,7 @@ struct sched_event {
  * req->tenant is ignored: the lease's tenant is used for placement. */
 struct sched_spec {
 	const char *tenant;          /* a fleet name (fleet_name_valid) */
-	enum sched_plan plan;
+	enum plan plan;
 	const struct place_request *req;
 	int64_t duration_ns;         /* 0 = open-ended; counts from the start */
 	int elastic_min, elastic_max; /* both 0: not elastic; else 1 <= min <= gpus <= max */
@@ -111,7 +112,7 @@ struct sched_spec {
 
 struct sched_lease_info {
 	enum sched_state state;
-	enum sched_plan plan;
+	enum plan plan;
 	const char *tenant;          /* borrowed */
 	int gpus;                    /* whole GPUs asked for now (elastic: current) */
 	int64_t submit_ns, start_ns; /* start_ns: 0 while pending */
@@ -122,7 +123,7 @@ struct sched_lease_info {
 struct sched_queue_entry {
 	uint64_t id;
 	int position;                /* 1-based, in the documented order */
-	enum sched_plan plan;
+	enum plan plan;
 	const char *tenant;          /* borrowed */
 	int gpus;
 	int64_t submit_ns;
