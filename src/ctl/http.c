@@ -52,66 +52,12 @@
 #include "http_listen.h"
 #include "log.h"
 
+#include "http_int.h"
+
 /* Events taken from the outer epoll set per run. */
 #define RUN_EVENTS 64
 /* Bytes of an MHD log message kept. */
 #define MHD_LOG_MAX 512
-#define METHOD_MAX 32
-
-struct field {
-	char *name; /* name\0value\0 in one allocation */
-	const char *value;
-};
-
-struct http_request {
-	struct http_server *srv;
-	struct http_request *prev, *next; /* every allocated request */
-	struct http_request *wnext; /* in the server's to_watch list */
-	struct MHD_Connection *conn;
-	char *uri;   /* the request target as sent */
-	char *path;  /* uri up to '?' */
-	const char *query; /* into uri, or "" */
-	char method[METHOD_MAX];
-	struct field *hdrs, *params;
-	size_t nhdrs, nparams;
-	char *body;
-	size_t body_len, body_cap;
-	size_t max_body; /* this request's bound, set when its headers are in */
-	uint64_t discarded;
-	char peer[INET6_ADDRSTRLEN + 16];
-	const char *route;
-	void *user;
-	int64_t start_ns;
-	int fd;
-	struct MHD_Response *resp;
-	int status;
-	size_t out_len;
-	struct field rhdrs[HTTP_MAX_RESPONSE_HEADERS];
-	unsigned nrhdrs;
-	unsigned started : 1, too_large : 1, dispatched : 1, answered : 1,
-		suspended : 1, watched : 1, gone : 1, completed : 1, queued : 1,
-		close_only : 1, /* answer by closing (no response could be made) */
-		over : 1,       /* on a connection past max_connections */
-		route_refused : 1, /* answered by answer_refused */
-		to_watch : 1;   /* in the server's to_watch list */
-};
-
-struct http_server {
-	struct MHD_Daemon *mhd;
-	int ep; /* outer epoll set: MHD's set, the listener, watched sockets */
-	int lfd;   /* the listening socket (ours, not MHD's) */
-	int spare; /* a descriptor given up to accept-and-refuse at EMFILE */
-	unsigned hard; /* max_connections + refusal reserve: MHD's own limit */
-	unsigned open, admitted, peak;
-	uint64_t refused;
-	uint16_t port;
-	struct http_callbacks cb;
-	struct http_limits lim;
-	struct http_request *reqs;
-	struct http_request *to_watch; /* suspended since the owner last waited */
-	size_t pending;
-	int closing;
-};
 
 static int64_t now_ns(void)
 {
@@ -344,91 +290,6 @@ void http_respond(struct http_request *r, int status, const char *content_type,
 	req_maybe_free(r);
 }
 
-/* jansson refuses strings that are not UTF-8; such text (an echo of bad
- * input, say) is kept readable with '?' for each byte outside ASCII. */
-static json_t *json_text(const char *s)
-{
-	json_t *j = json_string(s);
-	if (j)
-		return j;
-	char *c = strdup(s);
-	if (!c)
-		return NULL;
-	for (char *p = c; *p; p++)
-		if ((unsigned char)*p >= 0x80)
-			*p = '?';
-	j = json_string(c);
-	free(c);
-	return j;
-}
-
-json_t *http_error_json(enum sl_err e, const char *message, const char *hint)
-{
-	json_t *err = json_object(), *doc = json_object();
-	if (!err || !doc)
-		goto fail;
-	if (json_object_set_new(err, "code", json_string(sl_err_code(e))) ||
-	    json_object_set_new(err, "message",
-				json_text(message ? message : sl_err_message(e))) ||
-	    json_object_set_new(err, "hint", json_text(hint ? hint : "")))
-		goto fail;
-	if (json_object_set_new(doc, "error", err)) {
-		err = NULL;
-		goto fail;
-	}
-	return doc;
-fail:
-	json_decref(err);
-	json_decref(doc);
-	return NULL;
-}
-
-/* Answers with a JSON error at an explicit status (431 has no sl_err). */
-static void respond_error_status(struct http_request *r, int status,
-				 enum sl_err e, const char *message,
-				 const char *hint)
-{
-	json_t *doc = http_error_json(e, message, hint);
-	if (!doc) {
-		http_respond(r, 503, "application/json",
-			     "{\"error\":{\"code\":\"out_of_memory\",\"message\":"
-			     "\"out of memory\",\"hint\":\"\"}}",
-			     sizeof("{\"error\":{\"code\":\"out_of_memory\",\"message\":"
-				    "\"out of memory\",\"hint\":\"\"}}") - 1);
-		return;
-	}
-	http_respond_json(r, status, doc);
-	json_decref(doc);
-}
-
-void http_respond_json(struct http_request *r, int status, const json_t *body)
-{
-	char *text = body ? json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-	if (!text) {
-		/* out of memory: answering is still owed; close instead */
-		if (r && !r->answered) {
-			r->close_only = 1;
-			http_respond(r, status, NULL, NULL, 0);
-		}
-		return;
-	}
-	http_respond(r, status, "application/json", text, strlen(text));
-	free(text);
-}
-
-void http_respond_error(struct http_request *r, enum sl_err e,
-			const char *message, const char *hint)
-{
-	respond_error_status(r, sl_err_http_status(e), e, message, hint);
-}
-
-void http_respond_diag(struct http_request *r, enum sl_err e,
-		       const struct sl_diag *d)
-{
-	http_respond_error(r, e, d && d->msg[0] ? d->msg : NULL,
-			   d && d->hint[0] ? d->hint : NULL);
-}
-
 enum sl_err http_response_header(struct http_request *r, const char *name,
 				 const char *value)
 {
@@ -545,7 +406,7 @@ static enum MHD_Result req_begin(struct http_request *r,
 		char hint[64];
 		snprintf(hint, sizeof(hint), "send at most %u of each", HTTP_MAX_FIELDS);
 		http_request_set_route(r, "too_many_fields");
-		respond_error_status(r, 431, SL_ELIMIT,
+		http_respond_error_status(r, 431, SL_ELIMIT,
 				     "too many headers or query parameters", hint);
 		return queue(r);
 	}
@@ -944,69 +805,4 @@ void http_server_stats(const struct http_server *s, struct http_stats *out)
 size_t http_server_pending(const struct http_server *s)
 {
 	return s->pending;
-}
-
-/* ---- request accessors ---- */
-
-const char *http_request_method(const struct http_request *r)
-{
-	return r->method;
-}
-
-const char *http_request_path(const struct http_request *r)
-{
-	return r->path;
-}
-
-const char *http_request_query(const struct http_request *r)
-{
-	return r->query;
-}
-
-const char *http_request_param(const struct http_request *r, const char *name)
-{
-	for (size_t i = 0; i < r->nparams; i++)
-		if (strcmp(r->params[i].name, name) == 0)
-			return r->params[i].value;
-	return NULL;
-}
-
-const char *http_request_header(const struct http_request *r, const char *name)
-{
-	for (size_t i = 0; i < r->nhdrs; i++)
-		if (strcasecmp(r->hdrs[i].name, name) == 0)
-			return r->hdrs[i].value;
-	return NULL;
-}
-
-const char *http_request_body(const struct http_request *r, size_t *len)
-{
-	if (len)
-		*len = r->body_len;
-	return r->body ? r->body : "";
-}
-
-const char *http_request_peer(const struct http_request *r)
-{
-	return r->peer;
-}
-
-int http_request_gone(const struct http_request *r)
-{
-	return r->gone;
-}
-
-void http_request_set_route(struct http_request *r, const char *label)
-{
-	r->route = label;
-}
-
-void http_request_set_user(struct http_request *r, void *user)
-{
-	r->user = user;
-}
-
-void *http_request_user(const struct http_request *r)
-{
-	return r->user;
 }
