@@ -135,6 +135,13 @@ enum sl_err sl_buf_addf(struct sl_buf *b, const char *fmt, ...)
 	return e;
 }
 
+void sl_buf_set_err(struct sl_buf *b, enum sl_err e)
+{
+	assert(e != SL_OK);
+	if (!b->err)
+		b->err = e;
+}
+
 enum sl_err sl_buf_err(const struct sl_buf *b)
 {
 	return b->err;

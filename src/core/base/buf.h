@@ -59,6 +59,10 @@ enum sl_err sl_buf_addc(struct sl_buf *b, char c);
 enum sl_err sl_buf_addf(struct sl_buf *b, const char *fmt, ...) SL_PRINTF(2, 3);
 enum sl_err sl_buf_vaddf(struct sl_buf *b, const char *fmt, va_list ap) SL_PRINTF(2, 0);
 
+/* Records e (not SL_OK) as the sticky error unless one is already held: for a
+ * writer whose piece failed to form (json_dumps out of memory, say), so that
+ * the text is not handed out without it. */
+void sl_buf_set_err(struct sl_buf *b, enum sl_err e);
 /* The sticky error: SL_OK while every add so far succeeded. */
 enum sl_err sl_buf_err(const struct sl_buf *b) SL_MUST_USE;
 /* The text, borrowed until the next change to b; "" when empty. */
