@@ -22,10 +22,15 @@
 #include "agents.h"
 #include "audit_log.h"
 #include "billing.h"
+#include "buf.h"
 #include "ctl_int.h"
 #include "jobs.h"
 #include "file.h"
 #include "log.h"
+
+#define CTL_MAX_ANSWERS (1 << 20)    /* answers queued in one turn */
+#define CTL_MAX_TENANTS (1 << 20)    /* tenants held */
+#define CTL_MAX_IDEM_PRUNE (1 << 24) /* saved answers dropped at one start */
 
 static int64_t realtime_ns(void)
 {
@@ -49,16 +54,10 @@ void ctl_answer(struct ctl_call *call, int status, const char *ctype, char *body
 	ctl_row_cache_clear(c); /* a row is reused by the answer that follows it only */
 	/* The audit entry joins the turn's transaction before the answer is queued. */
 	audit_log_answer(call, status, body_take, len);
-	if (c->nanswers == c->cap_answers) {
-		int cap = c->cap_answers ? c->cap_answers * 2 : 64;
-		struct ctl_answer *n = realloc(c->answers, (size_t)cap * sizeof(*n));
-		if (!n) {
-			free(body_take);
-			http_respond_error(call->req, SL_ENOMEM, NULL, NULL);
-			return;
-		}
-		c->answers = n;
-		c->cap_answers = cap;
+	if (sl_grow(&c->answers, &c->cap_answers, c->nanswers + 1, CTL_MAX_ANSWERS)) {
+		free(body_take);
+		http_respond_error(call->req, SL_ENOMEM, NULL, NULL);
+		return;
 	}
 	c->answers[c->nanswers++] = (struct ctl_answer){call->req, status, body_take, len, ctype};
 	call->answer_body = body_take;
@@ -358,24 +357,9 @@ enum sl_err ctl_init_data(const char *dir, int64_t now_ns, char **token_out, str
 
 /* ---- loading ---- */
 
-static enum sl_err grow(void **arr, int *cap, int need, size_t elem)
-{
-	if (need <= *cap)
-		return SL_OK;
-	int ncap = *cap ? *cap : 16;
-	while (ncap < need)
-		ncap *= 2;
-	void *n = realloc(*arr, (size_t)ncap * elem);
-	if (!n)
-		return SL_ENOMEM;
-	*arr = n;
-	*cap = ncap;
-	return SL_OK;
-}
-
 enum sl_err ctl_tenant_add(struct ctl *c, const struct ctl_tenant *t)
 {
-	if (grow((void **)&c->tenants, &c->cap_tenants, c->ntenants + 1, sizeof(*t)))
+	if (sl_grow(&c->tenants, &c->cap_tenants, c->ntenants + 1, CTL_MAX_TENANTS))
 		return SL_ENOMEM;
 	enum sl_err e = strmap_add(c->tenant_by_name, t->name, c->ntenants);
 	if (e)
@@ -461,7 +445,7 @@ static enum sl_err load_resv(void *arg, const char *id, const char *tenant, cons
 	json_t *o = load_json(json, a->d);
 	if (!o)
 		return SL_EPARSE;
-	if (grow((void **)&c->resvs, &c->cap_resvs, c->nresvs + 1, sizeof(*c->resvs))) {
+	if (sl_grow(&c->resvs, &c->cap_resvs, c->nresvs + 1, CTL_MAX_RESVS)) {
 		json_decref(o);
 		return SL_ENOMEM;
 	}
@@ -487,7 +471,7 @@ static enum sl_err load_lease(void *arg, const char *id, const char *tenant, con
 		return e;
 	struct ctl_lease *heap = NULL;
 	if (l.seq > (uint64_t)INT32_MAX ||
-	    grow((void **)&c->leases, &c->cap_leases, (int)l.seq, sizeof(*c->leases)) ||
+	    sl_grow(&c->leases, &c->cap_leases, l.seq, CTL_MAX_LEASES) ||
 	    !(heap = malloc(sizeof(*heap)))) {
 		lease_release_mem(&l);
 		return sl_diag_set(a->d, SL_ELIMIT, "lease %s: id out of range or out of memory", id);
@@ -555,7 +539,7 @@ static enum sl_err idem_old(void *arg, const char *id, const char *tenant, const
 	json_decref(o);
 	if (!old)
 		return SL_OK;
-	if (grow((void **)&a->ids, &a->cap, a->n + 1, sizeof(char *)) || !(a->ids[a->n] = strdup(id)))
+	if (sl_grow(&a->ids, &a->cap, a->n + 1, CTL_MAX_IDEM_PRUNE) || !(a->ids[a->n] = strdup(id)))
 		return SL_ENOMEM;
 	a->n++;
 	return SL_OK;

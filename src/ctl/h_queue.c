@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "ctl_int.h"
 #include "log.h"
 
@@ -120,16 +121,11 @@ void h_resv_create(struct ctl_call *call)
 			return;
 		}
 	}
-	if (c->nresvs == c->cap_resvs) {
-		int cap = c->cap_resvs ? c->cap_resvs * 2 : 16;
-		struct ctl_resv *n = realloc(c->resvs, (size_t)cap * sizeof(*n));
-		if (!n) {
-			json_decref(a.nodes);
-			ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
-			return;
-		}
-		c->resvs = n;
-		c->cap_resvs = cap;
+	enum sl_err ge = sl_grow(&c->resvs, &c->cap_resvs, c->nresvs + 1, CTL_MAX_RESVS);
+	if (ge) {
+		json_decref(a.nodes);
+		ctl_answer_error(call, ge, NULL, NULL);
+		return;
 	}
 	struct ctl_resv *r = &c->resvs[c->nresvs];
 	memset(r, 0, sizeof(*r));

@@ -39,6 +39,7 @@
 
 #include <microhttpd.h>
 
+#include "buf.h"
 #include "http_listen.h"
 #include "log.h"
 
@@ -534,16 +535,8 @@ static enum MHD_Result req_upload(struct http_request *r, const char *data,
 		r->body_len = r->body_cap = 0;
 		return MHD_YES;
 	}
-	if (r->body_len + n + 1 > r->body_cap) {
-		size_t cap = r->body_cap ? r->body_cap : 4096;
-		while (cap < r->body_len + n + 1)
-			cap *= 2;
-		char *b = realloc(r->body, cap);
-		if (!b)
-			return MHD_NO;
-		r->body = b;
-		r->body_cap = cap;
-	}
+	if (sl_grow(&r->body, &r->body_cap, r->body_len + n + 1, max + 1))
+		return MHD_NO;
 	memcpy(r->body + r->body_len, data, n);
 	r->body_len += n;
 	r->body[r->body_len] = '\0';

@@ -10,9 +10,12 @@
 
 #include "audit_log.h"
 #include "billing.h"
+#include "buf.h"
 #include "ctl_int.h"
 #include "jobs.h"
 #include "log.h"
+
+#define CTL_MAX_NAMES (1 << 20) /* distinct interned names (tenants, users, reasons) */
 
 /* Reads an evicted lease back from the store for this turn. */
 static struct ctl_lease *lease_load(struct ctl *c, const char *id)
@@ -25,9 +28,7 @@ static struct ctl_lease *lease_load(struct ctl *c, const char *id)
 	json_t *o = json_loads(row, 0, NULL);
 	free(row);
 	struct ctl_lease *l = malloc(sizeof(*l));
-	if (!o || !l || (c->nloaded == c->cap_loaded &&
-			 !(c->loaded = realloc(c->loaded, (size_t)(c->cap_loaded = c->cap_loaded * 2 + 8) *
-								 sizeof(*c->loaded))))) {
+	if (!o || !l || sl_grow(&c->loaded, &c->cap_loaded, c->nloaded + 1, CTL_MAX_LEASES)) {
 		json_decref(o);
 		free(l);
 		return NULL;
@@ -50,14 +51,8 @@ const char *ctl_name(struct ctl *c, const char *s)
 	int i = strmap_get(c->name_idx, s, -1);
 	if (i >= 0)
 		return c->names[i];
-	if (c->nnames == c->cap_names) {
-		int cap = c->cap_names ? c->cap_names * 2 : 16;
-		char **n = realloc(c->names, (size_t)cap * sizeof(*n));
-		if (!n)
-			return NULL;
-		c->names = n;
-		c->cap_names = cap;
-	}
+	if (sl_grow(&c->names, &c->cap_names, c->nnames + 1, CTL_MAX_NAMES))
+		return NULL;
 	size_t len = strlen(s) + 1;
 	char *copy = malloc(len);
 	if (!copy)
@@ -86,16 +81,14 @@ void ctl_lease_ended(struct ctl *c, struct ctl_lease *l)
 {
 	if (c->ended_n == c->ended_cap) {
 		/* A turn may end many leases before the trim: grow, keeping order. */
-		int cap = c->ended_cap ? c->ended_cap * 2 : 1024;
-		int *n = malloc((size_t)cap * sizeof(int));
-		if (!n)
+		int old = c->ended_cap;
+		if (sl_grow(&c->ended, &c->ended_cap, c->ended_n + 1, CTL_MAX_LEASES))
 			return; /* it stays in memory: correct, only bigger */
-		for (int i = 0; i < c->ended_n; i++)
-			n[i] = c->ended[(c->ended_start + i) % c->ended_cap];
-		free(c->ended);
-		c->ended = n;
-		c->ended_cap = cap;
-		c->ended_start = 0;
+		/* The part from the start to the old end moves to the new end. */
+		int tail = old - c->ended_start;
+		memmove(c->ended + c->ended_cap - tail, c->ended + c->ended_start,
+			(size_t)tail * sizeof(*c->ended));
+		c->ended_start = c->ended_cap - tail;
 	}
 	c->ended[(c->ended_start + c->ended_n++) % c->ended_cap] = (int)(l->seq - 1);
 }
@@ -341,14 +334,9 @@ static void heap_swap(struct ctl_expiry *h, int a, int b)
 
 enum sl_err ctl_expiry_push(struct ctl *c, int64_t at, int idx)
 {
-	if (c->nexpiry == c->cap_expiry) {
-		int cap = c->cap_expiry ? c->cap_expiry * 2 : 64;
-		struct ctl_expiry *n = realloc(c->expiry, (size_t)cap * sizeof(*n));
-		if (!n)
-			return SL_ENOMEM;
-		c->expiry = n;
-		c->cap_expiry = cap;
-	}
+	enum sl_err ge = sl_grow(&c->expiry, &c->cap_expiry, c->nexpiry + 1, CTL_MAX_LEASES);
+	if (ge)
+		return ge;
 	int i = c->nexpiry++;
 	c->expiry[i] = (struct ctl_expiry){at, idx};
 	while (i > 0 && c->expiry[(i - 1) / 2].at > c->expiry[i].at) {

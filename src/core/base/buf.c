@@ -12,7 +12,8 @@
 #include <string.h>
 
 #define SL_BUF_FIRST 256    /* bytes of a buffer's first allocation */
-#define SL_GROW_FIRST 8     /* elements of an array's first allocation */
+#define SL_GROW_FIRST 2     /* elements of an array's first allocation: small, as most
+                             * per-object arrays (a lease's history) stay small */
 
 void sl_buf_init(struct sl_buf *b, size_t max)
 {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "calendar.h"
 
 struct pricebook {
@@ -198,14 +199,8 @@ enum sl_err pricebook_restore(struct pricebook *pb,
 	if (pb->n >= PRICEBOOK_MAX_ENTRIES)
 		return sl_diag_set(d, SL_ELIMIT, "price book holds at most %d "
 				   "entries", PRICEBOOK_MAX_ENTRIES);
-	if (pb->n == pb->cap) {
-		size_t cap = pb->cap ? pb->cap * 2 : 16;
-		struct price_entry *v = realloc(pb->v, cap * sizeof(*v));
-		if (!v)
-			return SL_ENOMEM;
-		pb->v = v;
-		pb->cap = cap;
-	}
+	if (sl_grow(&pb->v, &pb->cap, pb->n + 1, PRICEBOOK_MAX_ENTRIES))
+		return SL_ENOMEM;
 	memmove(&pb->v[at + 1], &pb->v[at], (pb->n - at) * sizeof(*pb->v));
 	pb->v[at] = *e;
 	pb->n++;
