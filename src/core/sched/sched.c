@@ -18,7 +18,6 @@
 
 #include "buf.h"
 
-#define SCHED_MAX_LEASES (1 << 26)  /* leases in one of the scheduler's arrays */
 #define SCHED_MAX_TENANTS (1 << 20) /* tenants known to the scheduler */
 #define SCHED_MAX_QUOTAS 4096       /* quota entries (one per GPU model) of a tenant */
 #define SCHED_MAX_EVENTS (1 << 26)  /* events not yet taken by the caller */
