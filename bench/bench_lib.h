@@ -12,7 +12,7 @@
 #ifndef SL_BENCH_LIB_H
 #define SL_BENCH_LIB_H
 
-/* Includers define _GNU_SOURCE first (memmem, sched_setaffinity). */
+/* Built with -D_GNU_SOURCE (CMakeLists.txt: memmem, sched_setaffinity). */
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -415,7 +415,8 @@ static inline void bl_machine(FILE *o, int argc, char **argv)
 	struct utsname u;
 	char date[64], cpu[256] = "unknown", line[512];
 	time_t t = time(NULL);
-	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+	struct tm tm;
+	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
 	uname(&u);
 	FILE *f = fopen("/proc/cpuinfo", "r");
 	while (f && fgets(line, sizeof(line), f)) {

@@ -26,7 +26,6 @@
  * exit status is 1 when there is any (a correctness result, not a timing).
  *
  * Usage: bench_crash [results.md] [cycles]     env: SUANLID */
-#define _GNU_SOURCE
 #include <sys/epoll.h>
 
 #include <jansson.h>

@@ -430,7 +430,8 @@ static void report(FILE *o, struct result *r, int argc, char **argv)
 	uname(&u);
 	cpu_model(cpu, sizeof(cpu));
 	time_t now = time(NULL);
-	strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", gmtime(&now));
+	struct tm tm;
+	strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", gmtime_r(&now, &tm));
 	fprintf(o, "# Placement benchmark (bench/place.c)\n\n");
 	fprintf(o, "- date: %s\n- machine: %s %s %s %s\n- cpu: %s\n- command:", date, u.sysname,
 		u.release, u.version, u.machine, cpu);

@@ -263,7 +263,7 @@ static void format_peer(struct http_request *r, struct MHD_Connection *conn)
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	char host[INET6_ADDRSTRLEN], serv[8];
-	strcpy(r->peer, "?");
+	snprintf(r->peer, sizeof(r->peer), "?");
 	if (!ci || !ci->client_addr)
 		return;
 	const struct sockaddr *sa = ci->client_addr;

@@ -116,8 +116,8 @@ static enum sl_err add_rated(const struct invoice_input *in, int64_t start,
 			if (!ln)
 				break;
 			ln->kind = kind_of(r->plan);
-			strcpy(ln->lease, r->lease);
-			strcpy(ln->model, r->model);
+			sl_strcpy(ln->lease, sizeof(ln->lease), r->lease);
+			sl_strcpy(ln->model, sizeof(ln->model), r->model);
 			ln->plan = r->plan;
 			ln->from_ms = r->first_ms;
 			ln->to_ms = r->end_ms;
@@ -148,10 +148,10 @@ static enum sl_err add_credits(const struct invoice_input *in, int64_t start,
 		if (!ln)
 			return e;
 		ln->kind = p->type == LEDGER_CREDIT ? INVOICE_CREDIT : INVOICE_REFUND;
-		strcpy(ln->posting, p->id);
+		sl_strcpy(ln->posting, sizeof(ln->posting), p->id);
 		ln->from_ms = ln->to_ms = p->at_ms;
 		ln->amount = -p->amount;
-		strcpy(ln->reason, p->reason);
+		sl_strcpy(ln->reason, sizeof(ln->reason), p->reason);
 	}
 	return SL_OK;
 }
@@ -208,7 +208,7 @@ enum sl_err invoice_build(struct invoice *inv, const struct invoice_input *in,
 	}
 	if (lv.n > 1)
 		qsort(lv.v, lv.n, sizeof(lv.v[0]), line_cmp);
-	strcpy(inv->tenant, in->tenant);
+	sl_strcpy(inv->tenant, sizeof(inv->tenant), in->tenant);
 	inv->month = in->month;
 	inv->zone = *in->zone;
 	inv->currency = in->currency;
@@ -278,8 +278,8 @@ static enum sl_err add_revenue(struct invoice_revenue_row **rows, size_t *n,
 			if (ge)
 				return ge;
 			memset(&(*rows)[i], 0, sizeof((*rows)[i]));
-			strcpy((*rows)[i].region, region);
-			strcpy((*rows)[i].model, r->model);
+			sl_strcpy((*rows)[i].region, sizeof((*rows)[i].region), region);
+			sl_strcpy((*rows)[i].model, sizeof((*rows)[i].model), r->model);
 			(*rows)[i].plan = r->plan;
 			(*n)++;
 		}

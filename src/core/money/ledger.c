@@ -169,7 +169,7 @@ static void acct(struct ledger_account *a, enum ledger_kind k, const char *key)
 {
 	memset(a, 0, sizeof(*a));
 	a->kind = k;
-	strcpy(a->key, key);
+	sl_strcpy(a->key, sizeof(a->key), key);
 }
 
 void ledger_posting_accounts(const struct ledger_posting *p,

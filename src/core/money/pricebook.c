@@ -261,7 +261,7 @@ enum sl_err pricebook_at(const struct pricebook *pb, const struct price_key *k,
 	memset(&probe, 0, sizeof(probe));
 	probe.plan = k->plan;
 	if (k->model && strlen(k->model) < PRICE_NAME_MAX)
-		strcpy(probe.model, k->model);
+		sl_strcpy(probe.model, sizeof(probe.model), k->model);
 	const char *names[3] = {k->site, k->region, ""};
 	const enum price_scope scopes[3] = {PRICE_SITE, PRICE_REGION,
 					    PRICE_GLOBAL};
@@ -270,7 +270,7 @@ enum sl_err pricebook_at(const struct pricebook *pb, const struct price_key *k,
 		if (!nm || (s < 2 && !*nm) || strlen(nm) >= PRICE_NAME_MAX)
 			continue;
 		probe.scope = scopes[s];
-		strcpy(probe.scope_name, nm);
+		sl_strcpy(probe.scope_name, sizeof(probe.scope_name), nm);
 		size_t lo, hi;
 		int64_t next;
 		series(pb, &probe, &lo, &hi);

@@ -109,9 +109,9 @@ static enum sl_err line_for(struct rating_lines *out, size_t base,
 	enum sl_err e = lines_push(out, ln);
 	if (e)
 		return e;
-	strcpy((*ln)->lease, l->id);
+	sl_strcpy((*ln)->lease, sizeof((*ln)->lease), l->id);
 	if (l->model)
-		strcpy((*ln)->model, l->model);
+		sl_strcpy((*ln)->model, sizeof((*ln)->model), l->model);
 	(*ln)->plan = l->plan;
 	(*ln)->month = m;
 	(*ln)->first_ms = t;
@@ -244,9 +244,9 @@ static enum sl_err rate_monthly(const struct pricebook *pb,
 			e = lines_push(out, &ln);
 			if (e)
 				return e;
-			strcpy(ln->lease, l->id);
+			sl_strcpy(ln->lease, sizeof(ln->lease), l->id);
 			if (l->model)
-				strcpy(ln->model, l->model);
+				sl_strcpy(ln->model, sizeof(ln->model), l->model);
 			ln->plan = PRICE_MONTHLY;
 			ln->month = m;
 			ln->first_ms = due;
