@@ -84,11 +84,14 @@ void ctl_lease_ended(struct ctl *c, struct ctl_lease *l)
 		int old = c->ended_cap;
 		if (sl_grow(&c->ended, &c->ended_cap, c->ended_n + 1, CTL_MAX_LEASES))
 			return; /* it stays in memory: correct, only bigger */
-		/* The part from the start to the old end moves to the new end. */
-		int tail = old - c->ended_start;
-		memmove(c->ended + c->ended_cap - tail, c->ended + c->ended_start,
-			(size_t)tail * sizeof(*c->ended));
-		c->ended_start = c->ended_cap - tail;
+		/* When it wraps, the part from the start to the old end moves to
+		 * the new end (unwrapped, it is in order already). */
+		if (c->ended_start > 0) {
+			int tail = old - c->ended_start;
+			memmove(c->ended + c->ended_cap - tail, c->ended + c->ended_start,
+				(size_t)tail * sizeof(*c->ended));
+			c->ended_start = c->ended_cap - tail;
+		}
 	}
 	c->ended[(c->ended_start + c->ended_n++) % c->ended_cap] = (int)(l->seq - 1);
 }
