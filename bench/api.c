@@ -20,7 +20,6 @@
  *
  * Usage: bench_api [results.md] [pairs]
  * env: SUANLID (the daemon), BENCH_CONNS (connections), BENCH_NO_WRK (skip wrk) */
-#define _GNU_SOURCE
 #include <sys/epoll.h>
 
 #include "bench_lib.h"

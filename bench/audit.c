@@ -11,7 +11,6 @@
  * argv[1]); nothing is asserted.
  *
  * Usage: bench_audit [results.md] [entries] */
-#define _GNU_SOURCE
 #include <sodium.h>
 #include <sys/resource.h>
 
@@ -232,8 +231,9 @@ int main(int argc, char **argv)
 	struct stat st;
 	snprintf(db, sizeof(db), "%s/%s", dir, STORE_DB_FILE);
 	double mib = stat(db, &st) == 0 ? (double)st.st_size / (1 << 20) : 0;
-	strcat(db, "-wal"); /* normally gone or empty after the close's checkpoint */
-	double wal_mib = stat(db, &st) == 0 ? (double)st.st_size / (1 << 20) : 0;
+	char wal[sizeof(db) + 4];
+	snprintf(wal, sizeof(wal), "%s-wal", db); /* normally gone or empty after the close's checkpoint */
+	double wal_mib = stat(wal, &st) == 0 ? (double)st.st_size / (1 << 20) : 0;
 	struct rusage ru;
 	double rss_mib = getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss / 1024 : 0;
 	bl_rmrf(dir);

@@ -12,7 +12,7 @@
 #ifndef SL_BENCH_LIB_H
 #define SL_BENCH_LIB_H
 
-/* Includers define _GNU_SOURCE first (memmem, sched_setaffinity). */
+/* Built with -D_GNU_SOURCE (CMakeLists.txt: memmem, sched_setaffinity). */
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -36,9 +36,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "buf.h"
+
 /* A response head plus body never exceeds this in the benchmarks except
  * lease lists, which grow the buffer. */
 #define BL_BUF_INIT 65536u
+#define BL_CONN_MAX ((size_t)1 << 30) /* bytes buffered on one connection */
+#define BL_MAX_SAMPLES ((size_t)1 << 28) /* entries of one array: samples, records */
 #define BL_PATH_MAX 4096
 
 static void bl_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -82,12 +86,8 @@ struct bl_samples {
 
 static inline void bl_add(struct bl_samples *s, double x)
 {
-	if (s->n == s->cap) {
-		s->cap = s->cap ? s->cap * 2 : 4096;
-		s->v = realloc(s->v, s->cap * sizeof(*s->v));
-		if (!s->v)
-			bl_die("out of memory");
-	}
+	if (sl_grow(&s->v, &s->cap, s->n + 1, BL_MAX_SAMPLES))
+		bl_die("out of memory");
 	s->v[s->n++] = x;
 }
 
@@ -308,10 +308,12 @@ static inline long bl_parse(const char *buf, size_t len, int *status, size_t *bo
 static inline ssize_t bl_fill(struct bl_conn *c)
 {
 	if (c->cap - c->len < 4096) {
-		c->cap = c->cap ? c->cap * 2 : BL_BUF_INIT;
-		c->buf = realloc(c->buf, c->cap + 1);
-		if (!c->buf)
+		size_t alloc = c->cap ? c->cap + 1 : 0; /* one byte past cap for a NUL */
+		size_t need = c->len + 4096 + 1;
+		if (sl_grow(&c->buf, &alloc, need > BL_BUF_INIT + 1 ? need : BL_BUF_INIT + 1,
+			    BL_CONN_MAX + 1))
 			bl_die("out of memory");
+		c->cap = alloc - 1;
 	}
 	return read(c->fd, c->buf + c->len, c->cap - c->len);
 }
@@ -413,7 +415,8 @@ static inline void bl_machine(FILE *o, int argc, char **argv)
 	struct utsname u;
 	char date[64], cpu[256] = "unknown", line[512];
 	time_t t = time(NULL);
-	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+	struct tm tm;
+	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
 	uname(&u);
 	FILE *f = fopen("/proc/cpuinfo", "r");
 	while (f && fgets(line, sizeof(line), f)) {

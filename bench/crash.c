@@ -26,7 +26,6 @@
  * exit status is 1 when there is any (a correctness result, not a timing).
  *
  * Usage: bench_crash [results.md] [cycles]     env: SUANLID */
-#define _GNU_SOURCE
 #include <sys/epoll.h>
 
 #include <jansson.h>
@@ -99,12 +98,10 @@ static void set_known(const char *id, enum known k)
 {
 	size_t n = (size_t)lease_num(id);
 	if (n >= g.nknown) {
-		size_t nn = n * 2 + 1024;
-		g.known = realloc(g.known, nn);
-		if (!g.known)
+		size_t old = g.nknown;
+		if (sl_grow(&g.known, &g.nknown, n + 1, BL_MAX_SAMPLES))
 			bl_die("out of memory");
-		memset(g.known + g.nknown, K_UNKNOWN, nn - g.nknown);
-		g.nknown = nn;
+		memset(g.known + old, K_UNKNOWN, g.nknown - old);
 	}
 	g.known[n] = (unsigned char)k;
 	if ((long)n > g.max_id)
@@ -204,21 +201,13 @@ static void unanswered(struct work *w)
 {
 	int op = w->op < 0 ? -w->op : w->op;
 	if (op == 1) {
-		if (g.npc == g.cappc) {
-			g.cappc = g.cappc ? g.cappc * 2 : 64;
-			g.pc = realloc(g.pc, g.cappc * sizeof(*g.pc));
-		}
-		if (!g.pc)
+		if (sl_grow(&g.pc, &g.cappc, g.npc + 1, BL_MAX_SAMPLES))
 			bl_die("out of memory");
 		snprintf(g.pc[g.npc].key, KEY_MAX, "%s", w->key);
 		snprintf(g.pc[g.npc].body, sizeof(g.pc[0].body), "%s", w->body);
 		g.npc++;
 	} else if (op == 2) {
-		if (g.npr == g.cappr) {
-			g.cappr = g.cappr ? g.cappr * 2 : 64;
-			g.pr = realloc(g.pr, g.cappr * sizeof(*g.pr));
-		}
-		if (!g.pr)
+		if (sl_grow(&g.pr, &g.cappr, g.npr + 1, BL_MAX_SAMPLES))
 			bl_die("out of memory");
 		snprintf(g.pr[g.npr++], ID_MAX, "%s", w->lease);
 	}

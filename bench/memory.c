@@ -14,7 +14,6 @@
  * written by hand from heap profiles) is kept when it is rewritten.
  *
  * Usage: bench_memory [results.md] [nodes]      env: SUANLID */
-#define _GNU_SOURCE
 #include <dirent.h>
 #include <sys/epoll.h>
 

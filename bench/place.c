@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "fleet.h"
 #include "place.h"
 
@@ -31,6 +32,7 @@
 #define B_WARMUP_BUSY 0.70
 #define B_HIGH_BUSY 0.85
 #define B_LOW_BUSY 0.75
+#define B_MAX_SAMPLES (1 << 28) /* samples of one series */
 
 static const char *const site_names[B_SITES] = {"fza", "fzb", "ulq", "gya"};
 static const char *const site_regions[B_SITES] = {"cn-east", "cn-east", "cn-north",
@@ -131,34 +133,21 @@ static void build_fleet(const struct spec *sp, struct fleet *f)
 	}
 }
 
-struct buf {
-	char *p;
-	size_t len, cap;
-};
-
-static void buf_printf(struct buf *b, const char *fmt, ...) SL_PRINTF(2, 3);
-static void buf_printf(struct buf *b, const char *fmt, ...)
+static void buf_printf(struct sl_buf *b, const char *fmt, ...) SL_PRINTF(2, 3);
+static void buf_printf(struct sl_buf *b, const char *fmt, ...)
 {
-	for (;;) {
-		va_list ap;
-		va_start(ap, fmt);
-		int w = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-		va_end(ap);
-		if (w >= 0 && (size_t)w < b->cap - b->len) {
-			b->len += (size_t)w;
-			return;
-		}
-		b->cap = b->cap * 2 + 4096;
-		b->p = realloc(b->p, b->cap);
-		if (!b->p) {
-			fprintf(stderr, "bench_place: out of memory\n");
-			exit(1);
-		}
+	va_list ap;
+	va_start(ap, fmt);
+	enum sl_err e = sl_buf_vaddf(b, fmt, ap);
+	va_end(ap);
+	if (e) {
+		fprintf(stderr, "bench_place: the fleet file: %s\n", sl_err_message(e));
+		exit(1);
 	}
 }
 
 /* One range line per leaf (how fleets are written), or one line per node. */
-static void yaml_fleet(const struct spec *sp, struct buf *b, bool per_node)
+static void yaml_fleet(const struct spec *sp, struct sl_buf *b, bool per_node)
 {
 	buf_printf(b, "sites:\n");
 	for (int s = 0; s < B_SITES; s++) {
@@ -195,12 +184,8 @@ struct series {
 
 static void add(struct series *s, double ns)
 {
-	if (s->n == s->cap) {
-		s->cap = s->cap ? s->cap * 2 : 1024;
-		s->v = realloc(s->v, (size_t)s->cap * sizeof(*s->v));
-		if (!s->v)
-			exit(1);
-	}
+	if (sl_grow(&s->v, &s->cap, s->n + 1, B_MAX_SAMPLES))
+		exit(1);
 	s->v[s->n++] = ns;
 }
 
@@ -295,7 +280,7 @@ static void run(struct result *res, int requests)
 	build_fleet(&sp, &f);
 	res->build_ms = (now_ns() - t0) / 1e6;
 	for (int v = 0; v < 2; v++) {
-		struct buf b = {0};
+		struct sl_buf b = SL_BUF_INIT(FLEET_MAX_FILE);
 		yaml_fleet(&sp, &b, v == 1);
 		enum sl_err e = fleet_init(&fy);
 		if (e != SL_OK)
@@ -311,7 +296,7 @@ static void run(struct result *res, int requests)
 		if (fy.nnodes != f.nnodes)
 			die("yaml fleet differs", SL_EINVAL, NULL);
 		fleet_release(&fy);
-		free(b.p);
+		sl_buf_release(&b);
 	}
 	res->nodes = f.nnodes;
 	res->gpus = 0;
@@ -445,7 +430,8 @@ static void report(FILE *o, struct result *r, int argc, char **argv)
 	uname(&u);
 	cpu_model(cpu, sizeof(cpu));
 	time_t now = time(NULL);
-	strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", gmtime(&now));
+	struct tm tm;
+	strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", gmtime_r(&now, &tm));
 	fprintf(o, "# Placement benchmark (bench/place.c)\n\n");
 	fprintf(o, "- date: %s\n- machine: %s %s %s %s\n- cpu: %s\n- command:", date, u.sysname,
 		u.release, u.version, u.machine, cpu);

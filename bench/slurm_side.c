@@ -36,7 +36,6 @@
  * env: SUANLID, SUANLI (the CLI), SUANLI_AGENT (else each beside this
  *      program), PHASES, NJOBS, PAR, JOB_SLEEP. Fixed streams; nothing is
  *      asserted. */
-#define _GNU_SOURCE
 #include <jansson.h>
 
 #include "bench_lib.h"

@@ -466,7 +466,7 @@ static void census(const struct nvml *n, const char bus[][DISC_BUSID_MAX],
 static void fabric_clique(const struct nvml *n, struct discovery *out)
 {
 	nvmlGpuFabricInfo_t fi;
-	char *p = out->clique;
+	size_t k = 0, room = sizeof(out->clique); /* 32 hex digits, '/' and a 32-bit id fit */
 
 	if (!n->f.nvmlDeviceGetGpuFabricInfo || n->ngpus == 0)
 		return;
@@ -475,8 +475,8 @@ static void fabric_clique(const struct nvml *n, struct discovery *out)
 	    fi.state != NVML_GPU_FABRIC_STATE_COMPLETED || fi.status != NVML_SUCCESS)
 		return;
 	for (int i = 0; i < NVML_GPU_FABRIC_UUID_LEN; i++)
-		p += sprintf(p, "%02x", fi.clusterUuid[i]);
-	sprintf(p, "/%u", fi.cliqueId);
+		k += (size_t)snprintf(out->clique + k, room - k, "%02x", fi.clusterUuid[i]);
+	snprintf(out->clique + k, room - k, "/%u", fi.cliqueId);
 }
 
 static enum sl_err discover(struct nvml *n, struct discovery *out, struct sl_diag *d)

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "buf.h"
 #include "cli.h"
 #include "output.h"
 
@@ -352,7 +353,7 @@ int client_object_path(const char *cmd, const char *base, const char *id, const 
 		cli_usage_error(cmd, "'%.64s' is not %s", id, example);
 		return -1;
 	}
-	strcat(path, suffix);
+	sl_strcpy(path + strlen(path), n - strlen(path), suffix); /* fits: checked above */
 	return 0;
 }
 

@@ -17,6 +17,7 @@
 
 #include "audit.h"
 #include "audit_verify.h"
+#include "buf.h"
 #include "checkpoint.h"
 #include "cli.h"
 #include "client.h"
@@ -462,27 +463,19 @@ static int scan_meta(FILE *f, const char *path, struct export_scan *x)
 			x->first_seq = fs > 0 ? (uint64_t)fs : 1;
 			x->tenant_scope = !strcmp(out_str(o, "scope", ""), "tenant");
 		} else if (!strcmp(type, "checkpoint")) {
-			if (x->n == x->cap) {
-				size_t nc = x->cap ? x->cap * 2 : 16;
-				if (nc > AUDIT_EXPORT_MAX_CPS) {
+			/* Two arrays, one capacity: both grow the same way. */
+			size_t cn = x->cap, cs = x->cap;
+			enum sl_err ge = sl_grow(&x->notes, &cn, x->n + 1, AUDIT_EXPORT_MAX_CPS);
+			if (!ge)
+				ge = sl_grow(&x->sizes, &cs, x->n + 1, AUDIT_EXPORT_MAX_CPS);
+			x->cap = cn < cs ? cn : cs;
+			if (ge) {
+				if (ge == SL_ELIMIT)
 					fprintf(stderr, "suanli: %s: more than %d checkpoints\n", path,
 						AUDIT_EXPORT_MAX_CPS);
-					rc = -1;
-					json_decref(o);
-					break;
-				}
-				json_t **nn = realloc(x->notes, nc * sizeof(*nn));
-				if (nn)
-					x->notes = nn;
-				uint64_t *ns = realloc(x->sizes, nc * sizeof(*ns));
-				if (ns)
-					x->sizes = ns;
-				if (!nn || !ns) {
-					rc = -1;
-					json_decref(o);
-					break;
-				}
-				x->cap = nc;
+				rc = -1;
+				json_decref(o);
+				break;
 			}
 			json_int_t sz = json_integer_value(json_object_get(o, "size"));
 			x->sizes[x->n] = sz > 0 ? (uint64_t)sz : 0;

@@ -222,6 +222,17 @@ int cmd_price(int argc, char **argv)
 			       sizeof(subs) / sizeof(subs[0]), argc, argv);
 }
 
+/* Appends s to the path in path[n]; -1 (path unchanged) when it does not
+ * fit, which the caller reports: a path is never cut short. */
+static int path_add(char *path, size_t n, const char *s)
+{
+	size_t k = strlen(path), m = strlen(s);
+	if (m >= n - k)
+		return -1;
+	memcpy(path + k, s, m + 1);
+	return 0;
+}
+
 /* ---- money in: topup, credit-line, credit ---- */
 
 static int post_money(int argc, char **argv, const char *cmd, const char *help,
@@ -244,8 +255,8 @@ static int post_money(int argc, char **argv, const char *cmd, const char *help,
 		return CLI_EXIT_USAGE;
 	if (client_escape(path, sizeof(path), a.v[O_TENANT]))
 		return cli_usage_error(cl.cmd, "tenant name too long");
-	strncat(path, "/", sizeof(path) - strlen(path) - 1);
-	strncat(path, what, sizeof(path) - strlen(path) - 1);
+	if (path_add(path, sizeof(path), "/") || path_add(path, sizeof(path), what))
+		return cli_usage_error(cl.cmd, "tenant name too long");
 	json_t *body = json_pack("{s:I}", "amount", (json_int_t)amount);
 	if (a.v[O_REASON])
 		json_object_set_new(body, "reason", json_string(a.v[O_REASON]));
@@ -321,7 +332,8 @@ int cmd_balance(int argc, char **argv)
 		return cli_usage_error(cl.cmd, "--tenant is required");
 	if (client_escape(path, sizeof(path), a.v[O_TENANT]))
 		return cli_usage_error(cl.cmd, "tenant name too long");
-	strncat(path, "/balance", sizeof(path) - strlen(path) - 1);
+	if (path_add(path, sizeof(path), "/balance"))
+		return cli_usage_error(cl.cmd, "tenant name too long");
 	if ((rc = client_open(&cl)) == CLI_EXIT_OK &&
 	    (rc = client_call(&cl, "GET", path, NULL, NULL, &ans)) == CLI_EXIT_OK && ans)
 		print_balance(ans);
@@ -385,7 +397,8 @@ int cmd_invoice(int argc, char **argv)
 		return cli_usage_error(cl.cmd, "give --json or --csv, not both");
 	if (client_escape(path, sizeof(path), a.v[O_TENANT]))
 		return cli_usage_error(cl.cmd, "tenant name too long");
-	strncat(path, "/invoices/", sizeof(path) - strlen(path) - 1);
+	if (path_add(path, sizeof(path), "/invoices/"))
+		return cli_usage_error(cl.cmd, "tenant name too long");
 	if (client_escape(path, sizeof(path), a.v[O_MONTH]))
 		return cli_usage_error(cl.cmd, "month too long");
 	if ((rc = client_open(&cl)) != CLI_EXIT_OK)
@@ -395,7 +408,10 @@ int cmd_invoice(int argc, char **argv)
 		struct http_response r = {0};
 		struct sl_diag d;
 		sl_diag_clear(&d);
-		strncat(path, "?format=csv", sizeof(path) - strlen(path) - 1);
+		if (path_add(path, sizeof(path), "?format=csv")) {
+			rc = cli_usage_error(cl.cmd, "month too long");
+			goto done;
+		}
 		rc = CLI_EXIT_FAIL;
 		if (http_client_request(cl.http, "GET", path, NULL, 0, NULL, 0, &r, &d) != SL_OK) {
 			cli_print_diag(&d);
@@ -438,7 +454,8 @@ int cmd_usage(int argc, char **argv)
 	if ((rc = bparse(&cl, argc, argv, help, "t", &a)) != CLIENT_GO)
 		return rc;
 	if (a.v[O_TENANT]) {
-		strncat(path, "?tenant=", sizeof(path) - strlen(path) - 1);
+		if (path_add(path, sizeof(path), "?tenant="))
+			return cli_usage_error(cl.cmd, "tenant name too long");
 		if (client_escape(path, sizeof(path), a.v[O_TENANT]))
 			return cli_usage_error(cl.cmd, "tenant name too long");
 	}

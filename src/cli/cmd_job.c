@@ -166,7 +166,7 @@ static void job_row(struct out_table *t, const json_t *j, const void *ctx)
 	snprintf(ranks, sizeof(ranks), "%zu", json_array_size(json_object_get(j, "ranks")));
 	out_join(json_object_get(j, "argv"), " ", cmd, sizeof(cmd));
 	if (strlen(cmd) > 48)
-		strcpy(cmd + 45, "...");
+		memcpy(cmd + 45, "...", sizeof("..."));
 	out_age(out_str(j, "created_at", NULL), *(const time_t *)ctx, age, sizeof(age));
 	const char *row[] = {out_str(j, "id", "?"),      out_str(j, "lease", "?"),
 			     out_str(j, "state", "?"),   ranks,

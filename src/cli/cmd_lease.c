@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "buf.h"
 #include "cli.h"
 #include "client.h"
 #include "output.h"
@@ -123,7 +124,7 @@ static int set_elastic(json_t *req, const char *cmd, const char *s)
 {
 	char lo[32], *sep;
 	long min, max;
-	if (strlen(s) >= sizeof(lo) || !(sep = strpbrk(strcpy(lo, s), "-:"))) {
+	if (strlen(s) >= sizeof(lo) || !sl_strcpy(lo, sizeof(lo), s) || !(sep = strpbrk(lo, "-:"))) {
 		cli_usage_error(cmd, "--elastic expects MIN-MAX, as 8-32, not '%s'", s);
 		return -1;
 	}

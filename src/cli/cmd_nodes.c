@@ -2,6 +2,7 @@
  * controller's view of the fleet, one line per node or one node in full. */
 #include <string.h>
 
+#include "buf.h"
 #include "cli.h"
 #include "client.h"
 #include "output.h"
@@ -232,7 +233,7 @@ static int node_action(struct client *cl, const char *name, const char *action, 
 	if (client_escape(path, sizeof(path), name) ||
 	    strlen(path) + strlen(action) >= sizeof(path))
 		return cli_usage_error(cl->cmd, "the node name is too long");
-	strcat(path, action);
+	sl_strcpy(path + strlen(path), sizeof(path) - strlen(path), action); /* fits: checked above */
 	if ((rc = client_open(cl)) == CLI_EXIT_OK &&
 	    (rc = client_call(cl, "POST", path, body, NULL, &n)) == CLI_EXIT_OK && n)
 		print_node_sentence(n);

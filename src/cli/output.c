@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "calendar.h"
 
 void out_table_init(struct out_table *t, int ncols, const char *const *head)
@@ -42,15 +43,10 @@ void out_table_row(struct out_table *t, const char *const *cells)
 	size_t base;
 	if (t->no_mem)
 		return;
-	if (t->rows == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 16;
-		char **p = realloc(t->cells, cap * (size_t)t->ncols * sizeof(*p));
-		if (!p) {
-			t->no_mem = 1;
-			return;
-		}
-		t->cells = p;
-		t->cap = cap;
+	if (sl_grow(&t->cells, &t->cap, (t->rows + 1) * (size_t)t->ncols,
+		    OUT_TABLE_MAX_ROWS * (size_t)t->ncols)) {
+		t->no_mem = 1;
+		return;
 	}
 	base = t->rows * (size_t)t->ncols;
 	for (int i = 0; i < t->ncols; i++) {

@@ -10,6 +10,7 @@
 
 #define OUT_TABLE_MAX_COLS 12
 #define OUT_CELL_MAX 512 /* a longer cell is shown cut, ending in "..." */
+#define OUT_TABLE_MAX_ROWS 10000000 /* rows of one table */
 
 /* A table whose columns are as wide as their widest cell (in characters,
  * not bytes, so UTF-8 text lines up). */
@@ -17,7 +18,7 @@ struct out_table {
 	int ncols;
 	const char *head[OUT_TABLE_MAX_COLS];
 	char **cells; /* rows * ncols, owned */
-	size_t rows, cap;
+	size_t rows, cap; /* cap: cells allocated */
 	int no_mem;
 };
 

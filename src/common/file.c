@@ -8,12 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
+
 enum sl_err sl_read_file(const char *path, size_t max, char **out, size_t *len,
 			 struct sl_diag *d)
 {
 	FILE *fp = fopen(path, "rb");
-	char *buf = NULL;
-	size_t n = 0, cap = 0;
+	/* Reads at most max + 1 bytes: one past the bound is enough to refuse the
+	 * file, so /dev/zero or a huge file never costs more than the bound. */
+	struct sl_buf b = SL_BUF_INIT(max < SIZE_MAX ? max + 1 : max);
 
 	*out = NULL;
 	*len = 0;
@@ -21,25 +24,21 @@ enum sl_err sl_read_file(const char *path, size_t max, char **out, size_t *len,
 		d->file = path;
 	if (!fp)
 		return sl_diag_set(d, SL_EIO, "cannot open: %s", strerror(errno));
-	/* Reads at most max + 1 bytes: one past the bound is enough to refuse the
-	 * file, so /dev/zero or a huge file never costs more than the bound. */
-	while (n <= max) {
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 65536;
-			char *nb;
-			if (max < SIZE_MAX && ncap > max + 1)
-				ncap = max + 1;
-			nb = realloc(buf, ncap + 1);
-			if (!nb) {
-				free(buf);
+	for (;;) {
+		if (b.len + 1 >= b.cap) {
+			size_t more = b.len ? b.len : 65536; /* doubling */
+			if (more > b.max - b.len)
+				more = b.max - b.len;
+			if (more == 0)
+				break; /* one past the bound */
+			if (sl_buf_grow(&b, more)) {
+				sl_buf_release(&b);
 				fclose(fp);
 				return sl_diag_set(d, SL_ENOMEM, "out of memory reading the file");
 			}
-			buf = nb;
-			cap = ncap;
 		}
-		size_t got = fread(buf + n, 1, cap - n, fp);
-		n += got;
+		size_t got = fread(b.p + b.len, 1, b.cap - b.len - 1, fp);
+		sl_buf_setlen(&b, b.len + got);
 		if (got == 0)
 			break;
 	}
@@ -47,19 +46,16 @@ enum sl_err sl_read_file(const char *path, size_t max, char **out, size_t *len,
 		/* fopen succeeds on a directory; the read then fails with EISDIR,
 		 * which is the useful part of the message. */
 		int err = errno;
-		free(buf);
+		sl_buf_release(&b);
 		fclose(fp);
 		return sl_diag_set(d, SL_EIO, "cannot read: %s", strerror(err));
 	}
 	fclose(fp);
-	if (n > max) {
-		free(buf);
+	if (b.len > max) {
+		sl_buf_release(&b);
 		return sl_diag_set(d, SL_ELIMIT, "file is larger than %zu bytes", max);
 	}
-	if (!buf && !(buf = malloc(1)))
+	if (sl_buf_detach(&b, out, len))
 		return sl_diag_set(d, SL_ENOMEM, "out of memory reading the file");
-	buf[n] = '\0';
-	*out = buf;
-	*len = n;
 	return SL_OK;
 }

@@ -17,6 +17,8 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "buf.h"
+
 /* Bytes of an unexpected body quoted in a diag. */
 #define BODY_QUOTE 120
 
@@ -156,17 +158,9 @@ size_t http_sink_write(char *data, size_t size, size_t nmemb, void *arg)
 		s->too_large = true;
 		return 0;
 	}
-	if (s->len + n + 1 > s->cap) {
-		size_t cap = s->cap ? s->cap : 4096;
-		while (cap < s->len + n + 1)
-			cap *= 2;
-		char *b = realloc(s->buf, cap);
-		if (!b) {
-			s->no_mem = true;
-			return 0;
-		}
-		s->buf = b;
-		s->cap = cap;
+	if (sl_grow(&s->buf, &s->cap, s->len + n + 1, s->max + 1)) {
+		s->no_mem = true;
+		return 0;
 	}
 	memcpy(s->buf + s->len, data, n);
 	s->len += n;

@@ -26,7 +26,10 @@
 #include "agents_int.h"
 #include "audit_log.h"
 #include "billing.h"
+#include "buf.h"
 #include "log.h"
+
+#define AGENTS_MAX_RECS FLEET_MAX_NODES /* agent records: one per node name */
 
 #define NS 1000000000LL
 
@@ -61,14 +64,8 @@ static void rec_free(struct agent_rec *r)
 struct agent_rec *agents_rec_add(struct ctl *c, const char *name)
 {
 	struct ctl_agents *a = c->agents;
-	if (a->n == a->cap) {
-		int cap = a->cap ? a->cap * 2 : 64;
-		struct agent_rec **n = realloc(a->recs, (size_t)cap * sizeof(*n));
-		if (!n)
-			return NULL;
-		a->recs = n;
-		a->cap = cap;
-	}
+	if (sl_grow(&a->recs, &a->cap, a->n + 1, AGENTS_MAX_RECS))
+		return NULL;
 	struct agent_rec *r = calloc(1, sizeof(*r));
 	if (!r || !(r->events = json_array()) || strmap_add(a->by_name, name, a->n)) {
 		rec_free(r);

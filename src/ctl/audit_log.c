@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "buf.h"
 #include "ctl_int.h"
 #include "file.h"
 #include "jobs.h"
@@ -70,12 +71,12 @@ enum sl_err audit_log_key_create(const char *dir, struct sl_diag *d)
 	if (!e) {
 		sodium_bin2base64(b64, sizeof(b64) - 1, seed, sizeof(seed),
 				  sodium_base64_VARIANT_ORIGINAL);
-		strcat(b64, "\n");
+		sl_strcpy(b64 + strlen(b64), sizeof(b64) - strlen(b64), "\n"); /* room kept for it */
 		e = write_file(kp, b64, 0600, true, d);
 	}
 	if (!e) {
 		sodium_bin2base64(b64, sizeof(b64) - 1, pk, sizeof(pk), sodium_base64_VARIANT_ORIGINAL);
-		strcat(b64, "\n");
+		sl_strcpy(b64 + strlen(b64), sizeof(b64) - strlen(b64), "\n"); /* room kept for it */
 		e = write_file(pp, b64, 0644, false, d);
 	}
 	sodium_memzero(seed, sizeof(seed));

@@ -9,7 +9,10 @@
 #include <sodium.h>
 #include <string.h>
 
+#include "buf.h"
 #include "ctl_int.h"
+
+#define CTL_MAX_TOKENS (1 << 20) /* API tokens held */
 
 #define TOKEN_PREFIX "sl_"
 #define TOKEN_RANDOM_BYTES 32
@@ -68,14 +71,9 @@ void auth_token_generate(struct ctl_token *t, char secret[64])
 enum sl_err ctl_token_add(struct ctl *c, const struct ctl_token *t)
 {
 	char key[HASH_KEY_HEX + 1];
-	if (c->auth.ntokens == c->auth.cap_tokens) {
-		int cap = c->auth.cap_tokens ? c->auth.cap_tokens * 2 : 16;
-		struct ctl_token *n = realloc(c->auth.tokens, (size_t)cap * sizeof(*n));
-		if (!n)
-			return SL_ENOMEM;
-		c->auth.tokens = n;
-		c->auth.cap_tokens = cap;
-	}
+	enum sl_err ge = sl_grow(&c->auth.tokens, &c->auth.cap_tokens, c->auth.ntokens + 1, CTL_MAX_TOKENS);
+	if (ge)
+		return ge;
 	memcpy(key, t->hash, HASH_KEY_HEX);
 	key[HASH_KEY_HEX] = 0;
 	if (strmap_get(c->auth.token_by_id, t->id, -1) >= 0 ||

@@ -26,9 +26,13 @@
 #include "account_rules.h"
 #include "billing.h"
 #include "billing_int.h"
+#include "buf.h"
 #include "catalog.h"
 #include "ctl_int.h"
 #include "log.h"
+
+#define BILL_MAX_TENANTS LEDGER_MAX_ACCOUNTS /* tenants billed */
+#define BILL_MAX_USAGE CTL_MAX_LEASES       /* leases with usage in memory */
 
 /* ---- lookups ---- */
 
@@ -47,14 +51,8 @@ struct bill_tenant *billing_tenant(struct ctl *c, const char *tenant, bool creat
 		return &b->t[i];
 	if (!create)
 		return NULL;
-	if (b->nt == b->capt) {
-		int cap = b->capt ? b->capt * 2 : 16;
-		struct bill_tenant *n = realloc(b->t, (size_t)cap * sizeof(*n));
-		if (!n)
-			return NULL;
-		b->t = n;
-		b->capt = cap;
-	}
+	if (sl_grow(&b->t, &b->capt, b->nt + 1, BILL_MAX_TENANTS))
+		return NULL;
 	if (strmap_add(b->t_by_name, tenant, b->nt))
 		return NULL;
 	struct bill_tenant *t = &b->t[b->nt++];
@@ -66,14 +64,8 @@ struct bill_tenant *billing_tenant(struct ctl *c, const char *tenant, bool creat
 static struct bill_usage *usage_add(struct ctl *c, const char *lease)
 {
 	struct ctl_billing *b = c->billing;
-	if (b->nu == b->capu) {
-		int cap = b->capu ? b->capu * 2 : 64;
-		struct bill_usage *n = realloc(b->u, (size_t)cap * sizeof(*n));
-		if (!n)
-			return NULL;
-		b->u = n;
-		b->capu = cap;
-	}
+	if (sl_grow(&b->u, &b->capu, b->nu + 1, BILL_MAX_USAGE))
+		return NULL;
 	if (strmap_add(b->u_by_lease, lease, b->nu))
 		return NULL;
 	struct bill_usage *u = &b->u[b->nu++];
@@ -84,14 +76,8 @@ static struct bill_usage *usage_add(struct ctl *c, const char *lease)
 
 static bool live_add(struct ctl_billing *b, int idx)
 {
-	if (b->nlive == b->caplive) {
-		int cap = b->caplive ? b->caplive * 2 : 64;
-		int *n = realloc(b->live, (size_t)cap * sizeof(int));
-		if (!n)
-			return false;
-		b->live = n;
-		b->caplive = cap;
-	}
+	if (sl_grow(&b->live, &b->caplive, b->nlive + 1, BILL_MAX_USAGE))
+		return false;
 	b->live[b->nlive++] = idx;
 	return true;
 }
@@ -108,14 +94,8 @@ static void live_del(struct ctl_billing *b, int idx)
 static bool usage_push(struct bill_usage *u, int64_t at, enum rating_ev kind, int gpus,
 		       enum rating_end end)
 {
-	if (u->nev == u->cap) {
-		size_t cap = u->cap ? u->cap * 2 : 4;
-		struct rating_event *n = realloc(u->ev, cap * sizeof(*n));
-		if (!n)
-			return false;
-		u->ev = n;
-		u->cap = cap;
-	}
+	if (sl_grow(&u->ev, &u->cap, u->nev + 1, RATING_MAX_EVENTS))
+		return false;
 	if (u->nev && at < u->ev[u->nev - 1].at_ms)
 		at = u->ev[u->nev - 1].at_ms; /* never backwards (clock steps) */
 	u->ev[u->nev++] = (struct rating_event){at, kind, gpus, end};
@@ -309,15 +289,10 @@ static enum sl_err load_posting(void *arg, const char *id, const char *tenant, c
 	json_t *o = json_loads(json, 0, NULL);
 	if (!o)
 		return SL_EPARSE;
-	if (rows->n == rows->cap) {
-		size_t cap = rows->cap ? rows->cap * 2 : 64;
-		struct post_row *n = realloc(rows->v, cap * sizeof(*n));
-		if (!n) {
-			json_decref(o);
-			return SL_ENOMEM;
-		}
-		rows->v = n;
-		rows->cap = cap;
+	enum sl_err ge = sl_grow(&rows->v, &rows->cap, rows->n + 1, LEDGER_MAX_POSTINGS);
+	if (ge) {
+		json_decref(o);
+		return ge;
 	}
 	struct post_row *r = &rows->v[rows->n];
 	enum plan plan = PLAN_HOURLY;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "buf.h"
 #include "calendar.h"
 #include "catalog.h"
 #include "ctl_int.h"
@@ -740,15 +741,8 @@ bool lease_hist_add(struct ctl_lease *l, int64_t at_ns, enum lease_state s, cons
 		memmove(l->hist, l->hist + 1, (size_t)(l->nhist - 1) * sizeof(*l->hist));
 		l->nhist--;
 	}
-	if (l->nhist == l->cap_hist) {
-		/* Most leases see two or three entries: start small. */
-		int cap = l->cap_hist ? l->cap_hist * 2 : 2;
-		struct lease_hist *n = realloc(l->hist, (size_t)cap * sizeof(*n));
-		if (!n)
-			return false;
-		l->hist = n;
-		l->cap_hist = cap;
-	}
+	if (sl_grow(&l->hist, &l->cap_hist, l->nhist + 1, CTL_MAX_HISTORY))
+		return false;
 	struct lease_hist *h = &l->hist[l->nhist];
 	h->at_ns = at_ns;
 	h->state = s;

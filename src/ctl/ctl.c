@@ -23,10 +23,15 @@
 #include "agents.h"
 #include "audit_log.h"
 #include "billing.h"
+#include "buf.h"
 #include "ctl_int.h"
 #include "jobs.h"
 #include "file.h"
 #include "log.h"
+
+#define CTL_MAX_ANSWERS (1 << 20)    /* answers queued in one turn */
+#define CTL_MAX_TENANTS (1 << 20)    /* tenants held */
+#define CTL_MAX_IDEM_PRUNE (1 << 24) /* saved answers dropped at one start */
 
 static int64_t realtime_ns(void)
 {
@@ -41,22 +46,10 @@ static int64_t realtime_ns(void)
  * memory, or the configured bound). */
 static bool answers_grow(struct ctl *c, size_t need)
 {
-	if (need <= (size_t)c->cap_answers)
-		return true;
-	if (c->answers_max < 0 || (c->answers_max > 0 && need > (size_t)c->answers_max) ||
-	    need > INT_MAX / 2)
+	if (c->answers_max < 0)
 		return false;
-	size_t cap = c->cap_answers ? (size_t)c->cap_answers : 64;
-	while (cap < need)
-		cap *= 2;
-	if (c->answers_max > 0 && cap > (size_t)c->answers_max)
-		cap = (size_t)c->answers_max;
-	struct ctl_answer *n = realloc(c->answers, cap * sizeof(*n));
-	if (!n)
-		return false;
-	c->answers = n;
-	c->cap_answers = (int)cap;
-	return true;
+	size_t max = c->answers_max > 0 ? (size_t)c->answers_max : CTL_MAX_ANSWERS;
+	return sl_grow(&c->answers, &c->cap_answers, need, max) == SL_OK;
 }
 
 void ctl_answer(struct ctl_call *call, int status, const char *ctype, char *body_take,
@@ -376,24 +369,9 @@ enum sl_err ctl_init_data(const char *dir, int64_t now_ns, char **token_out, str
 
 /* ---- loading ---- */
 
-static enum sl_err grow(void **arr, int *cap, int need, size_t elem)
-{
-	if (need <= *cap)
-		return SL_OK;
-	int ncap = *cap ? *cap : 16;
-	while (ncap < need)
-		ncap *= 2;
-	void *n = realloc(*arr, (size_t)ncap * elem);
-	if (!n)
-		return SL_ENOMEM;
-	*arr = n;
-	*cap = ncap;
-	return SL_OK;
-}
-
 enum sl_err ctl_tenant_add(struct ctl *c, const struct ctl_tenant *t)
 {
-	if (grow((void **)&c->tenants.tenants, &c->tenants.cap_tenants, c->tenants.ntenants + 1, sizeof(*t)))
+	if (sl_grow(&c->tenants.tenants, &c->tenants.cap_tenants, c->tenants.ntenants + 1, CTL_MAX_TENANTS))
 		return SL_ENOMEM;
 	enum sl_err e = strmap_add(c->tenants.tenant_by_name, t->name, c->tenants.ntenants);
 	if (e)
@@ -479,7 +457,7 @@ static enum sl_err load_resv(void *arg, const char *id, const char *tenant, cons
 	json_t *o = load_json(json, a->d);
 	if (!o)
 		return SL_EPARSE;
-	if (grow((void **)&c->tenants.resvs, &c->tenants.cap_resvs, c->tenants.nresvs + 1, sizeof(*c->tenants.resvs))) {
+	if (sl_grow(&c->tenants.resvs, &c->tenants.cap_resvs, c->tenants.nresvs + 1, CTL_MAX_RESVS)) {
 		json_decref(o);
 		return SL_ENOMEM;
 	}
@@ -505,7 +483,7 @@ static enum sl_err load_lease(void *arg, const char *id, const char *tenant, con
 		return e;
 	struct ctl_lease *heap = NULL;
 	if (l.seq > (uint64_t)INT32_MAX ||
-	    grow((void **)&c->lt.leases, &c->lt.cap_leases, (int)l.seq, sizeof(*c->lt.leases)) ||
+	    sl_grow(&c->lt.leases, &c->lt.cap_leases, l.seq, CTL_MAX_LEASES) ||
 	    !(heap = malloc(sizeof(*heap)))) {
 		lease_release_mem(&l);
 		return sl_diag_set(a->d, SL_ELIMIT, "lease %s: id out of range or out of memory", id);
@@ -573,7 +551,7 @@ static enum sl_err idem_old(void *arg, const char *id, const char *tenant, const
 	json_decref(o);
 	if (!old)
 		return SL_OK;
-	if (grow((void **)&a->ids, &a->cap, a->n + 1, sizeof(char *)) || !(a->ids[a->n] = strdup(id)))
+	if (sl_grow(&a->ids, &a->cap, a->n + 1, CTL_MAX_IDEM_PRUNE) || !(a->ids[a->n] = strdup(id)))
 		return SL_ENOMEM;
 	a->n++;
 	return SL_OK;

@@ -13,6 +13,8 @@
 #define CTL_IDEM_TTL_S (24 * 3600) /* saved answers older than this are dropped at start */
 #define CTL_MAX_DURATION_S (10LL * 366 * 86400) /* duration_s, by_s */
 #define CTL_MAX_HISTORY 1000     /* history entries kept per lease */
+#define CTL_MAX_LEASES (1 << 26) /* leases in memory, ended ones kept included */
+#define CTL_MAX_RESVS 100000     /* reservations held */
 #define CTL_MAX_RESV_NODES 10000 /* nodes in one reservation */
 #define CTL_MAX_PARAMS 2         /* {x} segments in one route pattern */
 #define CTL_TOKEN_ID_LEN 16      /* "tok_" + 12 hex */

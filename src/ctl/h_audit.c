@@ -15,10 +15,12 @@
 #include "audit_log.h"
 #include "audit_log_int.h"
 #include "audit_verify.h"
+#include "buf.h"
 #include "ctl_int.h"
 #include "log.h"
 
-#define EXPORT_MAX_BYTES (1ull << 31) /* bound on one export answer */
+#define EXPORT_MAX_BYTES ((size_t)1 << 31) /* bound on one export answer */
+#define VERIFY_CHECKPOINTS_MAX ((size_t)1 << 24) /* checkpoints one verify reads */
 
 static void hex(const uint8_t *b, size_t n, char *out)
 {
@@ -336,14 +338,9 @@ struct cps {
 static enum sl_err cp_row(void *arg, uint64_t size, const char *note)
 {
 	struct cps *a = arg;
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? a->cap * 2 : 16;
-		struct checkpoint *v = realloc(a->v, cap * sizeof(*v));
-		if (!v)
-			return SL_ENOMEM;
-		a->v = v;
-		a->cap = cap;
-	}
+	enum sl_err e = sl_grow(&a->v, &a->cap, a->n + 1, VERIFY_CHECKPOINTS_MAX);
+	if (e)
+		return e;
 	checkpoint_from_note(a->origin, size, note, &a->v[a->n++]);
 	return SL_OK;
 }
@@ -406,58 +403,33 @@ void h_audit_verify(struct ctl_call *call)
 
 /* ---- GET /v1/audit/export ---- */
 
-struct buf {
-	char *p;
-	size_t len, cap;
-	bool failed;
-};
-
-static void buf_line(struct buf *b, json_t *o)
+static void buf_line(struct sl_buf *b, json_t *o)
 {
 	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
-	size_t n = s ? strlen(s) : 0;
-	if (!s || b->failed || b->len + n + 1 > EXPORT_MAX_BYTES) {
-		b->failed = true;
-		free(s);
-		return;
-	}
-	if (b->len + n + 2 > b->cap) {
-		size_t cap = b->cap ? b->cap : 1 << 16;
-		while (cap < b->len + n + 2)
-			cap *= 2;
-		char *p = realloc(b->p, cap);
-		if (!p) {
-			b->failed = true;
-			free(s);
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len++] = '\n';
-	b->p[b->len] = 0;
+	if (!s)
+		sl_buf_set_err(b, SL_ENOMEM);
+	else if (!sl_buf_adds(b, s))
+		sl_buf_addc(b, '\n');
 	free(s);
 }
 
 static enum sl_err export_row(void *arg, const struct store_audit_row *r)
 {
-	struct buf *b = arg;
+	struct sl_buf *b = arg;
 	json_t *o = entry_json(r, true);
 	if (o)
 		json_object_set_new(o, "type", json_string("entry"));
 	buf_line(b, o);
-	return b->failed ? SL_ENOMEM : SL_OK;
+	return sl_buf_err(b) ? SL_ENOMEM : SL_OK;
 }
 
 static enum sl_err export_cp(void *arg, uint64_t size, const char *note)
 {
-	struct buf *b = arg;
+	struct sl_buf *b = arg;
 	buf_line(b, json_pack("{s:s, s:I, s:s}", "type", "checkpoint", "size", (json_int_t)size,
 			      "note", note));
-	return b->failed ? SL_ENOMEM : SL_OK;
+	return sl_buf_err(b) ? SL_ENOMEM : SL_OK;
 }
 
 /* A tenant's export: its own entries, each with an inclusion proof in the
@@ -466,7 +438,7 @@ static enum sl_err export_cp(void *arg, uint64_t size, const char *note)
  * else's. */
 struct tenant_export {
 	struct ctl *c;
-	struct buf *b;
+	struct sl_buf *b;
 	uint64_t size; /* the checkpoint's; 0: none */
 };
 
@@ -479,14 +451,14 @@ static enum sl_err tenant_row(void *arg, const struct store_audit_row *r)
 		json_object_set_new(o, "proof", json_null());
 	}
 	buf_line(t->b, o);
-	return t->b->failed ? SL_ENOMEM : SL_OK;
+	return sl_buf_err(t->b) ? SL_ENOMEM : SL_OK;
 }
 
 /* Proofs are read after the scan (a scan callback may not read the store):
  * the lines are rewritten with theirs. */
 static enum sl_err tenant_proofs(struct tenant_export *t, struct sl_diag *d)
 {
-	struct buf out = {NULL, 0, 0, false};
+	struct sl_buf out = SL_BUF_INIT(EXPORT_MAX_BYTES);
 	struct merkle_source src = audit_log_source(t->c);
 	char *save = NULL;
 	for (char *line = t->b->len ? strtok_r(t->b->p, "\n", &save) : NULL; line;
@@ -504,15 +476,15 @@ static enum sl_err tenant_proofs(struct tenant_export *t, struct sl_diag *d)
 		}
 		buf_line(&out, o);
 	}
-	free(t->b->p);
+	sl_buf_release(t->b);
 	*t->b = out;
-	return out.failed ? sl_diag_set(d, SL_ENOMEM, "the export does not fit in memory") : SL_OK;
+	return sl_buf_err(&out) ? sl_diag_set(d, SL_ENOMEM, "the export does not fit in memory") : SL_OK;
 }
 
 static void tenant_export(struct ctl_call *call, const char *tenant)
 {
 	struct ctl *c = call->ctl;
-	struct buf b = {NULL, 0, 0, false};
+	struct sl_buf b = SL_BUF_INIT(EXPORT_MAX_BYTES);
 	struct tenant_export t = {c, &b, 0};
 	struct store_audit_filter f = {0, tenant, NULL, 0};
 	char *note = NULL;
@@ -535,25 +507,27 @@ static void tenant_export(struct ctl_call *call, const char *tenant)
 				       c->audit->origin, "public_key",
 				       b64_json(c->audit->pk, CHECKPOINT_PUBKEY_SIZE), "first_seq",
 				       CTL_AUDIT_FIRST_SEQ, "scope", "tenant", "tenant", tenant));
-		if (b.failed)
+		if (sl_buf_err(&b))
 			e = sl_diag_set(&d, SL_ENOMEM, "the export does not fit in memory");
 	}
+	char *text;
+	size_t len;
 	if (e) {
-		free(b.p);
+		sl_buf_release(&b);
 		ctl_answer_diag(call, e, &d);
 		return;
 	}
-	if (!b.p && !(b.p = strdup(""))) {
+	if (sl_buf_detach(&b, &text, &len)) {
 		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
 		return;
 	}
-	ctl_answer(call, 200, "application/x-ndjson", b.p, b.len);
+	ctl_answer(call, 200, "application/x-ndjson", text, len);
 }
 
 void h_audit_export(struct ctl_call *call)
 {
 	struct ctl *c = call->ctl;
-	struct buf b = {NULL, 0, 0, false};
+	struct sl_buf b = SL_BUF_INIT(EXPORT_MAX_BYTES);
 	struct sl_diag d;
 	sl_diag_clear(&d);
 	if (ctl_call_tenant(call)) {
@@ -568,17 +542,19 @@ void h_audit_export(struct ctl_call *call)
 				       c->audit->origin, "public_key",
 				       b64_json(c->audit->pk, CHECKPOINT_PUBKEY_SIZE), "first_seq",
 				       CTL_AUDIT_FIRST_SEQ));
-		if (b.failed)
+		if (sl_buf_err(&b))
 			e = sl_diag_set(&d, SL_ENOMEM, "the export does not fit in memory");
 	}
+	char *text;
+	size_t len;
 	if (e) {
-		free(b.p);
+		sl_buf_release(&b);
 		ctl_answer_diag(call, e, &d);
 		return;
 	}
-	if (!b.p && !(b.p = strdup(""))) {
+	if (sl_buf_detach(&b, &text, &len)) {
 		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
 		return;
 	}
-	ctl_answer(call, 200, "application/x-ndjson", b.p, b.len);
+	ctl_answer(call, 200, "application/x-ndjson", text, len);
 }

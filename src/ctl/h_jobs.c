@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "jobs_int.h"
 #include "log.h"
 
@@ -124,15 +125,10 @@ void h_job_create(struct ctl_call *call)
 		ctl_answer_error(call, SL_ECONFLICT, msg, "cancel one (suanli job cancel ID)");
 		return;
 	}
-	if (js->njobs == js->cap_jobs) {
-		int cap = js->cap_jobs ? js->cap_jobs * 2 : 64;
-		struct job **n = realloc(js->jobs, (size_t)cap * sizeof(*n));
-		if (!n) {
-			ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
-			return;
-		}
-		js->jobs = n;
-		js->cap_jobs = cap;
+	enum sl_err ge = sl_grow(&js->jobs, &js->cap_jobs, js->njobs + 1, CTL_MAX_JOBS);
+	if (ge) {
+		ctl_answer_error(call, ge, NULL, NULL);
+		return;
 	}
 	struct job *j = calloc(1, sizeof(*j));
 	if (!j) {

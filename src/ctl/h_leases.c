@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "billing.h"
+#include "buf.h"
 #include "ctl_int.h"
 #include "log.h"
 
@@ -94,15 +95,10 @@ void h_lease_create(struct ctl_call *call)
 		ctl_answer_diag(call, e, &d);
 		return;
 	}
-	if (c->lt.nleases == c->lt.cap_leases) {
-		int cap = c->lt.cap_leases ? c->lt.cap_leases * 2 : 256;
-		struct ctl_lease **n = realloc(c->lt.leases, (size_t)cap * sizeof(*n));
-		if (!n) {
-			ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
-			return;
-		}
-		c->lt.leases = n;
-		c->lt.cap_leases = cap;
+	enum sl_err ge = sl_grow(&c->lt.leases, &c->lt.cap_leases, c->lt.nleases + 1, CTL_MAX_LEASES);
+	if (ge) {
+		ctl_answer_error(call, ge, NULL, NULL);
+		return;
 	}
 	struct ctl_lease *l = calloc(1, sizeof(*l));
 	if (!l) {
@@ -184,16 +180,9 @@ static void list_one(void *arg, const struct ctl_lease *l)
 		json_object_set_new(o, "queue", json_pack("{s:i, s:s}", "position", e->position,
 							  "reason", e->reason ? e->reason : ""));
 	}
-	if (o && a->n == a->cap) {
-		int cap = a->cap ? a->cap * 2 : 64;
-		struct list_item *n = realloc(a->items, (size_t)cap * sizeof(*n));
-		if (!n) {
-			json_decref(o);
-			o = NULL;
-		} else {
-			a->items = n;
-			a->cap = cap;
-		}
+	if (o && sl_grow(&a->items, &a->cap, a->n + 1, CTL_MAX_LEASES)) {
+		json_decref(o);
+		o = NULL;
 	}
 	if (!o) {
 		a->oom = true;

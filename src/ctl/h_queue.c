@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "ctl_int.h"
 #include "log.h"
 
@@ -120,16 +121,11 @@ void h_resv_create(struct ctl_call *call)
 			return;
 		}
 	}
-	if (c->tenants.nresvs == c->tenants.cap_resvs) {
-		int cap = c->tenants.cap_resvs ? c->tenants.cap_resvs * 2 : 16;
-		struct ctl_resv *n = realloc(c->tenants.resvs, (size_t)cap * sizeof(*n));
-		if (!n) {
-			json_decref(a.nodes);
-			ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
-			return;
-		}
-		c->tenants.resvs = n;
-		c->tenants.cap_resvs = cap;
+	enum sl_err ge = sl_grow(&c->tenants.resvs, &c->tenants.cap_resvs, c->tenants.nresvs + 1, CTL_MAX_RESVS);
+	if (ge) {
+		json_decref(a.nodes);
+		ctl_answer_error(call, ge, NULL, NULL);
+		return;
 	}
 	struct ctl_resv *r = &c->tenants.resvs[c->tenants.nresvs];
 	memset(r, 0, sizeof(*r));

@@ -28,7 +28,6 @@
  *   already gave up. Owning accept() lets every connection past the limit
  *   get a prompt 503 instead (http.h, "Connection limits"). MHD's own limit
  *   is set above ours so that it is never the one that decides. */
-#define _GNU_SOURCE /* accept4 */
 #include "http.h"
 
 #include <errno.h>
@@ -49,6 +48,7 @@
 
 #include <microhttpd.h>
 
+#include "buf.h"
 #include "http_listen.h"
 #include "log.h"
 
@@ -226,7 +226,7 @@ static void format_peer(struct http_request *r, struct MHD_Connection *conn)
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	char host[INET6_ADDRSTRLEN], serv[8];
-	strcpy(r->peer, "?");
+	snprintf(r->peer, sizeof(r->peer), "?");
 	if (!ci || !ci->client_addr)
 		return;
 	const struct sockaddr *sa = ci->client_addr;
@@ -448,16 +448,8 @@ static enum MHD_Result req_upload(struct http_request *r, const char *data,
 		r->body_len = r->body_cap = 0;
 		return MHD_YES;
 	}
-	if (r->body_len + n + 1 > r->body_cap) {
-		size_t cap = r->body_cap ? r->body_cap : 4096;
-		while (cap < r->body_len + n + 1)
-			cap *= 2;
-		char *b = realloc(r->body, cap);
-		if (!b)
-			return MHD_NO;
-		r->body = b;
-		r->body_cap = cap;
-	}
+	if (sl_grow(&r->body, &r->body_cap, r->body_len + n + 1, max + 1))
+		return MHD_NO;
 	memcpy(r->body + r->body_len, data, n);
 	r->body_len += n;
 	r->body[r->body_len] = '\0';

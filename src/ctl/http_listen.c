@@ -3,7 +3,6 @@
  * Kept apart from the request machinery in http.c: it is plain sockets, and
  * owning the bind (rather than letting MHD do it) is what lets an error say
  * which address failed and why. */
-#define _GNU_SOURCE /* accept4 */
 #include "http.h"
 #include "http_listen.h"
 
@@ -102,7 +101,7 @@ enum sl_err http_parse_listen(const char *where, void *ss, size_t *sslen,
 		return SL_OK;
 	}
 	if (strcmp(host, "localhost") == 0)
-		strcpy(host, "127.0.0.1");
+		snprintf(host, sizeof(host), "127.0.0.1");
 	if (inet_pton(AF_INET, host, &v4->sin_addr) != 1)
 		return listen_error(d, where, "not an IPv4 address (host names other "
 					       "than localhost are not resolved)");

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "jobs_int.h"
 #include "log.h"
 
@@ -72,14 +73,8 @@ bool jobs_track(struct ctl *c, struct job *j)
 	struct ctl_jobs *js = c->jobs;
 	if (j->tracked)
 		return true;
-	if (js->nlive == js->cap_live) {
-		int cap = js->cap_live ? js->cap_live * 2 : 64;
-		int *n = realloc(js->live, (size_t)cap * sizeof(*n));
-		if (!n)
-			return false;
-		js->live = n;
-		js->cap_live = cap;
-	}
+	if (sl_grow(&js->live, &js->cap_live, js->nlive + 1, CTL_MAX_JOBS))
+		return false;
 	js->live[js->nlive++] = (int)(j->seq - 1);
 	j->tracked = true;
 	return true;
@@ -297,14 +292,8 @@ struct job_node *jobs_node(struct ctl *c, const char *name)
 		return &js->nodes[i];
 	if (strlen(name) > FLEET_NAME_MAX)
 		return NULL;
-	if (js->nnodes == js->cap_nodes) {
-		int cap = js->cap_nodes ? js->cap_nodes * 2 : 64;
-		struct job_node *n = realloc(js->nodes, (size_t)cap * sizeof(*n));
-		if (!n)
-			return NULL;
-		js->nodes = n;
-		js->cap_nodes = cap;
-	}
+	if (sl_grow(&js->nodes, &js->cap_nodes, js->nnodes + 1, FLEET_MAX_NODES))
+		return NULL;
 	if (strmap_add(js->node_by_name, name, js->nnodes))
 		return NULL;
 	struct job_node *n = &js->nodes[js->nnodes++];
@@ -323,14 +312,8 @@ void jobs_bump(struct ctl *c, const char *node)
 	n->version++;
 	if (n->dirty || !n->npolls)
 		return;
-	if (js->ndirty == js->cap_dirty) {
-		int cap = js->cap_dirty ? js->cap_dirty * 2 : 64;
-		int *d = realloc(js->dirty, (size_t)cap * sizeof(*d));
-		if (!d)
-			return; /* the poll still gets its answer at its deadline */
-		js->dirty = d;
-		js->cap_dirty = cap;
-	}
+	if (sl_grow(&js->dirty, &js->cap_dirty, js->ndirty + 1, FLEET_MAX_NODES))
+		return; /* the poll still gets its answer at its deadline */
 	n->dirty = true;
 	js->dirty[js->ndirty++] = (int)(n - js->nodes);
 }
@@ -482,17 +465,13 @@ static enum sl_err load_job(void *arg, const char *id, const char *tenant, const
 	if (!j)
 		return a->d->msg[0] ? SL_EPARSE : sl_diag_set(a->d, SL_EPARSE, "stored job %s is not JSON", id);
 	if ((int)j->seq > js->cap_jobs) {
-		int cap = js->cap_jobs ? js->cap_jobs : 64;
-		while (cap < (int)j->seq)
-			cap *= 2;
-		struct job **n = realloc(js->jobs, (size_t)cap * sizeof(*n));
-		if (!n) {
+		int old = js->cap_jobs;
+		enum sl_err ge = sl_grow(&js->jobs, &js->cap_jobs, j->seq, CTL_MAX_JOBS);
+		if (ge) {
 			job_free(j);
-			return SL_ENOMEM;
+			return ge;
 		}
-		memset(n + js->cap_jobs, 0, (size_t)(cap - js->cap_jobs) * sizeof(*n));
-		js->jobs = n;
-		js->cap_jobs = cap;
+		memset(js->jobs + old, 0, (size_t)(js->cap_jobs - old) * sizeof(*js->jobs));
 	}
 	if (js->jobs[j->seq - 1]) {
 		job_free(j);

@@ -25,6 +25,7 @@
 #define JOB_MAX_LIVE_PER_LEASE 64   /* jobs not yet ended on one lease */
 #define JOB_STOP_KEEP_S 600         /* stop items of an ended job outlive it at most this */
 #define JOB_REASON_MAX 160
+#define CTL_MAX_JOBS (1 << 24)      /* jobs in memory, ended ones kept included */
 
 enum job_state { JS_PENDING, JS_RUNNING, JS_SUCCEEDED, JS_FAILED, JS_CANCELLING, JS_CANCELLED, JS__COUNT };
 enum rank_state { RS_PENDING, RS_RUNNING, RS_EXITED, RS_STOPPED, RS__COUNT };

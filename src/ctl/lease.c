@@ -3,15 +3,19 @@
  *
  * Every live lease is known to the scheduler (ctl_sched.c restores them after
  * a restart or fleet change), which decides starts, ends and scaling. */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "audit_log.h"
 #include "billing.h"
+#include "buf.h"
 #include "ctl_int.h"
 #include "jobs.h"
 #include "log.h"
+
+#define CTL_MAX_NAMES (1 << 20) /* distinct interned names (tenants, users, reasons) */
 
 /* Reads an evicted lease back from the store for this turn. */
 static struct ctl_lease *lease_load(struct ctl *c, const char *id)
@@ -24,9 +28,7 @@ static struct ctl_lease *lease_load(struct ctl *c, const char *id)
 	json_t *o = json_loads(row, 0, NULL);
 	free(row);
 	struct ctl_lease *l = malloc(sizeof(*l));
-	if (!o || !l || (c->lt.nloaded == c->lt.cap_loaded &&
-			 !(c->lt.loaded = realloc(c->lt.loaded, (size_t)(c->lt.cap_loaded = c->lt.cap_loaded * 2 + 8) *
-								 sizeof(*c->lt.loaded))))) {
+	if (!o || !l || sl_grow(&c->lt.loaded, &c->lt.cap_loaded, c->lt.nloaded + 1, CTL_MAX_LEASES)) {
 		json_decref(o);
 		free(l);
 		return NULL;
@@ -49,14 +51,8 @@ const char *ctl_name(struct ctl *c, const char *s)
 	int i = strmap_get(c->lt.name_idx, s, -1);
 	if (i >= 0)
 		return c->lt.names[i];
-	if (c->lt.nnames == c->lt.cap_names) {
-		int cap = c->lt.cap_names ? c->lt.cap_names * 2 : 16;
-		char **n = realloc(c->lt.names, (size_t)cap * sizeof(*n));
-		if (!n)
-			return NULL;
-		c->lt.names = n;
-		c->lt.cap_names = cap;
-	}
+	if (sl_grow(&c->lt.names, &c->lt.cap_names, c->lt.nnames + 1, CTL_MAX_NAMES))
+		return NULL;
 	size_t len = strlen(s) + 1;
 	char *copy = malloc(len);
 	if (!copy)
@@ -85,16 +81,17 @@ void ctl_lease_ended(struct ctl *c, struct ctl_lease *l)
 {
 	if (c->lt.ended_n == c->lt.ended_cap) {
 		/* A turn may end many leases before the trim: grow, keeping order. */
-		int cap = c->lt.ended_cap ? c->lt.ended_cap * 2 : 1024;
-		int *n = malloc((size_t)cap * sizeof(int));
-		if (!n)
+		int old = c->lt.ended_cap;
+		if (sl_grow(&c->lt.ended, &c->lt.ended_cap, c->lt.ended_n + 1, CTL_MAX_LEASES))
 			return; /* it stays in memory: correct, only bigger */
-		for (int i = 0; i < c->lt.ended_n; i++)
-			n[i] = c->lt.ended[(c->lt.ended_start + i) % c->lt.ended_cap];
-		free(c->lt.ended);
-		c->lt.ended = n;
-		c->lt.ended_cap = cap;
-		c->lt.ended_start = 0;
+		/* When it wraps, the part from the start to the old end moves to
+		 * the new end (unwrapped, it is in order already). */
+		if (c->lt.ended_start > 0) {
+			int tail = old - c->lt.ended_start;
+			memmove(c->lt.ended + c->lt.ended_cap - tail, c->lt.ended + c->lt.ended_start,
+				(size_t)tail * sizeof(*c->lt.ended));
+			c->lt.ended_start = c->lt.ended_cap - tail;
+		}
 	}
 	c->lt.ended[(c->lt.ended_start + c->lt.ended_n++) % c->lt.ended_cap] = (int)(l->seq - 1);
 }
@@ -343,11 +340,11 @@ void ctl_answer_lease(struct ctl_call *call, int status, const struct ctl_lease 
 		json_t *full = lease_to_json(c, l, true);
 		char *fs = full ? json_dumps(full, JSON_COMPACT) : NULL;
 		json_decref(full);
-		if (fs && (strlen(fs) != len - 1 || memcmp(fs, s, len - 1))) {
+		bool same = !fs || (strlen(fs) == len - 1 && !memcmp(fs, s, len - 1));
+		if (!same)
 			sl_log_error("lease answer from its row differs", "lease=%s row=%s api=%s",
 				     l->id, s, fs);
-			abort();
-		}
+		assert(same && "lease answer from its row differs");
 		free(fs);
 	}
 #endif
@@ -424,14 +421,9 @@ static void heap_swap(struct ctl_expiry *h, int a, int b)
 
 enum sl_err ctl_expiry_push(struct ctl *c, int64_t at, int idx)
 {
-	if (c->lt.nexpiry == c->lt.cap_expiry) {
-		int cap = c->lt.cap_expiry ? c->lt.cap_expiry * 2 : 64;
-		struct ctl_expiry *n = realloc(c->lt.expiry, (size_t)cap * sizeof(*n));
-		if (!n)
-			return SL_ENOMEM;
-		c->lt.expiry = n;
-		c->lt.cap_expiry = cap;
-	}
+	enum sl_err ge = sl_grow(&c->lt.expiry, &c->lt.cap_expiry, c->lt.nexpiry + 1, CTL_MAX_LEASES);
+	if (ge)
+		return ge;
 	int i = c->lt.nexpiry++;
 	c->lt.expiry[i] = (struct ctl_expiry){at, idx};
 	while (i > 0 && c->lt.expiry[(i - 1) / 2].at > c->lt.expiry[i].at) {

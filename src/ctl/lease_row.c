@@ -11,44 +11,36 @@
  * number with a fraction) sends the whole row to the jansson path
  * (lease_row_dump_json), so escaping never has to match jansson's byte for
  * byte. Debug builds compare the two on every row. */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "ctl_int.h"
 #include "log.h"
 
+#define LEASE_ROW_MAX ((size_t)64 << 20) /* bytes; a longer row goes the jansson way */
+#define LEASE_ROW_FIRST 2048              /* bytes most rows fit in: one allocation */
+
 struct rbuf {
-	char *p;
-	size_t n, cap;
-	bool bad; /* out of memory, or something only jansson may write */
+	struct sl_buf s;
+	bool bad; /* out of memory, past LEASE_ROW_MAX, or something only jansson may write */
 };
 
 static bool rb_grow(struct rbuf *b, size_t more)
 {
 	if (b->bad)
 		return false;
-	if (b->n + more + 1 <= b->cap)
-		return true;
-	size_t cap = b->cap ? b->cap : 2048;
-	while (cap < b->n + more + 1)
-		cap *= 2;
-	char *p = realloc(b->p, cap);
-	if (!p) {
+	if (sl_buf_grow(&b->s, more))
 		b->bad = true;
-		return false;
-	}
-	b->p = p;
-	b->cap = cap;
-	return true;
+	return !b->bad;
 }
 
 static void rb_raw(struct rbuf *b, const char *s, size_t n)
 {
-	if (rb_grow(b, n)) {
-		memcpy(b->p + b->n, s, n);
-		b->n += n;
-	}
+	if (!b->bad && sl_buf_add(&b->s, s, n))
+		b->bad = true;
 }
 
 #define RB_LIT(b, s) rb_raw((b), (s), sizeof(s) - 1)
@@ -59,7 +51,7 @@ static void rb_str(struct rbuf *b, const char *s)
 	size_t n = strlen(s);
 	if (!rb_grow(b, 2 * n + 2))
 		return;
-	char *o = b->p + b->n;
+	char *o = b->s.p + b->s.len;
 	*o++ = '"';
 	for (size_t i = 0; i < n; i++) {
 		unsigned char ch = (unsigned char)s[i];
@@ -72,7 +64,7 @@ static void rb_str(struct rbuf *b, const char *s)
 		*o++ = (char)ch;
 	}
 	*o++ = '"';
-	b->n = (size_t)(o - b->p);
+	sl_buf_setlen(&b->s, (size_t)(o - b->s.p));
 }
 
 static void rb_int(struct rbuf *b, long long v)
@@ -209,7 +201,7 @@ static void rb_lease(struct rbuf *b, struct ctl *c, const struct ctl_lease *l, s
 			RB_LIT(b, ",");
 		first = false;
 		if (seam) {
-			*split = b->n;
+			*split = b->s.len;
 			seam = false;
 		}
 		rb_str(b, f->key);
@@ -286,28 +278,29 @@ static void rb_lease(struct rbuf *b, struct ctl *c, const struct ctl_lease *l, s
 
 char *lease_row_dump(struct ctl *c, const struct ctl_lease *l, size_t *len, size_t *split)
 {
-	struct rbuf b = {NULL, 0, 0, false};
-	size_t sp = 0;
+	struct rbuf b = {SL_BUF_INIT(LEASE_ROW_MAX), false};
+	size_t sp = 0, n = 0;
+	char *row = NULL;
+	rb_grow(&b, LEASE_ROW_FIRST);
 	rb_lease(&b, c, l, &sp);
-	if (b.bad) {
-		free(b.p);
+	if (b.bad || sl_buf_detach(&b.s, &row, &n)) {
+		sl_buf_release(&b.s);
 		return lease_row_dump_json(c, l, len, split);
 	}
-	b.p[b.n] = 0;
 #ifndef NDEBUG
 	{
 		/* Debug builds (the tests) check the text against jansson's. */
 		size_t jl = 0, js = 0;
 		char *j = lease_row_dump_json(c, l, &jl, &js);
-		if (j && (jl != b.n || js != sp || memcmp(j, b.p, jl))) {
+		bool same = !j || (jl == n && js == sp && !memcmp(j, row, jl));
+		if (!same)
 			sl_log_error("lease row differs from jansson's", "lease=%s row=%s jansson=%s",
-				     l->id, b.p, j);
-			abort();
-		}
+				     l->id, row, j);
+		assert(same && "lease row differs from jansson's");
 		free(j);
 	}
 #endif
-	*len = b.n;
+	*len = n;
 	*split = sp;
-	return b.p;
+	return row;
 }

@@ -9,9 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "catalog.h"
 #include "ctl_int.h"
 #include "log.h"
+
+#define METRICS_TEXT_MAX ((size_t)16 << 20) /* bytes of one /metrics answer */
+#define METRICS_SERIES_MAX 4096             /* (route, status) request counters */
 
 /* Upper bounds of the placement histogram, seconds. */
 static const double hist_le[CTL_HIST_BUCKETS] = {1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4,
@@ -40,56 +44,17 @@ void ctl_metrics_done(const struct http_done_info *info, void *ctx)
 			c->metrics.mreq[i].count++;
 			return;
 		}
-	if (c->metrics.nmreq == c->metrics.cap_mreq) {
-		int cap = c->metrics.cap_mreq ? c->metrics.cap_mreq * 2 : 32;
-		struct ctl_metric_req *n = realloc(c->metrics.mreq, (size_t)cap * sizeof(*n));
-		if (!n)
-			return;
-		c->metrics.mreq = n;
-		c->metrics.cap_mreq = cap;
-	}
+	if (sl_grow(&c->metrics.mreq, &c->metrics.cap_mreq, c->metrics.nmreq + 1, METRICS_SERIES_MAX))
+		return; /* the request goes uncounted */
 	/* Labels are string literals from the route table, or "none". */
 	c->metrics.mreq[c->metrics.nmreq++] = (struct ctl_metric_req){info->route ? info->route : "none",
 						       info->status, 1};
 }
 
-struct buf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
-
-static void bprintf(struct buf *b, const char *fmt, ...) SL_PRINTF(2, 3);
-static void bprintf(struct buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	for (;;) {
-		va_start(ap, fmt);
-		int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
-		va_end(ap);
-		if (n < 0 || b->oom)
-			return;
-		if (b->p && b->len + (size_t)n < b->cap) {
-			b->len += (size_t)n;
-			return;
-		}
-		size_t cap = b->cap ? b->cap * 2 : 8192;
-		while (cap < b->len + (size_t)n + 1)
-			cap *= 2;
-		char *np = realloc(b->p, cap);
-		if (!np) {
-			b->oom = true;
-			return;
-		}
-		b->p = np;
-		b->cap = cap;
-	}
-}
-
 void h_metrics(struct ctl_call *call)
 {
 	struct ctl *c = call->ctl;
-	struct buf b = {0};
+	struct sl_buf b = SL_BUF_INIT(METRICS_TEXT_MAX);
 	size_t nm = catalog_gpu_count();
 	int *free_by = calloc(nm, sizeof(int)), *used_by = calloc(nm, sizeof(int)),
 	    *out_by = calloc(nm, sizeof(int));
@@ -115,35 +80,35 @@ void h_metrics(struct ctl_call *call)
 				out_by[m]++;
 		}
 	}
-	bprintf(&b, "# HELP suanli_gpus GPUs by state and model.\n# TYPE suanli_gpus gauge\n");
+	sl_buf_addf(&b, "# HELP suanli_gpus GPUs by state and model.\n# TYPE suanli_gpus gauge\n");
 	for (size_t m = 0; m < nm; m++) {
 		if (!free_by[m] && !used_by[m] && !out_by[m])
 			continue;
 		const char *name = catalog_gpu_at(m)->name;
-		bprintf(&b, "suanli_gpus{state=\"free\",model=\"%s\"} %d\n", name, free_by[m]);
-		bprintf(&b, "suanli_gpus{state=\"leased\",model=\"%s\"} %d\n", name, used_by[m]);
-		bprintf(&b, "suanli_gpus{state=\"unavailable\",model=\"%s\"} %d\n", name, out_by[m]);
+		sl_buf_addf(&b, "suanli_gpus{state=\"free\",model=\"%s\"} %d\n", name, free_by[m]);
+		sl_buf_addf(&b, "suanli_gpus{state=\"leased\",model=\"%s\"} %d\n", name, used_by[m]);
+		sl_buf_addf(&b, "suanli_gpus{state=\"unavailable\",model=\"%s\"} %d\n", name, out_by[m]);
 	}
 	free(free_by), free(used_by), free(out_by);
-	bprintf(&b, "# HELP suanli_queue_depth Leases waiting for capacity.\n"
+	sl_buf_addf(&b, "# HELP suanli_queue_depth Leases waiting for capacity.\n"
 		    "# TYPE suanli_queue_depth gauge\nsuanli_queue_depth %d\n", c->sched ? sched_pending_count(c->sched) : 0);
-	bprintf(&b, "# HELP suanli_leases_active Leases holding GPUs.\n"
+	sl_buf_addf(&b, "# HELP suanli_leases_active Leases holding GPUs.\n"
 		    "# TYPE suanli_leases_active gauge\nsuanli_leases_active %d\n", c->lt.nactive);
-	bprintf(&b, "# HELP suanli_placement_seconds Time to decide one placement.\n"
+	sl_buf_addf(&b, "# HELP suanli_placement_seconds Time to decide one placement.\n"
 		    "# TYPE suanli_placement_seconds histogram\n");
 	uint64_t cum = 0;
 	for (int i = 0; i < CTL_HIST_BUCKETS; i++) {
 		cum += c->metrics.hist[i];
-		bprintf(&b, "suanli_placement_seconds_bucket{le=\"%g\"} %llu\n", hist_le[i],
+		sl_buf_addf(&b, "suanli_placement_seconds_bucket{le=\"%g\"} %llu\n", hist_le[i],
 			(unsigned long long)cum);
 	}
 	cum += c->metrics.hist[CTL_HIST_BUCKETS];
-	bprintf(&b, "suanli_placement_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
-	bprintf(&b, "suanli_placement_seconds_sum %.9f\nsuanli_placement_seconds_count %llu\n",
+	sl_buf_addf(&b, "suanli_placement_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
+	sl_buf_addf(&b, "suanli_placement_seconds_sum %.9f\nsuanli_placement_seconds_count %llu\n",
 		c->metrics.hist_sum, (unsigned long long)c->metrics.hist_count);
 	struct http_stats hs;
 	http_server_stats(c->http, &hs);
-	bprintf(&b, "# HELP suanli_http_connections HTTP connections open now.\n"
+	sl_buf_addf(&b, "# HELP suanli_http_connections HTTP connections open now.\n"
 		    "# TYPE suanli_http_connections gauge\nsuanli_http_connections %u\n"
 		    "# HELP suanli_http_connections_peak Most HTTP connections open at once.\n"
 		    "# TYPE suanli_http_connections_peak gauge\nsuanli_http_connections_peak %u\n"
@@ -151,16 +116,18 @@ void h_metrics(struct ctl_call *call)
 		    "# TYPE suanli_http_connections_max gauge\nsuanli_http_connections_max %u\n"
 		    "# HELP suanli_http_refused_total Connections refused with 503 at the limit.\n"
 		    "# TYPE suanli_http_refused_total counter\nsuanli_http_refused_total %llu\n",
-		hs.open, hs.peak, hs.max, (unsigned long long)hs.refused);
-	bprintf(&b, "# HELP suanli_http_requests_total HTTP requests by route and status.\n"
+		    hs.open, hs.peak, hs.max, (unsigned long long)hs.refused);
+	sl_buf_addf(&b, "# HELP suanli_http_requests_total HTTP requests by route and status.\n"
 		    "# TYPE suanli_http_requests_total counter\n");
 	for (int i = 0; i < c->metrics.nmreq; i++)
-		bprintf(&b, "suanli_http_requests_total{route=\"%s\",status=\"%d\"} %llu\n",
+		sl_buf_addf(&b, "suanli_http_requests_total{route=\"%s\",status=\"%d\"} %llu\n",
 			c->metrics.mreq[i].route, c->metrics.mreq[i].status, (unsigned long long)c->metrics.mreq[i].count);
-	if (b.oom) {
-		free(b.p);
-		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
+	char *text;
+	size_t len;
+	enum sl_err e = sl_buf_detach(&b, &text, &len);
+	if (e) {
+		ctl_answer_error(call, e, NULL, NULL);
 		return;
 	}
-	ctl_answer(call, 200, "text/plain; version=0.0.4", b.p, b.len);
+	ctl_answer(call, 200, "text/plain; version=0.0.4", text, len);
 }

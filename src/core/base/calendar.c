@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "buf.h"
+
 static int64_t floor_div(int64_t a, int64_t b)
 {
 	int64_t q = a / b;
@@ -79,7 +81,7 @@ static const struct {
 void cal_zone_utc(struct cal_zone *z)
 {
 	memset(z, 0, sizeof(*z));
-	strcpy(z->name, "UTC");
+	sl_strcpy(z->name, sizeof(z->name), "UTC");
 }
 
 static bool is_digit(char c)

@@ -12,21 +12,14 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "buf.h"
+
 #define YTREE_MAX_TEXT (1u << 30) /* offsets are 32 bit */
 
 static enum sl_err ytree_grow(void **arr, size_t *cap, size_t need, size_t elem)
 {
-	if (need <= *cap)
-		return SL_OK;
-	size_t ncap = *cap ? *cap : 64;
-	while (ncap < need)
-		ncap *= 2;
-	void *na = realloc(*arr, ncap * elem);
-	if (!na)
-		return SL_ENOMEM;
-	*arr = na;
-	*cap = ncap;
-	return SL_OK;
+	/* No array of the tree holds more entries than the text has bytes. */
+	return sl_grow_size(arr, cap, need, elem, YTREE_MAX_TEXT);
 }
 
 struct frame {

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "strmap.h"
 
 enum { CAP_TYPES, CAP_SITES, CAP_FABRICS, CAP_LEAVES, CAP_DOMAINS, CAP_NODES, CAP_OWNERS };
@@ -66,15 +67,9 @@ static int fleet_lookup(const struct fleet *f, char kind, int parent, const char
 /* Makes room for one more element in *arr (n used, caps[which] allocated). */
 static enum sl_err fleet_reserve(struct fleet *f, void **arr, int n, int which, size_t elem)
 {
-	if (n < f->caps[which])
-		return SL_OK;
-	int ncap = f->caps[which] ? f->caps[which] * 2 : 16;
-	void *na = realloc(*arr, (size_t)ncap * elem);
-	if (!na)
-		return SL_ENOMEM;
-	*arr = na;
-	f->caps[which] = ncap;
-	return SL_OK;
+	/* No array of a fleet (types, sites, fabrics, leaves, nodes, domains,
+	 * owners) holds more entries than the fleet may have nodes. */
+	return sl_grow_int(arr, &f->caps[which], (size_t)n + 1, elem, FLEET_MAX_NODES);
 }
 
 static char *fleet_strdup(const char *s)

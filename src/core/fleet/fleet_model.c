@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "fleet.h"
 
 static char *dup_str(const char *s)
@@ -47,14 +48,8 @@ enum sl_err fleet_add_model(struct fleet *f, const struct gpu_model *m,
 	if (f->nmodels >= FLEET_MAX_MODELS)
 		return sl_diag_set(d, SL_ELIMIT, "more than %d custom GPU models",
 				   FLEET_MAX_MODELS);
-	if (f->nmodels == f->capmodels) {
-		int cap = f->capmodels ? f->capmodels * 2 : 8;
-		struct gpu_model **nm = realloc(f->models, (size_t)cap * sizeof(*nm));
-		if (!nm)
-			return sl_diag_set(d, SL_ENOMEM, "out of memory");
-		f->models = nm;
-		f->capmodels = cap;
-	}
+	if (sl_grow(&f->models, &f->capmodels, f->nmodels + 1, FLEET_MAX_MODELS))
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
 	struct gpu_model *c = malloc(sizeof(*c));
 	char *name = dup_str(m->name);
 	char *vendor = dup_str(m->vendor ? m->vendor : "unknown");

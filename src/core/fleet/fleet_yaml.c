@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "yaml_tree.h"
 
 #define YAML_MAX_CPUS 65536          /* bound on a node type's CPU cores */
@@ -741,14 +742,8 @@ static enum sl_err ref_one(void *arg, const char *name)
 	if (c->n >= YAML_MAX_DOMAIN_NODES)
 		return sl_diag_set(c->l->d, SL_ELIMIT, "%s lists more than %d nodes", c->what,
 				   YAML_MAX_DOMAIN_NODES);
-	if (c->n == c->cap) {
-		int ncap = c->cap ? c->cap * 2 : 32;
-		int *nn = realloc(c->nodes, (size_t)ncap * sizeof(*nn));
-		if (!nn)
-			return sl_diag_set(c->l->d, SL_ENOMEM, "out of memory");
-		c->nodes = nn;
-		c->cap = ncap;
-	}
+	if (sl_grow(&c->nodes, &c->cap, c->n + 1, YAML_MAX_DOMAIN_NODES))
+		return sl_diag_set(c->l->d, SL_ENOMEM, "out of memory");
 	c->nodes[c->n++] = node;
 	return SL_OK;
 }

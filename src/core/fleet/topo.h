@@ -114,7 +114,8 @@ enum sl_err topo_parse_matrix(struct node_type *t, const char *text,
 
 /* Writes the type's GPU matrix in `nvidia-smi topo -m` style (NV#, NVS, PIX,
  * PHB, NODE, SYS, HCCS) followed by a bandwidth table in GB/s, NIC columns and
- * NUMA affinity. Returns the length that the full text needs (like snprintf). */
+ * NUMA affinity. Returns the length that the full text needs (like snprintf);
+ * 0 (and "") when it would pass TOPO_MATRIX_MAX_TEXT or memory is short. */
 size_t topo_format_matrix(const struct node_type *t, char *buf, size_t n);
 
 #endif

@@ -16,7 +16,7 @@
  * links than the model has, the node is an NVSwitch system.
  */
 #include "topo.h"
-#include "textout.h"
+#include "buf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -603,30 +603,30 @@ static const char *nic_entry(const struct node_type *t, int g, int nic)
 
 size_t topo_format_matrix(const struct node_type *t, char *buf, size_t n)
 {
-	struct textout o = {buf, n, 0};
+	struct sl_buf o = SL_BUF_INIT(TOPO_MATRIX_MAX_TEXT);
 	char s[16];
 
 	if (n > 0)
 		buf[0] = 0;
 	if (!t || !t->gpu || t->ngpus < 1 || t->ngpus > TOPO_MAX_GPUS)
 		return 0;
-	textout_printf(&o, "        ");
+	sl_buf_addf(&o, "        ");
 	for (int b = 0; b < t->ngpus; b++)
-		textout_printf(&o, "GPU%-5d", b);
+		sl_buf_addf(&o, "GPU%-5d", b);
 	for (int i = 0; i < t->nnics; i++)
-		textout_printf(&o, "NIC%-5d", i);
-	textout_printf(&o, "NUMA Affinity\n");
+		sl_buf_addf(&o, "NIC%-5d", i);
+	sl_buf_addf(&o, "NUMA Affinity\n");
 	for (int a = 0; a < t->ngpus; a++) {
-		textout_printf(&o, "GPU%-5d", a);
+		sl_buf_addf(&o, "GPU%-5d", a);
 		for (int b = 0; b < t->ngpus; b++) {
 			entry_name(t, a, b, s, sizeof(s));
-			textout_printf(&o, "%-8s", s);
+			sl_buf_addf(&o, "%-8s", s);
 		}
 		for (int i = 0; i < t->nnics; i++)
-			textout_printf(&o, "%-8s", nic_entry(t, a, i));
-		textout_printf(&o, "%d\n", t->numa[a]);
+			sl_buf_addf(&o, "%-8s", nic_entry(t, a, i));
+		sl_buf_addf(&o, "%d\n", t->numa[a]);
 	}
-	textout_printf(&o, "\nLegend:\n\n"
+	sl_buf_addf(&o, "\nLegend:\n\n"
 		"  X    = Self\n"
 		"  SYS  = across the inter-socket link (cross-socket)\n"
 		"  NODE = same NUMA node, across PCIe host bridges (numa)\n"
@@ -637,22 +637,24 @@ size_t topo_format_matrix(const struct node_type *t, char *buf, size_t n)
 		"  NV#  = # bonded NVLinks (nvlink; nvswitch when every pair shows more "
 		"links than a GPU has)\n");
 	if (t->nnics > 0) {
-		textout_printf(&o, "\nNIC Legend:\n\n");
+		sl_buf_addf(&o, "\nNIC Legend:\n\n");
 		for (int i = 0; i < t->nnics; i++)
-			textout_printf(&o, "  NIC%d: %s\n", i, t->nics[i].name);
+			sl_buf_addf(&o, "  NIC%d: %s\n", i, t->nics[i].name);
 	}
-	textout_printf(&o, "\nGB/s per pair (bidirectional), %s on %s:\n      ", t->name, t->gpu->name);
+	sl_buf_addf(&o, "\nGB/s per pair (bidirectional), %s on %s:\n      ", t->name, t->gpu->name);
 	for (int b = 0; b < t->ngpus; b++)
-		textout_printf(&o, "%8s%d", "GPU", b);
-	textout_printf(&o, "\n");
+		sl_buf_addf(&o, "%8s%d", "GPU", b);
+	sl_buf_addf(&o, "\n");
 	for (int a = 0; a < t->ngpus; a++) {
-		textout_printf(&o, "GPU%-3d", a);
+		sl_buf_addf(&o, "GPU%-3d", a);
 		for (int b = 0; b < t->ngpus; b++)
 			if (a == b)
-				textout_printf(&o, "%9s", "-");
+				sl_buf_addf(&o, "%9s", "-");
 			else
-				textout_printf(&o, "%9d", t->link[a][b].gbps);
-		textout_printf(&o, "\n");
+				sl_buf_addf(&o, "%9d", t->link[a][b].gbps);
+		sl_buf_addf(&o, "\n");
 	}
-	return o.len;
+	size_t len = sl_buf_copy_out(&o, buf, n);
+	sl_buf_release(&o);
+	return len;
 }

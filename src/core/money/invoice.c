@@ -13,6 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
+
+#define INVOICE_MAX_REVENUE_ROWS INVOICE_MAX_LINES /* (region, model, plan) rows of a summary */
+
 static const char *const kind_names[] = {"usage", "monthly", "hosting",
 					  "credit", "refund"};
 
@@ -48,15 +52,9 @@ static struct invoice_line *push_line(struct line_vec *lv, enum sl_err *e,
 				 INVOICE_MAX_LINES);
 		return NULL;
 	}
-	if (lv->n == lv->cap) {
-		size_t cap = lv->cap ? lv->cap * 2 : 16;
-		struct invoice_line *v = realloc(lv->v, cap * sizeof(*v));
-		if (!v) {
-			*e = sl_diag_set(d, SL_ENOMEM, "out of memory building an invoice");
-			return NULL;
-		}
-		lv->v = v;
-		lv->cap = cap;
+	if (sl_grow(&lv->v, &lv->cap, lv->n + 1, INVOICE_MAX_LINES)) {
+		*e = sl_diag_set(d, SL_ENOMEM, "out of memory building an invoice");
+		return NULL;
 	}
 	struct invoice_line *ln = &lv->v[lv->n++];
 	memset(ln, 0, sizeof(*ln));
@@ -118,8 +116,8 @@ static enum sl_err add_rated(const struct invoice_input *in, int64_t start,
 			if (!ln)
 				break;
 			ln->kind = kind_of(r->plan);
-			strcpy(ln->lease, r->lease);
-			strcpy(ln->model, r->model);
+			sl_strcpy(ln->lease, sizeof(ln->lease), r->lease);
+			sl_strcpy(ln->model, sizeof(ln->model), r->model);
 			ln->plan = r->plan;
 			ln->from_ms = r->first_ms;
 			ln->to_ms = r->end_ms;
@@ -150,10 +148,10 @@ static enum sl_err add_credits(const struct invoice_input *in, int64_t start,
 		if (!ln)
 			return e;
 		ln->kind = p->type == LEDGER_CREDIT ? INVOICE_CREDIT : INVOICE_REFUND;
-		strcpy(ln->posting, p->id);
+		sl_strcpy(ln->posting, sizeof(ln->posting), p->id);
 		ln->from_ms = ln->to_ms = p->at_ms;
 		ln->amount = -p->amount;
-		strcpy(ln->reason, p->reason);
+		sl_strcpy(ln->reason, sizeof(ln->reason), p->reason);
 	}
 	return SL_OK;
 }
@@ -210,7 +208,7 @@ enum sl_err invoice_build(struct invoice *inv, const struct invoice_input *in,
 	}
 	if (lv.n > 1)
 		qsort(lv.v, lv.n, sizeof(lv.v[0]), line_cmp);
-	strcpy(inv->tenant, in->tenant);
+	sl_strcpy(inv->tenant, sizeof(inv->tenant), in->tenant);
 	inv->month = in->month;
 	inv->zone = *in->zone;
 	inv->currency = in->currency;
@@ -276,18 +274,12 @@ static enum sl_err add_revenue(struct invoice_revenue_row **rows, size_t *n,
 				   (*rows)[i].plan == r->plan))
 			i++;
 		if (i == *n) {
-			if (*n == *cap) {
-				size_t c = *cap ? *cap * 2 : 16;
-				struct invoice_revenue_row *v =
-					realloc(*rows, c * sizeof(*v));
-				if (!v)
-					return SL_ENOMEM;
-				*rows = v;
-				*cap = c;
-			}
+			enum sl_err ge = sl_grow(rows, cap, *n + 1, INVOICE_MAX_REVENUE_ROWS);
+			if (ge)
+				return ge;
 			memset(&(*rows)[i], 0, sizeof((*rows)[i]));
-			strcpy((*rows)[i].region, region);
-			strcpy((*rows)[i].model, r->model);
+			sl_strcpy((*rows)[i].region, sizeof((*rows)[i].region), region);
+			sl_strcpy((*rows)[i].model, sizeof((*rows)[i].model), r->model);
 			(*rows)[i].plan = r->plan;
 			(*n)++;
 		}
@@ -343,91 +335,31 @@ enum sl_err invoice_revenue(const struct invoice_input *in,
 
 /* ------------------------------------------------------------ encoding */
 
-struct sbuf {
-	char *p;
-	size_t n, cap;
-	enum sl_err err;
-};
-
-static void sb_reserve(struct sbuf *b, size_t more)
+static void json_str(struct sl_buf *b, const char *s)
 {
-	if (b->err)
-		return;
-	if (more > INVOICE_MAX_BYTES - b->n) {
-		b->err = SL_ELIMIT;
-		return;
-	}
-	if (b->n + more + 1 <= b->cap)
-		return;
-	size_t cap = b->cap ? b->cap : 4096;
-	while (cap < b->n + more + 1)
-		cap *= 2;
-	char *p = realloc(b->p, cap);
-	if (!p) {
-		b->err = SL_ENOMEM;
-		return;
-	}
-	b->p = p;
-	b->cap = cap;
-}
-
-static void sb_put(struct sbuf *b, const char *s, size_t len)
-{
-	sb_reserve(b, len);
-	if (b->err)
-		return;
-	memcpy(b->p + b->n, s, len);
-	b->n += len;
-	b->p[b->n] = 0;
-}
-
-static void sb_puts(struct sbuf *b, const char *s)
-{
-	sb_put(b, s, strlen(s));
-}
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...) SL_PRINTF(2, 3);
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-	char tmp[512];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-	va_end(ap);
-	/* Only numbers and short fixed texts go through here. */
-	if (n < 0 || (size_t)n >= sizeof(tmp)) {
-		if (!b->err)
-			b->err = SL_EINVAL;
-		return;
-	}
-	sb_put(b, tmp, (size_t)n);
-}
-
-static void json_str(struct sbuf *b, const char *s)
-{
-	sb_puts(b, "\"");
+	sl_buf_adds(b, "\"");
 	for (const unsigned char *u = (const unsigned char *)s; *u; u++) {
 		if (*u == '"' || *u == '\\') {
 			char esc[2] = {'\\', (char)*u};
-			sb_put(b, esc, 2);
+			sl_buf_add(b, esc, 2);
 		} else if (*u < 0x20) {
-			sb_printf(b, "\\u%04x", *u);
+			sl_buf_addf(b, "\\u%04x", *u);
 		} else {
-			sb_put(b, (const char *)u, 1);
+			sl_buf_add(b, (const char *)u, 1);
 		}
 	}
-	sb_puts(b, "\"");
+	sl_buf_adds(b, "\"");
 }
 
-static void json_key_str(struct sbuf *b, const char *key, const char *val)
+static void json_key_str(struct sl_buf *b, const char *key, const char *val)
 {
-	sb_printf(b, "\"%s\":", key);
+	sl_buf_addf(b, "\"%s\":", key);
 	json_str(b, val);
 }
 
-static void json_key_int(struct sbuf *b, const char *key, int64_t v)
+static void json_key_int(struct sl_buf *b, const char *key, int64_t v)
 {
-	sb_printf(b, "\"%s\":%lld", key, (long long)v);
+	sl_buf_addf(b, "\"%s\":%lld", key, (long long)v);
 }
 
 static void fmt_instant(const struct invoice *inv, int64_t ms, char *buf)
@@ -457,63 +389,59 @@ static bool rated(const struct invoice_line *ln)
 	return ln->kind <= INVOICE_HOSTING;
 }
 
-static void json_line(struct sbuf *b, const struct invoice *inv,
+static void json_line(struct sl_buf *b, const struct invoice *inv,
 		      const struct invoice_line *ln)
 {
 	char from[CAL_RFC3339_SIZE], to[CAL_RFC3339_SIZE], amt[MONEY_FMT_SIZE];
 	fmt_instant(inv, ln->from_ms, from);
 	fmt_instant(inv, ln->to_ms, to);
 	fmt_amount(inv, ln->amount, amt);
-	sb_puts(b, "{");
+	sl_buf_adds(b, "{");
 	json_key_str(b, "kind", invoice_kind_name(ln->kind));
-	sb_puts(b, ",");
+	sl_buf_adds(b, ",");
 	json_key_str(b, "lease", ln->lease);
-	sb_puts(b, ",");
+	sl_buf_adds(b, ",");
 	json_key_str(b, "posting", ln->posting);
-	sb_puts(b, ",");
+	sl_buf_adds(b, ",");
 	json_key_str(b, "plan", rated(ln) ? plan_name(ln->plan) : "");
-	sb_puts(b, ",");
+	sl_buf_adds(b, ",");
 	json_key_str(b, "model", ln->model);
-	sb_puts(b, ",");
+	sl_buf_adds(b, ",");
 	json_key_str(b, "from", from);
-	sb_puts(b, ",");
+	sl_buf_adds(b, ",");
 	json_key_str(b, "to", to);
-	sb_puts(b, ",");
+	sl_buf_adds(b, ",");
 	json_key_int(b, "gpu_ms", ln->kind == INVOICE_USAGE ? ln->quantity : 0);
-	sb_puts(b, ",");
+	sl_buf_adds(b, ",");
 	json_key_int(b, "quantity", ln->quantity);
-	sb_puts(b, ",");
+	sl_buf_adds(b, ",");
 	json_key_str(b, "unit", unit_name(ln));
-	sb_puts(b, ",");
+	sl_buf_adds(b, ",");
 	json_key_int(b, "unit_price", ln->unit_price);
-	sb_puts(b, ",");
+	sl_buf_adds(b, ",");
 	json_key_int(b, "amount", ln->amount);
-	sb_puts(b, ",");
+	sl_buf_adds(b, ",");
 	json_key_str(b, "amount_text", amt);
-	sb_puts(b, ",");
+	sl_buf_adds(b, ",");
 	json_key_str(b, "reason", ln->reason);
-	sb_puts(b, "}");
+	sl_buf_adds(b, "}");
 }
 
-static enum sl_err finish(struct sbuf *b, char **out, size_t *len,
+static enum sl_err finish(struct sl_buf *b, char **out, size_t *len,
 			  struct sl_diag *d)
 {
-	if (b->err) {
-		enum sl_err e = b->err;
-		free(b->p);
+	enum sl_err e = sl_buf_detach(b, out, len);
+	if (e)
 		return sl_diag_set(d, e, "encoding the invoice: %s",
 				   e == SL_ELIMIT ? "larger than the bound"
 						  : sl_err_message(e));
-	}
-	*out = b->p;
-	*len = b->n;
 	return SL_OK;
 }
 
 enum sl_err invoice_json(const struct invoice *inv, char **out, size_t *len,
 			 struct sl_diag *d)
 {
-	struct sbuf b = {NULL, 0, 0, SL_OK};
+	struct sl_buf b = SL_BUF_INIT(INVOICE_MAX_BYTES);
 	char m[CAL_MONTH_FMT_SIZE], s[CAL_RFC3339_SIZE], e[CAL_RFC3339_SIZE],
 		a[CAL_RFC3339_SIZE], tot[MONEY_FMT_SIZE];
 	if (!inv->currency)
@@ -523,63 +451,63 @@ enum sl_err invoice_json(const struct invoice *inv, char **out, size_t *len,
 	fmt_instant(inv, inv->end_ms, e);
 	fmt_instant(inv, inv->as_of_ms, a);
 	fmt_amount(inv, inv->total, tot);
-	sb_puts(&b, "{");
+	sl_buf_adds(&b, "{");
 	json_key_str(&b, "tenant", inv->tenant);
-	sb_puts(&b, ",");
+	sl_buf_adds(&b, ",");
 	json_key_str(&b, "month", m);
-	sb_puts(&b, ",");
+	sl_buf_adds(&b, ",");
 	json_key_str(&b, "zone", inv->zone.name);
-	sb_puts(&b, ",");
+	sl_buf_adds(&b, ",");
 	json_key_str(&b, "currency", inv->currency->code);
-	sb_puts(&b, ",");
+	sl_buf_adds(&b, ",");
 	json_key_str(&b, "period_start", s);
-	sb_puts(&b, ",");
+	sl_buf_adds(&b, ",");
 	json_key_str(&b, "period_end", e);
-	sb_puts(&b, ",");
+	sl_buf_adds(&b, ",");
 	json_key_str(&b, "as_of", a);
-	sb_printf(&b, ",\"complete\":%s,\"lines\":[", inv->complete ? "true"
+	sl_buf_addf(&b, ",\"complete\":%s,\"lines\":[", inv->complete ? "true"
 								    : "false");
 	for (size_t i = 0; i < inv->nlines; i++) {
 		if (i)
-			sb_puts(&b, ",");
+			sl_buf_adds(&b, ",");
 		json_line(&b, inv, &inv->lines[i]);
 	}
-	sb_puts(&b, "],\"subtotals\":{");
+	sl_buf_adds(&b, "],\"subtotals\":{");
 	json_key_int(&b, "usage", inv->usage);
-	sb_puts(&b, ",");
+	sl_buf_adds(&b, ",");
 	json_key_int(&b, "monthly", inv->monthly);
-	sb_puts(&b, ",");
+	sl_buf_adds(&b, ",");
 	json_key_int(&b, "hosting", inv->hosting);
-	sb_puts(&b, ",");
+	sl_buf_adds(&b, ",");
 	json_key_int(&b, "credits", inv->credits);
-	sb_puts(&b, "},");
+	sl_buf_adds(&b, "},");
 	json_key_int(&b, "total", inv->total);
-	sb_puts(&b, ",");
+	sl_buf_adds(&b, ",");
 	json_key_str(&b, "total_text", tot);
-	sb_puts(&b, "}\n");
+	sl_buf_adds(&b, "}\n");
 	return finish(&b, out, len, d);
 }
 
 /* RFC 4180: quote a field holding a comma, quote or line break. */
-static void csv_field(struct sbuf *b, const char *s)
+static void csv_field(struct sl_buf *b, const char *s)
 {
 	if (!strpbrk(s, ",\"\r\n")) {
-		sb_puts(b, s);
+		sl_buf_adds(b, s);
 		return;
 	}
-	sb_puts(b, "\"");
+	sl_buf_adds(b, "\"");
 	for (; *s; s++)
-		sb_put(b, *s == '"' ? "\"\"" : s, *s == '"' ? 2 : 1);
-	sb_puts(b, "\"");
+		sl_buf_add(b, *s == '"' ? "\"\"" : s, *s == '"' ? 2 : 1);
+	sl_buf_adds(b, "\"");
 }
 
 enum sl_err invoice_csv(const struct invoice *inv, char **out, size_t *len,
 			struct sl_diag *d)
 {
-	struct sbuf b = {NULL, 0, 0, SL_OK};
+	struct sl_buf b = SL_BUF_INIT(INVOICE_MAX_BYTES);
 	if (!inv->currency)
 		return sl_diag_set(d, SL_EINVAL, "invoice_csv: empty invoice");
-	sb_puts(&b, "kind,lease,posting,plan,model,from,to,gpu_ms,gpu_seconds,"
+	sl_buf_adds(&b, "kind,lease,posting,plan,model,from,to,gpu_ms,gpu_seconds,"
 		    "quantity,unit,unit_price,amount,reason\n");
 	for (size_t i = 0; i < inv->nlines; i++) {
 		const struct invoice_line *ln = &inv->lines[i];
@@ -587,20 +515,20 @@ enum sl_err invoice_csv(const struct invoice *inv, char **out, size_t *len,
 		int64_t gms = ln->kind == INVOICE_USAGE ? ln->quantity : 0;
 		fmt_instant(inv, ln->from_ms, from);
 		fmt_instant(inv, ln->to_ms, to);
-		sb_printf(&b, "%s,", invoice_kind_name(ln->kind));
+		sl_buf_addf(&b, "%s,", invoice_kind_name(ln->kind));
 		csv_field(&b, ln->lease);
-		sb_puts(&b, ",");
+		sl_buf_adds(&b, ",");
 		csv_field(&b, ln->posting);
-		sb_printf(&b, ",%s,", rated(ln) ? plan_name(ln->plan) : "");
+		sl_buf_addf(&b, ",%s,", rated(ln) ? plan_name(ln->plan) : "");
 		csv_field(&b, ln->model);
-		sb_printf(&b, ",%s,%s,%lld,%lld.%03lld,%lld,%s,%lld,%lld,", from, to,
+		sl_buf_addf(&b, ",%s,%s,%lld,%lld.%03lld,%lld,%s,%lld,%lld,", from, to,
 			  (long long)gms, (long long)(gms / 1000),
 			  (long long)(gms % 1000), (long long)ln->quantity,
 			  unit_name(ln), (long long)ln->unit_price,
 			  (long long)ln->amount);
 		csv_field(&b, ln->reason);
-		sb_puts(&b, "\n");
+		sl_buf_adds(&b, "\n");
 	}
-	sb_printf(&b, "total,,,,,,,,,,,,%lld,\n", (long long)inv->total);
+	sl_buf_addf(&b, "total,,,,,,,,,,,,%lld,\n", (long long)inv->total);
 	return finish(&b, out, len, d);
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "calendar.h"
 #include "money.h"
 #include "strmap.h"
@@ -168,7 +169,7 @@ static void acct(struct ledger_account *a, enum ledger_kind k, const char *key)
 {
 	memset(a, 0, sizeof(*a));
 	a->kind = k;
-	strcpy(a->key, key);
+	sl_strcpy(a->key, sizeof(a->key), key);
 }
 
 void ledger_posting_accounts(const struct ledger_posting *p,
@@ -261,14 +262,8 @@ static enum sl_err acct_get(struct ledger *l, const struct ledger_account *a,
 	}
 	if (l->na >= LEDGER_MAX_ACCOUNTS)
 		return SL_ELIMIT;
-	if (l->na == l->capa) {
-		size_t cap = l->capa ? l->capa * 2 : 16;
-		struct ledger_account *v = realloc(l->a, cap * sizeof(*v));
-		if (!v)
-			return SL_ENOMEM;
-		l->a = v;
-		l->capa = cap;
-	}
+	if (sl_grow(&l->a, &l->capa, l->na + 1, LEDGER_MAX_ACCOUNTS))
+		return SL_ENOMEM;
 	char name[LEDGER_TENANT_MAX + 8];
 	acct_name(a->kind, a->key, name, sizeof(name));
 	enum sl_err e = strmap_add(l->accts, name, (int)l->na);
@@ -335,14 +330,8 @@ enum sl_err ledger_apply(struct ledger *l, const struct ledger_posting *p,
 	if (l->np >= LEDGER_MAX_POSTINGS)
 		return sl_diag_set(d, SL_ELIMIT, "the ledger holds at most %d "
 				   "postings", LEDGER_MAX_POSTINGS);
-	if (l->np == l->capp) {
-		size_t cap = l->capp ? l->capp * 2 : 64;
-		struct ledger_posting *v = realloc(l->p, cap * sizeof(*v));
-		if (!v)
-			return SL_ENOMEM;
-		l->p = v;
-		l->capp = cap;
-	}
+	if (sl_grow(&l->p, &l->capp, l->np + 1, LEDGER_MAX_POSTINGS))
+		return SL_ENOMEM;
 	/* Accounts may be created now; an unused new account (if a later step
 	 * failed) would only be an empty row, but the only later failure is
 	 * strmap's ENOMEM, after which the caller stops anyway. */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "calendar.h"
 
 struct pricebook {
@@ -176,14 +177,8 @@ enum sl_err pricebook_restore(struct pricebook *pb,
 	if (pb->n >= PRICEBOOK_MAX_ENTRIES)
 		return sl_diag_set(d, SL_ELIMIT, "price book holds at most %d "
 				   "entries", PRICEBOOK_MAX_ENTRIES);
-	if (pb->n == pb->cap) {
-		size_t cap = pb->cap ? pb->cap * 2 : 16;
-		struct price_entry *v = realloc(pb->v, cap * sizeof(*v));
-		if (!v)
-			return SL_ENOMEM;
-		pb->v = v;
-		pb->cap = cap;
-	}
+	if (sl_grow(&pb->v, &pb->cap, pb->n + 1, PRICEBOOK_MAX_ENTRIES))
+		return SL_ENOMEM;
 	memmove(&pb->v[at + 1], &pb->v[at], (pb->n - at) * sizeof(*pb->v));
 	pb->v[at] = *e;
 	pb->n++;
@@ -244,7 +239,7 @@ enum sl_err pricebook_at(const struct pricebook *pb, const struct price_key *k,
 	memset(&probe, 0, sizeof(probe));
 	probe.plan = k->plan;
 	if (k->model && strlen(k->model) < PRICE_NAME_MAX)
-		strcpy(probe.model, k->model);
+		sl_strcpy(probe.model, sizeof(probe.model), k->model);
 	const char *names[3] = {k->site, k->region, ""};
 	const enum price_scope scopes[3] = {PRICE_SITE, PRICE_REGION,
 					    PRICE_GLOBAL};
@@ -253,7 +248,7 @@ enum sl_err pricebook_at(const struct pricebook *pb, const struct price_key *k,
 		if (!nm || (s < 2 && !*nm) || strlen(nm) >= PRICE_NAME_MAX)
 			continue;
 		probe.scope = scopes[s];
-		strcpy(probe.scope_name, nm);
+		sl_strcpy(probe.scope_name, sizeof(probe.scope_name), nm);
 		size_t lo, hi;
 		int64_t next;
 		series(pb, &probe, &lo, &hi);

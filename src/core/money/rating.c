@@ -12,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "money.h"
+
+#define RATING_MAX_LINES (1 << 20) /* rated lines of one lease */
 
 void rating_lines_init(struct rating_lines *ls)
 {
@@ -27,14 +30,9 @@ void rating_lines_release(struct rating_lines *ls)
 
 static enum sl_err lines_push(struct rating_lines *ls, struct rating_line **out)
 {
-	if (ls->n == ls->cap) {
-		size_t cap = ls->cap ? ls->cap * 2 : 8;
-		struct rating_line *v = realloc(ls->v, cap * sizeof(*v));
-		if (!v)
-			return SL_ENOMEM;
-		ls->v = v;
-		ls->cap = cap;
-	}
+	enum sl_err ge = sl_grow(&ls->v, &ls->cap, ls->n + 1, RATING_MAX_LINES);
+	if (ge)
+		return ge;
 	*out = &ls->v[ls->n++];
 	memset(*out, 0, sizeof(**out));
 	return SL_OK;
@@ -111,9 +109,9 @@ static enum sl_err line_for(struct rating_lines *out, size_t base,
 	enum sl_err e = lines_push(out, ln);
 	if (e)
 		return e;
-	strcpy((*ln)->lease, l->id);
+	sl_strcpy((*ln)->lease, sizeof((*ln)->lease), l->id);
 	if (l->model)
-		strcpy((*ln)->model, l->model);
+		sl_strcpy((*ln)->model, sizeof((*ln)->model), l->model);
 	(*ln)->plan = l->plan;
 	(*ln)->month = m;
 	(*ln)->first_ms = t;
@@ -246,9 +244,9 @@ static enum sl_err rate_monthly(const struct pricebook *pb,
 			e = lines_push(out, &ln);
 			if (e)
 				return e;
-			strcpy(ln->lease, l->id);
+			sl_strcpy(ln->lease, sizeof(ln->lease), l->id);
 			if (l->model)
-				strcpy(ln->model, l->model);
+				sl_strcpy(ln->model, sizeof(ln->model), l->model);
 			ln->plan = PLAN_MONTHLY;
 			ln->month = m;
 			ln->first_ms = due;

@@ -39,7 +39,7 @@
  *    hang off the CPU directly.
  */
 #include "nccl_topo.h"
-#include "textout.h"
+#include "buf.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -111,7 +111,7 @@ static int gpu_links(const struct discovery *d, int g)
 	return m && m->link_gbps > 0 ? m->ic_gbps / m->link_gbps : 1;
 }
 
-static void put_gpu(struct textout *o, const struct discovery *d, gpumask_t gpus, int g,
+static void put_gpu(struct sl_buf *o, const struct discovery *d, gpumask_t gpus, int g,
 		    const char *indent)
 {
 	const struct node_type *t = &d->type;
@@ -122,12 +122,12 @@ static void put_gpu(struct textout *o, const struct discovery *d, gpumask_t gpus
 	for (int i = 0; i < g; i++)
 		rank += (int)(gpus >> i & 1u);
 	gpu_busid(d, g, bus, sizeof(bus));
-	textout_printf(o, "%s<pci busid=\"%s\" class=\"0x030200\" vendor=\"0x10de\" link_speed=\"%s\" "
+	sl_buf_addf(o, "%s<pci busid=\"%s\" class=\"0x030200\" vendor=\"0x10de\" link_speed=\"%s\" "
 	       "link_width=\"16\">\n", indent, bus, model_link_speed(t->gpu));
-	textout_printf(o, "%s  <gpu dev=\"%d\"", indent, g);
+	sl_buf_addf(o, "%s  <gpu dev=\"%d\"", indent, g);
 	if (model_sm(t->gpu) > 0) /* else NCCL reads the compute capability itself */
-		textout_printf(o, " sm=\"%d\"", model_sm(t->gpu));
-	textout_printf(o, " rank=\"%d\" gdr=\"1\">\n", rank);
+		sl_buf_addf(o, " sm=\"%d\"", model_sm(t->gpu));
+	sl_buf_addf(o, " rank=\"%d\" gdr=\"1\">\n", rank);
 	for (int b = 0; b < t->ngpus; b++) {
 		const struct topo_link *l = &t->link[g][b];
 		if (b == g)
@@ -137,27 +137,27 @@ static void put_gpu(struct textout *o, const struct discovery *d, gpumask_t gpus
 		if (l->kind == LINK_NVLINK && (gpus >> b & 1u)) {
 			char peer[32];
 			gpu_busid(d, b, peer, sizeof(peer));
-			textout_printf(o, "%s    <nvlink target=\"%s\" count=\"%d\" tclass=\"0x030200\"/>\n",
+			sl_buf_addf(o, "%s    <nvlink target=\"%s\" count=\"%d\" tclass=\"0x030200\"/>\n",
 			    indent, peer, l->count > 0 ? l->count : 1);
 		}
 	}
 	if (nvs)
-		textout_printf(o, "%s    <nvlink target=\"fffffff:ff:ff.0\" count=\"%d\" "
+		sl_buf_addf(o, "%s    <nvlink target=\"fffffff:ff:ff.0\" count=\"%d\" "
 		       "tclass=\"0x068000\"/>\n", indent, gpu_links(d, g));
-	textout_printf(o, "%s  </gpu>\n%s</pci>\n", indent, indent);
+	sl_buf_addf(o, "%s  </gpu>\n%s</pci>\n", indent, indent);
 }
 
-static void put_nic(struct textout *o, const struct discovery *d, int i, int dev)
+static void put_nic(struct sl_buf *o, const struct discovery *d, int i, int dev)
 {
 	const struct topo_nic *nic = &d->type.nics[i];
 
-	textout_printf(o, "      <pci busid=\"0000:%02x:00.0\" class=\"0x020700\" vendor=\"0x15b3\" "
+	sl_buf_addf(o, "      <pci busid=\"0000:%02x:00.0\" class=\"0x020700\" vendor=\"0x15b3\" "
 	       "link_speed=\"%s\" link_width=\"16\">\n", nic_bus(i),
 	    model_link_speed(d->type.gpu));
-	textout_printf(o, "        <nic>\n          <net name=\"%s\" dev=\"%d\"", nic->name, dev);
+	sl_buf_addf(o, "        <nic>\n          <net name=\"%s\" dev=\"%d\"", nic->name, dev);
 	if (nic->gbps > 0)
-		textout_printf(o, " speed=\"%lld\"", (long long)nic->gbps * 1000); /* Mbit/s */
-	textout_printf(o, "/>\n        </nic>\n      </pci>\n");
+		sl_buf_addf(o, " speed=\"%lld\"", (long long)nic->gbps * 1000); /* Mbit/s */
+	sl_buf_addf(o, "/>\n        </nic>\n      </pci>\n");
 }
 
 /* The NUMA node a NIC belongs to: that of the first GPU of its rail. */
@@ -172,7 +172,7 @@ static int nic_numa(const struct node_type *t, int i)
 size_t nccl_topo_xml(const struct discovery *d, gpumask_t gpus, const char *const *nics,
 		     int nnics, char *buf, size_t n)
 {
-	struct textout o = {buf, n, 0};
+	struct sl_buf o = SL_BUF_INIT(NCCL_TOPO_XML_MAX);
 	const struct node_type *t;
 	bool chosen[TOPO_MAX_NICS] = {false};
 	int nic_dev[TOPO_MAX_NICS];
@@ -192,7 +192,7 @@ size_t nccl_topo_xml(const struct discovery *d, gpumask_t gpus, const char *cons
 	for (int i = 0; i < t->nnics; i++)
 		nic_dev[i] = chosen[i] ? ndev++ : -1;
 
-	textout_printf(&o, "<system version=\"1\">\n");
+	sl_buf_addf(&o, "<system version=\"1\">\n");
 	for (int numa = 0; numa <= INT8_MAX; numa++) {
 		bool used = false;
 		for (int g = 0; g < t->ngpus; g++)
@@ -201,7 +201,7 @@ size_t nccl_topo_xml(const struct discovery *d, gpumask_t gpus, const char *cons
 			used |= chosen[i] && nic_numa(t, i) == numa;
 		if (!used)
 			continue;
-		textout_printf(&o, "  <cpu numaid=\"%d\" arch=\"%s\">\n", numa,
+		sl_buf_addf(&o, "  <cpu numaid=\"%d\" arch=\"%s\">\n", numa,
 		    t->gpu && t->gpu->name[0] == 'g' && t->gpu->name[1] == 'b' ? "arm64" : "x86_64");
 		for (int i = 0; i < t->nnics; i++) {
 			gpumask_t rail = 0;
@@ -210,20 +210,22 @@ size_t nccl_topo_xml(const struct discovery *d, gpumask_t gpus, const char *cons
 			for (int g = 0; g < t->ngpus; g++)
 				if ((t->nics[i].gpus & gpus & ~placed) >> g & 1u && t->numa[g] == numa)
 					rail |= (gpumask_t)1 << g;
-			textout_printf(&o, "    <pci busid=\"0000:%02x:00.0\" class=\"0x060400\" link_speed=\"%s\" "
+			sl_buf_addf(&o, "    <pci busid=\"0000:%02x:00.0\" class=\"0x060400\" link_speed=\"%s\" "
 				"link_width=\"16\">\n", switch_bus(i), model_link_speed(t->gpu));
 			for (int g = 0; g < t->ngpus; g++)
 				if (rail >> g & 1u)
 					put_gpu(&o, d, gpus, g, "      ");
 			placed |= rail;
 			put_nic(&o, d, i, nic_dev[i]);
-			textout_printf(&o, "    </pci>\n");
+			sl_buf_addf(&o, "    </pci>\n");
 		}
 		for (int g = 0; g < t->ngpus; g++)
 			if ((gpus & ~placed) >> g & 1u && t->numa[g] == numa)
 				put_gpu(&o, d, gpus, g, "    ");
-		textout_printf(&o, "  </cpu>\n");
+		sl_buf_addf(&o, "  </cpu>\n");
 	}
-	textout_printf(&o, "</system>\n");
-	return o.len;
+	sl_buf_addf(&o, "</system>\n");
+	size_t len = sl_buf_copy_out(&o, buf, n);
+	sl_buf_release(&o);
+	return len;
 }

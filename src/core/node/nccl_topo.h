@@ -10,9 +10,12 @@
 
 #include "discovery.h"
 
+#define NCCL_TOPO_XML_MAX ((size_t)1 << 20) /* bound on the XML of one node */
+
 /* Writes the XML for GPUs in mask gpus and the NICs named in nics[0..nnics)
  * (names not on the node are skipped). Returns the length the full text needs,
- * like snprintf; buf is NUL-terminated when n > 0. */
+ * like snprintf; buf is NUL-terminated when n > 0. 0 (and "") when the text
+ * would pass NCCL_TOPO_XML_MAX or memory is short. */
 size_t nccl_topo_xml(const struct discovery *d, gpumask_t gpus, const char *const *nics,
 		     int nnics, char *buf, size_t n);
 

@@ -13,8 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "catalog.h"
 #include "place_internal.h"
+
+#define PLACE_MAX_POOL_OWNERS (1 << 20) /* distinct owners of pooled nodes */
 
 const char *place_constraint_name(enum place_constraint c)
 {
@@ -43,17 +46,8 @@ void placement_release(struct placement *pl)
 
 static enum sl_err placement_reserve(struct placement *pl, int n)
 {
-	if (n <= pl->cap)
-		return SL_OK;
-	int cap = pl->cap ? pl->cap : 4;
-	while (cap < n)
-		cap *= 2;
-	struct place_pick *np = realloc(pl->picks, (size_t)cap * sizeof(*np));
-	if (!np)
-		return SL_ENOMEM;
-	pl->picks = np;
-	pl->cap = cap;
-	return SL_OK;
+	/* Room for 4 picks at first: most placements need no more. */
+	return sl_grow(&pl->picks, &pl->cap, n < 4 ? 4 : n, PLACE_MAX_GPUS);
 }
 
 /* ---- kept placements (struct place_kept) ---- */
@@ -313,14 +307,9 @@ static enum sl_err owner_intern(struct placer *p, const char *tenant, int *out)
 	*out = pl_owner_find(p, tenant);
 	if (*out >= 0)
 		return SL_OK;
-	if (p->npool_names == p->cap_pool_names) {
-		int cap = p->cap_pool_names ? p->cap_pool_names * 2 : 4;
-		char **nn = realloc(p->pool_names, (size_t)cap * sizeof(*nn));
-		if (!nn)
-			return SL_ENOMEM;
-		p->pool_names = nn;
-		p->cap_pool_names = cap;
-	}
+	enum sl_err ge = sl_grow(&p->pool_names, &p->cap_pool_names, p->npool_names + 1, PLACE_MAX_POOL_OWNERS);
+	if (ge)
+		return ge;
 	size_t len = strlen(tenant) + 1;
 	char *copy = malloc(len);
 	if (!copy)

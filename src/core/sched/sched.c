@@ -16,6 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
+
+#define SCHED_MAX_TENANTS (1 << 20) /* tenants known to the scheduler */
+#define SCHED_MAX_QUOTAS 4096       /* quota entries (one per GPU model) of a tenant */
+#define SCHED_MAX_EVENTS (1 << 26)  /* events not yet taken by the caller */
+
 /* ---- lease table ---------------------------------------------------------- */
 
 static size_t slot_of(uint64_t id, size_t nslots)
@@ -82,14 +88,9 @@ static void table_del(struct sched *s, uint64_t id)
 
 static enum sl_err arr_push(struct sched_lease ***arr, int *n, int *cap, struct sched_lease *l)
 {
-	if (*n == *cap) {
-		int c = *cap ? *cap * 2 : 16;
-		struct sched_lease **na = realloc(*arr, (size_t)c * sizeof(*na));
-		if (!na)
-			return SL_ENOMEM;
-		*arr = na;
-		*cap = c;
-	}
+	enum sl_err ge = sl_grow(arr, cap, *n + 1, SCHED_MAX_LEASES);
+	if (ge)
+		return ge;
 	l->pos = *n;
 	(*arr)[(*n)++] = l;
 	return SL_OK;
@@ -231,14 +232,8 @@ struct sched_tenant *tenant_get(struct sched *s, const char *name, bool add)
 			return s->tenants[i];
 	if (!add)
 		return NULL;
-	if (s->ntenants == s->captenants) {
-		int c = s->captenants ? s->captenants * 2 : 8;
-		struct sched_tenant **nt = realloc(s->tenants, (size_t)c * sizeof(*nt));
-		if (!nt)
-			return NULL;
-		s->tenants = nt;
-		s->captenants = c;
-	}
+	if (sl_grow(&s->tenants, &s->captenants, s->ntenants + 1, SCHED_MAX_TENANTS))
+		return NULL;
 	struct sched_tenant *t = calloc(1, sizeof(*t));
 	size_t len = strlen(name) + 1;
 	char *copy = malloc(len);
@@ -344,14 +339,9 @@ enum sl_err sched_set_quota(struct sched *s, const char *tenant, const char *mod
 		return SL_OK;
 	}
 	if (i == t->nquotas) {
-		if (t->nquotas == t->capquotas) {
-			int c = t->capquotas ? t->capquotas * 2 : 4;
-			struct sched_quota *nq = realloc(t->quotas, (size_t)c * sizeof(*nq));
-			if (!nq)
-				return sl_diag_set(d, SL_ENOMEM, "out of memory");
-			t->quotas = nq;
-			t->capquotas = c;
-		}
+		enum sl_err ge = sl_grow(&t->quotas, &t->capquotas, t->nquotas + 1, SCHED_MAX_QUOTAS);
+		if (ge)
+			return sl_diag_set(d, ge, "%s", sl_err_message(ge));
 		struct sched_quota *q = &t->quotas[t->nquotas++];
 		q->model = m;
 		q->used = 0;
@@ -393,14 +383,9 @@ enum sl_err quota_check(const struct sched *s, const struct sched_lease *l,
 enum sl_err ev_push(struct sched *s, enum sched_event_type t, uint64_t id, int64_t now,
 		    struct sched_event **out)
 {
-	if (s->nev == s->capev) {
-		int c = s->capev ? s->capev * 2 : 16;
-		struct sched_event *ne = realloc(s->ev, (size_t)c * sizeof(*ne));
-		if (!ne)
-			return SL_ENOMEM;
-		s->ev = ne;
-		s->capev = c;
-	}
+	enum sl_err ge = sl_grow(&s->ev, &s->capev, s->nev + 1, SCHED_MAX_EVENTS);
+	if (ge)
+		return ge;
 	struct sched_event *e = &s->ev[s->nev++];
 	memset(e, 0, sizeof(*e));
 	placement_init(&e->placement);
@@ -456,13 +441,7 @@ enum sl_err lease_start(struct sched *s, struct sched_lease *l, const struct pla
 	enum sl_err e = SL_OK;
 	if (s->nrunning == s->caprunning) {
 		/* Grow the running array first so nothing fails after the claim. */
-		int c = s->caprunning ? s->caprunning * 2 : 16;
-		struct sched_lease **nr = realloc(s->running, (size_t)c * sizeof(*nr));
-		e = nr ? SL_OK : SL_ENOMEM;
-		if (nr) {
-			s->running = nr;
-			s->caprunning = c;
-		}
+		e = sl_grow(&s->running, &s->caprunning, s->nrunning + 1, SCHED_MAX_LEASES);
 	}
 	struct sched_event *ev = NULL;
 	if (e == SL_OK)

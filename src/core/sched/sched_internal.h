@@ -14,6 +14,8 @@
 #include "catalog.h"
 #include "scheduler.h"
 
+#define SCHED_MAX_LEASES (1 << 26) /* leases in one of the scheduler's arrays */
+
 struct sched_quota {
 	const struct gpu_model *model;
 	int max;

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
+
 const char *sched_end_name(enum sched_end e)
 {
 	static const char *const n[] = {"released", "expired", "preempted", "failed"};
@@ -75,14 +77,10 @@ enum sl_err sched_queue(struct sched *s, const struct sched_queue_entry **arr, i
 	size_t used = 0;
 	for (int i = 0; i < s->npending; i++) {
 		struct sched_lease *l = s->snap[i];
-		if (s->capqtext - used < SCHED_REASON_MAX) {
-			size_t cap = s->capqtext ? s->capqtext * 2 : 16 * SCHED_REASON_MAX;
-			char *t = realloc(s->qtext, cap);
-			if (!t)
-				return SL_ENOMEM;
-			s->qtext = t;
-			s->capqtext = cap;
-		}
+		enum sl_err ge = sl_grow(&s->qtext, &s->capqtext, used + SCHED_REASON_MAX,
+					 (size_t)SCHED_MAX_LEASES * SCHED_REASON_MAX);
+		if (ge)
+			return ge;
 		lease_reason(s, l, s->qtext + used, SCHED_REASON_MAX);
 		s->queue[i] = (struct sched_queue_entry){l->id, i + 1, l->plan, l->tenant->name,
 							 lease_gpus(l), l->submit_ns, l->wait_c,

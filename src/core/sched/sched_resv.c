@@ -13,6 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
+
+#define SCHED_MAX_RESVS (1 << 20) /* reservations held */
+
 static struct sched_resv *resv_find(const struct sched *s, uint64_t id, int *idx)
 {
 	for (int i = 0; i < s->nresvs; i++)
@@ -65,14 +69,9 @@ static enum sl_err common_check(struct sched *s, uint64_t id, const char *tenant
 static enum sl_err resv_new(struct sched *s, uint64_t id, const char *tenant, int64_t start,
 			    int64_t end, struct sched_resv **out)
 {
-	if (s->nresvs == s->capresvs) {
-		int c = s->capresvs ? s->capresvs * 2 : 8;
-		struct sched_resv **nr = realloc(s->resvs, (size_t)c * sizeof(*nr));
-		if (!nr)
-			return SL_ENOMEM;
-		s->resvs = nr;
-		s->capresvs = c;
-	}
+	enum sl_err ge = sl_grow(&s->resvs, &s->capresvs, s->nresvs + 1, SCHED_MAX_RESVS);
+	if (ge)
+		return ge;
 	struct sched_resv *r = calloc(1, sizeof(*r));
 	size_t len = strlen(tenant) + 1;
 	char *name = malloc(len);

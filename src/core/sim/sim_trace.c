@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "catalog.h"
 
 #define CSV_MAX_FIELDS 64
@@ -198,12 +199,8 @@ static enum sl_err grow(void **arr, int *cap, int n, size_t size, const struct c
 	if (n >= SIM_MAX_ROWS)
 		return sl_diag_set(d, SL_ELIMIT, "%s:%d: more than %d rows", c->file, c->line,
 				   SIM_MAX_ROWS);
-	int nc = *cap ? *cap * 2 : 256;
-	void *na = realloc(*arr, (size_t)nc * size);
-	if (!na)
+	if (sl_grow_int(arr, cap, (size_t)n + 1, size, SIM_MAX_ROWS))
 		return sl_diag_set(d, SL_ENOMEM, "out of memory");
-	*arr = na;
-	*cap = nc;
 	return SL_OK;
 }
 

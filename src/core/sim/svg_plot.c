@@ -12,50 +12,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct buf {
-	char *s;
-	size_t len, cap;
-	bool oom;
-};
+#include "buf.h"
 
-static void put(struct buf *b, const char *fmt, ...) SL_PRINTF(2, 3);
-static void put(struct buf *b, const char *fmt, ...)
-{
-	if (b->oom)
-		return;
-	for (;;) {
-		va_list ap;
-		va_start(ap, fmt);
-		int n = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			b->oom = true;
-			return;
-		}
-		if ((size_t)n < b->cap - b->len) {
-			b->len += (size_t)n;
-			return;
-		}
-		size_t nc = b->cap * 2 + (size_t)n + 1;
-		char *ns = realloc(b->s, nc);
-		if (!ns) {
-			b->oom = true;
-			return;
-		}
-		b->s = ns;
-		b->cap = nc;
-	}
-}
-
-static void put_escaped(struct buf *b, const char *s)
+static void put_escaped(struct sl_buf *b, const char *s)
 {
 	for (; s && *s; s++) {
 		switch (*s) {
-		case '<': put(b, "&lt;"); break;
-		case '>': put(b, "&gt;"); break;
-		case '&': put(b, "&amp;"); break;
-		case '"': put(b, "&quot;"); break;
-		default: put(b, "%c", *s);
+		case '<': sl_buf_addf(b, "&lt;"); break;
+		case '>': sl_buf_addf(b, "&gt;"); break;
+		case '&': sl_buf_addf(b, "&amp;"); break;
+		case '"': sl_buf_addf(b, "&quot;"); break;
+		default: sl_buf_addf(b, "%c", *s);
 		}
 	}
 }
@@ -86,14 +53,14 @@ enum sl_err svg_render(const struct svg_chart *c, char **out, size_t *len, struc
 	if (x1 <= x0)
 		x1 = x0 + 1;
 	double h = TOP + c->npanels * (PANEL_H + GAP) + 20;
-	struct buf b = {0};
-	put(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	struct sl_buf b = SL_BUF_INIT(SVG_MAX_TEXT);
+	sl_buf_addf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
 		"viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\">\n"
 		"<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, h, W, h);
-	put(&b, "<text x=\"%.0f\" y=\"24\" font-size=\"16\" text-anchor=\"middle\">", W / 2);
+	sl_buf_addf(&b, "<text x=\"%.0f\" y=\"24\" font-size=\"16\" text-anchor=\"middle\">", W / 2);
 	put_escaped(&b, c->title);
-	put(&b, "</text>\n");
+	sl_buf_addf(&b, "</text>\n");
 	double pw = W - LEFT - RIGHT;
 	for (int p = 0; p < c->npanels; p++) {
 		const struct svg_panel *pn = &c->panels[p];
@@ -106,41 +73,40 @@ enum sl_err svg_render(const struct svg_chart *c, char **out, size_t *len, struc
 				ymax = 1;
 		}
 		double top = TOP + p * (PANEL_H + GAP);
-		put(&b, "<g>\n<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+		sl_buf_addf(&b, "<g>\n<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
 			"fill=\"none\" stroke=\"#999\"/>\n", LEFT, top, pw, PANEL_H);
 		for (int g = 0; g <= 4; g++) {
 			double yy = top + PANEL_H - PANEL_H * g / 4.0;
-			put(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/>\n"
+			sl_buf_addf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/>\n"
 				"<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n",
 			    LEFT, yy, LEFT + pw, yy, LEFT - 6, yy + 4, ymax * g / 4.0);
 		}
-		put(&b, "<text transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\">",
+		sl_buf_addf(&b, "<text transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\">",
 		    top + PANEL_H / 2);
 		put_escaped(&b, pn->label);
-		put(&b, "</text>\n<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
+		sl_buf_addf(&b, "</text>\n<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
 		    pn->color ? pn->color : "#1f77b4");
 		for (int i = 0; i < c->npoints; i++) {
 			double v = pn->y[i] < 0 ? 0 : (pn->y[i] > ymax ? ymax : pn->y[i]);
 			double px = LEFT + pw * (c->x[i] - x0) / (x1 - x0);
 			double py = top + PANEL_H - PANEL_H * v / ymax;
-			put(&b, "%s%.1f,%.1f", i ? " " : "", px, py);
+			sl_buf_addf(&b, "%s%.1f,%.1f", i ? " " : "", px, py);
 		}
-		put(&b, "\"/>\n");
+		sl_buf_addf(&b, "\"/>\n");
 		for (int g = 0; g <= 4; g++) {
 			double px = LEFT + pw * g / 4.0;
-			put(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.4g</text>\n", px,
+			sl_buf_addf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.4g</text>\n", px,
 			    top + PANEL_H + 14, x0 + (x1 - x0) * g / 4.0);
 		}
-		put(&b, "</g>\n");
+		sl_buf_addf(&b, "</g>\n");
 	}
-	put(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", LEFT + pw / 2, h - 6);
+	sl_buf_addf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", LEFT + pw / 2, h - 6);
 	put_escaped(&b, c->xlabel);
-	put(&b, "</text>\n</svg>\n");
-	if (b.oom) {
-		free(b.s);
+	sl_buf_addf(&b, "</text>\n</svg>\n");
+	enum sl_err e = sl_buf_detach(&b, out, len);
+	if (e == SL_ELIMIT)
+		return sl_diag_set(d, e, "the chart is larger than %zu bytes", (size_t)SVG_MAX_TEXT);
+	if (e)
 		return sl_diag_set(d, SL_ENOMEM, "out of memory");
-	}
-	*out = b.s;
-	*len = b.len;
 	return SL_OK;
 }

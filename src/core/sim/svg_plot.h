@@ -13,6 +13,7 @@
 
 #define SVG_MAX_PANELS 4
 #define SVG_MAX_POINTS 100000
+#define SVG_MAX_TEXT ((size_t)64 << 20) /* bytes of one chart */
 
 struct svg_panel {
 	const char *label;  /* y axis label, e.g. "GPU allocated (%)" */
