@@ -35,6 +35,20 @@ wait_until() {
 	done
 }
 
+# wait_pid SECS PID : the exit status of background child PID, waiting at most
+# SECS for it; past that it is killed and the status is 124, so that a test
+# whose daemon died never hangs on a child waiting for it.
+wait_pid() {
+	local end=$((SECONDS + $1))
+	while kill -0 "$2" 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.2; done
+	if kill -0 "$2" 2>/dev/null; then
+		kill -KILL "$2" 2>/dev/null
+		wait "$2" 2>/dev/null
+		return 124
+	fi
+	wait "$2"
+}
+
 # skip_part REASON : some checks cannot run here; the rest go on, and finish
 # ends with SKIP_RC unless a check failed.
 skip_part() { SKIPPED=$((SKIPPED + 1)); printf 'SKIP %s\n' "$1"; }

@@ -40,7 +40,7 @@ agent_start() {
 }
 agent_stop() {
 	kill -TERM "$AGENT_PID"
-	wait "$AGENT_PID"
+	wait_pid 30 "$AGENT_PID"
 	local rc=$?
 	AGENT_PID=""
 	return $rc
@@ -162,7 +162,7 @@ TID=$(body_of "$(api "$ADMIN" GET /v1/tokens)" |
 	jq -r --arg n "$NODE" '[(.tokens? // .)[] | select(.credential == true and .node == $n)][0].id')
 r=$(api "$ADMIN" DELETE "/v1/tokens/$TID")
 expect_match "the node credential is revoked" "$(status_of "$r")" '^20[04]$'
-wait "$AGENT_PID"
+wait_pid 30 "$AGENT_PID"
 rc=$?
 AGENT_PID=""
 expect_eq "the agent exits 1" "$rc" 1
