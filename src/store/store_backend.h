@@ -56,8 +56,21 @@ struct store_ops {
 				     struct sl_diag *d);
 	enum sl_err (*audit_cp_latest)(void *impl, uint64_t *size_out, char **note_out,
 				       struct sl_diag *d);
+	/* Leadership (store.h); NULL in a backend that one process owns. */
+	enum sl_err (*lead_try)(void *impl, const char *holder, const char *url,
+				int64_t lease_ms, bool *won, struct store_leader *out,
+				struct sl_diag *d);
+	enum sl_err (*lead_renew)(void *impl, int64_t lease_ms, struct sl_diag *d);
+	enum sl_err (*lead_read)(void *impl, struct store_leader *out, struct sl_diag *d);
+	enum sl_err (*lead_release)(void *impl, struct sl_diag *d);
 };
 
 extern const struct store_ops store_sqlite_ops;
+extern const struct store_ops store_pg_ops;
+
+/* The schema, as SQLite text: store_migrations[i] takes version i to i+1
+ * (store_sqlite.c). The PostgreSQL backend translates the types. */
+extern const char *const store_migrations[];
+extern const int store_migrations_count;
 
 #endif

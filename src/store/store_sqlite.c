@@ -107,9 +107,13 @@ static const char sq_migration_4[] =
 	" updated_ns INTEGER NOT NULL);\n"
 	"CREATE INDEX jobs_tenant ON jobs(tenant);\n";
 
-static const char *const sq_migrations[] = {sq_migration_1, sq_migration_2, sq_migration_3,
-					    sq_migration_4};
+/* Shared with the PostgreSQL backend (store_pg.c), which translates the
+ * column types, so both backends always have the same schema. */
+const char *const store_migrations[] = {sq_migration_1, sq_migration_2, sq_migration_3,
+					sq_migration_4};
+#define sq_migrations store_migrations
 #define SQ_SCHEMA_VERSION ((int)(sizeof(sq_migrations) / sizeof(sq_migrations[0])))
+const int store_migrations_count = SQ_SCHEMA_VERSION;
 
 enum sq_verb { SQ_PUT, SQ_DEL, SQ_GET, SQ_SCAN, SQ_VERB__COUNT };
 

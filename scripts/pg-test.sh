@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# pg-test.sh - throwaway PostgreSQL servers for the tests and benches.
+#
+#   pg-test.sh start         starts a server in a new temporary directory and
+#                            prints "DIR URL" (URL: postgres://... for --store)
+#   pg-test.sh createdb DIR NAME   creates database NAME, prints its URL
+#   pg-test.sh stop DIR      stops the server and removes DIR
+#   pg-test.sh available     exit 0 when the server binaries are installed
+#
+# The server listens on a unix socket in DIR only (no TCP port to collide on)
+# and runs with fsync=off: the tests kill clients and servers' clients, not the
+# machine, so durability against power loss is not what they check. initdb
+# refuses to run as root, so as root the server runs as the 'postgres' user
+# (Debian's package creates it) or, failing that, a 'suanli-pg' user made here.
+# Exit 77 (skip) when the binaries are missing.
+set -euo pipefail
+
+bindir() {
+  local d
+  d=$(pg_config --bindir 2>/dev/null || true)
+  [ -n "$d" ] && [ -x "$d/pg_ctl" ] && [ -x "$d/initdb" ] && { echo "$d"; return; }
+  for d in /usr/lib/postgresql/*/bin; do
+    [ -x "$d/pg_ctl" ] && [ -x "$d/initdb" ] && { echo "$d"; return; }
+  done
+  return 1
+}
+
+as_pg() { # runs "$@" as the server's user
+  if [ "$(id -u)" -eq 0 ]; then
+    runuser -u "$PGUSER_OS" -- "$@"
+  else
+    "$@"
+  fi
+}
+
+pick_user() {
+  PGUSER_OS=$(id -un)
+  if [ "$(id -u)" -eq 0 ]; then
+    if id postgres >/dev/null 2>&1; then PGUSER_OS=postgres
+    else
+      id suanli-pg >/dev/null 2>&1 || useradd --system --no-create-home suanli-pg
+      PGUSER_OS=suanli-pg
+    fi
+  fi
+}
+
+BIN=$(bindir) || { echo "pg-test: PostgreSQL server binaries not installed (Debian: postgresql)" >&2; exit 77; }
+pick_user
+cmd=${1:-}
+case "$cmd" in
+available) exit 0 ;;
+start)
+  dir=$(mktemp -d "${TMPDIR:-/tmp}/sl-pg.XXXXXX")
+  chmod 0755 "$dir"
+  [ "$(id -u)" -eq 0 ] && chown "$PGUSER_OS" "$dir"
+  as_pg "$BIN/initdb" -D "$dir/data" -U suanli -A trust -E UTF8 --locale=C --no-sync \
+    >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
+  as_pg "$BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+    -o "-k $dir -c listen_addresses='' -c fsync=off -c full_page_writes=off -c max_connections=60 -c shared_buffers=16MB" \
+    start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
+  echo "$dir postgres:///postgres?host=$dir&user=suanli"
+  ;;
+createdb)
+  "$BIN/createdb" -h "$2" -U suanli "$3"
+  echo "postgres:///$3?host=$2&user=suanli"
+  ;;
+stop)
+  dir=$2
+  [ -d "$dir/data" ] && as_pg "$BIN/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
+  rm -rf "$dir"
+  ;;
+*) echo "usage: pg-test.sh start | createdb DIR NAME | stop DIR | available" >&2; exit 2 ;;
+esac
