@@ -11,6 +11,7 @@
 
 #include "catalog.h"
 #include "ctl_int.h"
+#include "leader.h"
 #include "log.h"
 
 /* Upper bounds of the placement histogram, seconds. */
@@ -157,6 +158,9 @@ void h_metrics(struct ctl_call *call)
 	for (int i = 0; i < c->metrics.nmreq; i++)
 		bprintf(&b, "suanli_http_requests_total{route=\"%s\",status=\"%d\"} %llu\n",
 			c->metrics.mreq[i].route, c->metrics.mreq[i].status, (unsigned long long)c->metrics.mreq[i].count);
+	char lead[1024];
+	if (leader_metrics(c, lead, sizeof(lead)))
+		bprintf(&b, "%s", lead);
 	if (b.oom) {
 		free(b.p);
 		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);

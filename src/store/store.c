@@ -385,6 +385,25 @@ enum sl_err store_meta_set(struct store *s, const char *key, const char *value,
 	return note_error(s, s->ops->meta_set(s->impl, key, value, n, d), true, d);
 }
 
+enum sl_err store_meta_scan(struct store *s, store_scan_fn fn, void *arg, struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	enum sl_err e = check_usable(s, d);
+	if (e != SL_OK)
+		return e;
+	if (!fn)
+		return sl_diag_set(d, SL_EINVAL, "store_meta_scan: no callback (NULL)");
+	struct scan_relay relay = {.fn = fn, .arg = arg, .cb_err = SL_OK};
+	s->in_scan = true;
+	e = s->ops->meta_scan(s->impl, scan_relay_row, &relay, d);
+	s->in_scan = false;
+	if (relay.cb_err != SL_OK)
+		return sl_diag_set(d, relay.cb_err, "meta scan stopped by the callback at '%s'",
+				   relay.at);
+	return note_error(s, e, false, d);
+}
+
 /* ---- the audit log ---- */
 
 static enum sl_err check_seq(const char *what, uint64_t v, struct sl_diag *d)

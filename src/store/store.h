@@ -157,6 +157,11 @@ enum sl_err store_meta_get(struct store *s, const char *key, char **value_out,
 enum sl_err store_meta_set(struct store *s, const char *key, const char *value,
 			   struct sl_diag *d) SL_MUST_USE;
 
+/* Calls fn(arg, key, NULL, value) for every meta key in ascending order (for
+ * `suanlid store copy`); same rules as store_scan. */
+enum sl_err store_meta_scan(struct store *s, store_scan_fn fn, void *arg,
+			    struct sl_diag *d) SL_MUST_USE;
+
 /* ---- the audit log (DESIGN.md §7) ----
  *
  * Append-only tables beside the objects: audit_entries (one row per entry:

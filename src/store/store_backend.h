@@ -38,6 +38,7 @@ struct store_ops {
 				struct sl_diag *d);
 	enum sl_err (*meta_set)(void *impl, const char *key, const char *value,
 				size_t value_len, struct sl_diag *d);
+	enum sl_err (*meta_scan)(void *impl, store_scan_fn fn, void *arg, struct sl_diag *d);
 	/* The audit tables (store.h); arguments checked by the front. */
 	enum sl_err (*audit_append)(void *impl, const struct store_audit_row *r,
 				    struct sl_diag *d);

@@ -271,6 +271,7 @@ static const struct {
 	const char *name, *sql;
 } pg_stmts[] = {
 	{"meta_get", "SELECT value FROM meta WHERE key = $1"},
+	{"meta_scan", "SELECT key, value FROM meta ORDER BY key"},
 	{"meta_set", "INSERT INTO meta (key, value) VALUES ($1, $2)"
 		     " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"},
 	{"a_append", "INSERT INTO audit_entries (seq, time_ns, tenant, action, canonical,"
@@ -314,10 +315,13 @@ static enum sl_err pg_open(const char *url, const struct store_opts *opts, void 
 {
 	(void)opts;
 	/* Defaults first: keywords in the URL come later and win. */
+	/* target_session_attrs: never a read-only server (a streaming standby),
+	 * so no decision is made on a replica's possibly stale rows. */
 	const char *const keys[] = {"connect_timeout", "keepalives", "keepalives_idle",
 				    "keepalives_interval", "keepalives_count", "tcp_user_timeout",
-				    "application_name", "options", "dbname", NULL};
-	const char *const vals[] = {"5", "1", "5", "2", "3", "10000", "suanlid",
+				    "target_session_attrs", "application_name", "options",
+				    "dbname", NULL};
+	const char *const vals[] = {"5", "1", "5", "2", "3", "10000", "read-write", "suanlid",
 				    "-c tcp_keepalives_idle=5 -c tcp_keepalives_interval=2"
 				    " -c tcp_keepalives_count=3 -c tcp_user_timeout=10000"
 				    " -c client_min_messages=warning",
@@ -564,6 +568,19 @@ static enum sl_err pg_meta_set(void *impl, const char *key, const char *value,
 	return pg_write(impl, "meta_set", 2, v, NULL, NULL, NULL, d, "meta", key);
 }
 
+static enum sl_err pg_meta_row(void *arg, const PGresult *r)
+{
+	struct pg_scan_arg *a = arg;
+	return a->fn(a->arg, PQgetvalue(r, 0, 0), NULL, PQgetvalue(r, 0, 1));
+}
+
+static enum sl_err pg_meta_scan(void *impl, store_scan_fn fn, void *arg, struct sl_diag *d)
+{
+	struct pg_scan_arg a = {fn, arg};
+	return pg_stream(impl, "meta_scan", 0, NULL, NULL, NULL, 0, pg_meta_row, &a, d,
+			 "scanning meta");
+}
+
 const struct store_ops store_pg_ops = {
 	.name = "postgres",
 	.open = pg_open,
@@ -578,6 +595,7 @@ const struct store_ops store_pg_ops = {
 	.scan = pg_scan,
 	.meta_get = pg_meta_get,
 	.meta_set = pg_meta_set,
+	.meta_scan = pg_meta_scan,
 	.audit_append = pg_audit_append,
 	.audit_last = pg_audit_last,
 	.audit_leaf = pg_audit_leaf,
