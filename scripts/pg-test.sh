@@ -8,7 +8,8 @@
 #   pg-test.sh available     exit 0 when the server binaries are installed
 #
 # The server listens on a unix socket in DIR only (no TCP port to collide on)
-# and runs with fsync=off: the tests kill clients and servers' clients, not the
+# and runs with fsync=off unless PG_TEST_FSYNC=on (the benches): the tests kill
+# clients and servers' clients, not the
 # machine, so durability against power loss is not what they check. initdb
 # refuses to run as root, so as root the server runs as the 'postgres' user
 # (Debian's package creates it) or, failing that, a 'suanli-pg' user made here.
@@ -56,7 +57,7 @@ start)
   as_pg "$BIN/initdb" -D "$dir/data" -U suanli -A trust -E UTF8 --locale=C --no-sync \
     >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
   as_pg "$BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-    -o "-k $dir -c listen_addresses='' -c fsync=off -c full_page_writes=off -c max_connections=60 -c shared_buffers=16MB" \
+    -o "-k $dir -c listen_addresses='' -c fsync=${PG_TEST_FSYNC:-off} -c full_page_writes=${PG_TEST_FSYNC:-off} -c max_connections=60 -c shared_buffers=16MB" \
     start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
   echo "$dir postgres:///postgres?host=$dir&user=suanli"
   ;;

@@ -125,7 +125,9 @@ enum sl_err store_commit(struct store *s, struct sl_diag *d) SL_MUST_USE;
 /* Discards the open transaction. SL_EINVAL if none is open. */
 enum sl_err store_rollback(struct store *s, struct sl_diag *d) SL_MUST_USE;
 
-/* Inserts or replaces row id of kind k. tenant may be NULL; json is the body
+/* Inserts or replaces row id of kind k (inside a transaction on PostgreSQL, a
+ * server-side failure surfaces at the next read or the commit: see
+ * store_audit_append). tenant may be NULL; json is the body
  * (non-empty, NUL-terminated, at most STORE_MAX_BODY bytes; not parsed here).
  * ids and tenants are 1..STORE_MAX_ID printable ASCII characters without spaces.
  * updated_ns >= 0. Errors: SL_EINVAL (bad kind, id, tenant, json or time),
@@ -203,7 +205,10 @@ typedef enum sl_err (*store_audit_note_fn)(void *arg, uint64_t size, const char 
 /* Appends entry r (r->leaf_hash of STORE_AUDIT_HASH bytes; tenant and action
  * may be "" or NULL). SL_EINVAL/SL_ELIMIT for bad arguments (nothing written);
  * SL_EIO when the write fails (the store is then failed), including a seq
- * that is already taken. */
+ * that is already taken. Inside a transaction, the PostgreSQL backend
+ * pipelines writes: a write the server refuses then fails the transaction's
+ * next read or its commit instead (the same SL_EIO and failed store), so
+ * nothing of it is committed either way. */
 enum sl_err store_audit_append(struct store *s, const struct store_audit_row *r,
 			       struct sl_diag *d) SL_MUST_USE;
 /* The highest stored seq, 0 when the log is empty. */

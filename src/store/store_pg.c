@@ -18,7 +18,16 @@
  *   answers COMMIT with "ROLLBACK", which must not read as success.
  * - No reconnection: a lost connection fails the store (store.h).
  *
- * Leadership (store.h) lives in store_pg_lead.c; here begin() runs the epoch
+ * Group commit, pipelined: inside a transaction, BEGIN, the epoch check and
+ * every write are sent without waiting (libpq pipeline mode) and their
+ * results are read at COMMIT, so a loop turn costs one round trip to the
+ * server however many rows it writes. A read in the middle first reads the
+ * results so far (it must see the transaction's own writes). The price: a
+ * write the server refuses (a taken audit seq) is reported at the commit or
+ * the next read rather than by its own call; either way the store fails and
+ * the transaction is not committed, which is what the contract needs.
+ *
+ * Leadership (store.h) lives in store_pg_lead.c; here begin() sends the epoch
  * check when this store leads, and a write outside a transaction is wrapped
  * in one so that it is checked too. */
 #include <ctype.h>
@@ -126,6 +135,9 @@ enum sl_err pg_run(struct pg *g, const char *stmt, int n, const char *const *val
 		   PGresult **res, struct sl_diag *d, const char *what, const char *obj,
 		   const char *id)
 {
+	enum sl_err pe = pg_pipe_sync(g, d);
+	if (pe)
+		return pe;
 	PGresult *r = PQexecPrepared(g->conn, stmt, n, vals, lens, fmts, result_fmt);
 	if (!r || PQresultStatus(r) != want) {
 		enum sl_err e = pg_error(g, r, d, what, obj, id);
@@ -141,6 +153,9 @@ enum sl_err pg_run(struct pg *g, const char *stmt, int n, const char *const *val
 
 enum sl_err pg_exec(struct pg *g, const char *sql, struct sl_diag *d, const char *what)
 {
+	enum sl_err pe = pg_pipe_sync(g, d);
+	if (pe)
+		return pe;
 	PGresult *r = PQexec(g->conn, sql);
 	ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
 	enum sl_err e = SL_OK;
@@ -364,6 +379,7 @@ static void pg_close(void *impl, bool failed)
 	if (!g)
 		return;
 	PQfinish(g->conn);
+	free(g->pend);
 	free(g);
 }
 
@@ -377,37 +393,113 @@ static int pg_schema_version(const void *impl)
 /* BEGIN, and when this store leads, the epoch check under a share lock on the
  * leader row (store.h): held to the end of the transaction, it keeps a new
  * leader from committing its takeover before we are done. */
+/* Sends a statement into the pipeline (entering pipeline mode); stmt NULL:
+ * sql, unprepared. */
+static enum sl_err pg_pipe_send(struct pg *g, const char *stmt, const char *sql, int n,
+				const char *const *vals, const int *lens, const int *fmts,
+				enum pg_expect px, struct sl_diag *d)
+{
+	if (g->npend == g->cap_pend) {
+		size_t cap = g->cap_pend ? g->cap_pend * 2 : 64;
+		enum pg_expect *p = realloc(g->pend, cap * sizeof(*p));
+		if (!p)
+			return sl_diag_set(d, SL_ENOMEM, "out of memory");
+		g->pend = p;
+		g->cap_pend = cap;
+	}
+	if (!g->piped) {
+		if (!PQenterPipelineMode(g->conn))
+			return pg_error(g, NULL, d, "entering pipeline mode", NULL, NULL);
+		g->piped = true;
+	}
+	int ok = stmt ? PQsendQueryPrepared(g->conn, stmt, n, vals, lens, fmts, 0)
+		      : PQsendQueryParams(g->conn, sql, 0, NULL, NULL, NULL, NULL, 0);
+	if (!ok)
+		return pg_error(g, NULL, d, "sending", stmt ? stmt : sql, NULL);
+	g->pend[g->npend++] = px;
+	return SL_OK;
+}
+
+/* Checks one pipelined result against what it must be; SL_OK or the error
+ * (set in d) of the first bad one. */
+static enum sl_err pg_pipe_check(struct pg *g, PGresult *r, enum pg_expect px, struct sl_diag *d)
+{
+	ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+	if (st == PGRES_PIPELINE_ABORTED)
+		return sl_diag_set(d, SL_EIO, "postgres: a statement of the transaction was aborted");
+	if (px == PX_EPOCH) {
+		if (st != PGRES_TUPLES_OK)
+			return pg_error(g, r, d, "checking the leader epoch", NULL, NULL);
+		if (PQntuples(r) != 1) {
+			sl_diag_set(d, SL_EIO, "deposed: leader epoch %" PRIu64
+				    " is no longer current; another controller leads", g->epoch);
+			sl_diag_hint(d, "this controller steps down; it stands by after its restart");
+			return SL_EIO;
+		}
+		return SL_OK;
+	}
+	if (st != PGRES_COMMAND_OK)
+		return pg_error(g, r, d, px == PX_COMMIT ? "committing" : "writing (pipelined)", NULL, NULL);
+	if (px == PX_COMMIT && strcmp(PQcmdStatus(r), "COMMIT") != 0)
+		return sl_diag_set(d, SL_EIO, "postgres: committing: the transaction was aborted (%s)",
+				   PQcmdStatus(r));
+	return SL_OK;
+}
+
+enum sl_err pg_pipe_sync(struct pg *g, struct sl_diag *d)
+{
+	if (!g->piped)
+		return SL_OK;
+	enum sl_err e = SL_OK;
+	if (!PQpipelineSync(g->conn))
+		e = pg_error(g, NULL, d, "sending the pipeline", NULL, NULL);
+	for (size_t i = 0; !e && i < g->npend; i++) {
+		PGresult *r = PQgetResult(g->conn);
+		enum sl_err ce = pg_pipe_check(g, r, g->pend[i], d);
+		PQclear(r);
+		if (ce && !e)
+			e = ce;
+		while ((r = PQgetResult(g->conn)) && PQresultStatus(r) != PGRES_PIPELINE_SYNC)
+			PQclear(r); /* the NULL that ends this statement's results */
+		if (r) { /* a sync already: the connection is in trouble */
+			PQclear(r);
+			if (!e)
+				e = sl_diag_set(d, SL_EIO, "postgres: the pipeline ended early");
+			g->npend = 0;
+			g->piped = !PQexitPipelineMode(g->conn);
+			return e;
+		}
+	}
+	if (!e) {
+		PGresult *r = PQgetResult(g->conn);
+		if (!r || PQresultStatus(r) != PGRES_PIPELINE_SYNC)
+			e = pg_error(g, r, d, "ending the pipeline", NULL, NULL);
+		PQclear(r);
+	}
+	g->npend = 0;
+	if (!PQexitPipelineMode(g->conn) && !e)
+		e = pg_error(g, NULL, d, "leaving pipeline mode", NULL, NULL);
+	g->piped = false;
+	return e;
+}
+
 static enum sl_err pg_tx_open(struct pg *g, struct sl_diag *d)
 {
-	enum sl_err e = pg_exec(g, "BEGIN", d, "beginning a transaction");
+	enum sl_err e = pg_pipe_send(g, NULL, "BEGIN", 0, NULL, NULL, NULL, PX_CMD, d);
 	if (e || !g->epoch)
 		return e;
 	char ep[24];
 	snprintf(ep, sizeof(ep), "%" PRIu64, g->epoch);
 	const char *v[] = {ep};
-	PGresult *r = NULL;
-	e = pg_run(g, "epoch_check", 1, v, NULL, NULL, 0, PGRES_TUPLES_OK, &r, d,
-		   "checking the leader epoch", NULL, NULL);
-	if (!e && PQntuples(r) != 1) {
-		e = sl_diag_set(d, SL_ECONFLICT, "deposed: leader epoch %" PRIu64
-				" is no longer current; another controller leads", g->epoch);
-		sl_diag_hint(d, "this controller steps down; its standby role starts on restart");
-	}
-	PQclear(r);
-	return e;
+	return pg_pipe_send(g, "epoch_check", NULL, 1, v, NULL, NULL, PX_EPOCH, d);
 }
 
 static enum sl_err pg_tx_close(struct pg *g, bool commit, struct sl_diag *d)
 {
-	PGresult *r = PQexec(g->conn, commit ? "COMMIT" : "ROLLBACK");
-	enum sl_err e = SL_OK;
-	if (!r || PQresultStatus(r) != PGRES_COMMAND_OK)
-		e = pg_error(g, r, d, commit ? "committing" : "rolling back", NULL, NULL);
-	else if (commit && strcmp(PQcmdStatus(r), "COMMIT") != 0)
-		e = sl_diag_set(d, SL_EIO, "postgres: committing: the transaction was aborted (%s)",
-				PQcmdStatus(r));
-	PQclear(r);
-	return e;
+	enum sl_err e = pg_pipe_send(g, NULL, commit ? "COMMIT" : "ROLLBACK", 0, NULL, NULL, NULL,
+				     commit ? PX_COMMIT : PX_CMD, d);
+	enum sl_err s = pg_pipe_sync(g, d);
+	return e ? e : s;
 }
 
 static enum sl_err pg_begin(void *impl, struct sl_diag *d)
@@ -440,10 +532,16 @@ static enum sl_err pg_write(struct pg *g, const char *stmt, int n, const char *c
 {
 	bool wrap = !g->in_tx && g->epoch;
 	enum sl_err e = wrap ? pg_tx_open(g, d) : SL_OK;
-	if (!e)
+	if (!e && (g->in_tx || wrap) && !res)
+		e = pg_pipe_send(g, stmt, NULL, n, vals, lens, fmts, PX_CMD, d);
+	else if (!e)
 		e = pg_run(g, stmt, n, vals, lens, fmts, 0, PGRES_COMMAND_OK, res, d, "writing", obj, id);
 	if (wrap && !e)
 		e = pg_tx_close(g, true, d);
+	else if (wrap && g->piped) {
+		struct sl_diag ignore;
+		(void)!pg_pipe_sync(g, &ignore);
+	}
 	if (e && res && *res) {
 		PQclear(*res);
 		*res = NULL;
@@ -515,6 +613,9 @@ enum sl_err pg_stream(struct pg *g, const char *stmt, int n, const char *const *
 		      const int *lens, const int *fmts, int result_fmt, pg_row_fn fn, void *arg,
 		      struct sl_diag *d, const char *what)
 {
+	enum sl_err pe = pg_pipe_sync(g, d);
+	if (pe)
+		return pe;
 	if (!PQsendQueryPrepared(g->conn, stmt, n, vals, lens, fmts, result_fmt) ||
 	    !PQsetSingleRowMode(g->conn))
 		return pg_error(g, NULL, d, what, NULL, NULL);

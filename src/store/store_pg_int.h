@@ -11,13 +11,25 @@
 
 enum pg_verb { PG_PUT, PG_DEL, PG_GET, PG_SCAN, PG_VERB__COUNT };
 
+/* What a pipelined statement's result must be (store_pg.c, group commit). */
+enum pg_expect { PX_CMD, PX_EPOCH, PX_COMMIT };
+
 struct pg {
 	PGconn *conn;
 	int version;
 	bool in_tx;
 	uint64_t epoch; /* the epoch this store leads in; 0: not leading */
 	bool locked;    /* holds the leader's session advisory lock */
+	/* the pipeline: statements sent, results not read yet */
+	bool piped;
+	enum pg_expect *pend;
+	size_t npend, cap_pend;
 };
+
+/* Reads every pipelined result and leaves pipeline mode; SL_EIO (d says
+ * which statement failed, or that the epoch is gone) on the first bad one.
+ * A no-op when nothing is pipelined. Every synchronous call runs it first. */
+enum sl_err pg_pipe_sync(struct pg *g, struct sl_diag *d);
 
 /* The SQLite schema text in PostgreSQL's types (store_pg.c's top); NULL when
  * out of memory. The caller frees. */
