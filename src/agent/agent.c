@@ -182,7 +182,7 @@ enum sl_err agent_route_addr(const char *url, char *buf, size_t n, struct sl_dia
 	}
 	host[hl] = '\0';
 	if (*p == ':') {
-		size_t pl = strcspn(p + 1, "/?#");
+		size_t pl = strcspn(p + 1, "/?#,"); /* a list: the first controller */
 		if (pl == 0 || pl >= sizeof(port))
 			return sl_diag_set(d, SL_EINVAL, "bad port in server URL '%.200s'", url);
 		memcpy(port, p + 1, pl);

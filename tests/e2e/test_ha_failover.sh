@@ -70,6 +70,9 @@ expect_eq "first controller leads" "$(role_of 0)" leader
 start_ctl 1
 wait_until 20 is_standby 1
 expect_eq "second controller stands by" "$(role_of 1)" standby
+st=$("$SUANLI" --server "$BOTH" status)
+expect_match "suanli status shows the leader" "$st" "${U[0]} +leader +epoch [0-9]+"
+expect_match "... and the standby" "$st" "${U[1]} +standby .*leader ${U[0]}"
 r=$(curl -s -i "${U[1]}/v1/leases" -H "Authorization: Bearer $SUANLI_TOKEN")
 expect_match "a standby answers 503 not_leader" "$r" '503'
 expect_match "... and names the leader" "$r" "X-Suanli-Leader: ${U[0]}"
