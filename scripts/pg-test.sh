@@ -4,6 +4,7 @@
 #   pg-test.sh start         starts a server in a new temporary directory and
 #                            prints "DIR URL" (URL: postgres://... for --store)
 #   pg-test.sh createdb DIR NAME   creates database NAME, prints its URL
+#   pg-test.sh restart DIR   restarts it (fast shutdown: sessions are cut)
 #   pg-test.sh stop DIR      stops the server and removes DIR
 #   pg-test.sh available     exit 0 when the server binaries are installed
 #
@@ -65,10 +66,15 @@ createdb)
   "$BIN/createdb" -h "$2" -U suanli "$3"
   echo "postgres:///$3?host=$2&user=suanli"
   ;;
+restart)
+  dir=$2
+  as_pg "$BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -m fast -w -t 60 restart >/dev/null ||
+    { cat "$dir/server.log" >&2; exit 1; }
+  ;;
 stop)
   dir=$2
   [ -d "$dir/data" ] && as_pg "$BIN/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
   rm -rf "$dir"
   ;;
-*) echo "usage: pg-test.sh start | createdb DIR NAME | stop DIR | available" >&2; exit 2 ;;
+*) echo "usage: pg-test.sh start | createdb DIR NAME | restart DIR | stop DIR | available" >&2; exit 2 ;;
 esac

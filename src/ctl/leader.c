@@ -25,7 +25,8 @@
 #include "log.h"
 #include "store.h"
 
-#define LEADER_POLL_MS 250 /* how often a standby tries to take over */
+#define LEADER_POLL_MS 250       /* how often a standby tries to take over */
+#define LEADER_RECONNECT_MS 1000 /* how often it retries a lost database */
 
 struct ctl_leader {
 	int64_t lease_ms, renew_ns, fence_ns;
@@ -122,20 +123,45 @@ static enum sl_err standby_try(struct standby *sb, bool *won, struct sl_diag *d)
 	return SL_OK;
 }
 
+/* One step of standing by: connect when not connected, else try to lead. A
+ * lost or refused connection is logged and retried (PostgreSQL restarting,
+ * or promoting a replica), never fatal; only a schema this program does not
+ * know is. */
+static enum sl_err standby_step(struct standby *sb, bool *won, struct sl_diag *d)
+{
+	enum sl_err e = SL_OK;
+	if (!sb->store) {
+		e = store_open(sb->cfg->store_url, &sb->store, d);
+		if (e == SL_ECONFLICT || e == SL_ENOMEM)
+			return e;
+		if (e) {
+			sl_log_warn("standby: cannot open the store; retrying", "error=%s", d->msg);
+			sb->store = NULL;
+			sb->seen.url[0] = '\0';
+			return SL_OK;
+		}
+	}
+	if ((e = standby_try(sb, won, d))) {
+		sl_log_warn("standby: the store failed; reconnecting", "error=%s", d->msg);
+		store_close(sb->store);
+		sb->store = NULL;
+		sb->seen.url[0] = '\0';
+		*won = false;
+	}
+	return SL_OK;
+}
+
 enum sl_err leader_standby(const struct leader_cfg *cfg, const char *listen, int stop_fd,
 			   struct store **out, struct sl_diag *d)
 {
 	*out = NULL;
 	struct standby sb = {.cfg = cfg};
-	enum sl_err e = store_open(cfg->store_url, &sb.store, d);
-	if (e)
-		return e;
 	bool won = false;
-	if ((e = standby_try(&sb, &won, d)) || won) {
+	enum sl_err e = standby_step(&sb, &won, d);
+	if (e || won) {
+		*out = e ? NULL : sb.store;
 		if (e)
 			store_close(sb.store);
-		else
-			*out = sb.store;
 		return e;
 	}
 	struct http_callbacks cb = {standby_handle, NULL, NULL, &sb, NULL};
@@ -160,8 +186,8 @@ enum sl_err leader_standby(const struct leader_cfg *cfg, const char *listen, int
 		if (http_server_run(h))
 			sl_log_error("http server error (standby)", NULL);
 		if (mono_ns() >= next) {
-			e = standby_try(&sb, &won, d);
-			next = mono_ns() + (int64_t)LEADER_POLL_MS * 1000000;
+			e = standby_step(&sb, &won, d);
+			next = mono_ns() + (int64_t)(sb.store ? LEADER_POLL_MS : LEADER_RECONNECT_MS) * 1000000;
 		}
 	}
 	http_server_free(h);

@@ -41,8 +41,10 @@ struct leader_cfg {
 
 /* Opens the shared store and stands by, answering on listen, until this
  * controller leads (*out: the leading store, to pass to ctl_new as
- * store_take) or stop_fd is readable (*out NULL, SL_OK). Errors: the store's
- * (cannot connect, schema), the listener's. */
+ * store_take) or stop_fd is readable (*out NULL, SL_OK). A database that
+ * cannot be reached (restarting, being promoted) is retried every second
+ * meanwhile. Errors: a schema newer than this program (SL_ECONFLICT), the
+ * listener's. */
 enum sl_err leader_standby(const struct leader_cfg *cfg, const char *listen, int stop_fd,
 			   struct store **out, struct sl_diag *d) SL_MUST_USE;
 

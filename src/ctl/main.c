@@ -412,10 +412,13 @@ static int cmd_serve(struct settings *s)
 		}
 		o.leader = &lc;
 	}
-	if (ctl_new(&o, now_ns(), &c, &d)) {
+	enum sl_err ne = ctl_new(&o, now_ns(), &c, &d);
+	if (ne) {
 		char buf[SL_DIAG_MSG + 256];
 		sl_diag_format(&d, buf, sizeof(buf));
 		sl_log_error("cannot start", "error=%s hint=%s", buf, d.hint);
+		if (o.store_take && ne == SL_EIO)
+			step_down(&d); /* lost the database while loading: stand by again */
 		close(sfd);
 		return 1;
 	}
