@@ -9,7 +9,9 @@
 # - SIGSTOP the leader past its lease: the standby takes over; a write sent to
 #   the stopped one never lands, and after SIGCONT it steps down by itself;
 # - the standby answers 503 not_leader naming the leader; /healthz and
-#   /metrics show the leadership.
+#   /metrics show the leadership;
+# - PostgreSQL restarted during traffic: both controllers come back, one
+#   leading, and nothing acknowledged is lost (the history check above).
 # Clients get both URLs (--server A,B) and find the leader themselves.
 . "$(dirname "$0")/lib.sh"
 : "${SUANLID:?SUANLID must point at the suanlid binary}"
@@ -114,6 +116,19 @@ for c in $(seq 1 "$CYCLES"); do
 	wait_until 20 is_standby "$L"
 done
 expect_eq "after each SIGKILL the standby leads with a higher epoch" "$takeover_ok" "$CYCLES"
+
+# ---- PostgreSQL restarts during traffic: both controllers come back ----
+traffic $((n + 1)) $((n + 12)) &
+tp=$!
+sleep 0.5
+bash "$PGT" restart "$PGDIR"
+expect_eq "PostgreSQL restarted during traffic" "$?" 0
+wait "$tp"
+n=$((n + 12))
+one_each() { [ "$(role_of 0)$(role_of 1)" = leaderstandby ] || [ "$(role_of 0)$(role_of 1)" = standbyleader ]; }
+wait_until 30 one_each
+expect_match "after the restart one controller leads, the other stands by" "$(role_of 0) $(role_of 1)" \
+	'^(leader standby|standby leader)$'
 
 L=$(leader)
 acked=$(wc -l <"$TMP/acked")
