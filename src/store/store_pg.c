@@ -417,6 +417,10 @@ static enum sl_err pg_pipe_send(struct pg *g, const char *stmt, const char *sql,
 	if (!ok)
 		return pg_error(g, NULL, d, "sending", stmt ? stmt : sql, NULL);
 	g->pend[g->npend++] = px;
+	/* on its way now, so the server works on the turn's writes while the
+	 * loop still handles requests, not all at once after COMMIT */
+	if (PQflush(g->conn) < 0)
+		return pg_error(g, NULL, d, "sending", stmt ? stmt : sql, NULL);
 	return SL_OK;
 }
 
