@@ -288,6 +288,7 @@ size_t leader_metrics(const struct ctl *c, char *out, size_t n)
 	const struct ctl_leader *l = c->leader;
 	if (!l || n == 0)
 		return 0;
+	int64_t lag = store_lead_replication_lag_ms(c->store);
 	int k = snprintf(out, n,
 			 "# HELP suanli_leader Whether this controller leads (1) or stands by (0).\n"
 			 "# TYPE suanli_leader gauge\nsuanli_leader 1\n"
@@ -296,8 +297,12 @@ size_t leader_metrics(const struct ctl *c, char *out, size_t n)
 			 "# HELP suanli_leader_renew_age_seconds Time since the leader last renewed (server clock).\n"
 			 "# TYPE suanli_leader_renew_age_seconds gauge\nsuanli_leader_renew_age_seconds %.3f\n"
 			 "# HELP suanli_leader_lease_seconds How long one renewal holds.\n"
-			 "# TYPE suanli_leader_lease_seconds gauge\nsuanli_leader_lease_seconds %.3f\n",
-			 l->epoch, (double)(mono_ns() - l->last_ok_ns) / 1e9, (double)l->lease_ms / 1e3);
+			 "# TYPE suanli_leader_lease_seconds gauge\nsuanli_leader_lease_seconds %.3f\n"
+			 "# HELP suanli_store_replication_lag_seconds PostgreSQL replicas' replay lag (-1: unknown).\n"
+			 "# TYPE suanli_store_replication_lag_seconds gauge\n"
+			 "suanli_store_replication_lag_seconds %.3f\n",
+			 l->epoch, (double)(mono_ns() - l->last_ok_ns) / 1e9, (double)l->lease_ms / 1e3,
+			 lag < 0 ? -1.0 : (double)lag / 1e3);
 	return k < 0 ? 0 : (size_t)k >= n ? n - 1 : (size_t)k;
 }
 
@@ -314,4 +319,6 @@ void leader_health(const struct ctl *c, void *obj)
 	json_object_set_new(o, "leader_renew_age_ms",
 			    json_integer((json_int_t)((mono_ns() - l->last_ok_ns) / 1000000)));
 	json_object_set_new(o, "lease_ms", json_integer((json_int_t)l->lease_ms));
+	json_object_set_new(o, "replication_lag_ms",
+			    json_integer((json_int_t)store_lead_replication_lag_ms(c->store)));
 }

@@ -588,6 +588,11 @@ uint64_t store_lead_epoch(const struct store *s)
 	return s && !s->failed ? s->lead_epoch : 0;
 }
 
+int64_t store_lead_replication_lag_ms(const struct store *s)
+{
+	return store_shared(s) && s->ops->lead_lag ? s->ops->lead_lag(s->impl) : -1;
+}
+
 static enum sl_err check_shared(const struct store *s, struct sl_diag *d)
 {
 	enum sl_err e = check_usable(s, d);

@@ -289,5 +289,9 @@ enum sl_err store_lead_read(struct store *s, struct store_leader *out,
 enum sl_err store_lead_release(struct store *s, struct sl_diag *d) SL_MUST_USE;
 /* The epoch this store leads in, 0 when it does not lead. */
 uint64_t store_lead_epoch(const struct store *s);
+/* The streaming replicas' replay lag (ms) as the last renewal saw it in
+ * pg_stat_replication; -1 when unknown (no replica, no renewal yet, or the
+ * role may not see it: grant pg_monitor). */
+int64_t store_lead_replication_lag_ms(const struct store *s);
 
 #endif

@@ -64,6 +64,7 @@ struct store_ops {
 	enum sl_err (*lead_renew)(void *impl, int64_t lease_ms, struct sl_diag *d);
 	enum sl_err (*lead_read)(void *impl, struct store_leader *out, struct sl_diag *d);
 	enum sl_err (*lead_release)(void *impl, struct sl_diag *d);
+	int64_t (*lead_lag)(const void *impl);
 };
 
 extern const struct store_ops store_sqlite_ops;

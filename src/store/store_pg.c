@@ -344,6 +344,7 @@ static enum sl_err pg_open(const char *url, const struct store_opts *opts, void 
 	struct pg *g = calloc(1, sizeof(*g));
 	if (!g)
 		return sl_diag_set(d, SL_ENOMEM, "out of memory opening %s", url);
+	g->lag_ms = -1;
 	g->conn = PQconnectdbParams(keys, vals, 1);
 	enum sl_err e = SL_OK;
 	if (!g->conn) {
@@ -714,6 +715,7 @@ const struct store_ops store_pg_ops = {
 	.lead_renew = pg_lead_renew,
 	.lead_read = pg_lead_read,
 	.lead_release = pg_lead_release,
+	.lead_lag = pg_lead_lag,
 };
 
 /* Exposed for store_pg_audit.c and store_pg_lead.c. */

@@ -20,6 +20,7 @@ struct pg {
 	bool in_tx;
 	uint64_t epoch; /* the epoch this store leads in; 0: not leading */
 	bool locked;    /* holds the leader's session advisory lock */
+	int64_t lag_ms; /* replicas' replay lag at the last renewal; -1: unknown */
 	/* the pipeline: statements sent, results not read yet */
 	bool piped;
 	enum pg_expect *pend;
@@ -79,5 +80,6 @@ enum sl_err pg_lead_try(void *impl, const char *holder, const char *url, int64_t
 enum sl_err pg_lead_renew(void *impl, int64_t lease_ms, struct sl_diag *d);
 enum sl_err pg_lead_read(void *impl, struct store_leader *out, struct sl_diag *d);
 enum sl_err pg_lead_release(void *impl, struct sl_diag *d);
+int64_t pg_lead_lag(const void *impl);
 
 #endif

@@ -42,9 +42,13 @@ static const struct {
 		      " WHERE id = 1 AND epoch = $4::bigint RETURNING epoch"},
 	{"lead_log", "INSERT INTO suanli_leader_log (epoch, holder, url, started_at,"
 		     " took_over_from, reason) VALUES ($1::bigint, $2, $3, now(), $4, $5)"},
+	/* also answers the streaming replicas' replay lag (-1: none, or not
+	 * visible to this role: grant it pg_monitor) */
 	{"lead_renew", "UPDATE suanli_leader SET renewed_at = now(),"
 		       " expires_at = now() + $2::bigint * interval '1 millisecond'"
-		       " WHERE id = 1 AND epoch = $1::bigint AND pid = pg_backend_pid()"},
+		       " WHERE id = 1 AND epoch = $1::bigint AND pid = pg_backend_pid()"
+		       " RETURNING (SELECT coalesce((max(extract(epoch FROM replay_lag)) * 1000)::bigint,"
+		       " -1) FROM pg_stat_replication)"},
 	{"lead_release", "UPDATE suanli_leader SET expires_at = now(), url = ''"
 			 " WHERE id = 1 AND epoch = $1::bigint"},
 };
@@ -177,14 +181,21 @@ enum sl_err pg_lead_renew(void *impl, int64_t lease_ms, struct sl_diag *d)
 	snprintf(lease, sizeof(lease), "%" PRId64, lease_ms);
 	const char *v[] = {ep, lease};
 	PGresult *r = NULL;
-	enum sl_err e = pg_run(g, "lead_renew", 2, v, NULL, NULL, 0, PGRES_COMMAND_OK, &r, d,
+	enum sl_err e = pg_run(g, "lead_renew", 2, v, NULL, NULL, 0, PGRES_TUPLES_OK, &r, d,
 			       "renewing", "the leader lease", NULL);
-	if (!e && strcmp(PQcmdTuples(r), "1") != 0) {
+	if (!e && PQntuples(r) == 1)
+		g->lag_ms = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	if (!e && PQntuples(r) != 1) {
 		e = sl_diag_set(d, SL_ECONFLICT, "deposed: leader epoch %s is no longer current", ep);
 		sl_diag_hint(d, "another controller took over; this one steps down");
 	}
 	PQclear(r);
 	return e;
+}
+
+int64_t pg_lead_lag(const void *impl)
+{
+	return ((const struct pg *)impl)->lag_ms;
 }
 
 enum sl_err pg_lead_release(void *impl, struct sl_diag *d)

@@ -78,8 +78,10 @@ expect_match "... and the standby" "$st" "${U[1]} +standby .*leader ${U[0]}"
 r=$(curl -s -i "${U[1]}/v1/leases" -H "Authorization: Bearer $SUANLI_TOKEN")
 expect_match "a standby answers 503 not_leader" "$r" '503'
 expect_match "... and names the leader" "$r" "X-Suanli-Leader: ${U[0]}"
-expect_match "the leader's /metrics show its epoch" "$(curl -s -H "Authorization: Bearer $SUANLI_TOKEN" "${U[0]}/metrics")" \
-	'suanli_leader_epoch [0-9]+'
+m=$(curl -s -H "Authorization: Bearer $SUANLI_TOKEN" "${U[0]}/metrics")
+expect_match "the leader's /metrics show its epoch" "$m" 'suanli_leader_epoch [0-9]+'
+expect_match "... the renewal age" "$m" 'suanli_leader_renew_age_seconds [0-9.]+'
+expect_match "... and the replication lag (-1: no replica)" "$m" 'suanli_store_replication_lag_seconds -1'
 "$SUANLI" --server "$BOTH" tenant create acme >/dev/null 2>&1
 expect_eq "a tenant through the list of controllers" "$?" 0
 
