@@ -5,6 +5,9 @@
 #                            prints "DIR URL" (URL: postgres://... for --store)
 #   pg-test.sh createdb DIR NAME   creates database NAME, prints its URL
 #   pg-test.sh restart DIR   restarts it (fast shutdown: sessions are cut)
+#   pg-test.sh replica DIR   a synchronous streaming replica of it; prints RDIR
+#   pg-test.sh kill DIR      stops a server at once (as a crash), keeps DIR
+#   pg-test.sh promote RDIR  promotes a replica to primary
 #   pg-test.sh stop DIR      stops the server and removes DIR
 #   pg-test.sh available     exit 0 when the server binaries are installed
 #
@@ -66,6 +69,28 @@ createdb)
   "$BIN/createdb" -h "$2" -U suanli "$3"
   echo "postgres:///$3?host=$2&user=suanli"
   ;;
+replica)
+  # a streaming replica of the server in $2, in a new directory (printed);
+  # the primary then waits for it on every commit (synchronous replication)
+  prim=$2
+  dir=$(mktemp -d "${TMPDIR:-/tmp}/sl-pgr.XXXXXX")
+  chmod 0755 "$dir"
+  [ "$(id -u)" -eq 0 ] && chown "$PGUSER_OS" "$dir"
+  as_pg "$BIN/pg_basebackup" -h "$prim" -U suanli -D "$dir/data" -R -X stream -c fast \
+    >"$dir/basebackup.log" 2>&1 || { cat "$dir/basebackup.log" >&2; exit 1; }
+  as_pg "$BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+    -o "-k $dir -c listen_addresses='' -c fsync=${PG_TEST_FSYNC:-off} -c full_page_writes=${PG_TEST_FSYNC:-off} -c max_connections=60 -c shared_buffers=16MB -c cluster_name=replica" \
+    start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
+  "$BIN/psql" -h "$prim" -U suanli -d postgres -qAt \
+    -c "ALTER SYSTEM SET synchronous_standby_names = '*'" -c "SELECT pg_reload_conf()" >/dev/null
+  echo "$dir"
+  ;;
+kill)
+  as_pg "$BIN/pg_ctl" -D "$2/data" -m immediate -w stop >/dev/null 2>&1 || true
+  ;;
+promote)
+  as_pg "$BIN/pg_ctl" -D "$2/data" -w -t 60 promote >/dev/null
+  ;;
 restart)
   dir=$2
   as_pg "$BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -m fast -w -t 60 restart >/dev/null ||
@@ -76,5 +101,5 @@ stop)
   [ -d "$dir/data" ] && as_pg "$BIN/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
   rm -rf "$dir"
   ;;
-*) echo "usage: pg-test.sh start | createdb DIR NAME | restart DIR | stop DIR | available" >&2; exit 2 ;;
+*) echo "usage: pg-test.sh start | createdb DIR NAME | replica DIR | kill DIR | promote RDIR | restart DIR | stop DIR | available" >&2; exit 2 ;;
 esac
