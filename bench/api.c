@@ -18,6 +18,10 @@
  * When Debian's wrk is installed it is run too, against the same daemon:
  * creates with releases (a Lua script), and reads of one lease.
  *
+ * Then the same pairs run against a suanlid on PostgreSQL (a server started
+ * for the run by scripts/pg-test.sh, fsync on), and the two leases/s are
+ * reported side by side (BENCH_NO_PG skips it).
+ *
  * Usage: bench_api [results.md] [pairs]
  * env: SUANLID (the daemon), BENCH_CONNS (connections), BENCH_NO_WRK (skip wrk) */
 #include <sys/epoll.h>
@@ -341,6 +345,131 @@ static char (*hold_leases(int port, const char *tok))[64]
 	return ids;
 }
 
+/* ---- the same pairs on PostgreSQL (docs/ha.md) ---- */
+
+/* Runs `bash scripts/pg-test.sh ARGS` (SL_PG_TEST overrides the path) with
+ * fsync on, its first line into out; the exit status. */
+static int pg_script(const char *args, char *out, size_t n)
+{
+	const char *sh = getenv("SL_PG_TEST") ? getenv("SL_PG_TEST") : "scripts/pg-test.sh";
+	char cmd[1400];
+	snprintf(cmd, sizeof(cmd), "PG_TEST_FSYNC=on bash '%s' %s", sh, args);
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return 1;
+	out[0] = 0;
+	if (fgets(out, (int)n, p))
+		out[strcspn(out, "\n")] = 0;
+	char junk[256];
+	while (fgets(junk, sizeof(junk), p))
+		;
+	int st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
+struct pg_run {
+	bool ran;
+	char why[BL_PATH_MAX + 128];
+	struct phase ph;
+};
+
+/* The create+release pairs against a suanlid whose store is a fresh
+ * PostgreSQL server (fsync on, unix socket, same machine), one leader. */
+static void run_pg(struct pg_run *r, const struct bl_daemon *dm, long pairs, int conns)
+{
+	char line[1100], url[1200], srv[1100], data[BL_PATH_MAX + 16], log[BL_PATH_MAX + 16];
+	char admin[256], tok[256], portarg[32], args[1200];
+	int rc = pg_script("start", line, sizeof(line));
+	char *sp = strchr(line, ' ');
+	if (rc || !sp) {
+		snprintf(r->why, sizeof(r->why), rc == 77 ? "no PostgreSQL server binaries"
+							  : "could not start PostgreSQL (rc %d)", rc);
+		return;
+	}
+	*sp = 0;
+	snprintf(srv, sizeof(srv), "%s", line);
+	snprintf(args, sizeof(args), "createdb '%s' bench", srv);
+	if (pg_script(args, url, sizeof(url))) {
+		snprintf(r->why, sizeof(r->why), "createdb failed");
+		goto stop;
+	}
+	snprintf(data, sizeof(data), "%s/pgdata", dm->dir);
+	snprintf(log, sizeof(log), "%s/suanlid-pg.log", dm->dir);
+	char *init[] = {(char *)dm->suanlid, "init", "--data", data, "--store", url, NULL};
+	int st;
+	pid_t pid = bl_spawn(init, log);
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) {
+		snprintf(r->why, sizeof(r->why), "suanlid init --store failed (see %s)", log);
+		goto stop;
+	}
+	char tp[BL_PATH_MAX + 64];
+	snprintf(tp, sizeof(tp), "%s/admin.token", data);
+	FILE *f = fopen(tp, "r");
+	if (!f || !fgets(admin, sizeof(admin), f))
+		bl_die("cannot read %s", tp);
+	fclose(f);
+	admin[strcspn(admin, "\r\n")] = 0;
+	int port = bl_free_port();
+	snprintf(portarg, sizeof(portarg), "127.0.0.1:%d", port);
+	char *serve[] = {(char *)dm->suanlid, "serve", "--data", data, "--store", url, "--listen",
+			 portarg, "--fleet", (char *)dm->fleet, "--simulate", "--log-level", "warn",
+			 NULL};
+	pid = bl_spawn(serve, log);
+	if (!bl_wait_healthy(port, pid, 30000))
+		bl_die("suanlid --store did not become healthy (log: %s)", log);
+	setup(port, admin, tok, sizeof(tok));
+	struct client *cls = calloc((size_t)conns, sizeof(*cls));
+	if (!cls)
+		bl_die("out of memory");
+	for (int i = 0; i < conns; i++) {
+		cls[i].seed = 0x9e3779b97f4a7c15ULL * (uint64_t)(unsigned)(i + 1);
+		if ((cls[i].c.fd = bl_connect(port)) < 0)
+			bl_die("connect: %s", strerror(errno));
+	}
+	r->ph = (struct phase){.name = "create+release (PostgreSQL)", .port = port, .token = tok,
+			       .todo = pairs};
+	fprintf(stderr, "bench_api: %ld pairs on PostgreSQL...\n", pairs);
+	run_phase(&r->ph, cls, conns, OP_CREATE, pid);
+	r->ran = true;
+	for (int i = 0; i < conns; i++) {
+		bl_conn_reset(&cls[i].c);
+		free(cls[i].c.buf);
+	}
+	free(cls);
+	kill(pid, SIGTERM);
+	waitpid(pid, &st, 0);
+stop:
+	snprintf(args, sizeof(args), "stop '%s'", srv);
+	pg_script(args, line, sizeof(line));
+}
+
+static void report_pg(FILE *o, struct phase *sq, struct pg_run *pg)
+{
+	fprintf(o, "\n## SQLite and PostgreSQL side by side\n\n");
+	if (!pg->ran) {
+		fprintf(o, "PostgreSQL was not run: %s.\n", pg->why);
+		return;
+	}
+	double s = (double)sq->placed / (sq->wall_ms / 1000.0);
+	double p = (double)pg->ph.placed / (pg->ph.wall_ms / 1000.0);
+	fprintf(o, "The same create+release pairs, same fleet and connections, against a suanlid "
+		   "whose store is a PostgreSQL %s server started for the run (scripts/pg-test.sh: "
+		   "unix socket, fsync=on, synchronous_commit=on, not pinned; suanlid leads it "
+		   "alone, so every transaction also checks the leader epoch).\n\n"
+		   "| store | placed leases/s | create p50 ms | create p99 ms | release p99 ms | "
+		   "failed | daemon CPU |\n|---|---:|---:|---:|---:|---:|---:|\n", "15");
+	struct phase *rows[2] = {sq, &pg->ph};
+	const char *names[2] = {"SQLite (WAL, synchronous=FULL)", "PostgreSQL"};
+	for (int i = 0; i < 2; i++) {
+		struct phase *ph = rows[i];
+		fprintf(o, "| %s | %.0f | %.2f | %.2f | %.2f | %ld | %.0f%% |\n", names[i],
+			(double)ph->placed / (ph->wall_ms / 1000.0), bl_pct(&ph->lat[0], 50),
+			bl_pct(&ph->lat[0], 99), bl_pct(&ph->lat[1], 99), ph->failed,
+			100.0 * ph->daemon_cpu_ms / ph->wall_ms);
+	}
+	fprintf(o, "\n**PostgreSQL / SQLite: %.2f** (goal >= 0.5, not asserted).\n", s > 0 ? p / s : 0);
+}
+
 static void report(FILE *o, int argc, char **argv, int conns, struct phase *ph, int nph,
 		   const struct wrk_row *wr, int nwr)
 {
@@ -456,17 +585,26 @@ int main(int argc, char **argv)
 	kill(pid, SIGTERM);
 	int st;
 	waitpid(pid, &st, 0);
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
+	bool keep = !WIFEXITED(st) || WEXITSTATUS(st);
+	if (keep)
 		fprintf(stderr, "bench_api: suanlid stopped with status %d (log: %s)\n", st, log);
-	else
-		bl_rmrf(dir);
 
+	struct pg_run pg = {.ran = false};
+	if (getenv("BENCH_NO_PG"))
+		snprintf(pg.why, sizeof(pg.why), "BENCH_NO_PG was set");
+	else
+		run_pg(&pg, &dm, pairs, conns);
 	report(stdout, argc, argv, conns, ph, 3, wr, 2);
+	report_pg(stdout, &ph[0], &pg);
 	FILE *o = fopen(out, "w");
 	if (!o)
 		bl_die("cannot write %s", out);
 	report(o, argc, argv, conns, ph, 3, wr, 2);
+	report_pg(o, &ph[0], &pg);
 	fclose(o);
+	free(pg.ph.lat[0].v), free(pg.ph.lat[1].v);
+	if (!keep)
+		bl_rmrf(dir);
 	for (int i = 0; i < conns; i++)
 		free(cls[i].c.buf);
 	for (int i = 0; i < 3; i++)

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -72,7 +73,44 @@ struct agent {
 	uint64_t rng;        /* xorshift64 state for the jitter */
 	bool down_logged;
 	int lock_fd; /* STATE_DIR/agent.lock, held while the agent runs */
+	/* Controller epochs (docs/ha.md): answers of a controller older than the
+	 * newest one seen are not obeyed. */
+	uint64_t epoch_max, poll_epoch;
 };
+
+/* True when an answer stamped with epoch may be obeyed; a newer epoch (a new
+ * leader) is remembered, and its work list is asked for from scratch. */
+static bool epoch_ok(struct agent *a, uint64_t epoch, const char *what)
+{
+	if (!epoch)
+		return true; /* a single controller stamps no epoch */
+	if (epoch < a->epoch_max) {
+		sl_log_warn("ignoring an answer of a deposed controller", "call=%s epoch=%llu newest=%llu",
+			    what, (unsigned long long)epoch, (unsigned long long)a->epoch_max);
+		return false;
+	}
+	if (epoch > a->epoch_max) {
+		if (a->epoch_max)
+			sl_log_info("following a new leader", "epoch=%llu", (unsigned long long)epoch);
+		a->epoch_max = epoch;
+		a->version = 0;
+	}
+	return true;
+}
+
+static size_t poll_header(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct agent *a = arg;
+	size_t n = size * nmemb;
+	static const char eh[] = "x-suanli-epoch:";
+	if (n > sizeof(eh) && n < 64 && strncasecmp(data, eh, sizeof(eh) - 1) == 0) {
+		char num[64];
+		memcpy(num, data + sizeof(eh) - 1, n - (sizeof(eh) - 1));
+		num[n - (sizeof(eh) - 1)] = '\0';
+		a->poll_epoch = (uint64_t)strtoull(num, NULL, 10);
+	}
+	return n;
+}
 
 static uint64_t xorshift(uint64_t *s)
 {
@@ -144,7 +182,7 @@ enum sl_err agent_route_addr(const char *url, char *buf, size_t n, struct sl_dia
 	}
 	host[hl] = '\0';
 	if (*p == ':') {
-		size_t pl = strcspn(p + 1, "/?#");
+		size_t pl = strcspn(p + 1, "/?#,"); /* a list: the first controller */
 		if (pl == 0 || pl >= sizeof(port))
 			return sl_diag_set(d, SL_EINVAL, "bad port in server URL '%.200s'", url);
 		memcpy(port, p + 1, pl);
@@ -381,6 +419,10 @@ static enum sl_err do_heartbeat(struct agent *a, int64_t now, bool *reregister,
 		http_response_release(&r);
 		return e;
 	}
+	if (!epoch_ok(a, r.epoch, "heartbeat")) {
+		http_response_release(&r);
+		return sl_diag_set(d, SL_EIO, "heartbeat answered by a deposed controller");
+	}
 	if (r.status == 409) {
 		http_response_release(&r);
 		*reregister = true;
@@ -441,8 +483,10 @@ static bool poll_start(struct agent *a, int64_t now)
 	int wait = until <= 0 ? 0 : (int)((until + NS - 1) / NS);
 	if (wait > AGENT_POLL_WAIT_S)
 		wait = AGENT_POLL_WAIT_S;
-	snprintf(a->url, sizeof(a->url), "%s/v1/agent/work?version=%lld&wait=%d", a->o->server,
-		 (long long)a->version, wait);
+	/* the controller in use: after failover, the leader the calls found */
+	snprintf(a->url, sizeof(a->url), "%s/v1/agent/work?version=%lld&wait=%d",
+		 http_client_server(a->http), (long long)a->version, wait);
+	a->poll_epoch = 0;
 	/* a server URL may end in '/' */
 	char *dbl = strstr(a->url + 8, "//v1/");
 	if (dbl)
@@ -461,6 +505,8 @@ static bool poll_start(struct agent *a, int64_t now)
 	(void)curl_easy_setopt(a->poll, CURLOPT_HTTPHEADER, a->poll_hdrs);
 	(void)curl_easy_setopt(a->poll, CURLOPT_WRITEFUNCTION, http_sink_write);
 	(void)curl_easy_setopt(a->poll, CURLOPT_WRITEDATA, &a->pb);
+	(void)curl_easy_setopt(a->poll, CURLOPT_HEADERFUNCTION, poll_header);
+	(void)curl_easy_setopt(a->poll, CURLOPT_HEADERDATA, a);
 	if (curl_multi_add_handle(a->multi, a->poll) != CURLM_OK)
 		return false;
 	a->polling = true;
@@ -485,15 +531,19 @@ static enum sl_err poll_done(struct agent *a, CURLcode rc, int64_t now, struct s
 		return SL_OK;
 	}
 	if (status == 401 || status == 403) {
-		struct http_response r = {(int)status, a->pb.buf ? a->pb.buf : (char *)"", a->pb.len, 0};
+		struct http_response r = {(int)status, a->pb.buf ? a->pb.buf : (char *)"", a->pb.len, 0, 0};
 		return refused(a, &r, d);
+	}
+	if (status == 200 && !epoch_ok(a, a->poll_epoch, "work")) {
+		a->poll_due = now + next_backoff(a, &a->poll_backoff);
+		return SL_OK;
 	}
 	if (status != 200) {
 		sl_log_warn("work poll: unexpected answer; retrying", "status=%ld", status);
 		a->poll_due = now + next_backoff(a, &a->poll_backoff);
 		return SL_OK;
 	}
-	struct http_response r = {(int)status, a->pb.buf ? a->pb.buf : (char *)"", a->pb.len, 0};
+	struct http_response r = {(int)status, a->pb.buf ? a->pb.buf : (char *)"", a->pb.len, 0, 0};
 	json_t *ans = answer_object(&r, "work");
 	const json_t *ver = json_object_get(ans, "version");
 	const json_t *work = json_object_get(ans, "work");

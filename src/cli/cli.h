@@ -26,6 +26,7 @@ int cmd_agent_token(int argc, char **argv); /* cmd_agent_token.c */
 int cmd_lease(int argc, char **argv);
 int cmd_job(int argc, char **argv);
 int cmd_queue(int argc, char **argv);
+int cmd_status(int argc, char **argv);
 int cmd_reservation(int argc, char **argv);
 /* Billing (cmd_billing.c). */
 int cmd_price(int argc, char **argv);

@@ -262,9 +262,29 @@ static void print_server_error(const struct client *cl, const struct http_respon
 	}
 }
 
+/* A fresh random Idempotency-Key: every POST carries one, so a retry after a
+ * lost answer or a failover (http_client.c) cannot apply it twice. */
+static const char *auto_key(char buf[40])
+{
+	unsigned char r[16];
+	FILE *f = fopen("/dev/urandom", "rb");
+	size_t n = f ? fread(r, 1, sizeof(r), f) : 0;
+	if (f)
+		fclose(f);
+	if (n != sizeof(r))
+		return NULL;
+	memcpy(buf, "cli-", 4);
+	for (size_t i = 0; i < sizeof(r); i++)
+		snprintf(buf + 4 + 2 * i, 3, "%02x", r[i]);
+	return buf;
+}
+
 int client_call(struct client *cl, const char *method, const char *path, json_t *body,
 		const char *idempotency_key, json_t **out)
 {
+	char keybuf[40];
+	if (!idempotency_key && method && !strcmp(method, "POST"))
+		idempotency_key = auto_key(keybuf);
 	struct http_response r = {0};
 	struct sl_diag d;
 	char *text = NULL;

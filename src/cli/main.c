@@ -32,6 +32,7 @@ static const struct {
 	{"lease", cmd_lease, "leases: create, list, show, release, extend, scale"},
 	{"job", cmd_job, "jobs on a lease's nodes: run, list, show, logs, cancel"},
 	{"queue", cmd_queue, "leases waiting for capacity, and why"},
+	{"status", cmd_status, "each controller: leader or standby, epoch, last renewal"},
 	{"reservation", cmd_reservation, "capacity held for a tenant: create, list"},
 	{"price", cmd_price, "prices per GPU-hour or GPU-month: set, list, history"},
 	{"topup", cmd_topup, "record money a tenant paid in (operator)"},

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -25,9 +27,42 @@
 struct http_client {
 	CURL *curl;
 	CURLSH *share; /* the connection cache, shared with http_client_share */
-	char *server; /* without trailing '/' */
+	char *server; /* the one in use, without trailing '/' */
 	char *auth;   /* "Authorization: Bearer ..." or NULL */
+	/* Failover (docs/ha.md): the controllers given, and which is in use. */
+	char *list;   /* the --server text, split in place at the commas */
+	const char *urls[HTTP_CLIENT_MAX_SERVERS];
+	int nurls, cur;
+	uint64_t epoch; /* highest X-Suanli-Epoch seen */
 };
+
+/* Headers of one answer that failover reads. */
+struct answer_headers {
+	char leader[HTTP_CLIENT_URL_MAX];
+	uint64_t epoch;
+};
+
+static size_t header_cb(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct answer_headers *h = arg;
+	size_t n = size * nmemb;
+	static const char lh[] = "x-suanli-leader:", eh[] = "x-suanli-epoch:";
+	if (n > sizeof(lh) && strncasecmp(data, lh, sizeof(lh) - 1) == 0) {
+		size_t i = sizeof(lh) - 1, k = 0;
+		while (i < n && data[i] == ' ')
+			i++;
+		while (i < n && data[i] > ' ' && k + 1 < sizeof(h->leader))
+			h->leader[k++] = data[i++];
+		h->leader[k] = '\0';
+	} else if (n > sizeof(eh) && strncasecmp(data, eh, sizeof(eh) - 1) == 0) {
+		char num[24];
+		size_t len = n - (sizeof(eh) - 1) < sizeof(num) - 1 ? n - (sizeof(eh) - 1) : sizeof(num) - 1;
+		memcpy(num, data + sizeof(eh) - 1, len);
+		num[len] = '\0';
+		h->epoch = strtoull(num, NULL, 10);
+	}
+	return n;
+}
 
 enum sl_err http_client_global_init(struct sl_diag *d)
 {
@@ -61,13 +96,29 @@ enum sl_err http_client_new(const char *server, const char *token,
 	size_t n;
 
 	*out = NULL;
-	if (!server || (strncmp(server, "http://", 7) != 0 &&
-			strncmp(server, "https://", 8) != 0) ||
-	    has_ctl(server, 1) || strlen(server) >= HTTP_CLIENT_URL_MAX) {
+	if (!server || has_ctl(server, 1) || strlen(server) >= HTTP_CLIENT_URL_MAX) {
 		sl_diag_hint(d, "give the controller's URL, as http://127.0.0.1:7400, "
 				"with --server or SUANLI_SERVER");
 		return sl_diag_set(d, SL_EINVAL, "bad server URL '%.200s'",
 				   server ? server : "");
+	}
+	/* A comma-separated list names several controllers (one leads). */
+	int nurl = 1;
+	for (const char *p = server; *p; p++)
+		nurl += *p == ',';
+	for (const char *p = server; nurl <= HTTP_CLIENT_MAX_SERVERS;) {
+		if (strncmp(p, "http://", 7) != 0 && strncmp(p, "https://", 8) != 0)
+			nurl = HTTP_CLIENT_MAX_SERVERS + 1;
+		p = strchr(p, ',');
+		if (!p)
+			break;
+		p++;
+	}
+	if (nurl > HTTP_CLIENT_MAX_SERVERS) {
+		sl_diag_hint(d, "give the controller's URL, as http://127.0.0.1:7400, or up to %d "
+				"of them separated by commas, with --server or SUANLI_SERVER",
+			     HTTP_CLIENT_MAX_SERVERS);
+		return sl_diag_set(d, SL_EINVAL, "bad server URL '%.200s'", server);
 	}
 	if (token && (has_ctl(token, 1) || strlen(token) >= HTTP_CLIENT_HEADER_MAX ||
 		      !*token)) {
@@ -78,7 +129,15 @@ enum sl_err http_client_new(const char *server, const char *token,
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return sl_diag_set(d, SL_ENOMEM, "out of memory");
-	c->server = strdup(server);
+	c->list = strdup(server);
+	for (char *p = c->list, *save = NULL, *t = p ? strtok_r(p, ",", &save) : NULL; t;
+	     t = strtok_r(NULL, ",", &save)) {
+		size_t tl = strlen(t);
+		while (tl > 0 && t[tl - 1] == '/')
+			t[--tl] = '\0';
+		c->urls[c->nurls++] = t;
+	}
+	c->server = c->nurls ? strdup(c->urls[0]) : NULL;
 	c->curl = curl_easy_init();
 	c->share = curl_share_init();
 	if (c->share &&
@@ -92,7 +151,7 @@ enum sl_err http_client_new(const char *server, const char *token,
 		if (c->auth)
 			snprintf(c->auth, al, "Authorization: Bearer %s", token);
 	}
-	if (!c->server || !c->curl || !c->share || (token && !c->auth)) {
+	if (!c->list || !c->server || !c->curl || !c->share || (token && !c->auth)) {
 		http_client_free(c);
 		return sl_diag_set(d, SL_ENOMEM, "out of memory (or libcurl failed)");
 	}
@@ -112,6 +171,7 @@ void http_client_free(struct http_client *c)
 	if (c->share)
 		curl_share_cleanup(c->share);
 	free(c->server);
+	free(c->list);
 	free(c->auth);
 	free(c);
 }
@@ -256,11 +316,12 @@ enum sl_err http_client_request(struct http_client *c, const char *method,
 				      body, body_len, idempotency_key, timeout_ms, resp, d);
 }
 
-enum sl_err http_client_request_ct(struct http_client *c, const char *method,
-				   const char *path, const char *content_type,
-				   const char *body, size_t body_len,
-				   const char *idempotency_key, long timeout_ms,
-				   struct http_response *resp, struct sl_diag *d)
+static enum sl_err request_once(struct http_client *c, const char *method,
+				const char *path, const char *content_type,
+				const char *body, size_t body_len,
+				const char *idempotency_key, long timeout_ms,
+				struct http_response *resp, struct answer_headers *ah,
+				CURLcode *rc_out, struct sl_diag *d)
 {
 	char url[2 * HTTP_CLIENT_URL_MAX];
 	char errbuf[CURL_ERROR_SIZE] = "";
@@ -305,6 +366,8 @@ enum sl_err http_client_request_ct(struct http_client *c, const char *method,
 	(void)curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	(void)curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, http_sink_write);
 	(void)curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
+	(void)curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
+	(void)curl_easy_setopt(h, CURLOPT_HEADERDATA, ah);
 	(void)curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE,
 			       (curl_off_t)HTTP_CLIENT_MAX_RESPONSE);
 	if (strcmp(method, "HEAD") == 0)
@@ -316,6 +379,7 @@ enum sl_err http_client_request_ct(struct http_client *c, const char *method,
 		(void)curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 	}
 	rc = curl_easy_perform(h);
+	*rc_out = rc;
 	curl_slist_free_all(hdrs);
 	/* the handle keeps pointers to these; drop them before they go away */
 	(void)curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
@@ -342,7 +406,89 @@ enum sl_err http_client_request_ct(struct http_client *c, const char *method,
 	resp->status = (int)status;
 	resp->body = sink.buf;
 	resp->len = sink.len;
+	resp->epoch = ah->epoch;
 	return SL_OK;
+}
+
+/* Makes url the server in use. */
+static void use_server(struct http_client *c, const char *url)
+{
+	char *s = strdup(url);
+	if (!s)
+		return;
+	size_t n = strlen(s);
+	while (n > 0 && s[n - 1] == '/')
+		s[--n] = '\0';
+	free(c->server);
+	c->server = s;
+	for (int i = 0; i < c->nurls; i++)
+		if (!strcmp(c->urls[i], s))
+			c->cur = i;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&t, NULL);
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* Failover: a standby's 503 "not_leader" is followed to the leader it names
+ * (X-Suanli-Leader), or else the next controller of the list is tried; so is
+ * one that cannot be reached, when the request is safe to send twice (no
+ * request sent at all, a GET, or an Idempotency-Key, which makes the server
+ * answer a retry with the first answer). Rounds that find no leader (a
+ * takeover in progress) are repeated for up to HTTP_CLIENT_FAILOVER_MS. */
+enum sl_err http_client_request_ct(struct http_client *c, const char *method,
+				   const char *path, const char *content_type,
+				   const char *body, size_t body_len,
+				   const char *idempotency_key, long timeout_ms,
+				   struct http_response *resp, struct sl_diag *d)
+{
+	int64_t give_up = mono_ms() + HTTP_CLIENT_FAILOVER_MS;
+	bool safe = idempotency_key || (method && (!strcmp(method, "GET") || !strcmp(method, "HEAD")));
+	for (int attempt = 1;; attempt++) {
+		struct answer_headers ah = {.epoch = 0};
+		CURLcode rc = CURLE_OK;
+		enum sl_err e = request_once(c, method, path, content_type, body, body_len,
+					     idempotency_key, timeout_ms, resp, &ah, &rc, d);
+		bool not_leader = e == SL_OK && resp->status == 503 && resp->body &&
+				  strstr(resp->body, "\"not_leader\"");
+		bool unreachable = e == SL_EIO && c->nurls > 1 &&
+				   (rc == CURLE_COULDNT_CONNECT || safe);
+		if (e == SL_OK && ah.epoch > c->epoch)
+			c->epoch = ah.epoch;
+		if ((!not_leader && !unreachable) || mono_ms() > give_up)
+			return e;
+		if (not_leader && ah.leader[0] && strcmp(ah.leader, c->server) &&
+		    (!strncmp(ah.leader, "http://", 7) || !strncmp(ah.leader, "https://", 8))) {
+			use_server(c, ah.leader);
+		} else {
+			if (c->nurls > 1)
+				use_server(c, c->urls[(c->cur + 1) % c->nurls]);
+			if (c->nurls <= 1 || attempt % c->nurls == 0)
+				sleep_ms(HTTP_CLIENT_FAILOVER_PAUSE_MS);
+		}
+		if (not_leader)
+			http_response_release(resp);
+		sl_diag_clear(d);
+	}
+}
+
+uint64_t http_client_epoch(const struct http_client *c)
+{
+	return c ? c->epoch : 0;
+}
+
+const char *http_client_server(const struct http_client *c)
+{
+	return c ? c->server : NULL;
 }
 
 static enum sl_err err_from_code(const char *code)

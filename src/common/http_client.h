@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "err.h"
 
@@ -26,6 +27,10 @@
 #define HTTP_CLIENT_HEADER_MAX 1024u
 /* Timeout used when a request passes 0. */
 #define HTTP_CLIENT_DEFAULT_TIMEOUT_MS 30000L
+/* Failover between controllers (docs/ha.md). */
+#define HTTP_CLIENT_MAX_SERVERS 8          /* controllers in one --server list */
+#define HTTP_CLIENT_FAILOVER_MS 20000L     /* how long a request looks for the leader */
+#define HTTP_CLIENT_FAILOVER_PAUSE_MS 200L /* between rounds that found none */
 
 struct http_client;
 
@@ -37,6 +42,7 @@ struct http_response {
 	char *body;
 	size_t len;
 	long retry_after_s;
+	uint64_t epoch; /* the controller's X-Suanli-Epoch (0: none, a single controller) */
 };
 
 /* A growing answer buffer for a curl handle (CURLOPT_WRITEFUNCTION
@@ -53,13 +59,20 @@ size_t http_sink_write(char *data, size_t size, size_t nmemb, void *arg);
 enum sl_err http_client_global_init(struct sl_diag *d) SL_MUST_USE;
 void http_client_global_cleanup(void);
 
-/* A client for server ("http://127.0.0.1:7400", a trailing '/' is allowed)
+/* A client for server ("http://127.0.0.1:7400", a trailing '/' is allowed;
+ * or up to HTTP_CLIENT_MAX_SERVERS of them separated by commas: the
+ * controllers of one installation, of which one leads, found by failover as
+ * http_client_request_ct describes)
  * with a bearer token (NULL for none; copied). SL_EINVAL for a URL that is not
  * http:// or https://, or a token with control characters or too long;
  * SL_ENOMEM. */
 enum sl_err http_client_new(const char *server, const char *token,
 			    struct http_client **out, struct sl_diag *d) SL_MUST_USE;
 void http_client_free(struct http_client *c);
+/* The highest controller epoch any answer carried (0: none). */
+uint64_t http_client_epoch(const struct http_client *c);
+/* The controller in use now (after failover, the leader found). */
+const char *http_client_server(const struct http_client *c);
 
 /* Replaces the bearer token (copied; NULL for none) and keeps the client's
  * connection: an agent switching from its join token to its node credential
@@ -75,6 +88,8 @@ enum sl_err http_client_set_token(struct http_client *c, const char *token,
  * handles in other threads. */
 void http_client_share(struct http_client *c, void *easy);
 
+/* With several controllers (or a standby's X-Suanli-Leader answer), a
+ * request finds the leader by itself: see http_client.c's failover note. */
 /* Sends method (GET, POST, PUT, PATCH, DELETE) to path ("/v1/leases?x=1",
  * must start with '/'), with body (JSON, sent as application/json; NULL for
  * none) and idempotency_key (NULL for none) as the Idempotency-Key header,

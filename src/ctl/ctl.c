@@ -27,6 +27,7 @@
 #include "ctl_int.h"
 #include "jobs.h"
 #include "file.h"
+#include "leader.h"
 #include "log.h"
 
 #define CTL_MAX_ANSWERS (1 << 20)    /* answers queued in one turn */
@@ -318,20 +319,49 @@ static enum sl_err write_secret_file(const char *dir, const char *secret, struct
 
 enum sl_err ctl_init_data(const char *dir, int64_t now_ns, char **token_out, struct sl_diag *d)
 {
+	return ctl_init_data_at(dir, NULL, now_ns, token_out, d);
+}
+
+/* A shared store is initialised once: its meta says so. */
+static enum sl_err init_check_shared(struct store *s, const char *where, struct sl_diag *d)
+{
+	char *v = NULL;
+	enum sl_err e = store_meta_get(s, "initialized_at", &v, d);
+	free(v);
+	if (e == SL_ENOTFOUND)
+		return SL_OK;
+	if (e == SL_OK) {
+		sl_diag_hint(d, "serve it with 'suanlid serve --store URL'; a standby needs only a "
+				"copy of the data directory's keys");
+		return sl_diag_set(d, SL_EEXIST, "%.200s already holds a suanli store", where);
+	}
+	return e;
+}
+
+enum sl_err ctl_init_data_at(const char *dir, const char *store_url, int64_t now_ns,
+			     char **token_out, struct sl_diag *d)
+{
 	struct store *s = NULL;
 	struct ctl_token t;
 	char secret[64];
 	*token_out = NULL;
 	if (sodium_init() < 0)
 		return sl_diag_set(d, SL_EIO, "libsodium failed to initialise");
-	if (file_exists(dir, STORE_DB_FILE) || file_exists(dir, CTL_ADMIN_TOKEN_FILE)) {
+	if ((!store_url && file_exists(dir, STORE_DB_FILE)) || file_exists(dir, CTL_ADMIN_TOKEN_FILE)) {
 		sl_diag_hint(d, "serve it with 'suanlid serve --data %.200s', or choose a new directory",
 			     dir);
 		return sl_diag_set(d, SL_EEXIST, "%.200s already holds a suanli store", dir);
 	}
-	enum sl_err e = store_open(dir, &s, d);
+	if (store_url && mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return sl_diag_set(d, SL_EIO, "cannot create data directory %.200s: %s", dir,
+				   strerror(errno));
+	enum sl_err e = store_open(store_url ? store_url : dir, &s, d);
 	if (e)
 		return e;
+	if (store_url && (e = init_check_shared(s, "the database", d))) {
+		store_close(s);
+		return e;
+	}
 	memset(&t, 0, sizeof(t));
 	auth_token_generate(&t, secret);
 	t.role = CTL_ROLE_ADMIN;
@@ -715,7 +745,7 @@ enum sl_err ctl_new(const struct ctl_opts *o, int64_t now_ns, struct ctl **out,
 	*out = NULL;
 	if (!o->data_dir)
 		return sl_diag_set(d, SL_EINVAL, "no data directory given");
-	if (!file_exists(o->data_dir, STORE_DB_FILE)) {
+	if (!o->store_take && !file_exists(o->data_dir, STORE_DB_FILE)) {
 		sl_diag_hint(d, "create it with 'suanlid init --data %.200s'", o->data_dir);
 		return sl_diag_set(d, SL_ENOTFOUND, "%.200s holds no suanli store", o->data_dir);
 	}
@@ -745,7 +775,13 @@ enum sl_err ctl_new(const struct ctl_opts *o, int64_t now_ns, struct ctl **out,
 		ctl_free(c);
 		return e;
 	}
-	if ((e = store_open(o->data_dir, &c->store, d)) || (e = audit_log_open(c, d)) ||
+	if (o->store_take)
+		c->store = o->store_take; /* ours from here on, even when we fail */
+	else
+		e = store_open(o->data_dir, &c->store, d);
+	if (!e && o->leader)
+		e = leader_attach(c, o->leader, d);
+	if (e || (e = audit_log_open(c, d)) ||
 	    (e = ctl_load(c, o, d))) {
 		ctl_free(c);
 		return e;
@@ -812,6 +848,7 @@ void ctl_free(struct ctl *c)
 			if (store_rollback(c->store, &d))
 				sl_log_warn("store rollback failed", "error=%s", d.msg);
 		}
+		leader_free(c); /* a clean stop hands leadership over at once */
 		store_close(c->store);
 	}
 	audit_log_close(c);
@@ -836,6 +873,7 @@ static enum sl_err end_turn(struct ctl *c, struct sl_diag *d)
 	}
 	for (int i = 0; i < c->nanswers; i++) {
 		struct ctl_answer *a = &c->answers[i];
+		leader_stamp(c, a->req);
 		http_respond(a->req, a->status, a->ctype, a->body, a->len);
 		free(a->body);
 	}
@@ -858,6 +896,7 @@ enum sl_err ctl_run(struct ctl *c, int stop_fd, struct sl_diag *d)
 			if (tmo < 0 || ms < tmo)
 				tmo = ms > 60000 ? 60000 : (int)ms;
 		}
+		tmo = leader_timeout_ms(c, tmo);
 		if (flush)
 			tmo = 0;
 		if (poll(p, stop_fd >= 0 ? 2 : 1, tmo) < 0 && errno != EINTR)
@@ -873,10 +912,16 @@ enum sl_err ctl_run(struct ctl *c, int stop_fd, struct sl_diag *d)
 		agents_tick(c);
 		jobs_tick(c);
 		flush = c->nanswers > 0;
+		/* a leader past its fence deadline (stopped, stalled) answers nobody */
+		if ((e = leader_check(c, d)))
+			return e;
 		if ((e = end_turn(c, d))) {
 			sl_log_error("commit failed; stopping without answering", "error=%s", d->msg);
-			return SL_EIO;
+			return store_lead_epoch(c->store) || !store_shared(c->store) ? SL_EIO
+										: SL_ECONFLICT;
 		}
+		if ((e = leader_tick(c, d)))
+			return e;
 	}
 	sl_log_info("stopping", "leases_active=%d queue=%d", c->lt.nactive,
 		    c->sched ? sched_pending_count(c->sched) : 0);

@@ -19,6 +19,8 @@
 #define CTL_ADMIN_TOKEN_FILE "admin.token" /* inside the data directory, mode 0600 */
 
 struct ctl;
+struct store;
+struct leader_cfg;
 
 /* What `suanlid serve` was asked for. Strings are borrowed for ctl_new only. */
 struct ctl_opts {
@@ -37,6 +39,11 @@ struct ctl_opts {
 	int64_t down_after_s;        /* silent agent -> node down, leases fail; 0: 60 s */
 	unsigned max_connections;    /* HTTP connections admitted at once; 0: the
 					default (HTTP_MAX_CONNECTIONS, http.h) */
+	struct store *store_take;    /* NULL: open data_dir's SQLite store; else a
+					store (already leading, when shared) that
+					ctl_new takes over, even when it fails */
+	const struct leader_cfg *leader; /* a shared store's leadership (leader.h);
+					    NULL when not shared */
 	int answer_queue_max;        /* answers the queue may hold; 0: as memory
 					allows; < 0: none at all (tests: a queue
 					that cannot grow, as when out of memory) */
@@ -52,6 +59,12 @@ struct ctl_opts {
  * SL_EIO for file-system errors. now_ns: wall-clock time for created_at. */
 enum sl_err ctl_init_data(const char *data_dir, int64_t now_ns, char **token_out,
 			  struct sl_diag *d) SL_MUST_USE;
+
+/* ctl_init_data with the store in store_url (a PostgreSQL URL) instead of
+ * data_dir, which still gets the admin token and the audit key. SL_EEXIST when
+ * the database is already initialised. store_url NULL: ctl_init_data. */
+enum sl_err ctl_init_data_at(const char *data_dir, const char *store_url, int64_t now_ns,
+			     char **token_out, struct sl_diag *d) SL_MUST_USE;
 
 /* Opens the store, rebuilds memory from it (loading opts->fleet_file first when
  * given), and starts listening. Errors: SL_ENOTFOUND when data_dir holds no

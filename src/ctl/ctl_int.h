@@ -69,6 +69,7 @@ struct ctl {
 	struct ctl_billing *billing; /* prices, usage, ledger (billing.h); NULL until started */
 	struct ctl_agents *agents;   /* node agents (agents.h); NULL until started */
 	struct ctl_jobs *jobs;       /* jobs on leases (jobs.h); NULL until started */
+	struct ctl_leader *leader;   /* leadership on a shared store (leader.h); NULL: none */
 };
 
 /* Lease at index i (seq - 1), NULL when evicted. Live leases are never evicted. */

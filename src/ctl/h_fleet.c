@@ -13,6 +13,7 @@
 #include "agents.h"
 #include "catalog.h"
 #include "ctl_int.h"
+#include "leader.h"
 #include "log.h"
 
 /* ---- node state ---- */
@@ -246,7 +247,9 @@ fail:
 
 void h_healthz(struct ctl_call *call)
 {
-	ctl_answer_json(call, 200, json_pack("{s:s, s:s}", "status", "ok", "version", CTL_VERSION));
+	json_t *o = json_pack("{s:s, s:s}", "status", "ok", "version", CTL_VERSION);
+	leader_health(call->ctl, o);
+	ctl_answer_json(call, 200, o);
 }
 
 void h_catalog(struct ctl_call *call)

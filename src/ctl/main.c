@@ -18,23 +18,36 @@
 #include "ctl.h"
 #include "file.h"
 #include "http.h"
+#include "leader.h"
 #include "log.h"
+#include "store.h"
+#include "store_copy.h"
 
 #define CONFIG_MAX_FILE (64u << 10) /* bound on a config file */
 #define CONFIG_MAX_LINE 1024        /* bound on one config line */
 
 static const char usage[] =
-	"usage: suanlid init --data DIR\n"
-	"       suanlid serve --data DIR [--listen ADDR] [--fleet FILE] [--simulate]\n"
+	"usage: suanlid init --data DIR [--store postgres://...]\n"
+	"       suanlid serve --data DIR [--store postgres://...] [--advertise URL]\n"
+	"                     [--lease SECS] [--listen ADDR] [--fleet FILE] [--simulate]\n"
 	"                     [--config FILE] [--log-level LEVEL] [--preempt-notice SECS]\n"
 	"                     [--keep-ended N] [--currency CODE] [--billing-zone ZONE]\n"
 	"                     [--grace SECS] [--heartbeat SECS] [--unreachable-after SECS]\n"
 	"                     [--down-after SECS] [--max-connections N]\n"
+	"       suanlid store copy --from DIR --to postgres://...\n"
 	"       suanlid routes --json\n\n"
 	"The suanli controller. 'init' creates a data directory with its store and\n"
 	"prints a one-time admin token (also written to DIR/admin.token, mode 0600).\n"
 	"'serve' serves the HTTP API (default 127.0.0.1:7400; port 0 picks a free one).\n\n"
-	"  --data DIR         data directory (store, admin token)\n"
+	"  --data DIR         data directory (store, admin token, audit key)\n"
+	"  --store URL        keep the store in PostgreSQL instead of DIR: several\n"
+	"                     controllers on one database, one leads (docs/ha.md);\n"
+	"                     each needs a copy of DIR's audit key\n"
+	"  --advertise URL    where clients reach this controller (standbys name\n"
+	"                     the leader's); default http://LISTEN\n"
+	"  --lease SECS       leadership lease (default 6): the leader renews every\n"
+	"                     SECS/6, fences itself after 2*SECS/3 without renewal,\n"
+	"                     a standby takes over after SECS\n"
 	"  --listen ADDR      HOST:PORT, [V6]:PORT or :PORT\n"
 	"  --fleet FILE       load this fleet file at start, replacing the stored one\n"
 	"  --simulate         count fleet nodes as present and healthy (no agents)\n"
@@ -63,6 +76,8 @@ static const char usage[] =
 	"                     descriptors: suanlid raises its soft limit to the\n"
 	"                     hard one (ulimit -Hn, systemd LimitNOFILE=) and\n"
 	"                     refuses to start when that is not enough\n"
+	"'store copy' moves a data directory's store into an empty PostgreSQL\n"
+	"database (audit log included) and verifies it row by row.\n"
 	"'routes --json' prints the API's route table with the roles of each route.\n";
 
 static int64_t now_ns(void)
@@ -86,6 +101,7 @@ struct settings {
 	char *currency, *zone, *grace; /* billing */
 	char *hb, *unreach, *down;     /* agents */
 	char *maxconn;                 /* HTTP */
+	char *store, *advertise, *lease, *from, *to; /* HA (docs/ha.md) */
 	int simulate; /* -1 unset */
 };
 
@@ -94,6 +110,7 @@ static void settings_free(struct settings *s)
 	free(s->data), free(s->listen), free(s->fleet), free(s->level), free(s->notice), free(s->keep);
 	free(s->currency), free(s->zone), free(s->grace);
 	free(s->hb), free(s->unreach), free(s->down), free(s->maxconn);
+	free(s->store), free(s->advertise), free(s->lease), free(s->from), free(s->to);
 }
 
 static char *trim(char *s)
@@ -157,7 +174,10 @@ static int read_config(const char *path, struct settings *s)
 			      !strcmp(k, "heartbeat") ? &s->hb :
 			      !strcmp(k, "unreachable-after") ? &s->unreach :
 			      !strcmp(k, "down-after") ? &s->down :
-			      !strcmp(k, "max-connections") ? &s->maxconn : NULL;
+			      !strcmp(k, "max-connections") ? &s->maxconn :
+			      !strcmp(k, "store") ? &s->store :
+			      !strcmp(k, "advertise") ? &s->advertise :
+			      !strcmp(k, "lease") ? &s->lease : NULL;
 		if (slot) {
 			if (!*slot && !(*slot = strdup(v)))
 				rc = -1;
@@ -170,7 +190,7 @@ static int read_config(const char *path, struct settings *s)
 				s->simulate = b;
 			}
 		} else {
-			fprintf(stderr, "suanlid: %s:%d: unknown key '%s'\n  hint: keys are data, listen, fleet, simulate, log-level, preempt-notice, keep-ended, currency, billing-zone, grace, heartbeat, unreachable-after, down-after, max-connections\n",
+			fprintf(stderr, "suanlid: %s:%d: unknown key '%s'\n  hint: keys are data, listen, fleet, simulate, log-level, preempt-notice, keep-ended, currency, billing-zone, grace, heartbeat, unreachable-after, down-after, max-connections, store, advertise, lease\n",
 				path, line, k);
 			rc = -1;
 		}
@@ -179,7 +199,7 @@ static int read_config(const char *path, struct settings *s)
 	return rc;
 }
 
-static int cmd_init(const char *data)
+static int cmd_init(const char *data, const char *store)
 {
 	struct sl_diag d;
 	char *token = NULL;
@@ -188,7 +208,11 @@ static int cmd_init(const char *data)
 		fputs("suanlid: init needs --data DIR\n", stderr);
 		return 2;
 	}
-	if (ctl_init_data(data, now_ns(), &token, &d)) {
+	if (store && !store_is_url(store)) {
+		fputs("suanlid: --store takes a postgres://... URL\n", stderr);
+		return 2;
+	}
+	if (ctl_init_data_at(data, store, now_ns(), &token, &d)) {
 		fail("init", &d);
 		return 1;
 	}
@@ -210,6 +234,60 @@ static void raise_fd_limit(unsigned max_connections)
 	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need ? need : rl.rlim_max;
 	if (setrlimit(RLIMIT_NOFILE, &rl))
 		sl_log_warn("cannot raise the file descriptor limit", "error=%s", strerror(errno));
+}
+
+static char **saved_argv;
+
+/* A deposed or fenced leader starts over as a fresh process, which stands by:
+ * nothing of the old memory is answered or written (as after a failed commit,
+ * no answer of the turn is sent). */
+static void step_down(const struct sl_diag *d)
+{
+	sl_log_error("stepped down; restarting as a standby", "reason=%s", d->msg);
+	fflush(stderr);
+	execv("/proc/self/exe", saved_argv);
+	sl_log_error("cannot restart", "error=%s", strerror(errno));
+	_exit(3);
+}
+
+/* Fills the leadership settings; 0, or the exit status for a bad one. */
+static int leader_settings(const struct settings *s, const char *listen, struct leader_cfg *lc,
+			   char name[STORE_MAX_ID + 1], char adv[STORE_MAX_LEADER_URL + 1])
+{
+	if (!store_is_url(s->store)) {
+		fputs("suanlid: --store takes a postgres://... URL\n", stderr);
+		return 2;
+	}
+	lc->store_url = s->store;
+	if (s->lease) {
+		char *end;
+		double v = strtod(s->lease, &end);
+		if (end == s->lease || *end || v * 1000 < LEADER_LEASE_MIN_MS ||
+		    v * 1000 > LEADER_LEASE_MAX_MS) {
+			fprintf(stderr, "suanlid: --lease must be %.1f..%d seconds\n",
+				LEADER_LEASE_MIN_MS / 1000.0, LEADER_LEASE_MAX_MS / 1000);
+			return 2;
+		}
+		lc->lease_ms = (int64_t)(v * 1000);
+	}
+	char host[128] = "localhost";
+	gethostname(host, sizeof(host) - 1);
+	for (char *p = host; *p; p++)
+		if (*p <= ' ' || *p > '~')
+			*p = '_';
+	snprintf(name, STORE_MAX_ID + 1, "%.120s/%d/%.100s", host, (int)getpid(), listen);
+	for (char *p = name; *p; p++)
+		if (*p <= ' ' || *p > '~')
+			*p = '_';
+	if (s->advertise)
+		snprintf(adv, STORE_MAX_LEADER_URL + 1, "%s", s->advertise);
+	else
+		snprintf(adv, STORE_MAX_LEADER_URL + 1, "http://%s", listen[0] == ':' ? "127.0.0.1" : listen);
+	if (!s->advertise && listen[0] == ':')
+		snprintf(adv, STORE_MAX_LEADER_URL + 1, "http://127.0.0.1%s", listen);
+	lc->name = name;
+	lc->advertise = adv;
+	return 0;
 }
 
 static int cmd_serve(struct settings *s)
@@ -243,8 +321,11 @@ static int cmd_serve(struct settings *s)
 		perror("suanlid: signalfd");
 		return 1;
 	}
-	struct ctl_opts o = {s->data, s->listen ? s->listen : "127.0.0.1:7400", s->fleet,
-			     s->simulate > 0, -1, 0, NULL, NULL, 0, 0, 0, 0, 0, 0};
+	struct ctl_opts o = {.data_dir = s->data,
+			     .listen = s->listen ? s->listen : "127.0.0.1:7400",
+			     .fleet_file = s->fleet,
+			     .simulate = s->simulate > 0,
+			     .preempt_notice_s = -1};
 	if (s->keep) {
 		char *end;
 		long v = strtol(s->keep, &end, 10);
@@ -311,16 +392,41 @@ static int cmd_serve(struct settings *s)
 		o.max_connections = (unsigned)v;
 	}
 	raise_fd_limit(o.max_connections ? o.max_connections : HTTP_MAX_CONNECTIONS);
-	if (ctl_new(&o, now_ns(), &c, &d)) {
+	struct leader_cfg lc = {0};
+	char name[STORE_MAX_ID + 1], adv[STORE_MAX_LEADER_URL + 1];
+	if (s->store) {
+		int r = leader_settings(s, o.listen, &lc, name, adv);
+		if (r) {
+			close(sfd);
+			return r;
+		}
+		if (leader_standby(&lc, o.listen, sfd, &o.store_take, &d)) {
+			fail("standby", &d);
+			close(sfd);
+			return 1;
+		}
+		if (!o.store_take) { /* stopped while standing by */
+			close(sfd);
+			sl_log_info("stopped", NULL);
+			return 0;
+		}
+		o.leader = &lc;
+	}
+	enum sl_err ne = ctl_new(&o, now_ns(), &c, &d);
+	if (ne) {
 		char buf[SL_DIAG_MSG + 256];
 		sl_diag_format(&d, buf, sizeof(buf));
 		sl_log_error("cannot start", "error=%s hint=%s", buf, d.hint);
+		if (o.store_take && ne == SL_EIO)
+			step_down(&d); /* lost the database while loading: stand by again */
 		close(sfd);
 		return 1;
 	}
 	sl_log_info("listening", "listen=%s port=%u data=%s simulate=%d version=%s", o.listen,
 		    (unsigned)ctl_port(c), o.data_dir, (int)o.simulate, CTL_VERSION);
 	enum sl_err e = ctl_run(c, sfd, &d);
+	if (e == SL_ECONFLICT && s->store)
+		step_down(&d); /* does not return */
 	if (e) {
 		/* Memory is ahead of disk: die now, answer nobody, never retry. */
 		fflush(stderr);
@@ -329,6 +435,27 @@ static int cmd_serve(struct settings *s)
 	ctl_free(c);
 	close(sfd);
 	sl_log_info("stopped", NULL);
+	return 0;
+}
+
+static int cmd_store_copy(const char *from, const char *to)
+{
+	struct sl_diag d;
+	struct store_copy_stats st;
+	sl_diag_clear(&d);
+	if (!from || !to) {
+		fputs("suanlid: store copy needs --from DIR and --to postgres://...\n", stderr);
+		return 2;
+	}
+	if (ctl_store_copy(from, to, now_ns(), &st, &d)) {
+		fail("store copy", &d);
+		return 1;
+	}
+	printf("Copied and verified: %llu rows, %llu meta keys, %llu audit entries, %llu cached "
+	       "subtrees, %llu checkpoints.\nServe it with: suanlid serve --data %s --store URL\n",
+	       (unsigned long long)st.rows, (unsigned long long)st.meta,
+	       (unsigned long long)st.audit_entries, (unsigned long long)st.subtrees,
+	       (unsigned long long)st.checkpoints, from);
 	return 0;
 }
 
@@ -369,6 +496,11 @@ int main(int argc, char **argv)
 		{"unreachable-after", required_argument, NULL, 'U'},
 		{"down-after", required_argument, NULL, 'D'},
 		{"max-connections", required_argument, NULL, 'M'},
+		{"store", required_argument, NULL, 'S'},
+		{"advertise", required_argument, NULL, 'A'},
+		{"lease", required_argument, NULL, 'E'},
+		{"from", required_argument, NULL, 'F'},
+		{"to", required_argument, NULL, 'T'},
 		{"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0}};
 	struct settings s = {.simulate = -1};
@@ -384,11 +516,17 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	const char *cmd = argv[1];
-	if (strcmp(cmd, "init") && strcmp(cmd, "serve") && strcmp(cmd, "routes")) {
+	if (!strcmp(cmd, "store") && (argc < 3 || strcmp(argv[2], "copy"))) {
+		fputs("suanlid: 'store' has one subcommand: store copy --from DIR --to URL\n", stderr);
+		return 2;
+	}
+	if (strcmp(cmd, "init") && strcmp(cmd, "serve") && strcmp(cmd, "routes") &&
+	    strcmp(cmd, "store")) {
 		fprintf(stderr, "suanlid: unknown command '%s'\n\n%s", cmd, usage);
 		return 2;
 	}
-	optind = 2;
+	optind = strcmp(cmd, "store") ? 2 : 3;
+	saved_argv = argv;
 	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		char **slot = NULL;
 		switch (ch) {
@@ -405,6 +543,11 @@ int main(int argc, char **argv)
 		case 'U': slot = &s.unreach; break;
 		case 'D': slot = &s.down; break;
 		case 'M': slot = &s.maxconn; break;
+		case 'S': slot = &s.store; break;
+		case 'A': slot = &s.advertise; break;
+		case 'E': slot = &s.lease; break;
+		case 'F': slot = &s.from; break;
+		case 'T': slot = &s.to; break;
 		case 's': s.simulate = 1; break;
 		case 'c': config = optarg; break;
 		case 'j': break;
@@ -432,7 +575,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (!strcmp(cmd, "init"))
-		rc = cmd_init(s.data);
+		rc = cmd_init(s.data, s.store);
+	else if (!strcmp(cmd, "store"))
+		rc = cmd_store_copy(s.from, s.to);
 	else if (!strcmp(cmd, "routes"))
 		rc = cmd_routes();
 	else

@@ -12,6 +12,7 @@
 #include "buf.h"
 #include "catalog.h"
 #include "ctl_int.h"
+#include "leader.h"
 #include "log.h"
 
 #define METRICS_TEXT_MAX ((size_t)16 << 20) /* bytes of one /metrics answer */
@@ -122,6 +123,9 @@ void h_metrics(struct ctl_call *call)
 	for (int i = 0; i < c->metrics.nmreq; i++)
 		sl_buf_addf(&b, "suanli_http_requests_total{route=\"%s\",status=\"%d\"} %llu\n",
 			c->metrics.mreq[i].route, c->metrics.mreq[i].status, (unsigned long long)c->metrics.mreq[i].count);
+	char lead[1024];
+	if (leader_metrics(c, lead, sizeof(lead)))
+		sl_buf_adds(&b, lead);
 	char *text;
 	size_t len;
 	enum sl_err e = sl_buf_detach(&b, &text, &len);

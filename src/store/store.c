@@ -20,6 +20,7 @@ struct store {
 	bool in_tx;
 	bool in_scan;
 	bool failed;
+	uint64_t lead_epoch; /* the epoch this store leads in, 0: none */
 	char fail_msg[SL_DIAG_MSG]; /* the error that failed the store */
 };
 
@@ -167,7 +168,7 @@ enum sl_err store_open_with(const char *dir, const struct store_opts *opts, stru
 		return sl_diag_set(d, SL_ENOMEM, "out of memory opening the store");
 	struct sl_diag scratch;
 	d = diag_or(d, &scratch);
-	s->ops = &store_sqlite_ops;
+	s->ops = store_is_url(dir) ? &store_pg_ops : &store_sqlite_ops;
 	enum sl_err e = s->ops->open(dir, opts ? opts : &no_opts, &s->impl, d);
 	if (e != SL_OK) {
 		free(s);
@@ -175,6 +176,12 @@ enum sl_err store_open_with(const char *dir, const struct store_opts *opts, stru
 	}
 	*out = s;
 	return SL_OK;
+}
+
+bool store_is_url(const char *where)
+{
+	return where && (strncmp(where, "postgres://", 11) == 0 ||
+			 strncmp(where, "postgresql://", 13) == 0);
 }
 
 enum sl_err store_open(const char *dir, struct store **out, struct sl_diag *d)
@@ -378,6 +385,25 @@ enum sl_err store_meta_set(struct store *s, const char *key, const char *value,
 	return note_error(s, s->ops->meta_set(s->impl, key, value, n, d), true, d);
 }
 
+enum sl_err store_meta_scan(struct store *s, store_scan_fn fn, void *arg, struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	enum sl_err e = check_usable(s, d);
+	if (e != SL_OK)
+		return e;
+	if (!fn)
+		return sl_diag_set(d, SL_EINVAL, "store_meta_scan: no callback (NULL)");
+	struct scan_relay relay = {.fn = fn, .arg = arg, .cb_err = SL_OK};
+	s->in_scan = true;
+	e = s->ops->meta_scan(s->impl, scan_relay_row, &relay, d);
+	s->in_scan = false;
+	if (relay.cb_err != SL_OK)
+		return sl_diag_set(d, relay.cb_err, "meta scan stopped by the callback at '%s'",
+				   relay.at);
+	return note_error(s, e, false, d);
+}
+
 /* ---- the audit log ---- */
 
 static enum sl_err check_seq(const char *what, uint64_t v, struct sl_diag *d)
@@ -548,4 +574,96 @@ enum sl_err store_audit_checkpoint_latest(struct store *s, uint64_t *size_out, c
 	if (e != SL_OK)
 		return e;
 	return note_error(s, s->ops->audit_cp_latest(s->impl, size_out, note_out, d), false, d);
+}
+
+/* ---- leadership ---- */
+
+bool store_shared(const struct store *s)
+{
+	return s && s->ops->lead_try != NULL;
+}
+
+uint64_t store_lead_epoch(const struct store *s)
+{
+	return s && !s->failed ? s->lead_epoch : 0;
+}
+
+int64_t store_lead_replication_lag_ms(const struct store *s)
+{
+	return store_shared(s) && s->ops->lead_lag ? s->ops->lead_lag(s->impl) : -1;
+}
+
+static enum sl_err check_shared(const struct store *s, struct sl_diag *d)
+{
+	enum sl_err e = check_usable(s, d);
+	if (e == SL_OK && !store_shared(s))
+		e = sl_diag_set(d, SL_EINVAL, "leadership needs a shared (PostgreSQL) store");
+	if (e == SL_OK && s->in_tx)
+		e = sl_diag_set(d, SL_EINVAL, "leadership calls are made outside a transaction");
+	return e;
+}
+
+enum sl_err store_lead_try(struct store *s, const char *holder, const char *url,
+			   int64_t lease_ms, bool *won, struct store_leader *out,
+			   struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	enum sl_err e = check_shared(s, d);
+	if (e == SL_OK)
+		e = check_name("leader name", holder, d);
+	if (e != SL_OK)
+		return e;
+	if (!won || !url || strlen(url) > STORE_MAX_LEADER_URL || lease_ms < 100 ||
+	    lease_ms > 600000)
+		return sl_diag_set(d, SL_EINVAL, "store_lead_try: bad url, lease (%lld ms) or result",
+				   (long long)lease_ms);
+	struct store_leader scratch_out;
+	e = note_error(s, s->ops->lead_try(s->impl, holder, url, lease_ms, won,
+					   out ? out : &scratch_out, d), true, d);
+	if (e == SL_OK && *won)
+		s->lead_epoch = (out ? out : &scratch_out)->epoch;
+	return e;
+}
+
+enum sl_err store_lead_renew(struct store *s, int64_t lease_ms, struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	enum sl_err e = check_shared(s, d);
+	if (e != SL_OK)
+		return e;
+	if (!s->lead_epoch)
+		return sl_diag_set(d, SL_EINVAL, "store_lead_renew: this store does not lead");
+	e = s->ops->lead_renew(s->impl, lease_ms, d);
+	if (e == SL_ECONFLICT) {
+		/* deposed: nothing more may be written from here */
+		note_error(s, e, true, d);
+		return SL_ECONFLICT;
+	}
+	return note_error(s, e, true, d);
+}
+
+enum sl_err store_lead_read(struct store *s, struct store_leader *out, struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	enum sl_err e = check_shared(s, d);
+	if (e == SL_OK && !out)
+		e = sl_diag_set(d, SL_EINVAL, "store_lead_read: no place for the result (NULL)");
+	if (e != SL_OK)
+		return e;
+	return note_error(s, s->ops->lead_read(s->impl, out, d), false, d);
+}
+
+enum sl_err store_lead_release(struct store *s, struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	enum sl_err e = check_shared(s, d);
+	if (e != SL_OK)
+		return e;
+	e = note_error(s, s->ops->lead_release(s->impl, d), true, d);
+	s->lead_epoch = 0;
+	return e;
 }

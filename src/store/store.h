@@ -84,6 +84,10 @@ const char *store_kind_name(enum store_kind k);
 enum sl_err store_kind_parse(const char *name, enum store_kind *out,
 			     struct sl_diag *d) SL_MUST_USE;
 
+/* True when `where` names a PostgreSQL database (postgres://... or
+ * postgresql://...) rather than a data directory. */
+bool store_is_url(const char *where);
+
 /* Opens the store in directory dir, creating dir (mode 0700, one level) and the
  * database DIR/suanli.db (mode 0600) if missing, and migrating its schema to the
  * newest version this code knows, each migration step in its own transaction.
@@ -93,6 +97,13 @@ enum sl_err store_kind_parse(const char *name, enum store_kind *out,
  * On success *out is a store to release with store_close(). */
 enum sl_err store_open(const char *dir, struct store **out,
 		       struct sl_diag *d) SL_MUST_USE;
+/* When dir is a URL (store_is_url), the store is that PostgreSQL database
+ * (store_pg.c): the same tables, migrated the same way (two processes
+ * migrating at once are serialised), every commit synchronous on the server.
+ * Several processes may open one database at once; which of them may write is
+ * decided by leadership (below). A lost connection fails the store like a
+ * failed fsync: the backend never reconnects behind the caller's back, since
+ * a commit whose answer was lost may or may not have happened. */
 /* store_open() with options; opts may be NULL. */
 enum sl_err store_open_with(const char *dir, const struct store_opts *opts,
 			    struct store **out, struct sl_diag *d) SL_MUST_USE;
@@ -114,7 +125,9 @@ enum sl_err store_commit(struct store *s, struct sl_diag *d) SL_MUST_USE;
 /* Discards the open transaction. SL_EINVAL if none is open. */
 enum sl_err store_rollback(struct store *s, struct sl_diag *d) SL_MUST_USE;
 
-/* Inserts or replaces row id of kind k. tenant may be NULL; json is the body
+/* Inserts or replaces row id of kind k (inside a transaction on PostgreSQL, a
+ * server-side failure surfaces at the next read or the commit: see
+ * store_audit_append). tenant may be NULL; json is the body
  * (non-empty, NUL-terminated, at most STORE_MAX_BODY bytes; not parsed here).
  * ids and tenants are 1..STORE_MAX_ID printable ASCII characters without spaces.
  * updated_ns >= 0. Errors: SL_EINVAL (bad kind, id, tenant, json or time),
@@ -145,6 +158,11 @@ enum sl_err store_meta_get(struct store *s, const char *key, char **value_out,
  * transactional like store_put(). */
 enum sl_err store_meta_set(struct store *s, const char *key, const char *value,
 			   struct sl_diag *d) SL_MUST_USE;
+
+/* Calls fn(arg, key, NULL, value) for every meta key in ascending order (for
+ * `suanlid store copy`); same rules as store_scan. */
+enum sl_err store_meta_scan(struct store *s, store_scan_fn fn, void *arg,
+			    struct sl_diag *d) SL_MUST_USE;
 
 /* ---- the audit log (DESIGN.md §7) ----
  *
@@ -187,7 +205,10 @@ typedef enum sl_err (*store_audit_note_fn)(void *arg, uint64_t size, const char 
 /* Appends entry r (r->leaf_hash of STORE_AUDIT_HASH bytes; tenant and action
  * may be "" or NULL). SL_EINVAL/SL_ELIMIT for bad arguments (nothing written);
  * SL_EIO when the write fails (the store is then failed), including a seq
- * that is already taken. */
+ * that is already taken. Inside a transaction, the PostgreSQL backend
+ * pipelines writes: a write the server refuses then fails the transaction's
+ * next read or its commit instead (the same SL_EIO and failed store), so
+ * nothing of it is committed either way. */
 enum sl_err store_audit_append(struct store *s, const struct store_audit_row *r,
 			       struct sl_diag *d) SL_MUST_USE;
 /* The highest stored seq, 0 when the log is empty. */
@@ -218,5 +239,59 @@ enum sl_err store_audit_checkpoint_scan(struct store *s, store_audit_note_fn fn,
  * there is none. */
 enum sl_err store_audit_checkpoint_latest(struct store *s, uint64_t *size_out, char **note_out,
 					  struct sl_diag *d) SL_MUST_USE;
+
+/* ---- leadership (PostgreSQL only; DESIGN.md §8, docs/ha.md) ----
+ *
+ * Several controllers share one database; one leads. The leader row (table
+ * suanli_leader, one row) holds an epoch that each new leader increments, who
+ * leads, where it answers, and when its lease expires (the server's clock, so
+ * no two clocks are compared). The leader also holds a session advisory lock:
+ * when its connection dies, PostgreSQL drops the lock at once and a standby
+ * may take over without waiting for the lease to run out. When the lease ran
+ * out while the lock is still held (a stopped or cut-off leader), the standby
+ * terminates the old leader's session, which aborts its open transaction.
+ * Once leading, every transaction of this store first checks, under a share
+ * lock on the leader row, that the epoch is still its own; so a deposed
+ * leader's writes fail (SL_ECONFLICT, and the store fails) and no takeover can
+ * slip between that check and the commit. */
+#define STORE_MAX_LEADER_URL 512
+
+struct store_leader {
+	uint64_t epoch;                       /* 0: nobody has led yet */
+	char holder[STORE_MAX_ID + 1];        /* the leader's name */
+	char url[STORE_MAX_LEADER_URL + 1];   /* where it answers ("" if unknown) */
+	int64_t since_renew_ms;               /* server clock: now - last renewal */
+	int64_t lease_ms;                     /* how long a renewal holds */
+	bool expired;                         /* the lease has run out */
+	bool mine;                            /* this store holds it */
+};
+
+/* True when the store may be shared by several controllers (PostgreSQL), so
+ * that a controller must lead before it writes. */
+bool store_shared(const struct store *s);
+/* Tries once to become the leader as `holder` (1..STORE_MAX_ID printable
+ * characters) answering at url (may be ""), with a lease of lease_ms
+ * (100..600000). *won tells whether this store now leads; *out (may be NULL)
+ * describes the leader either way. Takes over when the leader's session is
+ * gone or its lease has expired; never blocks on a stopped leader.
+ * SL_EINVAL on a store that is not shared. */
+enum sl_err store_lead_try(struct store *s, const char *holder, const char *url,
+			   int64_t lease_ms, bool *won, struct store_leader *out,
+			   struct sl_diag *d) SL_MUST_USE;
+/* Renews this store's lease for lease_ms. SL_ECONFLICT when another leader
+ * has taken over (the store is then failed); SL_EIO as for any write. */
+enum sl_err store_lead_renew(struct store *s, int64_t lease_ms, struct sl_diag *d) SL_MUST_USE;
+/* Reads the leader row (a plain read; decides nothing). */
+enum sl_err store_lead_read(struct store *s, struct store_leader *out,
+			    struct sl_diag *d) SL_MUST_USE;
+/* Gives leadership up at once (expires the lease, drops the lock), so a
+ * standby need not wait; a clean shutdown calls it. */
+enum sl_err store_lead_release(struct store *s, struct sl_diag *d) SL_MUST_USE;
+/* The epoch this store leads in, 0 when it does not lead. */
+uint64_t store_lead_epoch(const struct store *s);
+/* The streaming replicas' replay lag (ms) as the last renewal saw it in
+ * pg_stat_replication; -1 when unknown (no replica, no renewal yet, or the
+ * role may not see it: grant pg_monitor). */
+int64_t store_lead_replication_lag_ms(const struct store *s);
 
 #endif

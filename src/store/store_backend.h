@@ -38,6 +38,7 @@ struct store_ops {
 				struct sl_diag *d);
 	enum sl_err (*meta_set)(void *impl, const char *key, const char *value,
 				size_t value_len, struct sl_diag *d);
+	enum sl_err (*meta_scan)(void *impl, store_scan_fn fn, void *arg, struct sl_diag *d);
 	/* The audit tables (store.h); arguments checked by the front. */
 	enum sl_err (*audit_append)(void *impl, const struct store_audit_row *r,
 				    struct sl_diag *d);
@@ -56,8 +57,22 @@ struct store_ops {
 				     struct sl_diag *d);
 	enum sl_err (*audit_cp_latest)(void *impl, uint64_t *size_out, char **note_out,
 				       struct sl_diag *d);
+	/* Leadership (store.h); NULL in a backend that one process owns. */
+	enum sl_err (*lead_try)(void *impl, const char *holder, const char *url,
+				int64_t lease_ms, bool *won, struct store_leader *out,
+				struct sl_diag *d);
+	enum sl_err (*lead_renew)(void *impl, int64_t lease_ms, struct sl_diag *d);
+	enum sl_err (*lead_read)(void *impl, struct store_leader *out, struct sl_diag *d);
+	enum sl_err (*lead_release)(void *impl, struct sl_diag *d);
+	int64_t (*lead_lag)(const void *impl);
 };
 
 extern const struct store_ops store_sqlite_ops;
+extern const struct store_ops store_pg_ops;
+
+/* The schema, as SQLite text: store_migrations[i] takes version i to i+1
+ * (store_sqlite.c). The PostgreSQL backend translates the types. */
+extern const char *const store_migrations[];
+extern const int store_migrations_count;
 
 #endif

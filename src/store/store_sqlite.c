@@ -107,9 +107,13 @@ static const char sq_migration_4[] =
 	" updated_ns INTEGER NOT NULL);\n"
 	"CREATE INDEX jobs_tenant ON jobs(tenant);\n";
 
-static const char *const sq_migrations[] = {sq_migration_1, sq_migration_2, sq_migration_3,
-					    sq_migration_4};
+/* Shared with the PostgreSQL backend (store_pg.c), which translates the
+ * column types, so both backends always have the same schema. */
+const char *const store_migrations[] = {sq_migration_1, sq_migration_2, sq_migration_3,
+					sq_migration_4};
+#define sq_migrations store_migrations
 #define SQ_SCHEMA_VERSION ((int)(sizeof(sq_migrations) / sizeof(sq_migrations[0])))
+const int store_migrations_count = SQ_SCHEMA_VERSION;
 
 enum sq_verb { SQ_PUT, SQ_DEL, SQ_GET, SQ_SCAN, SQ_VERB__COUNT };
 
@@ -842,6 +846,26 @@ static enum sl_err sq_audit_cp_latest(void *impl, uint64_t *size_out, char **not
 	return e;
 }
 
+/* Rare (store copy): prepared per call. */
+static enum sl_err sq_meta_scan(void *impl, store_scan_fn fn, void *arg, struct sl_diag *d)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(q->db, "SELECT key, value FROM meta ORDER BY key", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return sq_error(q, rc, d, "scanning meta");
+	enum sl_err e = SL_OK;
+	while (e == SL_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *k = (const char *)sqlite3_column_text(st, 0);
+		const char *v = (const char *)sqlite3_column_text(st, 1);
+		e = fn(arg, k ? k : "", NULL, v ? v : "");
+	}
+	if (e == SL_OK && rc != SQLITE_DONE)
+		e = sq_error(q, rc, d, "scanning meta");
+	sqlite3_finalize(st);
+	return e;
+}
+
 const struct store_ops store_sqlite_ops = {
 	.name = "sqlite",
 	.open = sq_open,
@@ -856,6 +880,7 @@ const struct store_ops store_sqlite_ops = {
 	.scan = sq_scan,
 	.meta_get = sq_meta_get,
 	.meta_set = sq_meta_set,
+	.meta_scan = sq_meta_scan,
 	.audit_append = sq_audit_append,
 	.audit_last = sq_audit_last,
 	.audit_leaf = sq_audit_leaf,

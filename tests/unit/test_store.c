@@ -29,6 +29,8 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
+#include "store_target.h"
+
 #include "store.h"
 
 /* ---- the fault-injecting VFS ---------------------------------------------- */
@@ -267,6 +269,7 @@ static int setup_dir(void **state)
 	assert_non_null(mkdtemp(t->path));
 	fs.fail_sync = fs.lose_writes = fs.db_only = false;
 	fs.failed_syncs = 0;
+	target_fresh();
 	*state = t;
 	return 0;
 }
@@ -290,7 +293,7 @@ static struct store *open_ok(const char *dir, const char *vfs)
 	struct store_opts o = {.sqlite_vfs = vfs};
 	struct store *s = NULL;
 	struct sl_diag d;
-	enum sl_err e = store_open_with(dir, &o, &s, &d);
+	enum sl_err e = store_open_with(target_where(dir), &o, &s, &d);
 	if (e != SL_OK)
 		fail_msg("store_open(%s): %s: %s", dir, sl_err_code(e), d.msg);
 	return s;
@@ -975,7 +978,7 @@ static void test_checkpoint_fsync_failure_fails_store(void **state)
 static void crash_child(const char *dir, int cycle, int wfd)
 {
 	struct store *s = NULL;
-	if (store_open(dir, &s, NULL) != SL_OK)
+	if (store_open(target_where(dir), &s, NULL) != SL_OK)
 		_exit(3);
 	char id[32], line[40];
 	for (int i = 0; i < 100000; i++) {
@@ -1080,17 +1083,16 @@ static void test_sigkill_never_loses_acknowledged_commits(void **state)
 	assert_true(acked_total > 0);
 }
 
-int main(void)
+/* The cases that hold for every backend; the SQLite file, VFS and lock cases
+ * follow in sqlite_only. */
+int main(int argc, char **argv)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_kind_names_round_trip),
+	int rc = target_init(argc, argv);
+	if (rc)
+		return rc;
 #define T(f) cmocka_unit_test_setup_teardown(f, setup_dir, teardown_dir)
-		T(test_open_creates_migrates_and_reopens),
-		T(test_open_empty_file_is_migrated),
-		T(test_open_refuses_newer_schema),
-		T(test_open_refuses_non_database),
-		T(test_open_refuses_missing_parent),
-		T(test_second_open_is_refused),
+	const struct CMUnitTest any_backend[] = {
+		cmocka_unit_test(test_kind_names_round_trip),
 		T(test_put_get_scan_delete_every_kind),
 		T(test_put_replaces_body_and_tenant),
 		T(test_missing_rows_are_not_found),
@@ -1101,13 +1103,25 @@ int main(void)
 		T(test_bad_input_is_refused_and_writes_nothing),
 		T(test_scan_stops_on_callback_error),
 		T(test_store_calls_from_scan_callback_are_refused),
+		T(test_sigkill_never_loses_acknowledged_commits),
+	};
+	const struct CMUnitTest sqlite_only[] = {
+		T(test_open_creates_migrates_and_reopens),
+		T(test_open_empty_file_is_migrated),
+		T(test_open_refuses_newer_schema),
+		T(test_open_refuses_non_database),
+		T(test_open_refuses_missing_parent),
+		T(test_second_open_is_refused),
 		T(test_fsync_failure_fails_store_and_loses_only_that_commit),
 		T(test_fsync_failure_with_kept_writes_is_all_or_nothing),
 		T(test_fsync_failure_in_single_put_fails_store),
 		T(test_wal_is_checkpointed),
 		T(test_checkpoint_fsync_failure_fails_store),
-		T(test_sigkill_never_loses_acknowledged_commits),
-#undef T
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+#undef T
+	rc = tgt.pg ? cmocka_run_group_tests_name("store on postgres", any_backend, NULL, NULL)
+		    : cmocka_run_group_tests_name("store on sqlite", any_backend, NULL, NULL);
+	if (!tgt.pg)
+		rc |= cmocka_run_group_tests_name("store on sqlite (files, VFS)", sqlite_only, NULL, NULL);
+	return rc;
 }

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# bench/failover.sh - how long a standby suanlid takes to lead after the
+# leader dies, on one PostgreSQL started for the run (scripts/pg-test.sh,
+# fsync on). Two controllers, lease traffic from the CLI (--server A,B, an
+# Idempotency-Key per create) running throughout:
+# - CYCLES times (default 100): SIGKILL the leader, measure until the standby's
+#   /healthz says "leader" (takeover) and until a client's write through the
+#   URL list is acknowledged (client-visible), restart the killed one;
+# - STOP_CYCLES times (default 5): SIGSTOP the leader, measure the takeover
+#   (bounded below by the lease, --lease), SIGCONT it and wait until it has
+#   stepped down;
+# then the history is checked as in tests/e2e/test_ha_failover.sh: every
+# acknowledged create is there, a retry with its key answers the same lease,
+# no GPU is in two active leases. Figures go to bench/results/failover.md (or
+# $1); the checks are reported, never timed.
+# env: SUANLID, SUANLI (binaries; default build/release), CYCLES, STOP_CYCLES, LEASE
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${1:-$ROOT/bench/results/failover.md}
+SUANLID=${SUANLID:-$ROOT/build/release/suanlid}
+SUANLI=${SUANLI:-$ROOT/build/release/suanli}
+CYCLES=${CYCLES:-100}
+STOP_CYCLES=${STOP_CYCLES:-5}
+LEASE=${LEASE:-6}
+PGT="$ROOT/scripts/pg-test.sh"
+TMP=$(mktemp -d)
+PGDIR=""
+PIDS=("" "")
+TP=""
+cleanup() {
+	[ -n "$TP" ] && kill "$TP" 2>/dev/null
+	for p in "${PIDS[@]}"; do
+		[ -n "$p" ] && kill -CONT "$p" 2>/dev/null && kill -KILL "$p" 2>/dev/null
+	done
+	wait 2>/dev/null
+	[ -n "$PGDIR" ] && bash "$PGT" stop "$PGDIR"
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+for b in "$SUANLID" "$SUANLI"; do [ -x "$b" ] || { echo "failover: no $b (build it)" >&2; exit 1; }; done
+out=$(PG_TEST_FSYNC=on bash "$PGT" start) || { echo "failover: cannot start PostgreSQL" >&2; exit 1; }
+PGDIR=${out%% *}
+STORE=$(bash "$PGT" createdb "$PGDIR" failover)
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+PORT=("$(free_port)" "$(free_port)")
+U=("http://127.0.0.1:${PORT[0]}" "http://127.0.0.1:${PORT[1]}")
+BOTH="${U[0]},${U[1]}"
+DATA="$TMP/data"
+"$SUANLID" init --data "$DATA" --store "$STORE" >/dev/null || exit 1
+export SUANLI_TOKEN
+SUANLI_TOKEN=$(cat "$DATA/admin.token")
+
+start_ctl() {
+	"$SUANLID" serve --data "$DATA" --store "$STORE" --listen "127.0.0.1:${PORT[$1]}" \
+		--simulate --lease "$LEASE" --log-level warn \
+		--fleet "$ROOT/examples/demo-fleet.yaml" 2>>"$TMP/ctl$1.log" &
+	PIDS[$1]=$!
+}
+role_of() { curl -s --max-time 1 "${U[$1]}/healthz" | jq -r '.role // empty' 2>/dev/null; }
+wait_role() { # I ROLE SECS
+	local end=$((SECONDS + $3))
+	until [ "$(role_of "$1")" = "$2" ]; do
+		[ $SECONDS -ge $end ] && return 1
+		sleep 0.02
+	done
+}
+leader() { if [ "$(role_of 0)" = leader ]; then echo 0; elif [ "$(role_of 1)" = leader ]; then echo 1; else echo -1; fi; }
+now_ms() { date +%s%3N; }
+
+start_ctl 0
+wait_role 0 leader 30 || { echo "failover: no leader" >&2; exit 1; }
+start_ctl 1
+wait_role 1 standby 30 || { echo "failover: no standby" >&2; exit 1; }
+"$SUANLI" --server "$BOTH" tenant create acme >/dev/null
+
+# Background traffic: creates (and releases of every second one) until told to stop.
+traffic() {
+	local i=0 id
+	while [ ! -e "$TMP/stop" ]; do
+		i=$((i + 1))
+		id=$("$SUANLI" --server "$BOTH" --json lease create --gpus 1 --tenant acme \
+			--duration 2h --idempotency-key "k$i" 2>/dev/null | jq -r '.id // empty')
+		[ -n "$id" ] && echo "k$i $id" >>"$TMP/acked"
+		if [ -n "$id" ] && [ $((i % 2)) -eq 0 ]; then
+			"$SUANLI" --server "$BOTH" lease release "$id" >/dev/null 2>&1 &&
+				echo "$id" >>"$TMP/released"
+		fi
+	done
+}
+: >"$TMP/acked"
+: >"$TMP/released"
+traffic &
+TP=$!
+
+: >"$TMP/kill.ms"
+: >"$TMP/client.ms"
+for c in $(seq 1 "$CYCLES"); do
+	L=$(leader)
+	[ "$L" -ge 0 ] || { sleep 0.5; L=$(leader); }
+	[ "$L" -ge 0 ] || { echo "failover: cycle $c: no leader" >&2; break; }
+	S=$((1 - L))
+	sleep 0.$((RANDOM % 5 + 1))
+	t0=$(now_ms)
+	kill -KILL "${PIDS[$L]}"
+	"$SUANLI" --server "$BOTH" tenant create "t$c" >/dev/null 2>&1 && echo $(($(now_ms) - t0)) >>"$TMP/client.ms" &
+	cp=$!
+	wait_role "$S" leader 30 && echo $(($(now_ms) - t0)) >>"$TMP/kill.ms"
+	wait "${PIDS[$L]}" 2>/dev/null
+	wait "$cp"
+	start_ctl "$L"
+	wait_role "$L" standby 30
+	printf '\rfailover: SIGKILL cycle %d/%d' "$c" "$CYCLES" >&2
+done
+echo >&2
+: >"$TMP/stop.ms"
+: >"$TMP/stepdown.ms"
+for c in $(seq 1 "$STOP_CYCLES"); do
+	L=$(leader)
+	[ "$L" -ge 0 ] || break
+	S=$((1 - L))
+	t0=$(now_ms)
+	kill -STOP "${PIDS[$L]}"
+	wait_role "$S" leader 60 && echo $(($(now_ms) - t0)) >>"$TMP/stop.ms"
+	t1=$(now_ms)
+	kill -CONT "${PIDS[$L]}"
+	wait_role "$L" standby 60 && echo $(($(now_ms) - t1)) >>"$TMP/stepdown.ms"
+	printf '\rfailover: SIGSTOP cycle %d/%d' "$c" "$STOP_CYCLES" >&2
+done
+echo >&2
+touch "$TMP/stop"
+wait "$TP"
+TP=""
+
+# The history.
+"$SUANLI" --server "$BOTH" --json lease list >"$TMP/list.json"
+acked=$(wc -l <"$TMP/acked")
+lost=0
+dup=0
+while read -r key id; do
+	jq -e --arg id "$id" 'any(.[]; .id == $id)' "$TMP/list.json" >/dev/null || lost=$((lost + 1))
+	again=$("$SUANLI" --server "$BOTH" --json lease create --gpus 1 --tenant acme --duration 2h \
+		--idempotency-key "$key" 2>/dev/null | jq -r '.id // empty')
+	[ "$again" = "$id" ] || dup=$((dup + 1))
+done <"$TMP/acked"
+"$SUANLI" --server "$BOTH" --json lease list >"$TMP/list.json"
+twice=$(jq -r '[.[] | select(.state == "active") | .placement[] | .node as $n | .gpus[] | "\($n)/\(.)"]
+	| group_by(.) | map(select(length > 1)) | length' "$TMP/list.json")
+notreleased=0
+while read -r id; do
+	st=$(jq -r --arg id "$id" '.[] | select(.id == $id) | .state' "$TMP/list.json")
+	[ "$st" = active ] && notreleased=$((notreleased + 1))
+done <"$TMP/released"
+
+# pct FILE P : the P-th percentile (nearest rank) of the numbers in FILE.
+pct() { sort -n "$1" | awk -v p="$2" '{a[NR]=$1} END {if (!NR) {print "-"; exit} r=int((p/100)*NR+0.999999); if (r<1) r=1; if (r>NR) r=NR; print a[r]}'; }
+row() { printf '| %s | %d | %s | %s | %s |\n' "$1" "$(wc -l <"$2")" "$(pct "$2" 50)" "$(pct "$2" 99)" "$(pct "$2" 100)"; }
+{
+	echo "# Failover benchmark (bench/failover.sh)"
+	echo
+	echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "- machine: $(uname -srm), $(nproc) online cores"
+	echo "- load average when written (other work on the machine skews figures): $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "- two suanlid (Release) on one PostgreSQL $("$(pg_config --bindir)/postgres" --version | awk '{print $3}') (scripts/pg-test.sh, unix socket, fsync=on), --lease $LEASE s, \`--simulate\` demo fleet"
+	echo "- lease traffic from the CLI throughout (\`--server A,B\`, an Idempotency-Key per create, every second lease released)"
+	echo
+	echo "| event | cycles | p50 ms | p99 ms | max ms |"
+	echo "|---|---:|---:|---:|---:|"
+	row "SIGKILL leader -> standby leads (/healthz)" "$TMP/kill.ms"
+	row "SIGKILL leader -> first write acknowledged via the URL list" "$TMP/client.ms"
+	row "SIGSTOP leader -> standby leads (bounded below by the lease)" "$TMP/stop.ms"
+	row "SIGCONT -> the old leader has stepped down (standby)" "$TMP/stepdown.ms"
+	echo
+	echo "History over the whole run: $acked lease creates acknowledged, $lost lost, $dup answered differently on a retry with their key, $twice GPUs in two active leases, $notreleased acknowledged releases undone."
+	echo
+	echo "A killed leader's session ends with its process, PostgreSQL drops its advisory lock at once and the standby, polling every 250 ms, takes over without waiting for the lease; it then loads the state from the database. A stopped leader keeps its session, so the standby waits for the lease to run out and then terminates that session (aborting its open transaction). Goal: standby leads within 10 s each time (not asserted)."
+} >"$OUT"
+cat "$OUT"
