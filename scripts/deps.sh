@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages suanli needs to build and test, asking dpkg first so
-# that a machine that already has them never touches the network.
+# that a machine that already has them never touches the network. podman (with
+# runc for hybrid and v1 cgroup hosts, crun for cgroup v2, catatonit for --init)
+# runs every tenant container; the image is built from installed packages
+# (scripts/build-image.py), so no registry is ever asked.
 set -euo pipefail
-pkgs=(build-essential binutils python3 cmake pkg-config libyaml-dev libjansson-dev libcmocka-dev jq libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev libsodium-dev curl sqlite3 faketime wrk python3-torch iproute2 linux-libc-dev)
+pkgs=(build-essential binutils python3 cmake pkg-config libyaml-dev libjansson-dev libcmocka-dev jq libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev libsodium-dev curl sqlite3 faketime wrk python3-torch iproute2 linux-libc-dev
+  podman runc crun catatonit)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

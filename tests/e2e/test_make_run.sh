@@ -29,7 +29,7 @@ if [ "$NS_MODE" = loopback ]; then
 fi
 V="$TMP/var"
 LOG="$TMP/run.log"
-ns_spawn ctl "$LOG" env SUANLI_DATA="$V/data" SUANLI_AGENTS_DIR="$V/agents" SUANLI_AGENTS=3 \
+ns_spawn ctl "$LOG" env SUANLI_HOST_TENANT=acme SUANLI_DATA="$V/data" SUANLI_AGENTS_DIR="$V/agents" SUANLI_AGENTS=3 \
 	SUANLI_LISTEN="$LISTEN" bash -c 'cd "$1" && exec scripts/run.sh "$2"' run "$SL_ROOT" "$B"
 RUN_PID=$NS_LAST_PID
 banner() { grep -q '^agents: ' "$LOG"; }
