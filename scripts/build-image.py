@@ -35,11 +35,13 @@ def query(fmt, pkgs):
 
 
 def closure(roots):
-    inst, provides = {}, {}
-    for line in query("${Package}\t${db:Status-Abbrev}\t${Version}\t${Provides}\n", []).splitlines():
-        p, st, v, prov = (line.split("\t") + [""] * 4)[:4]
+    inst, provides, deps = {}, {}, {}
+    fmt = "${Package}\t${db:Status-Abbrev}\t${Version}\t${Provides}\t${Pre-Depends},${Depends}\n"
+    for line in query(fmt, []).splitlines():
+        p, st, v, prov, dep = (line.split("\t") + [""] * 5)[:5]
         if st.startswith("ii"):
             inst[p] = v
+            deps[p] = dep
             for x in prov.split(","):
                 x = x.strip().split(" ")[0]
                 if x:
@@ -55,7 +57,7 @@ def closure(roots):
         if not p or p in seen:
             continue
         seen.add(p)
-        for alt in query("${Pre-Depends},${Depends}", [p]).split(","):
+        for alt in deps.get(p, "").split(","):
             for a in alt.split("|"):
                 n = a.strip().split(" ")[0].split(":")[0]
                 if n and (n in inst or n in provides):

@@ -241,6 +241,8 @@ static enum sl_err do_register(struct agent *a, bool *retry, struct sl_diag *d)
 	enum sl_err e;
 
 	*retry = false;
+	if (body && o->host_tenant)
+		json_object_set_new(body, "host_processes", json_string(o->host_tenant));
 	if (body && (o->site || o->leaf || o->type)) {
 		json_t *l = json_object();
 		if (o->site)

@@ -385,6 +385,12 @@ void engine_fill(const struct engine *e, const char *name, const char *image,
 	r->argc = argc;
 }
 
+bool engine_image_exists(const struct engine *e, const char *ref)
+{
+	char *argv[] = {(char *)e->podman, "image", "exists", (char *)ref, NULL};
+	return engine_ok(e) && run_quiet(argv) == 0;
+}
+
 void engine_remove(const struct engine *e, const char *name)
 {
 	if (!engine_ok(e))

@@ -80,6 +80,9 @@ void engine_fill(const struct engine *e, const char *name, const char *image,
  * PODMAN_IDS times (the lease id's number modulo ENGINE_UID_SLOTS). */
 uint32_t engine_uid_base(const char *lease);
 
+/* Whether podman holds image ref (`podman image exists`); waits for it. */
+bool engine_image_exists(const struct engine *e, const char *ref);
+
 /* `podman rm --force --time 0 name`, not waited for (double fork): stops and
  * removes the container whatever its state; harmless when it is gone. */
 void engine_remove(const struct engine *e, const char *name);

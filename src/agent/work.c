@@ -511,6 +511,19 @@ static void item_start(struct work_sup *s, struct work_item *it, int64_t now_ns)
 		return;
 	sl_log_error("cannot start work", "job=%s rank=%d error=%s", it->spec.job,
 		     it->spec.rank, d.msg);
+	/* the rank's log says why, so `job logs` shows it to the tenant */
+	char dir[STATE_PATH_MAX], logp[STATE_PATH_MAX];
+	if (state_path(dir, sizeof(dir), s->dir, NULL, "jobs/%s", it->spec.job) == SL_OK &&
+	    state_mkdirs(dir, 0700, NULL) == SL_OK &&
+	    state_path(logp, sizeof(logp), s->dir, NULL, "jobs/%s/rank-%d.log", it->spec.job,
+		       it->spec.rank) == SL_OK) {
+		FILE *f = fopen(logp, "ae");
+		if (f) {
+			fprintf(f, "suanli-agent: cannot start the rank: %s%s%s\n", d.msg,
+				d.hint[0] ? "; " : "", d.hint);
+			fclose(f);
+		}
+	}
 	it->pid = 0;
 	it->run_start_ns = now_ns;
 	item_ended(s, it, 127 << 8, false, now_ns);

@@ -97,6 +97,11 @@ enum sl_err ctr_argv(struct work_sup *s, struct work_item *it, const char *topo,
 		return sl_diag_set(d, SL_EINVAL, "no image: the job names none and there is no "
 						 "default");
 	}
+	if (!engine_image_exists(s->eng, image)) {
+		sl_diag_hint(d, "agents never pull: load it on the node (podman load, podman import) "
+				"or pick another (suanli image list)");
+		return sl_diag_set(d, SL_ENOTFOUND, "image %s is not on this node", image);
+	}
 	if ((e = lease_workdir(s, sp->lease, work, sizeof(work), d)) != SL_OK)
 		return e;
 	size_t nenv = sp->nenv + 1;

@@ -262,6 +262,7 @@ static void discovery_drain(struct ctl *c, const char *name, bool weaker, const 
 
 struct reg_in {
 	const char *node, *addr, *version, *boot_id;
+	const char *host_tenant; /* "host_processes": the operator's permission (NULL: none) */
 	json_t *discovery, *labels;
 };
 
@@ -271,7 +272,7 @@ static bool reg_parse(struct ctl_call *call, struct reg_in *in)
 		{"node", FT_STRING, true},       {"addr", FT_STRING, true},
 		{"agent_version", FT_STRING, false}, {"boot_id", FT_STRING, true},
 		{"discovery", FT_OBJECT, true},  {"labels", FT_OBJECT, false},
-		{"running", FT_ARRAY, false}};
+		{"running", FT_ARRAY, false}, {"host_processes", FT_STRING, false}};
 	static const struct ctl_field lfields[] = {
 		{"site", FT_STRING, false}, {"leaf", FT_STRING, false}, {"type", FT_STRING, false}};
 	const json_t *b = call->body;
@@ -282,8 +283,13 @@ static bool reg_parse(struct ctl_call *call, struct reg_in *in)
 	in->addr = bad ? NULL : ctl_str_field(call, b, "addr", AGENT_ADDR_MAX, &bad);
 	in->boot_id = bad ? NULL : ctl_str_field(call, b, "boot_id", AGENT_BOOT_ID_MAX, &bad);
 	in->version = bad ? NULL : ctl_str_field(call, b, "agent_version", AGENT_VERSION_MAX, &bad);
+	in->host_tenant = bad ? NULL : ctl_str_field(call, b, "host_processes", CTL_NAME_MAX, &bad);
 	if (bad)
 		return false;
+	if (in->host_tenant && !fleet_name_valid(in->host_tenant)) {
+		bad_field(call, SL_EINVAL, "host_processes", "not a tenant name", NULL);
+		return false;
+	}
 	in->discovery = json_object_get(b, "discovery");
 	in->labels = json_object_get(b, "labels");
 	if (!fleet_name_valid(in->node)) {
@@ -420,6 +426,16 @@ void h_agent_register(struct ctl_call *call)
 	snprintf(r->addr, sizeof(r->addr), "%s", in.addr);
 	snprintf(r->boot_id, sizeof(r->boot_id), "%s", in.boot_id);
 	snprintf(r->version, sizeof(r->version), "%s", in.version ? in.version : "");
+	snprintf(r->host_tenant, sizeof(r->host_tenant), "%s", in.host_tenant ? in.host_tenant : "");
+	if (in.host_tenant) {
+		const struct fleet *f = c->fleet;
+		int own = f->nodes[idx].owner;
+		const char *owner = own >= 0 && own < f->nowners ? f->owners[own] : NULL;
+		if (!owner || strcmp(owner, in.host_tenant))
+			sl_log_warn("agent runs host processes on a node that tenant does not own",
+				    "node=%s host_processes=%s owner=%s", in.node, in.host_tenant,
+				    owner ? owner : "(the provider)");
+	}
 	r->registered_ns = c->now_ns;
 	if (fresh || r->ngpus != declared->ngpus) {
 		for (int g = 0; g < TOPO_MAX_GPUS; g++)

@@ -229,6 +229,7 @@ struct ctl {
 	uint64_t hist_count;
 
 	struct ctl_audit *audit; /* the audit log (audit_log.h); NULL until opened */
+	struct ctl_images *images; /* the image catalog (images.h) */
 	struct ctl_billing *billing; /* prices, usage, ledger (billing.h); NULL until started */
 	struct ctl_agents *agents;   /* node agents (agents.h); NULL until started */
 	struct ctl_jobs *jobs;       /* jobs on leases (jobs.h); NULL until started */

@@ -174,6 +174,10 @@ json_t *job_to_json(struct ctl *c, const struct job *j, bool store)
 			      job_master_port(j->seq), "stop_grace_s", j->stop_grace_s, "ranks", ranks,
 			      "created_at", ctl_time_json(j->created_ns), "ended_at",
 			      ctl_time_json(j->ended_ns));
+	if (o && j->image_ref[0]) {
+		json_object_set_new(o, "image", json_string(j->image));
+		json_object_set_new(o, "image_ref", json_string(j->image_ref));
+	}
 	if (o && store) {
 		json_object_set_new(o, "nodes_req", json_integer(j->nodes_req));
 		json_object_set_new(o, "cancel_at", ctl_time_json(j->cancel_ns));
@@ -233,6 +237,10 @@ static struct job *job_from_json(const json_t *o, struct sl_diag *d)
 		j->env = json_object();
 	j->nodes_req = (int)json_integer_value(json_object_get(o, "nodes_req"));
 	j->stop_grace_s = (int)json_integer_value(json_object_get(o, "stop_grace_s"));
+	const char *im = json_string_value(json_object_get(o, "image"));
+	const char *ir = json_string_value(json_object_get(o, "image_ref"));
+	snprintf(j->image, sizeof(j->image), "%s", im ? im : "");
+	snprintf(j->image_ref, sizeof(j->image_ref), "%s", ir ? ir : "");
 	j->epoch = json_integer_value(json_object_get(o, "epoch"));
 	j->created_ns = time_field(o, "created_at");
 	j->ended_ns = time_field(o, "ended_at");

@@ -7,6 +7,7 @@
 #ifndef SL_CTL_JOBS_INT_H
 #define SL_CTL_JOBS_INT_H
 
+#include "images.h"
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -55,6 +56,8 @@ struct job {
 	enum job_restart restart;
 	int nodes_req;       /* 0: all of the lease's nodes */
 	int stop_grace_s;
+	char image[IMAGE_NAME_MAX + 1];    /* the catalog's name ("": none) */
+	char image_ref[IMAGE_REF_MAX + 1]; /* its reference when the job was made */
 	int64_t epoch;       /* the lease's epoch the ranks were placed with */
 	int nranks;
 	struct job_rank *ranks;

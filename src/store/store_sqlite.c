@@ -107,8 +107,14 @@ static const char sq_migration_4[] =
 	" updated_ns INTEGER NOT NULL);\n"
 	"CREATE INDEX jobs_tenant ON jobs(tenant);\n";
 
+/* v5: the image catalog (src/ctl/images.c), an object table like v1's. */
+static const char sq_migration_5[] =
+	"CREATE TABLE images (id TEXT PRIMARY KEY, tenant TEXT, body TEXT NOT NULL,"
+	" updated_ns INTEGER NOT NULL);\n"
+	"CREATE INDEX images_tenant ON images(tenant);\n";
+
 static const char *const sq_migrations[] = {sq_migration_1, sq_migration_2, sq_migration_3,
-					    sq_migration_4};
+					    sq_migration_4, sq_migration_5};
 #define SQ_SCHEMA_VERSION ((int)(sizeof(sq_migrations) / sizeof(sq_migrations[0])))
 
 enum sq_verb { SQ_PUT, SQ_DEL, SQ_GET, SQ_SCAN, SQ_VERB__COUNT };

@@ -13,7 +13,7 @@ echo "other_procs=$(ps ax -o args= | grep -c '^sleep 4242')"
 echo "procs=$(ps ax -o pid= | wc -l)"
 echo "gpus=$(ls /dev | grep -E '^nvidia[0-9]+$' | tr '\n' ' ')"
 echo "cuda_visible=$CUDA_VISIBLE_DEVICES"
-if echo x > /usr/probe-write 2>/dev/null; then echo rootfs=WRITABLE; else echo rootfs=readonly; fi
+if (echo x > /usr/probe-write) 2>/dev/null; then echo rootfs=WRITABLE; else echo rootfs=readonly; fi
 echo mine > /work/mine && echo "work=$(cat /work/mine)"
 python3 - <<'PY'
 import os, socket, time

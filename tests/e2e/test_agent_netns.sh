@@ -35,6 +35,8 @@ wait_until 20 node_is e2e-h100-01 ready && wait_until 20 node_is e2e-h100-02 rea
 	die "both agents register and their nodes become ready" "$(sl nodes --json | jq -c '[.[] | [.name, .state, .reason]]')"
 ok "both agents register and their nodes become ready"
 expect_eq "the node's agent address is its host's" "$(sl node show e2e-h100-02 --json | jq -r .agent.addr)" "$(ns_addr h2)"
+expect_eq "the node says whose work runs as host processes on it" "$(node_field e2e-h100-01 .host_processes)" acme
+expect_match "nodes shows it" "$(sl nodes | grep '^e2e-h100-01 ')" 'host processes for acme$'
 expect_eq "nodes without agents stay unreachable" "$(node_field e2e-h100-03 .state)" unreachable
 cred="$TMP/agents/e2e-h100-01/credential"
 expect_eq "the node credential is saved, mode 0600" "$(stat -c %a "$cred" 2>/dev/null)" 600

@@ -25,6 +25,8 @@ if ! ag_image base base-files bash coreutils dash findutils grep sed procps libc
 	exit 77
 fi
 ok "the local image $AG_IMAGE (built or cached in ${AG_IMAGE_S}s)"
+IMG=$AG_IMAGE
+AG_IMAGE="" # the jobs' image comes from the catalog
 AG_ENGINE=podman
 
 ns_create ctl 1 && ns_create h1 2 || die "hosts are created"
@@ -35,6 +37,9 @@ wait_until 30 node_is "$N" ready || die "the agent is ready"
 expect_match "the agent says what runs tenant work (engine and runtime)" \
 	"$(grep 'tenant work runs in containers' "$TMP/agent-$N.log")" 'engine=podman runtime=(runc|crun) cgroup_manager=cgroupfs'
 SD="$TMP/agents/$N"
+out=$(sl image add base --ref "$IMG" --default 2>&1)
+expect_match "image add puts the local image in the catalog as its default" "$out" "Image base is $IMG \(the default\)"
+expect_eq "image list shows it" "$(sl image list --json | jq -r '.[] | [.name, .ref, .default] | join(" ")')" "base $IMG true"
 sl tenant create acme >/dev/null && sl tenant create beta >/dev/null || die "tenants"
 lease() {
 	body_of "$(api "$ADMIN" POST /v1/leases "{\"tenant\":\"$1\",\"gpus\":4,\"models\":[\"h100-sxm\"]}")"
@@ -54,11 +59,14 @@ holder_up() { sl job logs "$JB" --rank 0 2>/dev/null | grep -q 'holder listening
 wait_until 40 holder_up || die "the other tenant's job runs" "$(sl job logs "$JB" 2>&1 | tail -5; tail -5 "$TMP/agent-$N.log")"
 ok "the other tenant's job listens on its port 7001"
 
-JA=$(sl job run --lease "$LA" --stop-grace 2 "${common[@]}" --env "CRED=$SD/credential" --env "STATE=$SD" \
+out=$(sl job run --lease "$LA" --image nope -- true 2>&1)
+expect_match "a job naming an image the catalog lacks is refused" "$out" "no image called 'nope'"
+JA=$(sl job run --lease "$LA" --image base --stop-grace 2 "${common[@]}" --env "CRED=$SD/credential" --env "STATE=$SD" \
 	--env "OTHER_WORK=$SD/leases/$LB" --json -- sh -c "$(cat "$SL_ROOT/tests/e2e/iso_probe.sh")" | jq -r .id)
 ended() { case "$(job_field "$1" .state)" in succeeded | failed | cancelled) return 0 ;; esac; return 1; }
 wait_until 60 ended "$JA" || bad "the probe ends" "$(job_field "$JA" .state)"
 expect_eq "the probe succeeded" "$(job_field "$JA" .state)" succeeded
+expect_eq "the job keeps the image it ran in" "$(job_field "$JA" '[.image, .image_ref] | join(" ")')" "base $IMG"
 P=$(sl job logs "$JA" --rank 0 2>/dev/null)
 fact() { printf '%s\n' "$P" | sed -n "s/^$1=//p" | head -1; }
 echo "---- probe: $(printf '%s' "$P" | tr '\n' ';')"
@@ -83,6 +91,14 @@ hu=$(stat -c %u "/proc/$sp" 2>/dev/null)
 expect_match "seen from the host, the other tenant's process runs as uid $hu" "${hu:-0}" '^[1-9][0-9]*$'
 nb=$(ns_exec h1 sh -c "ls $TMP/agents/$N/sim-dev" | tr '\n' ' ')
 expect_eq "the agent made its stand-in GPU nodes" "$nb" "nvidia0 nvidia1 nvidia2 nvidia3 nvidia4 nvidia5 nvidia6 nvidia7 nvidiactl "
+
+# ---- an image the node lacks: the job fails and its log says why ----
+sl image add ghost --ref localhost/suanli/ghost:none >/dev/null
+JG=$(sl job run --lease "$LA" --image ghost --json -- true | jq -r .id)
+wait_until 30 ended "$JG"
+expect_eq "a job whose image the node lacks fails" "$(job_field "$JG" .state)" failed
+ghost_log() { sl job logs "$JG" --rank 0 2>/dev/null | grep -q 'image localhost/suanli/ghost:none is not on this node'; }
+if wait_until 10 ghost_log; then ok "and its log says the image is not on the node"; else bad "its log says why" "$(sl job logs "$JG" 2>&1 | tail -2)"; fi
 
 ticks() { sl job logs "$JB" --rank 0 2>/dev/null | grep -c '^tick'; }
 # ---- a fork bomb stops at the pids limit ----
