@@ -65,9 +65,13 @@ stop_all() {
 			kill -KILL "$p" 2>/dev/null || true
 	done
 	if [ -n "${IMAGE:-}" ]; then
-		local ids
-		ids=$(podman ps -a -q --filter "name=$RUN_TAG" 2>/dev/null || true)
+		local ids m
+		ids=$(podman ps -a -q --filter "name=$RUN_TAG-" 2>/dev/null || true)
 		[ -n "$ids" ] && podman rm -f -t 0 $ids >/dev/null 2>&1 || true
+		# the leases' working directories (tmpfs) the agents mounted
+		for m in $(awk -v d="$(cd "$AGDIR" && pwd)/" 'index($2, d) == 1 {print $2}' /proc/mounts); do
+			umount -l "$m" 2>/dev/null || true
+		done
 	fi
 	if [ -n "$CTL_PID" ]; then
 		kill -TERM "$CTL_PID" 2>/dev/null || true

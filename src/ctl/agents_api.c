@@ -266,6 +266,27 @@ struct reg_in {
 	json_t *discovery, *labels;
 };
 
+/* Host processes only on a server the tenant owns (owners: in the fleet
+ * file): anywhere else another tenant's lease could land beside them. False
+ * after answering 400. */
+static bool host_owner_ok(struct ctl_call *call, int idx, const char *node, const char *tenant)
+{
+	const struct fleet *f = call->ctl->fleet;
+	int own = idx >= 0 ? f->nodes[idx].owner : -1;
+	const char *owner = own >= 0 && own < f->nowners ? f->owners[own] : NULL;
+	if (owner && !strcmp(owner, tenant))
+		return true;
+	char msg[SL_DIAG_MSG];
+	snprintf(msg, sizeof(msg), "node %.64s is %s%.64s; host processes (--host-processes %.64s) "
+		 "are only for a server that tenant owns", node, owner ? "owned by " : "the provider's",
+		 owner ? owner : "", tenant);
+	sl_log_warn("registration refused: host processes on a node the tenant does not own",
+		    "node=%s host_processes=%s owner=%s", node, tenant, owner ? owner : "-");
+	ctl_answer_error(call, SL_EINVAL, msg, "run the agent without --host-processes (tenant "
+			 "work then runs in containers), or give the node an owner in the fleet file");
+	return false;
+}
+
 static bool reg_parse(struct ctl_call *call, struct reg_in *in)
 {
 	static const struct ctl_field fields[] = {
@@ -350,6 +371,10 @@ void h_agent_register(struct ctl_call *call)
 		return;
 	}
 	int idx = fleet_find_node(c->fleet, in.node);
+	if (in.host_tenant && !host_owner_ok(call, idx, in.node, in.host_tenant)) {
+		free(disc);
+		return;
+	}
 	struct agent_rec *r = agents_rec(c, in.node);
 	json_t *labels = NULL;
 	if (idx < 0) {
@@ -427,15 +452,6 @@ void h_agent_register(struct ctl_call *call)
 	snprintf(r->boot_id, sizeof(r->boot_id), "%s", in.boot_id);
 	snprintf(r->version, sizeof(r->version), "%s", in.version ? in.version : "");
 	snprintf(r->host_tenant, sizeof(r->host_tenant), "%s", in.host_tenant ? in.host_tenant : "");
-	if (in.host_tenant) {
-		const struct fleet *f = c->fleet;
-		int own = f->nodes[idx].owner;
-		const char *owner = own >= 0 && own < f->nowners ? f->owners[own] : NULL;
-		if (!owner || strcmp(owner, in.host_tenant))
-			sl_log_warn("agent runs host processes on a node that tenant does not own",
-				    "node=%s host_processes=%s owner=%s", in.node, in.host_tenant,
-				    owner ? owner : "(the provider)");
-	}
 	r->registered_ns = c->now_ns;
 	if (fresh || r->ngpus != declared->ngpus) {
 		for (int g = 0; g < TOPO_MAX_GPUS; g++)

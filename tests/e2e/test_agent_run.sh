@@ -12,7 +12,7 @@ set -u
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ctl_lib.sh"
 : "${SUANLI_AGENT:?SUANLI_AGENT must point at the suanli-agent binary}"
-FLEET="$SL_ROOT/tests/data/fleet/agents-small.yaml"
+FLEET="$SL_ROOT/tests/data/fleet/agents-owned.yaml"
 DATA="$TMP/data"
 SD="$TMP/sd"
 NODE=e2e-h100-01
