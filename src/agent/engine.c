@@ -35,6 +35,7 @@ struct engine {
 	const struct discovery *disc;
 	char cdi_path[512];
 	char image[ENGINE_IMAGE_MAX];
+	char hooks[STATE_PATH_MAX]; /* STATE_DIR/no-hooks, kept empty */
 	char node[CDI_NAME_MAX / 2];
 };
 
@@ -307,6 +308,15 @@ enum sl_err engine_new(const struct engine_opts *o, struct engine **out, struct 
 	snprintf(e->node, sizeof(e->node), "%s", o->name ? o->name : o->node);
 	snprintf(e->image, sizeof(e->image), "%s", o->image ? o->image : "");
 	probe(e);
+	if (e->ok) {
+		enum sl_err er = state_path(e->hooks, sizeof(e->hooks), o->state_dir, d, "no-hooks");
+		if (er == SL_OK)
+			er = state_mkdirs(e->hooks, 0700, d);
+		if (er != SL_OK) {
+			free(e);
+			return er;
+		}
+	}
 	if (e->ok && o->disc) {
 		enum sl_err er = write_cdi(e, o, d);
 		if (er != SL_OK) {
@@ -363,6 +373,7 @@ void engine_fill(const struct engine *e, const char *name, const char *image,
 	r->podman = e->podman;
 	r->runtime = e->runtime;
 	r->cgroup_manager = "cgroupfs";
+	r->hooks_dir = e->hooks;
 	r->name = name;
 	r->image = image;
 	r->uid_base = engine_uid_base(lease);

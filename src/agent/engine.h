@@ -13,6 +13,8 @@
  * GPU) and, in simulate mode, the stand-in device nodes it names
  * (STATE_DIR/sim-dev/nvidiaN: character devices with /dev/null's numbers,
  * mode 0666), so a container shows exactly the /dev/nvidiaN it was given.
+ * Every container gets --hooks-dir STATE_DIR/no-hooks (made empty here), so
+ * no OCI hook installed on the host runs for tenant containers.
  * Where the probe fails the handle says why (engine_ok false) and no tenant
  * container can start; the agent logs it once.
  *

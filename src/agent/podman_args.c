@@ -48,7 +48,8 @@ void podman_argv_free(char **argv)
 enum sl_err podman_run_argv(const struct podman_run *r, char ***out, struct sl_diag *d)
 {
 	*out = NULL;
-	if (!r->podman || !r->runtime || !r->cgroup_manager || !r->name || !r->name[0] ||
+	if (!r->podman || !r->runtime || !r->cgroup_manager || !r->hooks_dir || !r->hooks_dir[0] ||
+	    !r->name || !r->name[0] ||
 	    !r->image || !r->image[0] || r->argc == 0 || !r->argv)
 		return sl_diag_set(d, SL_EINVAL, "container: name, image and command are needed");
 	struct words w = {calloc(PODMAN_ARGV_MAX, sizeof(char *)), 0, 0};
@@ -57,6 +58,7 @@ enum sl_err podman_run_argv(const struct podman_run *r, char ***out, struct sl_d
 	addf(&w, "%s", r->podman);
 	addf(&w, "--runtime=%s", r->runtime);
 	addf(&w, "--cgroup-manager=%s", r->cgroup_manager);
+	addf(&w, "--hooks-dir=%s", r->hooks_dir);
 	addf(&w, "run");
 	addf(&w, "--rm");
 	addf(&w, "--name=%s", r->name);

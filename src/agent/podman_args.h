@@ -3,6 +3,8 @@
  * which GPUs. Pure (no I/O): the isolation every container gets is visible,
  * and tested, in one place (docs/isolation.md):
  *
+ *   --hooks-dir an empty directory (hooks installed on the host, such as
+ *   nvidia-container-toolkit's, never run as root over tenant files),
  *   --userns through an explicit --uidmap/--gidmap of PODMAN_IDS ids at
  *   uid_base (container root is an unprivileged host uid), --security-opt
  *   no-new-privileges, the default seccomp profile (never disabled),
@@ -34,6 +36,7 @@ struct podman_run {
 	const char *podman;          /* the program ("podman") */
 	const char *runtime;         /* "runc" | "crun" */
 	const char *cgroup_manager;  /* "cgroupfs" | "systemd" */
+	const char *hooks_dir;       /* an empty directory: no OCI hook of the host runs */
 	const char *name;            /* the container's name */
 	const char *image;           /* the image reference */
 	uint32_t uid_base;           /* host id of container root */

@@ -507,10 +507,13 @@ static void item_start(struct work_sup *s, struct work_item *it, int64_t now_ns)
 {
 	struct sl_diag d;
 	sl_diag_clear(&d);
-	if (item_spawn(s, it, now_ns, &d) == SL_OK)
+	if (item_spawn(s, it, now_ns, &d) == SL_OK) {
+		it->error[0] = '\0';
 		return;
+	}
 	sl_log_error("cannot start work", "job=%s rank=%d error=%s", it->spec.job,
 		     it->spec.rank, d.msg);
+	snprintf(it->error, sizeof(it->error), "%.*s", (int)sizeof(it->error) - 1, d.msg);
 	/* the rank's log says why, so `job logs` shows it to the tenant */
 	char dir[STATE_PATH_MAX], logp[STATE_PATH_MAX];
 	if (state_path(dir, sizeof(dir), s->dir, NULL, "jobs/%s", it->spec.job) == SL_OK &&
@@ -873,6 +876,8 @@ json_t *work_sup_report(const struct work_sup *s)
 			bad_alloc = json_object_set_new(o, "lost", json_true()) != 0;
 		if (!bad_alloc && it->state == IT_BACKOFF)
 			bad_alloc = json_object_set_new(o, "restarting", json_true()) != 0;
+		if (!bad_alloc && it->error[0])
+			bad_alloc = json_object_set_new(o, "error", json_string(it->error)) != 0;
 		if (bad_alloc || json_array_append_new(a, o) != 0) {
 			json_decref(a);
 			return NULL;

@@ -18,6 +18,8 @@ enum work_item_state {
 	IT_STOPPED,
 };
 
+#define WORK_ERROR_MAX 256
+
 struct work_item {
 	struct work_spec spec;
 	struct work_spec *next;   /* a higher epoch, started once the old process ended */
@@ -38,6 +40,7 @@ struct work_item {
 	int64_t run_start_ns;     /* monotonic */
 	int64_t deadline_ns;      /* grace or backoff end, monotonic */
 	int64_t log_offset;       /* bytes of the log the controller holds */
+	char error[WORK_ERROR_MAX]; /* why its last start failed ("": it started) */
 };
 
 struct work_lease_epoch {

@@ -141,6 +141,8 @@ static json_t *rank_to_json(struct ctl *c, const struct job *j, int i, bool stor
 			      "ended_at", ctl_time_json(r->ended_ns));
 	if (!o)
 		return NULL;
+	if (r->error[0])
+		json_object_set_new(o, "error", json_string(r->error));
 	if (store) {
 		json_object_set_new(o, "stop", json_boolean(r->stop));
 		json_object_set_new(o, "gone", json_boolean(r->gone));
@@ -274,6 +276,8 @@ static struct job *job_from_json(const json_t *o, struct sl_diag *d)
 		k->stop = json_is_true(json_object_get(r, "stop"));
 		k->gone = json_is_true(json_object_get(r, "gone"));
 		k->lost = json_is_true(json_object_get(r, "lost"));
+		const char *kerr = json_string_value(json_object_get(r, "error"));
+		snprintf(k->error, sizeof(k->error), "%s", kerr ? kerr : "");
 		k->exit_code = (int)json_integer_value(json_object_get(r, "exit"));
 		k->signal = (int)json_integer_value(json_object_get(r, "signal"));
 		k->restarts = (int)json_integer_value(json_object_get(r, "restarts"));
@@ -434,6 +438,17 @@ static bool rank_failed(const struct job *j, const struct job_rank *r)
 	       j->restart == JOB_RESTART_NEVER;
 }
 
+/* "rank R on NODE could not start: ERROR", cut to fit (the rank's log has
+ * the error whole). */
+static void start_failed_reason(char *why, size_t n, int i, const struct job_rank *r)
+{
+	int w = snprintf(why, n, "rank %d on %s could not start: ", i, r->node);
+	size_t at = w > 0 && (size_t)w < n ? (size_t)w : n - 1;
+	size_t len = strnlen(r->error, n - 1 - at);
+	memcpy(why + at, r->error, len);
+	why[at + len] = '\0';
+}
+
 void job_eval(struct ctl *c, struct job *j)
 {
 	char why[JOB_REASON_MAX];
@@ -460,6 +475,8 @@ void job_eval(struct ctl *c, struct job *j)
 		else if (r->signal)
 			snprintf(why, sizeof(why), "rank %d on %s was killed by signal %d", i, r->node,
 				 r->signal);
+		else if (r->error[0])
+			start_failed_reason(why, sizeof(why), i, r);
 		else
 			snprintf(why, sizeof(why), "rank %d on %s exited with code %d", i, r->node,
 				 r->exit_code);
@@ -673,6 +690,9 @@ static bool apply_report(struct ctl *c, struct job *j, struct job_rank *r, const
 	t = report_time(w, "ended_at");
 	r->ended_ns = rs == RS_RUNNING ? 0 : t ? t : before.ended_ns ? before.ended_ns : c->now_ns;
 	r->lost = rs == RS_EXITED && json_is_true(json_object_get(w, "lost"));
+	const char *err = json_string_value(json_object_get(w, "error"));
+	snprintf(r->error, sizeof(r->error), "%.*s", (int)sizeof(r->error) - 1,
+		 err && rs != RS_RUNNING ? err : "");
 	if (rs == RS_RUNNING)
 		r->exit_code = r->signal = 0;
 	if (r->stop && rs != RS_RUNNING)

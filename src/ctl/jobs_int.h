@@ -30,6 +30,8 @@
 enum job_state { JS_PENDING, JS_RUNNING, JS_SUCCEEDED, JS_FAILED, JS_CANCELLING, JS_CANCELLED, JS__COUNT };
 enum rank_state { RS_PENDING, RS_RUNNING, RS_EXITED, RS_STOPPED, RS__COUNT };
 
+#define JOB_RANK_ERROR_MAX 256
+
 struct job_rank {
 	char node[FLEET_NAME_MAX + 1];
 	gpumask_t gpus;
@@ -41,6 +43,7 @@ struct job_rank {
 	int64_t pid;
 	int64_t started_ns, ended_ns;
 	int64_t log_base;   /* the controller's log size when this node took the rank */
+	char error[JOB_RANK_ERROR_MAX]; /* why the agent could not start it ("": none) */
 	uint64_t hb_mark;   /* heartbeat that last reported it (jobs_on_heartbeat) */
 };
 

@@ -97,6 +97,7 @@ sl image add ghost --ref localhost/suanli/ghost:none >/dev/null
 JG=$(sl job run --lease "$LA" --image ghost --json -- true | jq -r .id)
 wait_until 30 ended "$JG"
 expect_eq "a job whose image the node lacks fails" "$(job_field "$JG" .state)" failed
+expect_match "its state says why" "$(job_field "$JG" .reason)" "^rank 0 on $N could not start: image localhost/suanli/ghost:none is not on this node$"
 ghost_log() { sl job logs "$JG" --rank 0 2>/dev/null | grep -q 'image localhost/suanli/ghost:none is not on this node'; }
 if wait_until 10 ghost_log; then ok "and its log says the image is not on the node"; else bad "its log says why" "$(sl job logs "$JG" 2>&1 | tail -2)"; fi
 

@@ -36,6 +36,7 @@ static void base(struct podman_run *r, char **argv, const char **env, const char
 	r->podman = "/usr/bin/podman";
 	r->runtime = "runc";
 	r->cgroup_manager = "cgroupfs";
+	r->hooks_dir = "/var/lib/suanli-agent/no-hooks";
 	r->name = "sl-n1-job-000001-r0-e1-n0";
 	r->image = "localhost/suanli/base:abc";
 	r->uid_base = 0x40010000u;
@@ -65,7 +66,7 @@ static void test_isolation_options(void **state)
 	base(&r, argv, env, devs);
 	assert_int_equal(podman_run_argv(&r, &v, NULL), SL_OK);
 	static const char *const want[] = {
-		"--runtime=runc", "--cgroup-manager=cgroupfs", "run", "--rm", "--pull=never", "--init",
+		"--runtime=runc", "--cgroup-manager=cgroupfs", "--hooks-dir=/var/lib/suanli-agent/no-hooks", "run", "--rm", "--pull=never", "--init",
 		"--log-driver=none", "--uidmap=0:1073807360:65536", "--gidmap=0:1073807360:65536",
 		"--security-opt=no-new-privileges", "--cap-drop=all", "--cpus=112.000",
 		"--memory=1048576m", "--memory-swap=1048576m", "--pids-limit=4096",
