@@ -694,6 +694,8 @@ enum sl_err agent_run(const struct agent_opts *o, struct sl_diag *d)
 	work_sup_set_engine(a.sup, a.eng, o->host_tenant);
 	if (o->stop_grace_s >= 0)
 		work_sup_set_default_grace(a.sup, o->stop_grace_s);
+	if (o->log_limit_mib > 0)
+		work_sup_set_log_limit(a.sup, (int64_t)o->log_limit_mib << 20);
 	/* a saved credential wins over --token: the token may be spent or revoked */
 	const char *tok = a.cred[0] ? a.cred : o->token;
 	if (a.cred[0] && o->token)

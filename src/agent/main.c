@@ -69,6 +69,7 @@ static void usage(FILE *f)
 	      "  --cdi-dir DIR       where the GPUs' CDI spec is written (default /var/run/cdi)\n"
 	      "  --cdi-name NAME     CDI device prefix and container name prefix (default: the\n"
 	      "                      node name; unique per host)\n"
+	      "  --log-limit-mib N   a rank whose log passes N MiB is killed (default 4096)\n"
 	      "  --pids-limit N      processes per container (default 4096)\n"
 	      "  --nvidia-smi-topo FILE  discover from saved `nvidia-smi topo -m` output\n"
 	      "  --model M           the GPU model of that output (a catalog name)\n"
@@ -150,6 +151,8 @@ static int parse_run(int argc, char **argv, struct run_args *r)
 			sp = &r->o.cdi_dir;
 		else if (!strcmp(f, "--cdi-name"))
 			sp = &r->o.cdi_name;
+		else if (!strcmp(f, "--log-limit-mib"))
+			ip = &r->o.log_limit_mib, lo = 1, hi = 1 << 24;
 		else if (!strcmp(f, "--pids-limit"))
 			ip = &r->o.pids_limit, lo = 16, hi = 1 << 22;
 		else if (!strcmp(f, "--heartbeat"))

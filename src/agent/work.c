@@ -490,8 +490,8 @@ static void item_ended(struct work_sup *s, struct work_item *it, int status, boo
 		return;
 	}
 	bool failed = lost || it->exit_code != 0 || it->signal != 0;
-	bool again = it->spec.restart == WORK_RESTART_ALWAYS ||
-		     (it->spec.restart == WORK_RESTART_ON_FAILURE && failed && !lost);
+	bool again = !it->log_full && (it->spec.restart == WORK_RESTART_ALWAYS ||
+				       (it->spec.restart == WORK_RESTART_ON_FAILURE && failed && !lost));
 	if (!again) {
 		it->state = IT_EXITED;
 		return;
@@ -503,17 +503,43 @@ static void item_ended(struct work_sup *s, struct work_item *it, int status, boo
 	it->state = IT_BACKOFF;
 }
 
+/* The rank's log is past the limit (a stat per tick; cheap beside the rest). */
+static bool log_over(const struct work_sup *s, const struct work_item *it)
+{
+	char p[STATE_PATH_MAX];
+	struct stat st;
+	return state_path(p, sizeof(p), s->dir, NULL, "jobs/%s/rank-%d.log", it->spec.job,
+			  it->spec.rank) == SL_OK &&
+	       stat(p, &st) == 0 && (int64_t)st.st_size > s->log_limit;
+}
+
+static void item_kill_for_log(struct work_sup *s, struct work_item *it)
+{
+	snprintf(it->error, sizeof(it->error), "its output passed the node's log limit of %lld "
+		 "MiB; killed", (long long)(s->log_limit >> 20));
+	sl_log_warn("work's log passed the limit; killing it", "job=%s rank=%d pid=%d limit_mib=%lld",
+		    it->spec.job, it->spec.rank, (int)it->pid, (long long)(s->log_limit >> 20));
+	group_signal(it->pid, SIGKILL);
+	item_ctr_remove(s, it);
+	it->killed = true;
+	it->log_full = true; /* no restart: it would only fill the log again */
+}
+
 static void item_start(struct work_sup *s, struct work_item *it, int64_t now_ns)
 {
 	struct sl_diag d;
 	sl_diag_clear(&d);
-	if (item_spawn(s, it, now_ns, &d) == SL_OK) {
+	if (log_over(s, it))
+		sl_diag_set(&d, SL_ELIMIT, "its log already passed the node's limit of %lld MiB",
+			    (long long)(s->log_limit >> 20));
+	else if (item_spawn(s, it, now_ns, &d) == SL_OK) {
 		it->error[0] = '\0';
 		return;
 	}
 	sl_log_error("cannot start work", "job=%s rank=%d error=%s", it->spec.job,
 		     it->spec.rank, d.msg);
-	snprintf(it->error, sizeof(it->error), "%.*s", (int)sizeof(it->error) - 1, d.msg);
+	snprintf(it->error, sizeof(it->error), "cannot start: %.*s", (int)sizeof(it->error) - 16,
+		 d.msg);
 	/* the rank's log says why, so `job logs` shows it to the tenant */
 	char dir[STATE_PATH_MAX], logp[STATE_PATH_MAX];
 	if (state_path(dir, sizeof(dir), s->dir, NULL, "jobs/%s", it->spec.job) == SL_OK &&
@@ -626,6 +652,8 @@ bool work_sup_tick(struct work_sup *s, int64_t now_ns)
 			r = item_poll(s, it, &status);
 			if (r <= 0)
 				item_ended(s, it, status, r < 0, now_ns);
+			else if (!it->killed && log_over(s, it))
+				item_kill_for_log(s, it);
 			else if (it->state == IT_STOPPING && !it->killed &&
 				 now_ns >= it->deadline_ns) {
 				sl_log_warn("work did not stop in its grace period; killing it",

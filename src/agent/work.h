@@ -49,6 +49,7 @@
 #define WORK_GRACE_DEFAULT_S 10
 #define WORK_IMAGE_MAX 512      /* an image reference, bytes with the NUL */
 #define WORK_DIR_MIB 1024       /* a lease's working directory (tmpfs), MiB */
+#define WORK_LOG_LIMIT_DEFAULT ((int64_t)4 << 30) /* bytes of one rank's log on the node */
 /* Restart backoff: 1 s, doubling per quick failure, at most 30 s; a run of
  * WORK_BACKOFF_RESET_S or longer starts the doubling again. */
 #define WORK_BACKOFF_MIN_NS 1000000000LL
@@ -102,6 +103,12 @@ enum sl_err work_sup_new(const char *state_dir, const struct discovery *disc,
 /* The grace for items that name none (WORK_GRACE_DEFAULT_S until set;
  * 0..WORK_GRACE_MAX_S). */
 void work_sup_set_default_grace(struct work_sup *s, int grace_s);
+/* The most a rank's log (STATE_DIR/jobs/J/rank-R.log, the agent's disk) may
+ * hold (bytes > 0; WORK_LOG_LIMIT_DEFAULT until set): a rank whose output
+ * passes it is killed (SIGKILL to its group, its container removed) and does
+ * not start again, with the reason in its report's "error", so printing
+ * without end cannot fill the node's disk. */
+void work_sup_set_log_limit(struct work_sup *s, int64_t bytes);
 struct engine;
 /* How items run (engine.h; borrowed, must outlive the supervisor). Without
  * this call (unit tests) items are host processes. With an engine each item

@@ -33,6 +33,7 @@ struct work_item {
 	bool desired;             /* listed by the last desired state */
 	bool lost;                /* the process vanished while the agent was away */
 	bool reported;            /* its final state reached the controller */
+	bool log_full;            /* killed for its log's size: never restarted */
 	int exit_code, signal;
 	int restarts;
 	int consec;               /* quick failures in a row (backoff doubling) */
@@ -58,6 +59,7 @@ struct work_sup {
 	struct work_lease_epoch epochs[WORK_MAX_LEASES];
 	size_t nepochs, epoch_ring;
 	int default_grace_s;
+	int64_t log_limit;        /* bytes of one rank's log (WORK_LOG_LIMIT_DEFAULT) */
 	bool dirty;
 };
 

@@ -434,15 +434,16 @@ static bool rank_done_ok(const struct job *j, const struct job_rank *r)
 
 static bool rank_failed(const struct job *j, const struct job_rank *r)
 {
+	/* an error is the agent's own verdict: it does not restart such a rank */
 	return r->state == RS_EXITED && (r->exit_code || r->signal) &&
-	       j->restart == JOB_RESTART_NEVER;
+	       (j->restart == JOB_RESTART_NEVER || r->error[0]);
 }
 
-/* "rank R on NODE could not start: ERROR", cut to fit (the rank's log has
- * the error whole). */
+/* "rank R on NODE: ERROR" (what the agent said: "cannot start: ...", "its
+ * output passed the node's log limit ..."), cut to fit. */
 static void start_failed_reason(char *why, size_t n, int i, const struct job_rank *r)
 {
-	int w = snprintf(why, n, "rank %d on %s could not start: ", i, r->node);
+	int w = snprintf(why, n, "rank %d on %s: ", i, r->node);
 	size_t at = w > 0 && (size_t)w < n ? (size_t)w : n - 1;
 	size_t len = strnlen(r->error, n - 1 - at);
 	memcpy(why + at, r->error, len);
@@ -469,14 +470,14 @@ void job_eval(struct ctl *c, struct job *j)
 		const struct job_rank *r = &j->ranks[i];
 		if (!rank_failed(j, r))
 			continue;
-		if (r->lost)
+		if (r->error[0])
+			start_failed_reason(why, sizeof(why), i, r);
+		else if (r->lost)
 			snprintf(why, sizeof(why), "rank %d on %s was lost (its process ended while its agent was down)",
 				 i, r->node);
 		else if (r->signal)
 			snprintf(why, sizeof(why), "rank %d on %s was killed by signal %d", i, r->node,
 				 r->signal);
-		else if (r->error[0])
-			start_failed_reason(why, sizeof(why), i, r);
 		else
 			snprintf(why, sizeof(why), "rank %d on %s exited with code %d", i, r->node,
 				 r->exit_code);

@@ -19,7 +19,7 @@ N=iso-h100-01
 PIDS_LIMIT=96
 
 ns_init
-trap 'ag_containers_cleanup; ns_cleanup; rm -rf "$TMP"' EXIT
+trap 'ag_containers_cleanup; ns_cleanup; [ -n "${SL_E2E_KEEP:-}" ] && mkdir -p "$SL_E2E_KEEP" && cp "$TMP"/*.log "$SL_E2E_KEEP"/ 2>/dev/null; rm -rf "$TMP"' EXIT
 if ! ag_image base base-files bash coreutils dash findutils grep sed procps libc-bin python3; then
 	echo "SKIP containers: $AG_IMAGE_WHY"
 	exit 77
@@ -32,7 +32,7 @@ AG_ENGINE=podman
 ns_create ctl 1 && ns_create h1 2 || die "hosts are created"
 ag_controller "$TMP/data" "$FLEET" --heartbeat 1 --unreachable-after 5 --down-after 60 ||
 	die "controller starts"
-ag_start "$N" h1 "$(ag_join_token)" --pids-limit "$PIDS_LIMIT"
+ag_start "$N" h1 "$(ag_join_token)" --pids-limit "$PIDS_LIMIT" --log-limit-mib 8
 wait_until 30 node_is "$N" ready || die "the agent is ready"
 expect_match "the agent says what runs tenant work (engine and runtime)" \
 	"$(grep 'tenant work runs in containers' "$TMP/agent-$N.log")" 'engine=podman runtime=(runc|crun) cgroup_manager=cgroupfs'
@@ -97,7 +97,7 @@ sl image add ghost --ref localhost/suanli/ghost:none >/dev/null
 JG=$(sl job run --lease "$LA" --image ghost --json -- true | jq -r .id)
 wait_until 30 ended "$JG"
 expect_eq "a job whose image the node lacks fails" "$(job_field "$JG" .state)" failed
-expect_match "its state says why" "$(job_field "$JG" .reason)" "^rank 0 on $N could not start: image localhost/suanli/ghost:none is not on this node$"
+expect_match "its state says why" "$(job_field "$JG" .reason)" "^rank 0 on $N: cannot start: image localhost/suanli/ghost:none is not on this node$"
 ghost_log() { sl job logs "$JG" --rank 0 2>/dev/null | grep -q 'image localhost/suanli/ghost:none is not on this node'; }
 if wait_until 10 ghost_log; then ok "and its log says the image is not on the node"; else bad "its log says why" "$(sl job logs "$JG" 2>&1 | tail -2)"; fi
 
@@ -137,6 +137,18 @@ t2=$(ticks)
 more2() { [ "$(ticks)" -gt "$t2" ]; }
 if wait_until 10 more2; then ok "the other tenant's job still carries on"; else bad "the other tenant's job still carries on"; fi
 expect_eq "the node stays ready" "$(node_field "$N" .state)" ready
+
+# ---- a rank that prints without end is killed at the node's log limit ----
+JL=$(sl job run --lease "$LA" --restart always "${common[@]}" --json -- \
+	sh -c 'l=$(printf "%0256d" 0); while :; do echo "$l"; done' | jq -r .id)
+wait_until 60 ended "$JL" || { bad "the flooder ends"; sl job cancel "$JL" >/dev/null 2>&1; }
+expect_eq "the flooder is killed at the log limit, not restarted" "$(job_field "$JL" '[.state, .ranks[0].restarts] | join(" ")')" "failed 0"
+expect_match "its state says why" "$(job_field "$JL" .reason)" "^rank 0 on $N: its output passed the node's log limit of 8 MiB; killed$"
+lsz=$(stat -c %s "$SD/jobs/$JL/rank-0.log" 2>/dev/null || echo 0)
+if [ "$lsz" -gt $((8 << 20)) ] && [ "$lsz" -lt $((256 << 20)) ]; then ok "its log on the node stopped near the limit ($((lsz >> 20)) MiB)"; else bad "its log stopped near the limit" "$lsz bytes"; fi
+t3=$(ticks)
+more3() { [ "$(ticks)" -gt "$t3" ]; }
+if wait_until 10 more3; then ok "the other tenant's job carries on after the flood"; else bad "the other tenant's job carries on after the flood"; fi
 
 # ---- cancel stops and removes the container ----
 sl job cancel "$JB" >/dev/null

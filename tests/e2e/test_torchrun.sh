@@ -32,7 +32,7 @@ ok "python3-torch with gloo"
 [ -x "$TORCHRUN" ] || TORCHRUN="-m torch.distributed.run"
 
 ns_init
-trap 'ag_containers_cleanup; ns_cleanup; rm -rf "$TMP"' EXIT
+trap 'ag_containers_cleanup; ns_cleanup; [ -n "${SL_E2E_KEEP:-}" ] && mkdir -p "$SL_E2E_KEEP" && cp "$TMP"/*.log "$SL_E2E_KEEP"/ 2>/dev/null; rm -rf "$TMP"' EXIT
 # Both ranks run in containers of an image made from the host's python3-torch
 # (scripts/build-image.py, cached); the whole-node lease gives them the host
 # network of their node, which gloo's rank-to-rank connections need.

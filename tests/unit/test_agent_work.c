@@ -481,6 +481,21 @@ static void test_host_tenant_only(void **state)
 	json_decref(w);
 }
 
+/* A rank whose log passes the limit is killed, not restarted, and says why;
+ * the next start of the same rank is refused while the log is that big. */
+static void test_log_limit(void **state)
+{
+	struct fx *f = *state;
+	work_sup_set_log_limit(f->sup, 1 << 20);
+	apply1(f, item("job-000001", 0, "ls-1", 1, "yes | head -c 3000000; exec sleep 60", "always", 1), 0);
+	json_t *e = wait_state(f, "job-000001", 0, "exited", -1);
+	assert_int_equal(eint(e, "signal"), SIGKILL);
+	assert_int_equal(eint(e, "restarts"), 0);
+	assert_non_null(strstr(json_string_value(json_object_get(e, "error")),
+			       "its output passed the node's log limit of 1 MiB; killed"));
+	json_decref(e);
+}
+
 static void test_spec_tenant_image(void **state)
 {
 	(void)state;
@@ -571,6 +586,7 @@ int main(void)
 		cmocka_unit_test(test_spec_parse_hostile),
 		cmocka_unit_test_setup_teardown(test_host_tenant_only, setup, teardown),
 		cmocka_unit_test(test_spec_tenant_image),
+		cmocka_unit_test_setup_teardown(test_log_limit, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
