@@ -149,8 +149,8 @@ static void wall_iso(int64_t t, char *buf, size_t n)
 
 /* One of the item's env entries for the child: a visible-devices variable
  * that lists exactly the item's GPUs ("2,5") is renumbered "0,1" when the
- * rank runs under the device filter (the runtime then enumerates only the
- * devices it may open, from 0); anything else is copied. NULL on ENOMEM. */
+ * rank runs in a container (it holds only its GPUs, and the runtime
+ * enumerates them from 0); anything else is copied. NULL on ENOMEM. */
 static char *item_env(const char *kv, gpumask_t gpus, bool local)
 {
 	static const char *const keys[] = {"CUDA_VISIBLE_DEVICES=", "ASCEND_RT_VISIBLE_DEVICES="};
