@@ -4,9 +4,12 @@
 # need the sqlite3 CLI (test_audit), libfaketime (test_billing) and python3-yaml
 # (test_cli_online), the PostgreSQL server binaries (the postgres store
 # tests, which start their own servers); without them those tests report
-# skipped, not passed.
+# skipped, not passed. podman (with runc for hybrid and v1 cgroup hosts, crun for
+# cgroup v2, catatonit for --init) runs every tenant container; the image is built
+# from installed packages (scripts/build-image.py), so no registry is ever asked.
 set -euo pipefail
-pkgs=(build-essential binutils python3 cmake pkg-config libyaml-dev libjansson-dev libcmocka-dev jq libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev libsodium-dev libpq-dev postgresql curl sqlite3 faketime libfaketime python3-yaml wrk python3-torch iproute2 linux-libc-dev)
+pkgs=(build-essential binutils python3 cmake pkg-config libyaml-dev libjansson-dev libcmocka-dev jq libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev libsodium-dev libpq-dev postgresql curl sqlite3 faketime libfaketime python3-yaml wrk python3-torch iproute2 linux-libc-dev
+  podman runc crun catatonit)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

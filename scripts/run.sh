@@ -64,6 +64,15 @@ stop_all() {
 		grep -qzx "SUANLI_RUN_TAG=$RUN_TAG" "$f" 2>/dev/null && [ "$p" != "$CTL_PID" ] &&
 			kill -KILL "$p" 2>/dev/null || true
 	done
+	if [ -n "${IMAGE:-}" ]; then
+		local ids m
+		ids=$(podman ps -a -q --filter "name=$RUN_TAG-" 2>/dev/null || true)
+		[ -n "$ids" ] && podman rm -f -t 0 $ids >/dev/null 2>&1 || true
+		# the leases' working directories (tmpfs) the agents mounted
+		for m in $(awk -v d="$(cd "$AGDIR" && pwd)/" 'index($2, d) == 1 {print $2}' /proc/mounts); do
+			umount -l "$m" 2>/dev/null || true
+		done
+	fi
 	if [ -n "$CTL_PID" ]; then
 		kill -TERM "$CTL_PID" 2>/dev/null || true
 		wait "$CTL_PID" 2>/dev/null || true
@@ -87,10 +96,25 @@ mapfile -t NODES < <(cli nodes --json | jq -r '.[] | "\(.name) \(.type)"')
 n=${#NODES[@]}
 [ "$AGENTS" != all ] && [ "$AGENTS" -lt "$n" ] && n=$AGENTS
 mkdir -p "$AGDIR"
+# Tenant work runs in containers of a small image built here from the host's
+# Debian packages (scripts/build-image.py, cached); SUANLI_HOST_TENANT=T runs
+# tenant T's work as host processes instead (a server T owns) and refuses others'.
+AGARGS=()
+if [ -n "${SUANLI_HOST_TENANT:-}" ]; then
+	AGARGS=(--host-processes "$SUANLI_HOST_TENANT")
+elif command -v podman >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+	IMAGE=$(scripts/build-image.py base base-files bash coreutils dash findutils grep sed procps \
+		libc-bin python3)
+	AGARGS=(--image "$IMAGE")
+else
+	echo "run.sh: no podman (or not root): jobs will not start; scripts/deps.sh installs podman" >&2
+fi
 for ((i = 0; i < n; i++)); do
 	read -r node type <<<"${NODES[$i]}"
+	cdi=()
+	[ -n "${IMAGE:-}" ] && cdi=(--cdi-name "$node-$RUN_TAG")
 	"$B/suanli-agent" run --server "$URL" --token "$JOIN" --node "$node" --simulate "$type" \
-		--state-dir "$AGDIR/$node" >>"$AGDIR/$node.log" 2>&1 &
+		--state-dir "$AGDIR/$node" "${AGARGS[@]}" "${cdi[@]}" >>"$AGDIR/$node.log" 2>&1 &
 	AGENT_PIDS+=($!)
 done
 # The banner comes once the agents have registered, after the controller's log lines.

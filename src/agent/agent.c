@@ -33,7 +33,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
-#include "cgdev.h"
+#include "engine.h"
 #include "health.h"
 #include "http_client.h"
 #include "log.h"
@@ -58,7 +58,7 @@ struct agent {
 	int64_t version;
 	struct http_client *http;
 	struct work_sup *sup;
-	struct cgdev *cg;         /* GPU device isolation (cgdev.h) */
+	struct engine *eng;       /* tenant containers (engine.h) */
 	struct health *health;
 	/* the long poll */
 	CURLM *multi;
@@ -321,6 +321,8 @@ static enum sl_err do_register(struct agent *a, bool *retry, struct sl_diag *d)
 	enum sl_err e;
 
 	*retry = false;
+	if (body && o->host_tenant)
+		json_object_set_new(body, "host_processes", json_string(o->host_tenant));
 	if (body && (o->site || o->leaf || o->type)) {
 		json_t *l = json_object();
 		if (o->site)
@@ -721,25 +723,33 @@ static void agent_release(struct agent *a)
 	http_client_free(a->http);
 	health_free(a->health);
 	work_sup_free(a->sup);
-	cgdev_free(a->cg);
+	engine_free(a->eng);
 	if (a->lock_fd >= 0)
 		close(a->lock_fd);
 }
 
-/* Probes the cgroup v2 device filter once (cgdev.h) and says, once, whether
- * ranks get it; where they do not, GPU isolation is the visible-devices
- * variables the controller sets. */
-static enum sl_err probe_cgroup(struct agent *a, struct sl_diag *d)
+/* Probes the container engine once (engine.h) and says, once, what tenant
+ * work runs in; host processes only where the operator named a tenant. */
+static enum sl_err probe_engine(struct agent *a, struct sl_diag *d)
 {
-	enum sl_err e = cgdev_new(getenv(CGDEV_ENV_TEST), &a->cg, d);
+	const struct agent_opts *o = a->o;
+	struct engine_opts eo = {o->state_dir, o->node, o->cdi_name, o->disc, o->cdi_dir, o->image,
+				 o->pids_limit};
+	enum sl_err e = engine_new(&eo, &a->eng, d);
 	if (e != SL_OK)
 		return e;
-	if (cgdev_ok(a->cg))
-		sl_log_info("GPU device isolation: cgroup v2 device filter per rank",
-			    "cgroup=%s/suanli", cgdev_mount(a->cg));
+	if (o->host_tenant)
+		sl_log_warn("tenant work runs as host processes on this server, for its owner only",
+			    "tenant=%s", o->host_tenant);
+	else if (engine_ok(a->eng))
+		sl_log_info("tenant work runs in containers", "engine=podman runtime=%s "
+			    "cgroup_manager=cgroupfs cgroups=%s image=%s", engine_runtime(a->eng),
+			    engine_cgroups(a->eng), engine_default_image(a->eng)[0]
+							     ? engine_default_image(a->eng)
+							     : "(from each job)");
 	else
-		sl_log_warn("cgroup v2 device control unavailable on this host; GPU isolation relies "
-			    "on CUDA_VISIBLE_DEVICES", "reason=%s", cgdev_reason(a->cg));
+		sl_log_error("no container engine: tenant work on this node will fail to start",
+			     "reason=%s", engine_reason(a->eng));
 	return SL_OK;
 }
 
@@ -780,12 +790,14 @@ enum sl_err agent_run(const struct agent_opts *o, struct sl_diag *d)
 		sl_diag_hint(d, "give the address other nodes reach this one at with --addr");
 		goto out;
 	}
-	if ((e = probe_cgroup(&a, d)) != SL_OK ||
+	if ((e = probe_engine(&a, d)) != SL_OK ||
 	    (e = work_sup_new(o->state_dir, o->disc, work_now_ns(), &a.sup, d)) != SL_OK)
 		goto out;
-	work_sup_set_cgdev(a.sup, a.cg);
+	work_sup_set_engine(a.sup, a.eng, o->host_tenant);
 	if (o->stop_grace_s >= 0)
 		work_sup_set_default_grace(a.sup, o->stop_grace_s);
+	if (o->log_limit_mib > 0)
+		work_sup_set_log_limit(a.sup, (int64_t)o->log_limit_mib << 20);
 	/* a saved credential wins over --token: the token may be spent or revoked */
 	const char *tok = a.cred[0] ? a.cred : o->token;
 	if (a.cred[0] && o->token)

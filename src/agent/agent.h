@@ -51,6 +51,12 @@ struct agent_opts {
 	int heartbeat_s;        /* 0: as the controller says (default 5) */
 	const char *site, *leaf, *type; /* labels for nodes not in the fleet (NULL: none) */
 	int stop_grace_s;       /* -1: default for items without stop_grace_s */
+	const char *image;      /* default image (NULL: none; work items name theirs) */
+	const char *host_tenant; /* NULL: every item in a container (engine.h) */
+	const char *cdi_dir;    /* NULL: ENGINE_CDI_DIR */
+	const char *cdi_name;   /* NULL: the node name (engine_opts.name) */
+	int pids_limit;         /* 0: ENGINE_PIDS_DEFAULT */
+	int log_limit_mib;      /* 0: WORK_LOG_LIMIT_DEFAULT */
 	const struct discovery *disc; /* what this node has (borrowed) */
 	bool nvml;              /* health from NVML (discovery used NVML) */
 	volatile sig_atomic_t *stop; /* set by the signal handler: leave work running, return */

@@ -63,6 +63,14 @@ static void usage(FILE *f)
 	      "                      saved in STATE_DIR/credential and used from then on\n"
 	      "  --node NAME         this node's name in the fleet\n"
 	      "  --simulate TYPE     report a built-in node type (demos, tests) instead of NVML\n"
+	      "  --image REF         the image of work items that name none (podman reference)\n"
+	      "  --host-processes TENANT  run TENANT's work as host processes and refuse every\n"
+	      "                      other tenant's (only on a server that TENANT owns)\n"
+	      "  --cdi-dir DIR       where the GPUs' CDI spec is written (default /var/run/cdi)\n"
+	      "  --cdi-name NAME     CDI device prefix and container name prefix (default: the\n"
+	      "                      node name; unique per host)\n"
+	      "  --log-limit-mib N   a rank whose log passes N MiB is killed (default 4096)\n"
+	      "  --pids-limit N      processes per container (default 4096)\n"
 	      "  --nvidia-smi-topo FILE  discover from saved `nvidia-smi topo -m` output\n"
 	      "  --model M           the GPU model of that output (a catalog name)\n"
 	      "  --state-dir DIR     credential, work.json, job logs (default /var/lib/suanli-agent)\n"
@@ -135,6 +143,18 @@ static int parse_run(int argc, char **argv, struct run_args *r)
 			sp = &r->model;
 		else if (!strcmp(f, "--log-level"))
 			sp = &r->log_level;
+		else if (!strcmp(f, "--image"))
+			sp = &r->o.image;
+		else if (!strcmp(f, "--host-processes"))
+			sp = &r->o.host_tenant;
+		else if (!strcmp(f, "--cdi-dir"))
+			sp = &r->o.cdi_dir;
+		else if (!strcmp(f, "--cdi-name"))
+			sp = &r->o.cdi_name;
+		else if (!strcmp(f, "--log-limit-mib"))
+			ip = &r->o.log_limit_mib, lo = 1, hi = 1 << 24;
+		else if (!strcmp(f, "--pids-limit"))
+			ip = &r->o.pids_limit, lo = 16, hi = 1 << 22;
 		else if (!strcmp(f, "--heartbeat"))
 			ip = &r->o.heartbeat_s, lo = 1, hi = AGENT_HEARTBEAT_MAX_S;
 		else if (!strcmp(f, "--stop-grace"))

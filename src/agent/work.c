@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cgdev.h"
+#include "engine.h"
 #include "log.h"
 #include "nccl_topo.h"
 #include "state.h"
@@ -149,8 +149,8 @@ static void wall_iso(int64_t t, char *buf, size_t n)
 
 /* One of the item's env entries for the child: a visible-devices variable
  * that lists exactly the item's GPUs ("2,5") is renumbered "0,1" when the
- * rank runs under the device filter (the runtime then enumerates only the
- * devices it may open, from 0); anything else is copied. NULL on ENOMEM. */
+ * rank runs in a container (it holds only its GPUs, and the runtime
+ * enumerates them from 0); anything else is copied. NULL on ENOMEM. */
 static char *item_env(const char *kv, gpumask_t gpus, bool local)
 {
 	static const char *const keys[] = {"CUDA_VISIBLE_DEVICES=", "ASCEND_RT_VISIBLE_DEVICES="};
@@ -191,8 +191,8 @@ static char **build_env(const struct work_spec *sp, const char *topo, const char
 	size_t tl = strlen(topo) + sizeof("NCCL_TOPO_FILE=");
 	size_t dl = strlen(dir) + sizeof("SUANLI_STATE_DIR=");
 	extra[0] = topo[0] ? malloc(tl) : NULL;
-	extra[1] = malloc(dl);
-	if ((topo[0] && !extra[0]) || !extra[1]) {
+	extra[1] = dir[0] ? malloc(dl) : NULL;
+	if ((topo[0] && !extra[0]) || (dir[0] && !extra[1])) {
 		free(extra[0]);
 		free(extra[1]);
 		free(v);
@@ -200,7 +200,8 @@ static char **build_env(const struct work_spec *sp, const char *topo, const char
 	}
 	if (extra[0])
 		snprintf(extra[0], tl, "NCCL_TOPO_FILE=%s", topo);
-	snprintf(extra[1], dl, "SUANLI_STATE_DIR=%s", dir);
+	if (extra[1])
+		snprintf(extra[1], dl, "SUANLI_STATE_DIR=%s", dir);
 	for (size_t i = 0; i < nenv; i++) {
 		const char *e = environ[i], *eq = strchr(e, '=');
 		size_t kl = eq ? (size_t)(eq - e) + 1 : strlen(e);
@@ -293,30 +294,19 @@ static void write_exit(const char *path, pid_t pid, int status)
 }
 
 /* In the child, after fork: only async-signal-safe calls. The child becomes
- * the leader of a new session and process group and forks the command; it
- * stays as a small shim that waits for the command, records how it ended in
- * exit_path (so an agent that restarted meanwhile, and is no longer the
- * parent, still learns the exit code) and ends the same way. It ignores the
- * stop signals the group receives; SIGKILL ends it with the command.
- * procs_fd >= 0: the shim first joins the rank's cgroup (device filter),
- * and runs nothing when it cannot. */
-static void child_run(int null_fd, int log_fd, int procs_fd, char **argv, char **envp,
-		      const char *exit_path)
+ * the leader of a new session and process group and forks the command (for a
+ * container: podman run, which forwards the stop signals into it); it stays as
+ * a small shim that waits for the command, records how it ended in exit_path
+ * (so an agent that restarted meanwhile, and is no longer the parent, still
+ * learns the exit code) and ends the same way. It ignores the stop signals the
+ * group receives; SIGKILL ends it with the command. */
+static void child_run(int null_fd, int log_fd, char **argv, char **envp, const char *exit_path)
 {
 	struct sigaction sa;
 	sigset_t all;
 	int st;
 
 	(void)setsid();
-	if (procs_fd >= 0 && cgdev_join(procs_fd) != 0) {
-		static const char msg[] = "suanli-agent: cannot join the rank's cgroup (GPU device "
-					  "filter); not running the command: ";
-		const char *why = strerror(errno);
-		(void)!write(log_fd, msg, sizeof(msg) - 1);
-		(void)!write(log_fd, why, strlen(why));
-		(void)!write(log_fd, "\n", 1);
-		_exit(127);
-	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_DFL;
 	for (int sig = 1; sig < NSIG; sig++)
@@ -365,117 +355,60 @@ static void child_run(int null_fd, int log_fd, int procs_fd, char **argv, char *
 	_exit(128 + WTERMSIG(st));
 }
 
-/* The rank's cgroup with its device filter: *procs_fd for the shim to join. */
-static enum sl_err item_cgroup(struct work_sup *s, struct work_item *it, int *procs_fd,
-			       struct sl_diag *d)
-{
-	char path[CGDEV_PATH_MAX];
-	struct cgdev_rule rules[CGDEV_RULES_MAX];
-	const struct work_spec *sp = &it->spec;
-	enum sl_err e = cgdev_path(s->cg, sp->job, sp->rank, sp->epoch, path, sizeof(path), d);
-	if (e == SL_OK)
-		e = cgdev_create(path, rules, cgdev_rules(s->cg, sp->gpus, s->cg_minors, rules),
-				 procs_fd, d);
-	if (e != SL_OK) {
-		sl_diag_hint(d, "the device filter worked when the agent started; check the "
-				"cgroup2 mount, or restart the agent to probe again");
-		return e;
-	}
-	/* a restart reuses the cgroup whose removal was pending: keep it */
-	if (it->cg_rm && strcmp(it->cg_rm, path) == 0) {
-		free(it->cg_rm);
-		it->cg_rm = NULL;
-	}
-	return SL_OK;
-}
-
-/* The rank ended: kill what is left in its cgroup and remove it (retried by
- * work_sup_tick while processes are still dying). */
-static void item_cgroup_end(struct work_sup *s, struct work_item *it)
-{
-	char path[CGDEV_PATH_MAX];
-	if (!cgdev_ok(s->cg) ||
-	    cgdev_path(s->cg, it->spec.job, it->spec.rank, it->spec.epoch, path, sizeof(path),
-		       NULL) != SL_OK)
-		return;
-	cgdev_kill(path);
-	if (cgdev_remove(path) == 0 || it->cg_rm)
-		return;
-	it->cg_rm = strdup(path); /* on ENOMEM it stays behind, empty, harmless */
-}
-
-/* Retries the removal of an ended rank's cgroup. */
-static void item_cgroup_retry(struct work_item *it)
-{
-	if (it->cg_rm && cgdev_remove(it->cg_rm) != EBUSY) {
-		free(it->cg_rm);
-		it->cg_rm = NULL;
-	}
-}
-
-void work_sup_set_cgdev(struct work_sup *s, const struct cgdev *cg)
-{
-	s->cg = cg;
-	bool known = cgdev_gpu_minors(cgdev_ok(cg) ? s->disc : NULL, CGDEV_NVIDIA_PROC,
-				      s->cg_minors);
-	if (cgdev_ok(cg) && !known && s->disc && strcmp(s->disc->source, "nvml") == 0)
-		sl_log_warn("the NVIDIA driver does not say each GPU's device minor; the device "
-			    "filter takes GPU index N to be /dev/nvidiaN", "proc=%s",
-			    CGDEV_NVIDIA_PROC);
-}
-
-/* Starts the item's process. On error the item is left without a process. */
+/* Starts the item's process (a container's podman run, or the command). On
+ * error the item is left without a process. */
 static enum sl_err item_spawn(struct work_sup *s, struct work_item *it, int64_t now_ns,
 			      struct sl_diag *d)
 {
 	char jobdir[STATE_PATH_MAX], logp[STATE_PATH_MAX], topo[STATE_PATH_MAX];
 	char exitp[STATE_PATH_MAX];
 	const struct work_spec *sp = &it->spec;
+	bool ctr = item_in_container(s, sp);
+	char **cargv = NULL, **envp;
 	enum sl_err e;
 
+	if (s->host_tenant && strcmp(sp->tenant, s->host_tenant) != 0) {
+		sl_diag_hint(d, "this server runs host processes for the tenant that owns it, "
+				"and nobody else's work");
+		return sl_diag_set(d, SL_EFORBIDDEN, "node runs only tenant %s's work; job %s is "
+						     "tenant %s's", s->host_tenant, sp->job,
+				   sp->tenant[0] ? sp->tenant : "(unknown)");
+	}
 	if ((e = state_path(jobdir, sizeof(jobdir), s->dir, d, "jobs/%s", sp->job)) != SL_OK ||
 	    (e = state_mkdirs(jobdir, 0700, d)) != SL_OK ||
 	    (e = state_path(logp, sizeof(logp), s->dir, d, "jobs/%s/rank-%d.log", sp->job,
 			    sp->rank)) != SL_OK ||
 	    (e = state_path(exitp, sizeof(exitp), s->dir, d, "jobs/%s/rank-%d.exit", sp->job,
 			    sp->rank)) != SL_OK ||
-	    (e = write_topo(s, sp, topo, sizeof(topo), d)) != SL_OK)
+	    (e = write_topo(s, sp, topo, sizeof(topo), d)) != SL_OK ||
+	    (ctr && (e = ctr_argv(s, it, topo, &cargv, d)) != SL_OK))
 		return e;
+	/* a container sees its topology at PODMAN_TOPO and nothing of ours */
+	envp = build_env(sp, ctr && topo[0] ? PODMAN_TOPO : topo, ctr ? "" : s->dir, ctr);
 	int log_fd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-	if (log_fd < 0)
-		return sl_diag_set(d, SL_EIO, "cannot open %s: %s", logp, strerror(errno));
 	int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	bool iso = cgdev_ok(s->cg);
-	char **envp = build_env(sp, topo, s->dir, iso);
-	if (null_fd < 0 || !envp) {
-		close(log_fd);
+	if (log_fd < 0 || null_fd < 0 || !envp) {
+		e = sl_diag_set(d, log_fd < 0 ? SL_EIO : SL_ENOMEM, "cannot prepare the process: %s",
+				log_fd < 0 ? logp : "out of memory or no /dev/null");
+		if (log_fd >= 0)
+			close(log_fd);
 		if (null_fd >= 0)
 			close(null_fd);
 		free_strv(envp);
-		return sl_diag_set(d, SL_ENOMEM, "cannot prepare the process (out of memory "
-						 "or no /dev/null)");
-	}
-	int procs_fd = -1;
-	if (iso && (e = item_cgroup(s, it, &procs_fd, d)) != SL_OK) {
-		close(log_fd);
-		close(null_fd);
-		free_strv(envp);
+		podman_argv_free(cargv);
 		return e;
 	}
 	(void)unlink(exitp);
 	pid_t pid = fork();
 	if (pid == 0)
-		child_run(null_fd, log_fd, procs_fd, sp->argv, envp, exitp);
+		child_run(null_fd, log_fd, ctr ? cargv : sp->argv, envp, exitp);
 	int fork_errno = errno;
 	close(log_fd);
 	close(null_fd);
-	if (procs_fd >= 0)
-		close(procs_fd);
 	free_strv(envp);
-	if (pid < 0) {
-		item_cgroup_end(s, it);
+	podman_argv_free(cargv);
+	if (pid < 0)
 		return sl_diag_set(d, SL_EIO, "cannot fork: %s", strerror(fork_errno));
-	}
 	it->pid = pid;
 	it->child = true;
 	it->start_ticks = work_proc_start_ticks(pid);
@@ -489,8 +422,11 @@ static enum sl_err item_spawn(struct work_sup *s, struct work_item *it, int64_t 
 	it->lost = false;
 	it->reported = false;
 	s->dirty = true;
-	sl_log_info("work started", "job=%s rank=%d epoch=%lld pid=%d argv0=%s", sp->job,
-		    sp->rank, (long long)sp->epoch, (int)pid, sp->argv[0]);
+	char name[WORK_ID_MAX + 64] = "";
+	if (ctr)
+		ctr_name(s, it, name, sizeof(name));
+	sl_log_info("work started", "job=%s rank=%d epoch=%lld pid=%d argv0=%s container=%s", sp->job,
+		    sp->rank, (long long)sp->epoch, (int)pid, sp->argv[0], ctr ? name : "-");
 	return SL_OK;
 }
 
@@ -528,8 +464,8 @@ static void item_ended(struct work_sup *s, struct work_item *it, int status, boo
 	 * vanished while the agent was away may have had its pid reused. */
 	if ((!lost || it->seen) && it->pid > 0)
 		(void)kill(-it->pid, SIGKILL);
-	/* and everything in its cgroup, also what left the group */
-	item_cgroup_end(s, it);
+	/* and the container, whatever podman run did on its way out */
+	item_ctr_remove(s, it);
 	it->seen = false;
 	it->ended_at = (int64_t)time(NULL);
 	if (lost && it->killed) { /* our SIGKILL ended it, shim and all */
@@ -554,8 +490,8 @@ static void item_ended(struct work_sup *s, struct work_item *it, int status, boo
 		return;
 	}
 	bool failed = lost || it->exit_code != 0 || it->signal != 0;
-	bool again = it->spec.restart == WORK_RESTART_ALWAYS ||
-		     (it->spec.restart == WORK_RESTART_ON_FAILURE && failed && !lost);
+	bool again = !it->log_full && (it->spec.restart == WORK_RESTART_ALWAYS ||
+				       (it->spec.restart == WORK_RESTART_ON_FAILURE && failed && !lost));
 	if (!again) {
 		it->state = IT_EXITED;
 		return;
@@ -567,14 +503,56 @@ static void item_ended(struct work_sup *s, struct work_item *it, int status, boo
 	it->state = IT_BACKOFF;
 }
 
+/* The rank's log is past the limit (a stat per tick; cheap beside the rest). */
+static bool log_over(const struct work_sup *s, const struct work_item *it)
+{
+	char p[STATE_PATH_MAX];
+	struct stat st;
+	return state_path(p, sizeof(p), s->dir, NULL, "jobs/%s/rank-%d.log", it->spec.job,
+			  it->spec.rank) == SL_OK &&
+	       stat(p, &st) == 0 && (int64_t)st.st_size > s->log_limit;
+}
+
+static void item_kill_for_log(struct work_sup *s, struct work_item *it)
+{
+	snprintf(it->error, sizeof(it->error), "its output passed the node's log limit of %lld "
+		 "MiB; killed", (long long)(s->log_limit >> 20));
+	sl_log_warn("work's log passed the limit; killing it", "job=%s rank=%d pid=%d limit_mib=%lld",
+		    it->spec.job, it->spec.rank, (int)it->pid, (long long)(s->log_limit >> 20));
+	group_signal(it->pid, SIGKILL);
+	item_ctr_remove(s, it);
+	it->killed = true;
+	it->log_full = true; /* no restart: it would only fill the log again */
+}
+
 static void item_start(struct work_sup *s, struct work_item *it, int64_t now_ns)
 {
 	struct sl_diag d;
 	sl_diag_clear(&d);
-	if (item_spawn(s, it, now_ns, &d) == SL_OK)
+	if (log_over(s, it))
+		sl_diag_set(&d, SL_ELIMIT, "its log already passed the node's limit of %lld MiB",
+			    (long long)(s->log_limit >> 20));
+	else if (item_spawn(s, it, now_ns, &d) == SL_OK) {
+		it->error[0] = '\0';
 		return;
+	}
 	sl_log_error("cannot start work", "job=%s rank=%d error=%s", it->spec.job,
 		     it->spec.rank, d.msg);
+	snprintf(it->error, sizeof(it->error), "cannot start: %.*s", (int)sizeof(it->error) - 16,
+		 d.msg);
+	/* the rank's log says why, so `job logs` shows it to the tenant */
+	char dir[STATE_PATH_MAX], logp[STATE_PATH_MAX];
+	if (state_path(dir, sizeof(dir), s->dir, NULL, "jobs/%s", it->spec.job) == SL_OK &&
+	    state_mkdirs(dir, 0700, NULL) == SL_OK &&
+	    state_path(logp, sizeof(logp), s->dir, NULL, "jobs/%s/rank-%d.log", it->spec.job,
+		       it->spec.rank) == SL_OK) {
+		FILE *f = fopen(logp, "ae");
+		if (f) {
+			fprintf(f, "suanli-agent: cannot start the rank: %s%s%s\n", d.msg,
+				d.hint[0] ? "; " : "", d.hint);
+			fclose(f);
+		}
+	}
 	it->pid = 0;
 	it->run_start_ns = now_ns;
 	item_ended(s, it, 127 << 8, false, now_ns);
@@ -648,13 +626,12 @@ void work_item_free(struct work_item *it)
 	if (it->next)
 		work_spec_release(it->next);
 	free(it->next);
-	item_cgroup_retry(it);
-	free(it->cg_rm);
 	free(it);
 }
 
 static void item_remove(struct work_sup *s, size_t i)
 {
+	lease_workdir_end(s, s->items[i]);
 	work_item_free(s->items[i]);
 	memmove(&s->items[i], &s->items[i + 1], (s->n - i - 1) * sizeof(s->items[0]));
 	s->n--;
@@ -669,19 +646,21 @@ bool work_sup_tick(struct work_sup *s, int64_t now_ns)
 		enum work_item_state before = it->state;
 		int status = 0, r;
 
-		item_cgroup_retry(it);
 		switch (it->state) {
 		case IT_RUNNING:
 		case IT_STOPPING:
 			r = item_poll(s, it, &status);
 			if (r <= 0)
 				item_ended(s, it, status, r < 0, now_ns);
+			else if (!it->killed && log_over(s, it))
+				item_kill_for_log(s, it);
 			else if (it->state == IT_STOPPING && !it->killed &&
 				 now_ns >= it->deadline_ns) {
 				sl_log_warn("work did not stop in its grace period; killing it",
 					    "job=%s rank=%d pid=%d", it->spec.job, it->spec.rank,
 					    (int)it->pid);
 				group_signal(it->pid, SIGKILL);
+				item_ctr_remove(s, it);
 				it->killed = true;
 			}
 			break;
@@ -925,6 +904,8 @@ json_t *work_sup_report(const struct work_sup *s)
 			bad_alloc = json_object_set_new(o, "lost", json_true()) != 0;
 		if (!bad_alloc && it->state == IT_BACKOFF)
 			bad_alloc = json_object_set_new(o, "restarting", json_true()) != 0;
+		if (!bad_alloc && it->error[0])
+			bad_alloc = json_object_set_new(o, "error", json_string(it->error)) != 0;
 		if (bad_alloc || json_array_append_new(a, o) != 0) {
 			json_decref(a);
 			return NULL;

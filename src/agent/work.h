@@ -47,6 +47,9 @@
 #define WORK_RANK_MAX 65535
 #define WORK_GRACE_MAX_S 3600   /* stop_grace_s */
 #define WORK_GRACE_DEFAULT_S 10
+#define WORK_IMAGE_MAX 512      /* an image reference, bytes with the NUL */
+#define WORK_DIR_MIB 1024       /* a lease's working directory (tmpfs), MiB */
+#define WORK_LOG_LIMIT_DEFAULT ((int64_t)4 << 30) /* bytes of one rank's log on the node */
 /* Restart backoff: 1 s, doubling per quick failure, at most 30 s; a run of
  * WORK_BACKOFF_RESET_S or longer starts the doubling again. */
 #define WORK_BACKOFF_MIN_NS 1000000000LL
@@ -60,6 +63,8 @@ struct work_spec {
 	char job[WORK_ID_MAX];   /* [A-Za-z0-9][A-Za-z0-9._-]*: also a directory name */
 	int rank;
 	char lease[WORK_ID_MAX];
+	char tenant[WORK_ID_MAX];    /* "" when the controller did not say */
+	char image[WORK_IMAGE_MAX];  /* "" : the agent's default image */
 	int64_t epoch;
 	bool run;                /* state "run" (true) or "stop" */
 	char **argv;             /* argc words + NULL */
@@ -75,8 +80,9 @@ struct work_spec {
 
 /* Parses one item of the work answer, strictly: every field present with
  * the right type and within the bounds above (env, gpus, nics, restart and
- * stop_grace_s may be absent: {}, [], [], "never", -1 = the supervisor's
- * default).
+ * stop_grace_s, tenant and image may be absent: {}, [], [], "never", -1 =
+ * the supervisor's default, "", ""; an image is printable ASCII without
+ * spaces, under WORK_IMAGE_MAX bytes).
  * On error d names the field and nothing is allocated. SL_EINVAL, SL_ENOMEM. */
 enum sl_err work_spec_from_json(const json_t *o, struct work_spec *out,
 				struct sl_diag *d) SL_MUST_USE;
@@ -97,15 +103,25 @@ enum sl_err work_sup_new(const char *state_dir, const struct discovery *disc,
 /* The grace for items that name none (WORK_GRACE_DEFAULT_S until set;
  * 0..WORK_GRACE_MAX_S). */
 void work_sup_set_default_grace(struct work_sup *s, int grace_s);
-struct cgdev;
-/* Device isolation (cgdev.h; borrowed, must outlive the supervisor; NULL or
- * not cgdev_ok: none): each rank started after this runs in a cgroup of its
- * own that denies the GPUs it was not given, and the visible-devices
- * variables the controller set to the item's physical GPU list
- * (CUDA_VISIBLE_DEVICES, ASCEND_RT_VISIBLE_DEVICES) are renumbered 0..k-1,
- * since the runtime enumerates only the devices it can open. When a rank
- * ends every process left in its cgroup is killed and the cgroup removed. */
-void work_sup_set_cgdev(struct work_sup *s, const struct cgdev *cg);
+/* The most a rank's log (STATE_DIR/jobs/J/rank-R.log, the agent's disk) may
+ * hold (bytes > 0; WORK_LOG_LIMIT_DEFAULT until set): a rank whose output
+ * passes it is killed (SIGKILL to its group, its container removed) and does
+ * not start again, with the reason in its report's "error", so printing
+ * without end cannot fill the node's disk. */
+void work_sup_set_log_limit(struct work_sup *s, int64_t bytes);
+struct engine;
+/* How items run (engine.h; borrowed, must outlive the supervisor). Without
+ * this call (unit tests) items are host processes. With an engine each item
+ * started after this is a container (podman_args.h: the isolation, the
+ * lease's share, its GPUs by CDI, its working directory STATE_DIR/leases/L,
+ * a tmpfs of WORK_DIR_MIB at /work), its visible-devices variables renumbered
+ * 0..k-1 (the container has only its GPUs), NCCL_TOPO_FILE at PODMAN_TOPO and
+ * no SUANLI_STATE_DIR; an item fails at start (exit 127, the reason logged)
+ * when the engine is unusable or no image is known. host_tenant (NULL or "":
+ * none; borrowed) is the operator's explicit permission for a server that a
+ * tenant owns: that tenant's items run as host processes, every other
+ * tenant's item is refused. */
+void work_sup_set_engine(struct work_sup *s, const struct engine *eng, const char *host_tenant);
 /* Frees the supervisor; running processes keep running. NULL is fine. */
 void work_sup_free(struct work_sup *s);
 

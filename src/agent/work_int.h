@@ -18,6 +18,8 @@ enum work_item_state {
 	IT_STOPPED,
 };
 
+#define WORK_ERROR_MAX 256
+
 struct work_item {
 	struct work_spec spec;
 	struct work_spec *next;   /* a higher epoch, started once the old process ended */
@@ -31,6 +33,7 @@ struct work_item {
 	bool desired;             /* listed by the last desired state */
 	bool lost;                /* the process vanished while the agent was away */
 	bool reported;            /* its final state reached the controller */
+	bool log_full;            /* killed for its log's size: never restarted */
 	int exit_code, signal;
 	int restarts;
 	int consec;               /* quick failures in a row (backoff doubling) */
@@ -38,7 +41,7 @@ struct work_item {
 	int64_t run_start_ns;     /* monotonic */
 	int64_t deadline_ns;      /* grace or backoff end, monotonic */
 	int64_t log_offset;       /* bytes of the log the controller holds */
-	char *cg_rm;              /* its cgroup, still to be removed (busy); NULL: none */
+	char error[WORK_ERROR_MAX]; /* why its last start failed ("": it started) */
 };
 
 struct work_lease_epoch {
@@ -49,13 +52,14 @@ struct work_lease_epoch {
 struct work_sup {
 	char *dir;
 	const struct discovery *disc;
-	const struct cgdev *cg;   /* device isolation (NULL or !cgdev_ok: none) */
-	uint8_t cg_minors[TOPO_MAX_GPUS]; /* NVIDIA device minor of each GPU */
+	const struct engine *eng; /* containers (NULL: host processes, unit tests) */
+	const char *host_tenant;  /* host processes for this tenant only (NULL: none) */
 	struct work_item *items[WORK_MAX_ITEMS];
 	size_t n;
 	struct work_lease_epoch epochs[WORK_MAX_LEASES];
 	size_t nepochs, epoch_ring;
 	int default_grace_s;
+	int64_t log_limit;        /* bytes of one rank's log (WORK_LOG_LIMIT_DEFAULT) */
 	bool dirty;
 };
 
@@ -65,5 +69,20 @@ void work_item_free(struct work_item *it);
 uint64_t work_proc_start_ticks(pid_t pid);
 /* The highest epoch seen for lease; -1 when none. */
 int64_t work_sup_lease_epoch(struct work_sup *s, const char *lease);
+
+/* Containers (work_ctr.c). */
+/* Whether items run in containers (else host processes). */
+bool item_in_container(const struct work_sup *s, const struct work_spec *sp);
+/* The container name of the item's current run into buf. */
+void ctr_name(const struct work_sup *s, const struct work_item *it, char *buf, size_t n);
+/* The podman command line of the item (topo: its NCCL topology file on the
+ * host, "" for none); SL_EIO when there is no engine, SL_EINVAL without an
+ * image, SL_EIO when the lease's working directory cannot be mounted. */
+enum sl_err ctr_argv(struct work_sup *s, struct work_item *it, const char *topo, char ***argv,
+		     struct sl_diag *d);
+/* Stops and removes the item's container, not waiting (engine_remove). */
+void item_ctr_remove(struct work_sup *s, struct work_item *it);
+/* The lease of gone has no other item: unmount and remove its working dir. */
+void lease_workdir_end(struct work_sup *s, const struct work_item *gone);
 
 #endif

@@ -178,6 +178,22 @@ static enum sl_err parse(const json_t *o, struct work_spec *out, struct sl_diag 
 	if (!s || !id_ok(s, len))
 		return bad(d, "lease", "an id ([A-Za-z0-9][A-Za-z0-9._-]*, under 64 bytes)");
 	memcpy(out->lease, s, len + 1);
+	if ((v = json_object_get(o, "tenant"))) {
+		s = str_field(v, WORK_ID_MAX, &len);
+		if (!s || !id_ok(s, len))
+			return bad(d, "tenant", "a name ([A-Za-z0-9][A-Za-z0-9._-]*, under 64 bytes)");
+		memcpy(out->tenant, s, len + 1);
+	}
+	if ((v = json_object_get(o, "image"))) {
+		s = str_field(v, WORK_IMAGE_MAX, &len);
+		for (size_t i = 0; s && i < len; i++)
+			if (s[i] <= ' ' || s[i] > '~')
+				s = NULL;
+		if (!s || len == 0)
+			return bad(d, "image", "an image reference (printable, no spaces, under 512 "
+					       "bytes)");
+		memcpy(out->image, s, len + 1);
+	}
 	out->epoch = int_field(json_object_get(o, "epoch"), 0, INT64_MAX, &ok);
 	if (!ok)
 		return bad(d, "epoch", "a non-negative integer");
@@ -263,7 +279,9 @@ json_t *work_spec_to_json(const struct work_spec *s)
 	    json_object_set_new(o, "argv", argv) || json_object_set_new(o, "env", env) ||
 	    json_object_set_new(o, "gpus", gpus) || json_object_set_new(o, "nics", nics) ||
 	    json_object_set_new(o, "restart", json_string(restart[s->restart])) ||
-	    json_object_set_new(o, "stop_grace_s", json_integer(s->stop_grace_s))) {
+	    json_object_set_new(o, "stop_grace_s", json_integer(s->stop_grace_s)) ||
+	    (s->tenant[0] && json_object_set_new(o, "tenant", json_string(s->tenant))) ||
+	    (s->image[0] && json_object_set_new(o, "image", json_string(s->image)))) {
 		json_decref(o);
 		return NULL;
 	}

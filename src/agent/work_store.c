@@ -234,6 +234,7 @@ enum sl_err work_sup_new(const char *state_dir, const struct discovery *disc, in
 	}
 	s->disc = disc;
 	s->default_grace_s = WORK_GRACE_DEFAULT_S;
+	s->log_limit = WORK_LOG_LIMIT_DEFAULT;
 	FILE *f = fopen(path, "re");
 	if (f) {
 		fclose(f);
@@ -267,6 +268,12 @@ void work_sup_set_default_grace(struct work_sup *s, int grace_s)
 {
 	if (grace_s >= 0 && grace_s <= WORK_GRACE_MAX_S)
 		s->default_grace_s = grace_s;
+}
+
+void work_sup_set_log_limit(struct work_sup *s, int64_t bytes)
+{
+	if (bytes > 0)
+		s->log_limit = bytes;
 }
 
 void work_sup_free(struct work_sup *s)

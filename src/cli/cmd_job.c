@@ -18,7 +18,7 @@
 #define JOB_CLI_SETTLE_POLLS 2   /* -f: polls without new output after the job ended */
 #define JOB_CLI_MAX_RANKS 100000 /* ranks followed */
 
-enum { OPT_LEASE = 0x200, OPT_NODES, OPT_RESTART, OPT_ENV, OPT_GRACE, OPT_RANK, OPT_STATE };
+enum { OPT_LEASE = 0x200, OPT_NODES, OPT_RESTART, OPT_ENV, OPT_GRACE, OPT_RANK, OPT_STATE, OPT_IMAGE };
 
 static int job_path(const char *cmd, const char *id, const char *suffix, char *path, size_t n)
 {
@@ -37,7 +37,9 @@ static const char run_help[] =
 	"  --nodes all|N      every node of the lease (default) or its first N\n"
 	"  --restart P        never (default), on-failure, or always (services)\n"
 	"  --env K=V          an extra variable for every rank (repeatable)\n"
-	"  --stop-grace S     seconds between SIGTERM and SIGKILL on cancel (10)\n" CLIENT_HELP_OPTS
+	"  --stop-grace S     seconds between SIGTERM and SIGKILL on cancel (10)\n"
+	"  --image NAME       the catalog's image to run in (suanli image list;\n"
+	"                     default: the catalog's default)\n" CLIENT_HELP_OPTS
 	"\nExamples:\n"
 	"  suanli job run --lease ls-000042 -- sh -c 'echo $NODE_RANK $CUDA_VISIBLE_DEVICES'\n"
 	"  suanli job run --lease ls-000042 --env NCCL_DEBUG=INFO -- sh -c \\\n"
@@ -72,6 +74,7 @@ static int job_run(int argc, char **argv)
 		{"restart", required_argument, NULL, OPT_RESTART},
 		{"env", required_argument, NULL, OPT_ENV},
 		{"stop-grace", required_argument, NULL, OPT_GRACE},
+		{"image", required_argument, NULL, OPT_IMAGE},
 		CLIENT_LONG_OPTS,
 		{0, 0, 0, 0}};
 	struct client cl;
@@ -113,6 +116,7 @@ static int job_run(int argc, char **argv)
 				goto done;
 			json_object_set_new(req, "stop_grace_s", json_integer(v));
 			break;
+		case OPT_IMAGE: json_object_set_new(req, "image", json_string(optarg)); break;
 		default: rc = client_getopt_error(cl.cmd, c, argv); goto done;
 		}
 	}
@@ -229,6 +233,8 @@ static void print_job(const json_t *j)
 	printf("Command:   %s\n", cmd);
 	printf("Restart:   %s (stop grace %ss)\n", out_str(j, "restart", "?"),
 	       out_int(j, "stop_grace_s", buf, sizeof(buf)));
+	if (out_str(j, "image", NULL))
+		printf("Image:     %s (%s)\n", out_str(j, "image", "?"), out_str(j, "image_ref", "?"));
 	printf("Created:   %s\n", out_str(j, "created_at", "-"));
 	if (out_str(j, "ended_at", NULL))
 		printf("Ended:     %s\n", out_str(j, "ended_at", "-"));

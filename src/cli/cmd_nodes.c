@@ -20,14 +20,22 @@ static const char nodes_help[] =
 
 static void node_row(struct out_table *t, const json_t *n, const void *ctx)
 {
-	char free_[64], f[32], g[32];
+	char free_[64], f[32], g[32], why[160];
 	(void)ctx;
 	snprintf(free_, sizeof(free_), "%s/%s", out_int(n, "free_gpus", f, sizeof(f)),
 		 out_int(n, "gpus", g, sizeof(g)));
+	/* a node that runs its owner's work as host processes says so */
+	const char *host = out_str(n, "host_processes", NULL);
+	const char *reason = out_str(n, "reason", "");
+	if (host)
+		snprintf(why, sizeof(why), "%s%shost processes for %s", reason, *reason ? "; " : "",
+			 host);
+	else
+		snprintf(why, sizeof(why), "%s", reason);
 	const char *row[] = {out_str(n, "name", "?"),   out_str(n, "type", "-"),
 			     out_str(n, "model", "-"),  out_str(n, "site", "-"),
 			     out_str(n, "region", "-"), out_str(n, "state", "-"),
-			     free_,                     out_str(n, "reason", "")};
+			     free_,                     why};
 	out_table_row(t, row);
 }
 
@@ -155,6 +163,12 @@ static void print_agent(const json_t *n)
 	printf("Agent %s at %s, registered %s, last heartbeat %s.\n",
 	       out_str(a, "agent_version", "?"), out_str(a, "addr", "?"),
 	       out_str(a, "registered_at", "-"), out_str(a, "last_heartbeat", "-"));
+	if (out_str(a, "host_processes", NULL))
+		printf("Tenant work runs as host processes, for tenant %s only (the operator's "
+		       "--host-processes); other tenants' work is refused.\n",
+		       out_str(a, "host_processes", "?"));
+	else
+		printf("Tenant work runs in containers (docs/isolation.md).\n");
 	json_array_foreach(json_object_get(n, "gpu_health"), i, h) {
 		if (strcmp(out_str(h, "state", "ok"), "ok"))
 			printf("GPU %lld is %s: %s.\n",

@@ -104,6 +104,8 @@ void agents_rec_save(struct ctl *c, struct agent_rec *r)
 			      ctl_time_json(r->last_hb_ns), "gpu_health", gh, "gpu_events", r->events);
 	if (o && r->labels)
 		json_object_set(o, "labels", r->labels);
+	if (o && r->host_tenant[0])
+		json_object_set_new(o, "host_processes", json_string(r->host_tenant));
 	r->saved_hb_ns = r->last_hb_ns;
 	ctl_put(c, STORE_AGENTS, r->name, NULL, o);
 }
@@ -155,6 +157,8 @@ static enum sl_err load_rec(void *arg, const char *id, const char *tenant, const
 		 json_string_value(json_object_get(o, "boot_id")) ?: "");
 	snprintf(r->version, sizeof(r->version), "%s",
 		 json_string_value(json_object_get(o, "agent_version")) ?: "");
+	snprintf(r->host_tenant, sizeof(r->host_tenant), "%s",
+		 json_string_value(json_object_get(o, "host_processes")) ?: "");
 	json_t *disc = json_object_get(o, "discovery");
 	r->discovery = json_is_object(disc) ? json_incref(disc) : NULL;
 	json_t *labels = json_object_get(o, "labels");
@@ -258,6 +262,12 @@ bool agents_node_addr(const struct ctl *c, int node, char *buf, size_t n)
 	return true;
 }
 
+const char *agents_node_host_tenant(const struct ctl *c, int node)
+{
+	const struct agent_rec *r = node_rec(c, node);
+	return r && r->host_tenant[0] ? r->host_tenant : NULL;
+}
+
 bool agents_node_ready(const struct ctl *c, int node)
 {
 	const struct agent_rec *r = node_rec(c, node);
@@ -335,6 +345,9 @@ json_t *agents_node_json(const struct ctl *c, int node)
 				  r->reason);
 	if (agent && r->labels)
 		json_object_set(agent, "labels", r->labels);
+	if (agent)
+		json_object_set_new(agent, "host_processes",
+				    r->host_tenant[0] ? json_string(r->host_tenant) : json_null());
 	return json_pack("{s:o, s:o, s:O}", "agent", agent ? agent : json_null(), "gpu_health", gh,
 			 "gpu_events", r->events);
 }

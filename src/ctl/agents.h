@@ -47,6 +47,10 @@ int agents_call_node(struct ctl_call *call);
 /* Where other nodes reach node's agent (MASTER_ADDR); false when no agent
  * has registered it. */
 bool agents_node_addr(const struct ctl *c, int node, char *buf, size_t n);
+/* The tenant whose work node's agent runs as host processes (its
+ * --host-processes, the operator's permission); NULL: containers, or no agent.
+ * Borrowed until the agent registers again. */
+const char *agents_node_host_tenant(const struct ctl *c, int node);
 /* True when node's agent is registered and its heartbeats are current (or
  * the controller simulates nodes without agents). */
 bool agents_node_ready(const struct ctl *c, int node);

@@ -262,8 +262,30 @@ static void discovery_drain(struct ctl *c, const char *name, bool weaker, const 
 
 struct reg_in {
 	const char *node, *addr, *version, *boot_id;
+	const char *host_tenant; /* "host_processes": the operator's permission (NULL: none) */
 	json_t *discovery, *labels;
 };
+
+/* Host processes only on a server the tenant owns (owners: in the fleet
+ * file): anywhere else another tenant's lease could land beside them. False
+ * after answering 400. */
+static bool host_owner_ok(struct ctl_call *call, int idx, const char *node, const char *tenant)
+{
+	const struct fleet *f = call->ctl->fleet;
+	int own = idx >= 0 ? f->nodes[idx].owner : -1;
+	const char *owner = own >= 0 && own < f->nowners ? f->owners[own] : NULL;
+	if (owner && !strcmp(owner, tenant))
+		return true;
+	char msg[SL_DIAG_MSG];
+	snprintf(msg, sizeof(msg), "node %.64s is %s%.64s; host processes (--host-processes %.64s) "
+		 "are only for a server that tenant owns", node, owner ? "owned by " : "the provider's",
+		 owner ? owner : "", tenant);
+	sl_log_warn("registration refused: host processes on a node the tenant does not own",
+		    "node=%s host_processes=%s owner=%s", node, tenant, owner ? owner : "-");
+	ctl_answer_error(call, SL_EINVAL, msg, "run the agent without --host-processes (tenant "
+			 "work then runs in containers), or give the node an owner in the fleet file");
+	return false;
+}
 
 static bool reg_parse(struct ctl_call *call, struct reg_in *in)
 {
@@ -271,7 +293,7 @@ static bool reg_parse(struct ctl_call *call, struct reg_in *in)
 		{"node", FT_STRING, true},       {"addr", FT_STRING, true},
 		{"agent_version", FT_STRING, false}, {"boot_id", FT_STRING, true},
 		{"discovery", FT_OBJECT, true},  {"labels", FT_OBJECT, false},
-		{"running", FT_ARRAY, false}};
+		{"running", FT_ARRAY, false}, {"host_processes", FT_STRING, false}};
 	static const struct ctl_field lfields[] = {
 		{"site", FT_STRING, false}, {"leaf", FT_STRING, false}, {"type", FT_STRING, false}};
 	const json_t *b = call->body;
@@ -282,8 +304,13 @@ static bool reg_parse(struct ctl_call *call, struct reg_in *in)
 	in->addr = bad ? NULL : ctl_str_field(call, b, "addr", AGENT_ADDR_MAX, &bad);
 	in->boot_id = bad ? NULL : ctl_str_field(call, b, "boot_id", AGENT_BOOT_ID_MAX, &bad);
 	in->version = bad ? NULL : ctl_str_field(call, b, "agent_version", AGENT_VERSION_MAX, &bad);
+	in->host_tenant = bad ? NULL : ctl_str_field(call, b, "host_processes", CTL_NAME_MAX, &bad);
 	if (bad)
 		return false;
+	if (in->host_tenant && !fleet_name_valid(in->host_tenant)) {
+		bad_field(call, SL_EINVAL, "host_processes", "not a tenant name", NULL);
+		return false;
+	}
 	in->discovery = json_object_get(b, "discovery");
 	in->labels = json_object_get(b, "labels");
 	if (!fleet_name_valid(in->node)) {
@@ -344,6 +371,10 @@ void h_agent_register(struct ctl_call *call)
 		return;
 	}
 	int idx = fleet_find_node(c->fleet, in.node);
+	if (in.host_tenant && !host_owner_ok(call, idx, in.node, in.host_tenant)) {
+		free(disc);
+		return;
+	}
 	struct agent_rec *r = agents_rec(c, in.node);
 	json_t *labels = NULL;
 	if (idx < 0) {
@@ -420,6 +451,7 @@ void h_agent_register(struct ctl_call *call)
 	snprintf(r->addr, sizeof(r->addr), "%s", in.addr);
 	snprintf(r->boot_id, sizeof(r->boot_id), "%s", in.boot_id);
 	snprintf(r->version, sizeof(r->version), "%s", in.version ? in.version : "");
+	snprintf(r->host_tenant, sizeof(r->host_tenant), "%s", in.host_tenant ? in.host_tenant : "");
 	r->registered_ns = c->now_ns;
 	if (fresh || r->ngpus != declared->ngpus) {
 		for (int g = 0; g < TOPO_MAX_GPUS; g++)

@@ -30,6 +30,7 @@ struct agent_rec {
 	char addr[AGENT_ADDR_MAX + 1];
 	char boot_id[AGENT_BOOT_ID_MAX + 1];
 	char version[AGENT_VERSION_MAX + 1];
+	char host_tenant[CTL_NAME_MAX + 1]; /* runs this tenant's work as host processes ("": containers) */
 	json_t *discovery;     /* as registered */
 	json_t *labels;        /* {"site","leaf","type"} of a node that joined; NULL otherwise */
 	int64_t registered_ns;

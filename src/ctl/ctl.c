@@ -25,6 +25,7 @@
 #include "billing.h"
 #include "buf.h"
 #include "ctl_int.h"
+#include "images.h"
 #include "jobs.h"
 #include "file.h"
 #include "leader.h"
@@ -725,7 +726,7 @@ static enum sl_err ctl_load(struct ctl *c, const struct ctl_opts *o, struct sl_d
 	if ((e = billing_start(c, &bo, d)))
 		return e;
 	struct agents_opts ao = {o->heartbeat_s, o->unreachable_after_s, o->down_after_s};
-	if ((e = agents_start(c, &ao, d)) || (e = jobs_start(c, d)))
+	if ((e = agents_start(c, &ao, d)) || (e = jobs_start(c, d)) || (e = images_start(c, d)))
 		return e;
 	/* The scheduler may start waiting leases at once: that is a change to
 	 * commit like any other. */
@@ -808,6 +809,7 @@ void ctl_free(struct ctl *c)
 	http_server_free(c->http);
 	ctl_sched_stop(c);
 	jobs_free(c);
+	images_free(c);
 	agents_free(c);
 	billing_free(c);
 	for (int i = 0; i < c->nanswers; i++)

@@ -66,6 +66,7 @@ struct ctl {
 	struct ctl_metrics metrics; /* metrics.h */
 
 	struct ctl_audit *audit; /* the audit log (audit_log.h); NULL until opened */
+	struct ctl_images *images; /* the image catalog (images.h) */
 	struct ctl_billing *billing; /* prices, usage, ledger (billing.h); NULL until started */
 	struct ctl_agents *agents;   /* node agents (agents.h); NULL until started */
 	struct ctl_jobs *jobs;       /* jobs on leases (jobs.h); NULL until started */

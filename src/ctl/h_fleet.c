@@ -87,6 +87,9 @@ static json_t *node_json(struct ctl *c, int i)
 		json_object_set_new(o, "reserved_for", json_string(pool));
 	if (o && n->domain >= 0)
 		json_object_set_new(o, "nvlink_domain", json_string(f->domains[n->domain].name));
+	const char *host = agents_node_host_tenant(c, i);
+	if (o && host)
+		json_object_set_new(o, "host_processes", json_string(host));
 	return o;
 }
 

@@ -15,7 +15,7 @@
 static const struct ctl_field job_fields[] = {
 	{"lease", FT_STRING, true},   {"argv", FT_ARRAY, true},
 	{"env", FT_OBJECT, false},    {"restart", FT_STRING, false},
-	{"stop_grace_s", FT_INT, false},
+	{"stop_grace_s", FT_INT, false}, {"image", FT_STRING, false},
 	/* "nodes" is "all" or an integer: checked by hand */
 };
 
@@ -107,6 +107,13 @@ void h_job_create(struct ctl_call *call)
 			return;
 		}
 	}
+	char image[IMAGE_NAME_MAX + 1], image_ref[IMAGE_REF_MAX + 1];
+	const char *iname = json_string_value(json_object_get(body, "image"));
+	if (images_resolve(c, iname, image_ref, image) != SL_OK) {
+		snprintf(msg, sizeof(msg), "no image called '%.64s' in the catalog", iname);
+		ctl_answer_error(call, SL_ENOTFOUND, msg, "suanli image list shows them");
+		return;
+	}
 	struct ctl_lease *l = visible_lease(call, lease_id);
 	if (!l)
 		return;
@@ -145,6 +152,8 @@ void h_job_create(struct ctl_call *call)
 	j->restart = (enum job_restart)restart;
 	j->nodes_req = nodes;
 	j->stop_grace_s = (int)grace;
+	snprintf(j->image, sizeof(j->image), "%s", image);
+	snprintf(j->image_ref, sizeof(j->image_ref), "%s", image_ref);
 	j->created_ns = c->now_ns;
 	j->state = JS_PENDING;
 	if (!j->argv || !j->env || !job_assign(c, j, l)) {

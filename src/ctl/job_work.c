@@ -65,12 +65,15 @@ static void job_items(struct ctl *c, const struct job *j, const char *node, json
 			sl_log_warn("job environment failed", "job=%s rank=%d error=%s", j->id, i, d.msg);
 			continue;
 		}
-		json_array_append_new(
-			items, json_pack("{s:s, s:i, s:s, s:I, s:s, s:O, s:o, s:o, s:o, s:s, s:i}", "job",
-					 j->id, "rank", i, "lease", j->lease, "epoch", (json_int_t)j->epoch,
+		json_t *item = json_pack("{s:s, s:i, s:s, s:s, s:I, s:s, s:O, s:o, s:o, s:o, s:s, s:i}",
+					 "job", j->id, "rank", i, "lease", j->lease, "tenant", j->tenant,
+					 "epoch", (json_int_t)j->epoch,
 					 "state", state, "argv", j->argv, "env", env, "gpus", gpus, "nics",
 					 nics, "restart", job_restart_name(j->restart), "stop_grace_s",
-					 j->stop_grace_s));
+					 j->stop_grace_s);
+		if (item && j->image_ref[0])
+			json_object_set_new(item, "image", json_string(j->image_ref));
+		json_array_append_new(items, item);
 	}
 	free(en);
 	free(addr);

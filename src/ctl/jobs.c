@@ -136,6 +136,8 @@ static json_t *rank_to_json(struct ctl *c, const struct job *j, int i, bool stor
 			      "ended_at", ctl_time_json(r->ended_ns));
 	if (!o)
 		return NULL;
+	if (r->error[0])
+		json_object_set_new(o, "error", json_string(r->error));
 	if (store) {
 		json_object_set_new(o, "stop", json_boolean(r->stop));
 		json_object_set_new(o, "gone", json_boolean(r->gone));
@@ -169,6 +171,10 @@ json_t *job_to_json(struct ctl *c, const struct job *j, bool store)
 			      job_master_port(j->seq), "stop_grace_s", j->stop_grace_s, "ranks", ranks,
 			      "created_at", ctl_time_json(j->created_ns), "ended_at",
 			      ctl_time_json(j->ended_ns));
+	if (o && j->image_ref[0]) {
+		json_object_set_new(o, "image", json_string(j->image));
+		json_object_set_new(o, "image_ref", json_string(j->image_ref));
+	}
 	if (o && store) {
 		json_object_set_new(o, "nodes_req", json_integer(j->nodes_req));
 		json_object_set_new(o, "cancel_at", ctl_time_json(j->cancel_ns));
@@ -228,6 +234,10 @@ static struct job *job_from_json(const json_t *o, struct sl_diag *d)
 		j->env = json_object();
 	j->nodes_req = (int)json_integer_value(json_object_get(o, "nodes_req"));
 	j->stop_grace_s = (int)json_integer_value(json_object_get(o, "stop_grace_s"));
+	const char *im = json_string_value(json_object_get(o, "image"));
+	const char *ir = json_string_value(json_object_get(o, "image_ref"));
+	snprintf(j->image, sizeof(j->image), "%s", im ? im : "");
+	snprintf(j->image_ref, sizeof(j->image_ref), "%s", ir ? ir : "");
 	j->epoch = json_integer_value(json_object_get(o, "epoch"));
 	j->created_ns = time_field(o, "created_at");
 	j->ended_ns = time_field(o, "ended_at");
@@ -261,6 +271,8 @@ static struct job *job_from_json(const json_t *o, struct sl_diag *d)
 		k->stop = json_is_true(json_object_get(r, "stop"));
 		k->gone = json_is_true(json_object_get(r, "gone"));
 		k->lost = json_is_true(json_object_get(r, "lost"));
+		const char *kerr = json_string_value(json_object_get(r, "error"));
+		snprintf(k->error, sizeof(k->error), "%s", kerr ? kerr : "");
 		k->exit_code = (int)json_integer_value(json_object_get(r, "exit"));
 		k->signal = (int)json_integer_value(json_object_get(r, "signal"));
 		k->restarts = (int)json_integer_value(json_object_get(r, "restarts"));
@@ -405,8 +417,20 @@ static bool rank_done_ok(const struct job *j, const struct job_rank *r)
 
 static bool rank_failed(const struct job *j, const struct job_rank *r)
 {
+	/* an error is the agent's own verdict: it does not restart such a rank */
 	return r->state == RS_EXITED && (r->exit_code || r->signal) &&
-	       j->restart == JOB_RESTART_NEVER;
+	       (j->restart == JOB_RESTART_NEVER || r->error[0]);
+}
+
+/* "rank R on NODE: ERROR" (what the agent said: "cannot start: ...", "its
+ * output passed the node's log limit ..."), cut to fit. */
+static void start_failed_reason(char *why, size_t n, int i, const struct job_rank *r)
+{
+	int w = snprintf(why, n, "rank %d on %s: ", i, r->node);
+	size_t at = w > 0 && (size_t)w < n ? (size_t)w : n - 1;
+	size_t len = strnlen(r->error, n - 1 - at);
+	memcpy(why + at, r->error, len);
+	why[at + len] = '\0';
 }
 
 void job_eval(struct ctl *c, struct job *j)
@@ -429,7 +453,9 @@ void job_eval(struct ctl *c, struct job *j)
 		const struct job_rank *r = &j->ranks[i];
 		if (!rank_failed(j, r))
 			continue;
-		if (r->lost)
+		if (r->error[0])
+			start_failed_reason(why, sizeof(why), i, r);
+		else if (r->lost)
 			snprintf(why, sizeof(why), "rank %d on %s was lost (its process ended while its agent was down)",
 				 i, r->node);
 		else if (r->signal)
@@ -644,6 +670,9 @@ static bool apply_report(struct ctl *c, struct job *j, struct job_rank *r, const
 	t = report_time(w, "ended_at");
 	r->ended_ns = rs == RS_RUNNING ? 0 : t ? t : before.ended_ns ? before.ended_ns : c->now_ns;
 	r->lost = rs == RS_EXITED && json_is_true(json_object_get(w, "lost"));
+	const char *err = json_string_value(json_object_get(w, "error"));
+	snprintf(r->error, sizeof(r->error), "%.*s", (int)sizeof(r->error) - 1,
+		 err && rs != RS_RUNNING ? err : "");
 	if (rs == RS_RUNNING)
 		r->exit_code = r->signal = 0;
 	if (r->stop && rs != RS_RUNNING)

@@ -7,6 +7,7 @@
 #ifndef SL_CTL_JOBS_INT_H
 #define SL_CTL_JOBS_INT_H
 
+#include "images.h"
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -30,6 +31,8 @@
 enum job_state { JS_PENDING, JS_RUNNING, JS_SUCCEEDED, JS_FAILED, JS_CANCELLING, JS_CANCELLED, JS__COUNT };
 enum rank_state { RS_PENDING, RS_RUNNING, RS_EXITED, RS_STOPPED, RS__COUNT };
 
+#define JOB_RANK_ERROR_MAX 256
+
 struct job_rank {
 	char node[FLEET_NAME_MAX + 1];
 	gpumask_t gpus;
@@ -41,6 +44,7 @@ struct job_rank {
 	int64_t pid;
 	int64_t started_ns, ended_ns;
 	int64_t log_base;   /* the controller's log size when this node took the rank */
+	char error[JOB_RANK_ERROR_MAX]; /* why the agent could not start it ("": none) */
 	uint64_t hb_mark;   /* heartbeat that last reported it (jobs_on_heartbeat) */
 };
 
@@ -56,6 +60,8 @@ struct job {
 	enum job_restart restart;
 	int nodes_req;       /* 0: all of the lease's nodes */
 	int stop_grace_s;
+	char image[IMAGE_NAME_MAX + 1];    /* the catalog's name ("": none) */
+	char image_ref[IMAGE_REF_MAX + 1]; /* its reference when the job was made */
 	int64_t epoch;       /* the lease's epoch the ranks were placed with */
 	int nranks;
 	struct job_rank *ranks;

@@ -19,6 +19,7 @@
 #include "agents.h"
 #include "billing.h"
 #include "ctl_int.h"
+#include "images.h"
 #include "jobs.h"
 #include "json_limits.h"
 #include "log.h"
@@ -67,6 +68,8 @@ static const struct ctl_route routes[] = {
 	{"GET", "/v1/jobs/{id}", "job_show", true, R_ALL_BUT_AGENT, false, false, h_job_show},
 	{"POST", "/v1/jobs/{id}/cancel", "job_cancel", true, R_LEASE_WRITE, true, true, h_job_cancel},
 	{"GET", "/v1/jobs/{id}/logs", "job_logs", true, R_ALL_BUT_AGENT, false, false, h_job_logs},
+	{"POST", "/v1/images", "image_add", true, R_PROVIDER, true, true, h_image_add},
+	{"GET", "/v1/images", "image_list", true, R_ALL_BUT_AGENT, false, false, h_image_list},
 	{"POST", "/v1/agent-tokens", "agent_token_create", true, R_PROVIDER, true, true,
 	 h_agent_token_create},
 	{"POST", "/v1/agent/register", "agent_register", true, R_AGENT, true, true, h_agent_register},

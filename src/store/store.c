@@ -38,6 +38,7 @@ static const char *const kind_names[STORE_KIND__COUNT] = {
 	[STORE_BILLING] = "billing",
 	[STORE_AGENTS] = "agents",
 	[STORE_JOBS] = "jobs",
+	[STORE_IMAGES] = "images",
 };
 
 const char *store_kind_name(enum store_kind k)

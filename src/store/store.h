@@ -58,6 +58,7 @@ enum store_kind {
 	STORE_BILLING,     /* billing: per-tenant balance state (grace period) */
 	STORE_AGENTS,      /* agents: per-node registration (discovery, address, GPU health) */
 	STORE_JOBS,        /* jobs run on leases by agents (src/ctl/jobs.c) */
+	STORE_IMAGES,      /* the operator's image catalog (src/ctl/images.c) */
 	STORE_KIND__COUNT
 };
 

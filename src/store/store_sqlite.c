@@ -107,10 +107,16 @@ static const char sq_migration_4[] =
 	" updated_ns INTEGER NOT NULL);\n"
 	"CREATE INDEX jobs_tenant ON jobs(tenant);\n";
 
+/* v5: the image catalog (src/ctl/images.c), an object table like v1's. */
+static const char sq_migration_5[] =
+	"CREATE TABLE images (id TEXT PRIMARY KEY, tenant TEXT, body TEXT NOT NULL,"
+	" updated_ns INTEGER NOT NULL);\n"
+	"CREATE INDEX images_tenant ON images(tenant);\n";
+
 /* Shared with the PostgreSQL backend (store_pg.c), which translates the
  * column types, so both backends always have the same schema. */
 const char *const store_migrations[] = {sq_migration_1, sq_migration_2, sq_migration_3,
-					sq_migration_4};
+					sq_migration_4, sq_migration_5};
 #define sq_migrations store_migrations
 #define SQ_SCHEMA_VERSION ((int)(sizeof(sq_migrations) / sizeof(sq_migrations[0])))
 const int store_migrations_count = SQ_SCHEMA_VERSION;

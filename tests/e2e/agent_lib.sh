@@ -9,6 +9,8 @@
 #   api TOKEN METHOD PATH [BODY]   "STATUS BODY" (curl from inside ctl)
 #   ag_join_token       prints a fresh join token (suanli agent-token create)
 #   ag_start NAME HOST TOKEN [ARGS...]  suanli-agent run for node NAME in HOST
+#                       (AG_ENGINE=podman: in containers of AG_IMAGE; else host
+#                       processes for tenant AG_HOST_TENANT, default acme)
 #                       (simulated AG_TYPE), state dir $TMP/agents/NAME; AG_PID[NAME];
 #                       TOKEN "-": none (the saved credential)
 #   ag_stop NAME        SIGTERM the agent and reap it
@@ -24,6 +26,11 @@ ADMIN=""
 CTL_PID=""
 AG_TYPE=${AG_TYPE:-hgx-h100-8}
 AG_HEARTBEAT=${AG_HEARTBEAT:-1}
+# AG_ENGINE=podman: tenant work in containers (AG_IMAGE: the default image);
+# otherwise host processes for tenant AG_HOST_TENANT (the older tests' jobs)
+AG_ENGINE=${AG_ENGINE:-host}
+AG_IMAGE=${AG_IMAGE:-}
+AG_HOST_TENANT=${AG_HOST_TENANT:-acme}
 declare -A AG_PID=()
 declare -A AG_HOST=()
 
@@ -76,9 +83,27 @@ ag_start() {
 	[ "$tok" != "-" ] && targs=(--token "$tok")
 	# On loopback every host shares lo: the agent is told its own address.
 	[ "$NS_MODE" = loopback ] && targs+=(--addr "$(ns_addr "$host")")
-	ns_spawn "$host" "$TMP/agent-$name.log" "$SUANLI_AGENT" run --server "$URL" "${targs[@]}" \
-		--node "$name" --simulate "$AG_TYPE" --state-dir "$TMP/agents/$name" \
-		--heartbeat "$AG_HEARTBEAT" "$@"
+	if [ "$AG_ENGINE" = podman ]; then
+		# containers: a CDI and container name unique on this host (tests run
+		# side by side)
+		targs+=(--cdi-name "$name-$NS_TAG")
+		[ -n "$AG_IMAGE" ] && targs+=(--image "$AG_IMAGE")
+	else
+		# the tests' jobs as host processes, for the one tenant they use
+		targs+=(--host-processes "$AG_HOST_TENANT")
+	fi
+	local cmd=("$SUANLI_AGENT" run --server "$URL" "${targs[@]}" --node "$name" \
+		--simulate "$AG_TYPE" --state-dir "$TMP/agents/$name" --heartbeat "$AG_HEARTBEAT" "$@")
+	if [ "$AG_ENGINE" = podman ] && [ "$NS_MODE" = netns ]; then
+		# only the host's network namespace: `ip netns exec` would also give
+		# it a fresh /sys without the cgroup mounts podman and runc need
+		nsenter --net="/var/run/netns/${NS_NETNS[$host]}" env "NS_TAG=$NS_TAG" "${cmd[@]}" \
+			>>"$TMP/agent-$name.log" 2>&1 &
+		NS_LAST_PID=$!
+		NS_PIDS+=("$NS_LAST_PID")
+	else
+		ns_spawn "$host" "$TMP/agent-$name.log" "${cmd[@]}"
+	fi
 	AG_PID[$name]=$NS_LAST_PID
 }
 
@@ -115,4 +140,33 @@ die() {
 	done
 	finish
 	exit 1
+}
+
+# ag_containers_cleanup : removes every container and CDI spec of this run's
+# agents (AG_ENGINE=podman), whatever state they were left in.
+ag_containers_cleanup() {
+	command -v podman >/dev/null 2>&1 || return 0
+	local ids
+	ids=$(podman ps -a -q --filter "name=$NS_TAG" 2>/dev/null)
+	[ -n "$ids" ] && podman rm -f -t 0 $ids >/dev/null 2>&1
+	rm -f /var/run/cdi/suanli-*"$NS_TAG".json
+	# lease working directories (tmpfs) an agent left mounted
+	local m
+	for m in $(awk -v t="$TMP/" 'index($2, t) == 1 {print $2}' /proc/mounts); do umount -l "$m"; done
+	return 0
+}
+
+# ag_image NAME PKG... : the cached local image (scripts/build-image.py) into
+# AG_IMAGE; false, with the reason in AG_IMAGE_WHY, where it cannot be built.
+ag_image() {
+	AG_IMAGE_WHY=""
+	if [ "$(id -u)" != 0 ]; then AG_IMAGE_WHY="containers need root here (uid $(id -u))"; return 1; fi
+	if ! command -v podman >/dev/null 2>&1; then AG_IMAGE_WHY="podman is not installed (scripts/deps.sh)"; return 1; fi
+	local t0=$SECONDS
+	if ! AG_IMAGE=$("$SL_ROOT/scripts/build-image.py" "$@" 2>"$TMP/build-image.log"); then
+		AG_IMAGE_WHY="the image build failed: $(tail -2 "$TMP/build-image.log")"
+		return 1
+	fi
+	AG_IMAGE_S=$((SECONDS - t0))
+	return 0
 }

@@ -20,7 +20,7 @@ set -u
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/netns_lib.sh"
 . "$(dirname "$0")/agent_lib.sh"
-FLEET="$SL_ROOT/tests/data/fleet/agents-small.yaml"
+FLEET="$SL_ROOT/tests/data/fleet/agents-owned.yaml"
 DOWN=8
 
 ns_init

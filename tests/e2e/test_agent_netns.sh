@@ -11,7 +11,7 @@ set -u
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/netns_lib.sh"
 . "$(dirname "$0")/agent_lib.sh"
-FLEET="$SL_ROOT/tests/data/fleet/agents-small.yaml"
+FLEET="$SL_ROOT/tests/data/fleet/agents-owned.yaml"
 
 ns_init
 ns_create ctl 1 && ns_create h1 2 && ns_create h2 3 || die "hosts are created"
@@ -35,6 +35,12 @@ wait_until 20 node_is e2e-h100-01 ready && wait_until 20 node_is e2e-h100-02 rea
 	die "both agents register and their nodes become ready" "$(sl nodes --json | jq -c '[.[] | [.name, .state, .reason]]')"
 ok "both agents register and their nodes become ready"
 expect_eq "the node's agent address is its host's" "$(sl node show e2e-h100-02 --json | jq -r .agent.addr)" "$(ns_addr h2)"
+expect_eq "the node says whose work runs as host processes on it" "$(node_field e2e-h100-01 .host_processes)" acme
+expect_match "nodes shows it" "$(sl nodes | grep '^e2e-h100-01 ')" 'host processes for acme$'
+out=$(ns_exec h1 timeout 20 "$SUANLI_AGENT" run --server "$URL" --token "$JOIN" --node e2e-h100-03 \
+	--simulate hgx-h100-8 --state-dir "$TMP/agents/refused" --host-processes beta 2>&1)
+expect_match "host processes for a tenant that does not own the node are refused" "$out" \
+	'node e2e-h100-03 is owned by acme; host processes \(--host-processes beta\) are only for a server that tenant owns'
 expect_eq "nodes without agents stay unreachable" "$(node_field e2e-h100-03 .state)" unreachable
 cred="$TMP/agents/e2e-h100-01/credential"
 expect_eq "the node credential is saved, mode 0600" "$(stat -c %a "$cred" 2>/dev/null)" 600

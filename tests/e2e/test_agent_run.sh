@@ -12,7 +12,7 @@ set -u
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ctl_lib.sh"
 : "${SUANLI_AGENT:?SUANLI_AGENT must point at the suanli-agent binary}"
-FLEET="$SL_ROOT/tests/data/fleet/agents-small.yaml"
+FLEET="$SL_ROOT/tests/data/fleet/agents-owned.yaml"
 DATA="$TMP/data"
 SD="$TMP/sd"
 NODE=e2e-h100-01
@@ -34,8 +34,9 @@ sl() { SUANLI_SERVER=$URL SUANLI_TOKEN=$ADMIN "$SUANLI" "$@"; }
 agent_start() {
 	local log=$1
 	shift
+	# host processes for acme: this test watches the processes themselves
 	"$SUANLI_AGENT" run --server "$URL" --node "$NODE" --simulate hgx-h100-8 --state-dir "$SD" \
-		--heartbeat 1 "$@" 2>"$log" &
+		--heartbeat 1 --host-processes acme "$@" 2>"$log" &
 	AGENT_PID=$!
 }
 agent_stop() {
@@ -79,8 +80,8 @@ JOIN=$(sl agent-token create --json | jq -r .token)
 agent_start "$TMP/agent1.log" --token "$JOIN"
 wait_until 20 node_ready || bad "the agent registers" "$(tail -3 "$TMP/agent1.log")"
 expect_eq "the credential is saved (0600)" "$(stat -c %a "$SD/credential" 2>/dev/null)" 600
-expect_match "the agent says once whether it isolates GPUs (device filter, or a warning why not)" \
-	"$(grep -cE 'GPU device isolation: cgroup v2 device filter per rank|cgroup v2 device control unavailable on this host; GPU isolation relies on CUDA_VISIBLE_DEVICES' "$TMP/agent1.log")" '^1$'
+expect_match "the agent says once that tenant work runs as host processes, for its owner only" \
+	"$(grep -c 'tenant work runs as host processes on this server, for its owner only.*tenant=acme' "$TMP/agent1.log")" '^1$'
 agent_stop
 expect_eq "SIGTERM: the agent exits 0" "$?" 0
 agent_start "$TMP/agent2.log"

@@ -56,6 +56,8 @@ GET /v1/jobs admin,operator,tenant-admin,tenant,auditor -
 GET /v1/jobs/{id} admin,operator,tenant-admin,tenant,auditor -
 POST /v1/jobs/{id}/cancel admin,operator,tenant-admin,tenant {}
 GET /v1/jobs/{id}/logs admin,operator,tenant-admin,tenant,auditor -
+POST /v1/images admin,operator {}
+GET /v1/images admin,operator,tenant-admin,tenant,auditor -
 POST /v1/agent-tokens admin,operator {}
 POST /v1/agent/register agent {}
 POST /v1/agent/heartbeat agent {}

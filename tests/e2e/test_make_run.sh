@@ -18,6 +18,12 @@ expect_eq "a bad SUANLI_AGENTS is refused" "$?" 2
 expect_match "saying what it takes" "$out" "SUANLI_AGENTS must be all or a number"
 
 ns_init
+trap 'ids=$(podman ps -a -q --filter "name=make-run-$RUN_PID-" 2>/dev/null); [ -n "$ids" ] && podman rm -f -t 0 $ids >/dev/null 2>&1; ns_cleanup; rm -rf "$TMP"' EXIT
+RUN_PID=none
+if [ "$(id -u)" != 0 ] || ! command -v podman >/dev/null 2>&1; then
+	echo "SKIP containers: make run's jobs run in podman containers (root and scripts/deps.sh)"
+	exit 77
+fi
 ns_create ctl 1 || { bad "host"; finish; exit 1; }
 LISTEN=127.0.0.1:7400
 if [ "$NS_MODE" = loopback ]; then
@@ -29,9 +35,20 @@ if [ "$NS_MODE" = loopback ]; then
 fi
 V="$TMP/var"
 LOG="$TMP/run.log"
-ns_spawn ctl "$LOG" env SUANLI_DATA="$V/data" SUANLI_AGENTS_DIR="$V/agents" SUANLI_AGENTS=3 \
-	SUANLI_LISTEN="$LISTEN" bash -c 'cd "$1" && exec scripts/run.sh "$2"' run "$SL_ROOT" "$B"
+run=(env SUANLI_DATA="$V/data" SUANLI_AGENTS_DIR="$V/agents" SUANLI_AGENTS=3 \
+	SUANLI_LISTEN="$LISTEN" bash -c 'cd "$1" && exec scripts/run.sh "$2"' run "$SL_ROOT" "$B")
+if [ "$NS_MODE" = netns ]; then
+	# the network namespace only: podman needs the host's /sys (cgroups),
+	# which `ip netns exec` replaces
+	nsenter --net="/var/run/netns/${NS_NETNS[ctl]}" env "NS_TAG=$NS_TAG" "${run[@]}" >>"$LOG" 2>&1 &
+	NS_LAST_PID=$!
+	NS_PIDS+=("$NS_LAST_PID")
+else
+	ns_spawn ctl "$LOG" "${run[@]}"
+fi
 RUN_PID=$NS_LAST_PID
+# run.sh names its agents' containers after its own pid (the same process here)
+CTR="make-run-$RUN_PID-"
 banner() { grep -q '^agents: ' "$LOG"; }
 if ! wait_until 40 banner; then
 	bad "run.sh prints what it started" "$(tail -5 "$LOG")"
@@ -54,11 +71,12 @@ model=$(printf '%s' "$nodes" | jq -r '.[0].model')
 sl tenant create acme --regions "$(printf '%s' "$nodes" | jq -r '.[0].region // "cn-east"')" >/dev/null
 L=$(sl lease create --tenant acme --gpus 8 --model "$model" --json | jq -r .id)
 expect_eq "a lease on a node with an agent is active" "$(sl lease show "$L" --json | jq -r .state)" active
-J=$(sl job run --lease "$L" --env "PIDF=$TMP/job.pid" --json -- sh -c 'echo $$ > "$PIDF"; echo hello from rank $NODE_RANK; exec sleep 300' | jq -r .id)
+J=$(sl job run --lease "$L" --json -- sh -c 'echo hello from rank $NODE_RANK; exec sleep 300' | jq -r .id)
 hello() { sl job logs "$J" 2>/dev/null | grep -q '^\[0\] hello from rank 0$'; }
-if wait_until 20 hello; then ok "a job runs on the agent and its log comes back"; else
+if wait_until 30 hello; then ok "a job runs on the agent and its log comes back"; else
 	bad "a job runs on the agent and its log comes back" "$(sl job show "$J" 2>&1 | tail -3)"; fi
-JP=$(cat "$TMP/job.pid" 2>/dev/null)
+ctrs() { podman ps -a --format '{{.Names}}' 2>/dev/null | grep -c -- "$CTR"; }
+expect_eq "the job runs in a container of run.sh's agents" "$(ctrs)" 1
 
 kill -TERM "$RUN_PID"
 wait "$RUN_PID" 2>/dev/null
@@ -67,10 +85,9 @@ expect_match "run.sh says it stopped everything" "$(tail -1 "$LOG")" '^run.sh: s
 left=$(ns_tagged_pids)
 if [ -z "$left" ]; then ok "no agent, job or controller is left running"; else
 	bad "no agent, job or controller is left running" "$(for p in $left; do tr '\0' ' ' <"/proc/$p/cmdline"; echo; done)"; fi
-# a zombie waiting for its reaper counts as gone
-job_gone() { ! kill -0 "$JP" 2>/dev/null || grep -q '^State:.*Z' "/proc/$JP/status" 2>/dev/null; }
-if [ -n "$JP" ] && wait_until 10 job_gone; then ok "the job's process is gone"; else
-	bad "the job's process is gone" "pid '$JP': $(ps -o stat=,cmd= -p "$JP" 2>/dev/null)"; fi
+none_left() { [ "$(ctrs)" = 0 ]; }
+if wait_until 10 none_left; then ok "the job's container is gone"; else
+	bad "the job's container is gone" "$(podman ps -a --format '{{.Names}} {{.Status}}' | grep -- "$CTR")"; fi
 expect_eq "the controller stopped cleanly (no sanitizer report)" \
 	"$(grep -c 'ERROR: \(Address\|Leak\)Sanitizer\|runtime error' "$LOG" "$V"/agents/*.log | awk -F: '{s+=$NF} END {print s+0}')" 0
 finish

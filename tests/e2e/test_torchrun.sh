@@ -6,7 +6,8 @@
 # --master_port $MASTER_PORT, exactly the variables the controller sets; each
 # rank all-reduces a rank-dependent tensor and checks the sum
 # (tests/e2e/allreduce.py), so the job succeeds only when the environment we
-# set is what real training uses.
+# set is what real training uses. Both ranks run in podman containers
+# (docs/isolation.md); skipped (exit 77) where containers cannot run.
 #
 # Debian bookworm's torch 1.13 on Python 3.11 cannot parse torchrun's own
 # default "--redirects 0" / "--tee 0" (Std.from_str returns None because
@@ -31,6 +32,17 @@ ok "python3-torch with gloo"
 [ -x "$TORCHRUN" ] || TORCHRUN="-m torch.distributed.run"
 
 ns_init
+trap 'ag_containers_cleanup; ns_cleanup; [ -n "${SL_E2E_KEEP:-}" ] && mkdir -p "$SL_E2E_KEEP" && cp "$TMP"/*.log "$SL_E2E_KEEP"/ 2>/dev/null; rm -rf "$TMP"' EXIT
+# Both ranks run in containers of an image made from the host's python3-torch
+# (scripts/build-image.py, cached); the whole-node lease gives them the host
+# network of their node, which gloo's rank-to-rank connections need.
+if ! ag_image torch base-files bash coreutils dash findutils grep sed procps libc-bin python3 \
+	python3-torch; then
+	echo "SKIP containers: $AG_IMAGE_WHY"
+	exit 77
+fi
+ok "the torch image $AG_IMAGE (built or cached in ${AG_IMAGE_S}s)"
+AG_ENGINE=podman
 ns_create ctl 1 && ns_create h1 2 && ns_create h2 3 || die "hosts are created"
 ag_controller "$TMP/data" "$FLEET" --heartbeat 1 --unreachable-after 5 --down-after 60 ||
 	die "controller starts"
@@ -48,11 +60,15 @@ expect_eq "a 2-node lease is active" "$(body_of "$r" | jq -r '[.state, (.placeme
 # gloo binds to the interface the hosts share: eth0 in a namespace, lo on loopback
 ifname=eth0
 [ "$NS_MODE" = loopback ] && ifname=lo
+# The script travels in the environment (the container sees none of the
+# host's files) and is written to the lease's working directory /work.
 J=$(sl job run --lease "$L" --stop-grace 2 --env "NS_TAG=$NS_TAG" --env "GLOO_SOCKET_IFNAME=$ifname" \
-	--env OMP_NUM_THREADS=1 --env "SL_ROOT=$SL_ROOT" --json -- \
-	sh -c "exec $PY $TORCHRUN --nnodes \"\$NNODES\" --node_rank \"\$NODE_RANK\" \
+	--env OMP_NUM_THREADS=1 --env "ALLREDUCE=$(cat "$SL_ROOT/tests/e2e/allreduce.py")" --json -- \
+	sh -c "test -r \"\$NCCL_TOPO_FILE\" && grep -q '<gpu ' \"\$NCCL_TOPO_FILE\" && echo \"topo ok \$NCCL_IB_HCA\" &&
+printf '%s\n' \"\$ALLREDUCE\" > /work/allreduce.py &&
+exec $PY $TORCHRUN --nnodes \"\$NNODES\" --node_rank \"\$NODE_RANK\" \
 --master_addr \"\$MASTER_ADDR\" --master_port \"\$MASTER_PORT\" --nproc_per_node 1 \
---redirects 1 --tee 1 \"\$SL_ROOT/tests/e2e/allreduce.py\"" | jq -r .id)
+--redirects 1 --tee 1 /work/allreduce.py" | jq -r .id)
 expect_match "the torchrun job is accepted" "$J" '^job-'
 ended() { case "$(job_field "$J" .state)" in succeeded | failed | cancelled) return 0 ;; esac; return 1; }
 if ! wait_until 50 ended; then
@@ -63,6 +79,8 @@ expect_eq "the distributed job succeeded" "$(job_field "$J" .state)" succeeded
 expect_eq "both ranks exited 0" "$(job_field "$J" '[.ranks[] | .exit_code] | join(",")')" "0,0"
 m0=$(ns_addr "${AG_HOST[$(job_field "$J" '.ranks[] | select(.rank == 0) | .node')]}")
 for rank in 0 1; do
+	topo=$(sl job logs "$J" --rank "$rank" 2>/dev/null | grep '^topo ok')
+	expect_match "rank $rank's container has its NCCL_TOPO_FILE and NCCL_IB_HCA" "$topo" '^topo ok =mlx5_'
 	okline() { sl job logs "$J" --rank "$rank" 2>/dev/null | grep -q "OK rank=$rank world=2 sum=3 master=$m0:"; }
 	if wait_until 15 okline; then
 		ok "rank $rank's all-reduce is right (world 2, master $m0)"

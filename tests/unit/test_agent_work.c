@@ -439,6 +439,83 @@ static void test_bad_answers_change_nothing(void **state)
  * by values of the wrong type, out of range or too long. Each parse is
  * refused with a message or gives a spec within the named bounds; never a
  * crash or a leak (ASan). No process is started. */
+/* --host-processes: the owner's items run as host processes, every other
+ * tenant's fails at start with the reason in its log; tenant and image travel
+ * through work.json. */
+static void test_host_tenant_only(void **state)
+{
+	struct fx *f = *state;
+	work_sup_set_engine(f->sup, NULL, "acme");
+	json_t *mine = item("job-000001", 0, "ls-1", 1, "echo mine", "never", 1);
+	json_t *theirs = item("job-000002", 0, "ls-2", 1, "echo theirs", "never", 1);
+	json_object_set_new(mine, "tenant", json_string("acme"));
+	json_object_set_new(theirs, "tenant", json_string("beta"));
+	json_object_set_new(theirs, "image", json_string("localhost/suanli/base:1"));
+	json_t *a = json_pack("[o,o]", mine, theirs);
+	int refused = -1;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	assert_int_equal(work_sup_apply(f->sup, a, work_now_ns(), &refused, &d), SL_OK);
+	json_decref(a);
+	json_t *e = wait_state(f, "job-000001", 0, "exited", -1);
+	assert_int_equal(eint(e, "exit_code"), 0);
+	json_decref(e);
+	wait_log(f, "job-000001", 0, "mine");
+	e = wait_state(f, "job-000002", 0, "exited", -1);
+	assert_int_equal(eint(e, "exit_code"), 127);
+	json_decref(e);
+	wait_log(f, "job-000002", 0, "node runs only tenant acme's work; job job-000002 is tenant beta's");
+	char *l = read_log(f, "job-000002", 0);
+	assert_null(strstr(l, "theirs")); /* never ran */
+	free(l);
+	/* the spec keeps tenant and image across a save */
+	assert_int_equal(work_sup_save(f->sup, &d), SL_OK);
+	char p[256];
+	snprintf(p, sizeof(p), "%s/work.json", f->dir);
+	json_t *w = json_load_file(p, 0, NULL);
+	assert_non_null(w);
+	char *text = json_dumps(w, JSON_COMPACT);
+	assert_non_null(strstr(text, "\"image\":\"localhost/suanli/base:1\""));
+	assert_non_null(strstr(text, "\"tenant\":\"beta\""));
+	free(text);
+	json_decref(w);
+}
+
+/* A rank whose log passes the limit is killed, not restarted, and says why;
+ * the next start of the same rank is refused while the log is that big. */
+static void test_log_limit(void **state)
+{
+	struct fx *f = *state;
+	work_sup_set_log_limit(f->sup, 1 << 20);
+	apply1(f, item("job-000001", 0, "ls-1", 1, "yes | head -c 3000000; exec sleep 60", "always", 1), 0);
+	json_t *e = wait_state(f, "job-000001", 0, "exited", -1);
+	assert_int_equal(eint(e, "signal"), SIGKILL);
+	assert_int_equal(eint(e, "restarts"), 0);
+	assert_non_null(strstr(json_string_value(json_object_get(e, "error")),
+			       "its output passed the node's log limit of 1 MiB; killed"));
+	json_decref(e);
+}
+
+static void test_spec_tenant_image(void **state)
+{
+	(void)state;
+	static const char *const bad[] = {"{\"image\": \"has space\"}", "{\"image\": \"\"}",
+					  "{\"image\": 7}", "{\"tenant\": \"-x\"}",
+					  "{\"tenant\": \"a/b\"}"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *o = item("job-000001", 0, "ls-1", 1, "true", "never", 1);
+		json_t *extra = json_loads(bad[i], 0, NULL);
+		json_object_update(o, extra);
+		struct work_spec sp;
+		struct sl_diag d;
+		sl_diag_clear(&d);
+		assert_int_equal(work_spec_from_json(o, &sp, &d), SL_EINVAL);
+		assert_non_null(strstr(d.msg, bad[i][2] == 'i' ? "\"image\"" : "\"tenant\""));
+		json_decref(extra);
+		json_decref(o);
+	}
+}
+
 static void test_spec_parse_hostile(void **state)
 {
 	(void)state;
@@ -507,6 +584,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_readopt_after_restart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_answers_change_nothing, setup, teardown),
 		cmocka_unit_test(test_spec_parse_hostile),
+		cmocka_unit_test_setup_teardown(test_host_tenant_only, setup, teardown),
+		cmocka_unit_test(test_spec_tenant_image),
+		cmocka_unit_test_setup_teardown(test_log_limit, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,116 @@
+/* podman_args.c - one tenant container's podman command line (podman_args.h). */
+#include "podman_args.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cdi_spec.h"
+
+struct words {
+	char **v;
+	size_t n;
+	int fail; /* 1 ENOMEM, 2 too many */
+};
+
+static void addf(struct words *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void addf(struct words *w, const char *fmt, ...)
+{
+	if (w->fail)
+		return;
+	if (w->n + 1 >= PODMAN_ARGV_MAX) {
+		w->fail = 2;
+		return;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	int len = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	char *s = len >= 0 ? malloc((size_t)len + 1) : NULL;
+	if (!s) {
+		w->fail = 1;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(s, (size_t)len + 1, fmt, ap);
+	va_end(ap);
+	w->v[w->n++] = s;
+}
+
+void podman_argv_free(char **argv)
+{
+	for (size_t i = 0; argv && argv[i]; i++)
+		free(argv[i]);
+	free(argv);
+}
+
+enum sl_err podman_run_argv(const struct podman_run *r, char ***out, struct sl_diag *d)
+{
+	*out = NULL;
+	if (!r->podman || !r->runtime || !r->cgroup_manager || !r->hooks_dir || !r->hooks_dir[0] ||
+	    !r->name || !r->name[0] ||
+	    !r->image || !r->image[0] || r->argc == 0 || !r->argv)
+		return sl_diag_set(d, SL_EINVAL, "container: name, image and command are needed");
+	struct words w = {calloc(PODMAN_ARGV_MAX, sizeof(char *)), 0, 0};
+	if (!w.v)
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	addf(&w, "%s", r->podman);
+	addf(&w, "--runtime=%s", r->runtime);
+	addf(&w, "--cgroup-manager=%s", r->cgroup_manager);
+	addf(&w, "--hooks-dir=%s", r->hooks_dir);
+	addf(&w, "run");
+	addf(&w, "--rm");
+	addf(&w, "--name=%s", r->name);
+	addf(&w, "--pull=never");
+	addf(&w, "--init");
+	addf(&w, "--log-driver=none");
+	addf(&w, "--uidmap=0:%u:%u", r->uid_base, PODMAN_IDS);
+	addf(&w, "--gidmap=0:%u:%u", r->uid_base, PODMAN_IDS);
+	addf(&w, "--security-opt=no-new-privileges");
+	addf(&w, "--cap-drop=all");
+	addf(&w, "--cap-add=chown,dac_override,fowner,setuid,setgid,kill");
+	if (r->cpus_milli > 0)
+		addf(&w, "--cpus=%lld.%03lld", (long long)(r->cpus_milli / 1000),
+		     (long long)(r->cpus_milli % 1000));
+	if (r->mem_mib > 0) {
+		addf(&w, "--memory=%lldm", (long long)r->mem_mib);
+		addf(&w, "--memory-swap=%lldm", (long long)r->mem_mib);
+	}
+	addf(&w, "--pids-limit=%lld", (long long)r->pids);
+	addf(&w, "--ulimit=nofile=%lld:%lld", (long long)r->nofile, (long long)r->nofile);
+	addf(&w, "--ulimit=nproc=%lld:%lld", (long long)r->nproc, (long long)r->nproc);
+	addf(&w, "--network=%s", r->host_network ? "host" : "none");
+	addf(&w, "--read-only");
+	addf(&w, "--read-only-tmpfs=false");
+	addf(&w, "--tmpfs=/tmp:rw,nosuid,nodev,size=%dm", PODMAN_TMP_MIB);
+	addf(&w, "--tmpfs=/run:rw,nosuid,nodev,size=16m");
+	if (r->workdir && r->workdir[0]) {
+		addf(&w, "--volume=%s:%s:rw,U", r->workdir, PODMAN_WORKDIR);
+		addf(&w, "--workdir=%s", PODMAN_WORKDIR);
+	}
+	if (r->topo && r->topo[0])
+		addf(&w, "--volume=%s:%s:ro", r->topo, PODMAN_TOPO);
+	for (size_t i = 0; i < r->ndevices; i++)
+		addf(&w, "--device=%s=%s", CDI_KIND, r->devices[i]);
+	for (size_t i = 0; i < r->nenv; i++) {
+		const char *eq = strchr(r->env[i], '=');
+		if (!eq || eq == r->env[i]) {
+			podman_argv_free(w.v);
+			return sl_diag_set(d, SL_EINVAL, "container: env entry without a name");
+		}
+		addf(&w, "--env=%.*s", (int)(eq - r->env[i]), r->env[i]);
+	}
+	addf(&w, "%s", r->image);
+	for (size_t i = 0; i < r->argc; i++)
+		addf(&w, "%s", r->argv[i]);
+	if (w.fail) {
+		podman_argv_free(w.v);
+		return w.fail == 1 ? sl_diag_set(d, SL_ENOMEM, "out of memory")
+				   : sl_diag_set(d, SL_ELIMIT, "container: more than %d words on "
+							       "podman's command line",
+						 PODMAN_ARGV_MAX);
+	}
+	*out = w.v;
+	return SL_OK;
+}

@@ -1,0 +1,68 @@
+/* podman_args.h - the podman command line of one tenant container (a job
+ * rank), built from what the agent decided: which runtime, which limits,
+ * which GPUs. Pure (no I/O): the isolation every container gets is visible,
+ * and tested, in one place (docs/isolation.md):
+ *
+ *   --hooks-dir an empty directory (hooks installed on the host, such as
+ *   nvidia-container-toolkit's, never run as root over tenant files),
+ *   --userns through an explicit --uidmap/--gidmap of PODMAN_IDS ids at
+ *   uid_base (container root is an unprivileged host uid), --security-opt
+ *   no-new-privileges, the default seccomp profile (never disabled),
+ *   --cap-drop all plus the few capabilities a container root needs for its
+ *   own files (chown, dac_override, fowner, setuid, setgid, kill), --cpus,
+ *   --memory (swap equal: none extra), --pids-limit, --ulimit nofile/nproc
+ *   explicit (podman's defaults fail on hosts with low hard limits), its own
+ *   network namespace with only loopback (--network none; the host's for
+ *   exclusive whole-node leases, which multi-node training needs), a
+ *   read-only image with a size-limited /tmp tmpfs, the lease's working
+ *   directory at /work, the rank's NCCL topology read-only, the GPUs by
+ *   CDI name, --init (signals reach the command), --log-driver none (the
+ *   agent captures stdout; nothing grows under podman's storage), and the
+ *   environment passed by name only (--env KEY: values come from podman's
+ *   own environment, so they are not on any command line). */
+#ifndef SL_AGENT_PODMAN_ARGS_H
+#define SL_AGENT_PODMAN_ARGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+#define PODMAN_IDS 65536u        /* ids in each container's user namespace */
+#define PODMAN_ARGV_MAX 640      /* words of one podman command line */
+#define PODMAN_TMP_MIB 256       /* /tmp tmpfs size (counted in the memory limit) */
+
+struct podman_run {
+	const char *podman;          /* the program ("podman") */
+	const char *runtime;         /* "runc" | "crun" */
+	const char *cgroup_manager;  /* "cgroupfs" | "systemd" */
+	const char *hooks_dir;       /* an empty directory: no OCI hook of the host runs */
+	const char *name;            /* the container's name */
+	const char *image;           /* the image reference */
+	uint32_t uid_base;           /* host id of container root */
+	int64_t nofile, nproc;       /* ulimits (soft = hard) */
+	int64_t cpus_milli;          /* CPU limit in thousandths of a CPU (0: none) */
+	int64_t mem_mib;             /* memory limit (0: none) */
+	int64_t pids;                /* pids limit */
+	int host_network;            /* 1: --network host (exclusive whole-node leases) */
+	const char *workdir;         /* host directory mounted at /work ("" : none) */
+	const char *topo;            /* host file mounted at PODMAN_TOPO ("" : none) */
+	const char *const *devices;  /* CDI device names (without the kind) */
+	size_t ndevices;
+	const char *const *env;      /* "KEY=VALUE" (only KEY is put on the line) */
+	size_t nenv;
+	char *const *argv;           /* the command (argc words) */
+	size_t argc;
+};
+
+#define PODMAN_TOPO "/run/suanli/nccl-topo.xml"
+#define PODMAN_WORKDIR "/work"
+
+/* The command line as argv (NULL-terminated, each word malloc'ed; free with
+ * podman_argv_free). SL_EINVAL when a field is missing or an env entry has
+ * no '='; SL_ELIMIT beyond PODMAN_ARGV_MAX words; SL_ENOMEM. */
+enum sl_err podman_run_argv(const struct podman_run *r, char ***out,
+			    struct sl_diag *d) SL_MUST_USE;
+void podman_argv_free(char **argv);
+
+#endif

@@ -1,0 +1,135 @@
+/* work_ctr.c - the supervisor's containers: which items run in one, their
+ * names, the lease's working directory and the podman command line
+ * (work.h, work_set_engine; podman_args.h says what each container gets). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "state.h"
+#include "work_int.h"
+
+void work_sup_set_engine(struct work_sup *s, const struct engine *eng, const char *host_tenant)
+{
+	s->eng = eng;
+	s->host_tenant = host_tenant && host_tenant[0] ? host_tenant : NULL;
+}
+
+/* Whether the item runs in a container (else as a host process: only the
+ * operator's chosen tenant on its own server, or a supervisor without an
+ * engine, as in the unit tests). */
+bool item_in_container(const struct work_sup *s, const struct work_spec *sp)
+{
+	(void)sp; /* the same for every item: refused ones never start */
+	if (s->host_tenant)
+		return false;
+	return s->eng != NULL;
+}
+
+/* The container of the item's current run: sl-NAME-JOB-rRANK-eEPOCH-nRESTARTS,
+ * prefixed by the engine's name, unique on the host (a restart gets a new name, so removing the old one never races it). */
+void ctr_name(const struct work_sup *s, const struct work_item *it, char *buf, size_t n)
+{
+	snprintf(buf, n, "sl-%s-%s-r%d-e%lld-n%d", engine_name(s->eng), it->spec.job, it->spec.rank,
+		 (long long)it->spec.epoch, it->restarts);
+}
+
+/* STATE_DIR/leases/L: the lease's working directory (/work in its
+ * containers), a tmpfs of WORK_DIR_MIB so that a container filling it
+ * fills neither the agent's disk nor anyone else's; kept across the rank's
+ * restarts, unmounted when the lease's last item is forgotten. */
+static enum sl_err lease_workdir(struct work_sup *s, const char *lease, char *path, size_t n,
+				 struct sl_diag *d)
+{
+	struct statfs fs;
+	char opts[64];
+	enum sl_err e;
+	if ((e = state_path(path, n, s->dir, d, "leases/%s", lease)) != SL_OK ||
+	    (e = state_mkdirs(path, 0700, d)) != SL_OK)
+		return e;
+	if (statfs(path, &fs) == 0 && (uint64_t)fs.f_type == 0x01021994 /* TMPFS_MAGIC */)
+		return SL_OK;
+	snprintf(opts, sizeof(opts), "size=%dm,mode=0700", WORK_DIR_MIB);
+	if (mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0)
+		return sl_diag_set(d, SL_EIO, "cannot mount the lease's working directory %s: %s",
+				   path, strerror(errno));
+	return SL_OK;
+}
+
+void lease_workdir_end(struct work_sup *s, const struct work_item *gone)
+{
+	char path[STATE_PATH_MAX];
+	for (size_t i = 0; i < s->n; i++)
+		if (s->items[i] != gone && strcmp(s->items[i]->spec.lease, gone->spec.lease) == 0)
+			return;
+	if (!s->eng || state_path(path, sizeof(path), s->dir, NULL, "leases/%s",
+				  gone->spec.lease) != SL_OK)
+		return;
+	(void)umount2(path, MNT_DETACH);
+	(void)rmdir(path);
+}
+
+/* The podman command line of the item's container into *argv; envp gets
+ * NCCL_TOPO_FILE as the container sees it. */
+enum sl_err ctr_argv(struct work_sup *s, struct work_item *it, const char *topo,
+			    char ***argv, struct sl_diag *d)
+{
+	const struct work_spec *sp = &it->spec;
+	char name[WORK_ID_MAX + 64], work[STATE_PATH_MAX];
+	char devs[TOPO_MAX_GPUS][CDI_NAME_MAX];
+	const char *devp[TOPO_MAX_GPUS];
+	struct podman_run r;
+	enum sl_err e;
+
+	if (!engine_ok(s->eng)) {
+		sl_diag_hint(d, "install podman and runc (scripts/deps.sh), then restart the agent");
+		return sl_diag_set(d, SL_EIO, "no container engine on this node: %s",
+				   engine_reason(s->eng));
+	}
+	const char *image = sp->image[0] ? sp->image : engine_default_image(s->eng);
+	if (!image[0]) {
+		sl_diag_hint(d, "name one with `job run --image`, or give the catalog a default "
+				"(`suanli image add NAME --ref REF --default`)");
+		return sl_diag_set(d, SL_EINVAL, "no image: the job names none and there is no "
+						 "default");
+	}
+	if (!engine_image_exists(s->eng, image)) {
+		sl_diag_hint(d, "agents never pull: load it on the node (podman load, podman import) "
+				"or pick another (suanli image list)");
+		return sl_diag_set(d, SL_ENOTFOUND, "image %s is not on this node", image);
+	}
+	if ((e = lease_workdir(s, sp->lease, work, sizeof(work), d)) != SL_OK)
+		return e;
+	size_t nenv = sp->nenv + 1;
+	const char **env = calloc(nenv, sizeof(char *));
+	if (!env)
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	for (size_t i = 0; i < sp->nenv; i++)
+		env[i] = sp->env[i];
+	env[sp->nenv] = "NCCL_TOPO_FILE=";
+	ctr_name(s, it, name, sizeof(name));
+	engine_fill(s->eng, name, image, sp->argv, sp->argc, sp->gpus, sp->lease, devs, devp, &r);
+	r.workdir = work;
+	r.topo = topo;
+	r.env = env;
+	r.nenv = topo[0] ? nenv : sp->nenv;
+	e = podman_run_argv(&r, argv, d);
+	free(env);
+	return e;
+}
+
+/* Stops and removes the item's container (its podman run may be gone while
+ * the container is not: SIGKILL, an agent restart). */
+void item_ctr_remove(struct work_sup *s, struct work_item *it)
+{
+	char name[WORK_ID_MAX + 64];
+	if (!item_in_container(s, &it->spec))
+		return;
+	ctr_name(s, it, name, sizeof(name));
+	engine_remove(s->eng, name);
+}
+

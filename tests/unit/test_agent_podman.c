@@ -1,0 +1,168 @@
+/* test_agent_podman.c - a tenant container's podman command line
+ * (podman_args.h): every isolation option is there, the lease's limits and
+ * GPUs are, env values never are, and bad input is refused. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "engine.h"
+#include "podman_args.h"
+
+static bool has(char **v, const char *w)
+{
+	for (size_t i = 0; v[i]; i++)
+		if (strcmp(v[i], w) == 0)
+			return true;
+	return false;
+}
+
+static size_t count(char **v)
+{
+	size_t n = 0;
+	while (v[n])
+		n++;
+	return n;
+}
+
+static void base(struct podman_run *r, char **argv, const char **env, const char **devs)
+{
+	memset(r, 0, sizeof(*r));
+	r->podman = "/usr/bin/podman";
+	r->runtime = "runc";
+	r->cgroup_manager = "cgroupfs";
+	r->hooks_dir = "/var/lib/suanli-agent/no-hooks";
+	r->name = "sl-n1-job-000001-r0-e1-n0";
+	r->image = "localhost/suanli/base:abc";
+	r->uid_base = 0x40010000u;
+	r->nofile = 20000;
+	r->nproc = 4096;
+	r->cpus_milli = 112000;
+	r->mem_mib = 1048576;
+	r->pids = 4096;
+	r->workdir = "/var/lib/suanli-agent/leases/ls-000001";
+	r->topo = "/var/lib/suanli-agent/jobs/job-000001/nccl-topo-0.xml";
+	r->devices = devs;
+	r->ndevices = 2;
+	r->env = env;
+	r->nenv = 2;
+	r->argv = argv;
+	r->argc = 3;
+}
+
+static void test_isolation_options(void **state)
+{
+	(void)state;
+	char *argv[] = {"sh", "-c", "echo hi", NULL};
+	const char *env[] = {"SECRET=hunter2", "CUDA_VISIBLE_DEVICES=0,1"};
+	const char *devs[] = {"n1-2", "n1-5"};
+	struct podman_run r;
+	char **v;
+	base(&r, argv, env, devs);
+	assert_int_equal(podman_run_argv(&r, &v, NULL), SL_OK);
+	static const char *const want[] = {
+		"--runtime=runc", "--cgroup-manager=cgroupfs", "--hooks-dir=/var/lib/suanli-agent/no-hooks", "run", "--rm", "--pull=never", "--init",
+		"--log-driver=none", "--uidmap=0:1073807360:65536", "--gidmap=0:1073807360:65536",
+		"--security-opt=no-new-privileges", "--cap-drop=all", "--cpus=112.000",
+		"--memory=1048576m", "--memory-swap=1048576m", "--pids-limit=4096",
+		"--ulimit=nofile=20000:20000", "--ulimit=nproc=4096:4096", "--network=none",
+		"--read-only", "--volume=/var/lib/suanli-agent/leases/ls-000001:/work:rw,U",
+		"--volume=/var/lib/suanli-agent/jobs/job-000001/nccl-topo-0.xml:"
+		"/run/suanli/nccl-topo.xml:ro",
+		"--device=suanli.dev/gpu=n1-2", "--device=suanli.dev/gpu=n1-5", "--env=SECRET",
+		"--env=CUDA_VISIBLE_DEVICES", "--name=sl-n1-job-000001-r0-e1-n0"};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		if (!has(v, want[i]))
+			fail_msg("missing %s", want[i]);
+	assert_string_equal(v[0], "/usr/bin/podman");
+	/* never weakened */
+	for (size_t i = 0; v[i]; i++) {
+		assert_null(strstr(v[i], "privileged"));
+		assert_null(strstr(v[i], "unconfined"));
+		assert_null(strstr(v[i], "hunter2")); /* values stay off the line */
+	}
+	/* the image, then the command, last */
+	size_t n = count(v);
+	assert_string_equal(v[n - 4], "localhost/suanli/base:abc");
+	assert_string_equal(v[n - 3], "sh");
+	assert_string_equal(v[n - 1], "echo hi");
+	podman_argv_free(v);
+
+	r.host_network = 1;
+	r.cpus_milli = 1500;
+	r.mem_mib = 0;
+	r.workdir = "";
+	r.topo = "";
+	assert_int_equal(podman_run_argv(&r, &v, NULL), SL_OK);
+	assert_true(has(v, "--network=host"));
+	assert_true(has(v, "--cpus=1.500"));
+	for (size_t i = 0; v[i]; i++) {
+		assert_null(strstr(v[i], "--memory"));
+		assert_null(strstr(v[i], "--volume"));
+	}
+	podman_argv_free(v);
+}
+
+static void test_refused(void **state)
+{
+	(void)state;
+	char *argv[] = {"sh", NULL};
+	const char *env[] = {"NOEQUALS", "=x"};
+	const char *devs[] = {"n1-0", "n1-1"};
+	struct podman_run r;
+	char **v = (char **)1;
+	struct sl_diag d;
+	base(&r, argv, env, devs);
+	r.argc = 1;
+	r.nenv = 1;
+	sl_diag_clear(&d);
+	assert_int_equal(podman_run_argv(&r, &v, &d), SL_EINVAL);
+	assert_null(v);
+	base(&r, argv, env + 1, devs);
+	r.argc = 1;
+	r.nenv = 1;
+	assert_int_equal(podman_run_argv(&r, &v, NULL), SL_EINVAL);
+	base(&r, argv, env, devs);
+	r.nenv = 0;
+	r.image = "";
+	assert_int_equal(podman_run_argv(&r, &v, NULL), SL_EINVAL);
+	/* too many words */
+	static char *many[PODMAN_ARGV_MAX + 1];
+	for (size_t i = 0; i < PODMAN_ARGV_MAX; i++)
+		many[i] = "x";
+	base(&r, many, env, devs);
+	r.nenv = 0;
+	r.argc = PODMAN_ARGV_MAX;
+	assert_int_equal(podman_run_argv(&r, &v, NULL), SL_ELIMIT);
+	assert_null(v);
+}
+
+static void test_uid_ranges(void **state)
+{
+	(void)state;
+	assert_int_equal(engine_uid_base("ls-000001"), ENGINE_UID_BASE + PODMAN_IDS);
+	assert_int_equal(engine_uid_base("ls-000042"), ENGINE_UID_BASE + 42u * PODMAN_IDS);
+	assert_int_not_equal(engine_uid_base("ls-000001"), engine_uid_base("ls-000002"));
+	/* every range stays below 2^31 and above the base */
+	uint32_t top = engine_uid_base("ls-016382");
+	assert_true(top >= ENGINE_UID_BASE && (uint64_t)top + PODMAN_IDS <= 0x80000000ull);
+	assert_int_equal(engine_uid_base("ls-016383"), ENGINE_UID_BASE);
+	uint32_t named = engine_uid_base("lease");
+	assert_true(named >= ENGINE_UID_BASE && (uint64_t)named + PODMAN_IDS <= 0x80000000ull);
+	assert_int_equal((named - ENGINE_UID_BASE) % PODMAN_IDS, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_isolation_options),
+		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_uid_ranges),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
