@@ -30,6 +30,7 @@ static const char usage[] =
 	"                     [--keep-ended N] [--currency CODE] [--billing-zone ZONE]\n"
 	"                     [--grace SECS] [--heartbeat SECS] [--unreachable-after SECS]\n"
 	"                     [--down-after SECS] [--max-connections N]\n"
+	"                     [--placement frag|bestfit]\n"
 	"       suanlid routes --json\n\n"
 	"The suanli controller. 'init' creates a data directory with its store and\n"
 	"prints a one-time admin token (also written to DIR/admin.token, mode 0600).\n"
@@ -42,7 +43,9 @@ static const char usage[] =
 	"                     options (data, listen, fleet, simulate, log-level,\n"
 	"                     preempt-notice, keep-ended, currency, billing-zone,\n"
 	"                     grace, heartbeat, unreachable-after, down-after,\n"
-	"                     max-connections); command-line options win\n"
+	"                     max-connections, placement); command-line options win\n"
+	"  --placement POLICY  frag (default: fragmentation-aware, for the workload\n"
+	"                     learned from recent requests) or bestfit\n"
 	"  --log-level LEVEL  debug, info, warn or error (default info)\n"
 	"  --preempt-notice SECS  notice a spot lease gets before preemption (default 30)\n"
 	"  --keep-ended N     ended leases kept in memory (default 4096); older ones\n"
@@ -86,6 +89,7 @@ struct settings {
 	char *currency, *zone, *grace; /* billing */
 	char *hb, *unreach, *down;     /* agents */
 	char *maxconn;                 /* HTTP */
+	char *placement;               /* frag | bestfit */
 	int simulate; /* -1 unset */
 };
 
@@ -94,6 +98,7 @@ static void settings_free(struct settings *s)
 	free(s->data), free(s->listen), free(s->fleet), free(s->level), free(s->notice), free(s->keep);
 	free(s->currency), free(s->zone), free(s->grace);
 	free(s->hb), free(s->unreach), free(s->down), free(s->maxconn);
+	free(s->placement);
 }
 
 static char *trim(char *s)
@@ -157,7 +162,8 @@ static int read_config(const char *path, struct settings *s)
 			      !strcmp(k, "heartbeat") ? &s->hb :
 			      !strcmp(k, "unreachable-after") ? &s->unreach :
 			      !strcmp(k, "down-after") ? &s->down :
-			      !strcmp(k, "max-connections") ? &s->maxconn : NULL;
+			      !strcmp(k, "max-connections") ? &s->maxconn :
+			      !strcmp(k, "placement") ? &s->placement : NULL;
 		if (slot) {
 			if (!*slot && !(*slot = strdup(v)))
 				rc = -1;
@@ -170,7 +176,7 @@ static int read_config(const char *path, struct settings *s)
 				s->simulate = b;
 			}
 		} else {
-			fprintf(stderr, "suanlid: %s:%d: unknown key '%s'\n  hint: keys are data, listen, fleet, simulate, log-level, preempt-notice, keep-ended, currency, billing-zone, grace, heartbeat, unreachable-after, down-after, max-connections\n",
+			fprintf(stderr, "suanlid: %s:%d: unknown key '%s'\n  hint: keys are data, listen, fleet, simulate, log-level, preempt-notice, keep-ended, currency, billing-zone, grace, heartbeat, unreachable-after, down-after, max-connections, placement\n",
 				path, line, k);
 			rc = -1;
 		}
@@ -244,7 +250,8 @@ static int cmd_serve(struct settings *s)
 		return 1;
 	}
 	struct ctl_opts o = {s->data, s->listen ? s->listen : "127.0.0.1:7400", s->fleet,
-			     s->simulate > 0, -1, 0, NULL, NULL, 0, 0, 0, 0, 0, 0};
+			     s->simulate > 0, -1, 0, NULL, NULL, 0, 0, 0, 0, 0, 0, 0};
+	o.placement = s->placement;
 	if (s->keep) {
 		char *end;
 		long v = strtol(s->keep, &end, 10);
@@ -310,6 +317,11 @@ static int cmd_serve(struct settings *s)
 		}
 		o.max_connections = (unsigned)v;
 	}
+	if (s->placement && strcmp(s->placement, "frag") && strcmp(s->placement, "bestfit")) {
+		fprintf(stderr, "suanlid: --placement must be frag or bestfit\n");
+		close(sfd);
+		return 2;
+	}
 	raise_fd_limit(o.max_connections ? o.max_connections : HTTP_MAX_CONNECTIONS);
 	if (ctl_new(&o, now_ns(), &c, &d)) {
 		char buf[SL_DIAG_MSG + 256];
@@ -318,8 +330,9 @@ static int cmd_serve(struct settings *s)
 		close(sfd);
 		return 1;
 	}
-	sl_log_info("listening", "listen=%s port=%u data=%s simulate=%d version=%s", o.listen,
-		    (unsigned)ctl_port(c), o.data_dir, (int)o.simulate, CTL_VERSION);
+	sl_log_info("listening", "listen=%s port=%u data=%s simulate=%d placement=%s version=%s", o.listen,
+		    (unsigned)ctl_port(c), o.data_dir, (int)o.simulate,
+		    o.placement ? o.placement : "frag", CTL_VERSION);
 	enum sl_err e = ctl_run(c, sfd, &d);
 	if (e) {
 		/* Memory is ahead of disk: die now, answer nobody, never retry. */
@@ -369,6 +382,7 @@ int main(int argc, char **argv)
 		{"unreachable-after", required_argument, NULL, 'U'},
 		{"down-after", required_argument, NULL, 'D'},
 		{"max-connections", required_argument, NULL, 'M'},
+		{"placement", required_argument, NULL, 'P'},
 		{"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0}};
 	struct settings s = {.simulate = -1};
@@ -398,6 +412,7 @@ int main(int argc, char **argv)
 		case 'L': slot = &s.level; break;
 		case 'N': slot = &s.notice; break;
 		case 'K': slot = &s.keep; break;
+		case 'P': slot = &s.placement; break;
 		case 'C': slot = &s.currency; break;
 		case 'Z': slot = &s.zone; break;
 		case 'G': slot = &s.grace; break;
