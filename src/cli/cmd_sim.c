@@ -498,12 +498,13 @@ static int write_plot(const char *path, const struct sim_replay_result *r)
 		goto out;
 	}
 	for (int i = 0; i < n; i++) {
-		x[i] = (double)(r->samples[i].t - r->t0) / 86400.0;
+		x[i] = (double)(r->samples[i].t - r->t0);
 		u[i] = pct(r->samples[i].alloc_milli, r->capacity_milli);
 		q[i] = r->samples[i].queue;
 	}
 	struct svg_chart c = {.title = "suanli sim replay: GPU utilisation and queue length",
-			      .xlabel = "days since the first arrival", .x = x, .npoints = n,
+			      .xlabel = "time since the first arrival", .x = x, .npoints = n,
+			      .x_seconds = true,
 			      .npanels = 2};
 	c.panels[0] = (struct svg_panel){"GPUs allocated (%)", u, 100, "#1f77b4"};
 	c.panels[1] = (struct svg_panel){"pods queued", q, 0, "#d62728"};
