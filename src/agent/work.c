@@ -330,10 +330,10 @@ static void child_run(int null_fd, int log_fd, int procs_fd, char **argv, char *
 #endif
 		for (int fd = 3; fd < 4096; fd++)
 			(void)close(fd);
-	pid_t cmd = fork();
+	pid_t cmd = work_fork_retry();
 	if (cmd == 0) {
 		environ = envp;
-		execvp(argv[0], argv);
+		work_exec_retry(argv);
 		static const char msg[] = "suanli-agent: cannot execute the command: ";
 		const char *why = strerror(errno);
 		(void)!write(2, msg, sizeof(msg) - 1);
@@ -343,8 +343,10 @@ static void child_run(int null_fd, int log_fd, int procs_fd, char **argv, char *
 		(void)!write(2, "\n", 1);
 		_exit(127);
 	}
-	if (cmd < 0)
+	if (cmd < 0) {
+		work_say_errno("suanli-agent: cannot start the command: fork: ");
 		_exit(127);
+	}
 	sa.sa_handler = SIG_IGN;
 	(void)sigaction(SIGTERM, &sa, NULL);
 	(void)sigaction(SIGINT, &sa, NULL);
@@ -442,8 +444,12 @@ static enum sl_err item_spawn(struct work_sup *s, struct work_item *it, int64_t 
 	    (e = write_topo(s, sp, topo, sizeof(topo), d)) != SL_OK)
 		return e;
 	int log_fd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-	if (log_fd < 0)
+	if (log_fd < 0) {
+		it->start_errno = errno;
+		snprintf(it->start_error, sizeof(it->start_error), "open the rank's log: %.100s "
+			 "(errno %d)", strerror(errno), errno);
 		return sl_diag_set(d, SL_EIO, "cannot open %s: %s", logp, strerror(errno));
+	}
 	int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	bool iso = cgdev_ok(s->cg);
 	char **envp = build_env(sp, topo, s->dir, iso);
@@ -474,8 +480,14 @@ static enum sl_err item_spawn(struct work_sup *s, struct work_item *it, int64_t 
 	free_strv(envp);
 	if (pid < 0) {
 		item_cgroup_end(s, it);
+		it->start_errno = fork_errno;
+		snprintf(it->start_error, sizeof(it->start_error), "fork: %s (errno %d)",
+			 strerror(fork_errno), fork_errno);
 		return sl_diag_set(d, SL_EIO, "cannot fork: %s", strerror(fork_errno));
 	}
+	it->start_errno = 0;
+	it->start_tries = 0;
+	it->start_error[0] = '\0';
 	it->pid = pid;
 	it->child = true;
 	it->start_ticks = work_proc_start_ticks(pid);
@@ -571,10 +583,18 @@ static void item_start(struct work_sup *s, struct work_item *it, int64_t now_ns)
 {
 	struct sl_diag d;
 	sl_diag_clear(&d);
+	it->start_errno = 0;
+	it->start_error[0] = '\0';
 	if (item_spawn(s, it, now_ns, &d) == SL_OK)
 		return;
+	if (work_start_retry(it, now_ns)) {
+		s->dirty = true;
+		return;
+	}
+	if (!it->start_error[0])
+		snprintf(it->start_error, sizeof(it->start_error), "%.150s", d.msg);
 	sl_log_error("cannot start work", "job=%s rank=%d error=%s", it->spec.job,
-		     it->spec.rank, d.msg);
+		     it->spec.rank, it->start_error);
 	it->pid = 0;
 	it->run_start_ns = now_ns;
 	item_ended(s, it, 127 << 8, false, now_ns);
@@ -688,7 +708,8 @@ bool work_sup_tick(struct work_sup *s, int64_t now_ns)
 		case IT_BACKOFF:
 			if (now_ns < it->deadline_ns)
 				break;
-			it->restarts++;
+			if (!it->start_tries) /* a start retry is no restart */
+				it->restarts++;
 			item_start(s, it, now_ns);
 			break;
 		case IT_PENDING:
@@ -913,6 +934,8 @@ json_t *work_sup_report(const struct work_sup *s)
 				      names[it->state], "exit_code", it->exit_code, "signal",
 				      it->signal, "restarts", it->restarts);
 		int bad_alloc = !o;
+		if (!bad_alloc && it->start_error[0] && it->state == IT_EXITED)
+			bad_alloc = json_object_set_new(o, "start_error", json_string(it->start_error)) != 0;
 		if (!bad_alloc && it->started_at) {
 			wall_iso(it->started_at, ts, sizeof(ts));
 			bad_alloc = json_object_set_new(o, "started_at", json_string(ts)) != 0;

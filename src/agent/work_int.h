@@ -32,6 +32,12 @@ struct work_item {
 	bool lost;                /* the process vanished while the agent was away */
 	bool reported;            /* its final state reached the controller */
 	int exit_code, signal;
+	/* A start that failed before the command ran (fork, the log file, the
+	 * cgroup): its errno and what failed, reported as a start failure, not
+	 * as the command's exit code. Transient causes (EAGAIN, ENOMEM) are
+	 * retried WORK_START_RETRIES times first (start_tries). */
+	int start_errno, start_tries;
+	char start_error[160];
 	int restarts;
 	int consec;               /* quick failures in a row (backoff doubling) */
 	int64_t started_at, ended_at; /* wall clock, seconds; 0: not yet */
@@ -65,5 +71,19 @@ void work_item_free(struct work_item *it);
 uint64_t work_proc_start_ticks(pid_t pid);
 /* The highest epoch seen for lease; -1 when none. */
 int64_t work_sup_lease_epoch(struct work_sup *s, const char *lease);
+
+/* work_start.c: starts that fail for a moment under load. */
+/* fork(), tried again after 50 ms (doubling, 6 times) while it fails with
+ * EAGAIN or ENOMEM. Async-signal-safe: for the shim, after fork. */
+pid_t work_fork_retry(void);
+/* execvp(argv), tried again the same way when it fails with EAGAIN (Linux
+ * checks RLIMIT_NPROC at exec) or ENOMEM; returns only if it failed. */
+void work_exec_retry(char **argv);
+/* Writes prefix, strerror(errno) and a newline to fd 2; async-signal-safe
+ * enough for the shim (strerror of a valid errno). */
+void work_say_errno(const char *prefix);
+/* After a failed start: when its cause (it->start_errno) is transient and
+ * tries are left, puts it in backoff to try again and returns true. */
+bool work_start_retry(struct work_item *it, int64_t now_ns);
 
 #endif

@@ -141,6 +141,8 @@ static json_t *rank_to_json(struct ctl *c, const struct job *j, int i, bool stor
 			      "ended_at", ctl_time_json(r->ended_ns));
 	if (!o)
 		return NULL;
+	if (r->start_error[0])
+		json_object_set_new(o, "start_error", json_string(r->start_error));
 	if (store) {
 		json_object_set_new(o, "stop", json_boolean(r->stop));
 		json_object_set_new(o, "gone", json_boolean(r->gone));
@@ -267,6 +269,8 @@ static struct job *job_from_json(const json_t *o, struct sl_diag *d)
 		k->gone = json_is_true(json_object_get(r, "gone"));
 		k->lost = json_is_true(json_object_get(r, "lost"));
 		k->exit_code = (int)json_integer_value(json_object_get(r, "exit"));
+		const char *se = json_string_value(json_object_get(r, "start_error"));
+		snprintf(k->start_error, sizeof(k->start_error), "%s", se ? se : "");
 		k->signal = (int)json_integer_value(json_object_get(r, "signal"));
 		k->restarts = (int)json_integer_value(json_object_get(r, "restarts"));
 		k->pid = json_integer_value(json_object_get(r, "pid"));
@@ -449,6 +453,9 @@ void job_eval(struct ctl *c, struct job *j)
 		if (r->lost)
 			snprintf(why, sizeof(why), "rank %d on %s was lost (its process ended while its agent was down)",
 				 i, r->node);
+		else if (r->start_error[0])
+			snprintf(why, sizeof(why), "rank %d on %.40s could not be started: %.60s", i,
+				 r->node, r->start_error);
 		else if (r->signal)
 			snprintf(why, sizeof(why), "rank %d on %s was killed by signal %d", i, r->node,
 				 r->signal);
@@ -653,6 +660,8 @@ static bool apply_report(struct ctl *c, struct job *j, struct job_rank *r, const
 	r->state = (enum rank_state)rs;
 	r->exit_code = (int)json_integer_value(json_object_get(w, "exit_code"));
 	r->signal = (int)json_integer_value(json_object_get(w, "signal"));
+	const char *se = json_string_value(json_object_get(w, "start_error"));
+	snprintf(r->start_error, sizeof(r->start_error), "%s", rs == RS_EXITED && se ? se : "");
 	json_int_t restarts = json_integer_value(json_object_get(w, "restarts"));
 	if (restarts >= 0 && restarts <= INT32_MAX)
 		r->restarts = (int)restarts;

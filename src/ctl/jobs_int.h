@@ -37,6 +37,7 @@ struct job_rank {
 	bool gone;          /* stop confirmed: the node reported it not running */
 	bool lost;          /* exited unseen: the agent found its process gone */
 	int exit_code, signal, restarts;
+	char start_error[160]; /* the agent could not start it (fork, exec setup): why */
 	int64_t pid;
 	int64_t started_ns, ended_ns;
 	int64_t log_base;   /* the controller's log size when this node took the rank */
