@@ -351,6 +351,17 @@ void h_nodes(struct ctl_call *call)
 	for (int i = from; a && i < c->fleet->nnodes; i++) {
 		if (!ctl_node_visible(c, i, tenant))
 			continue;
+		/* The fleet's own fields first: no JSON for nodes that do not match. */
+		const struct fleet_node *fn = &c->fleet->nodes[i];
+		const struct node_type *ft = fleet_node_type(c->fleet, i);
+		const char *have[6] = {NULL, ft->gpu->name, c->fleet->sites[fn->site].name,
+				       c->fleet->leaves[fn->leaf].name, c->fleet->sites[fn->site].region,
+				       ft->name};
+		bool pre = true;
+		for (int k = 1; pre && k < 6; k++)
+			pre = !want[k] || !strcmp(want[k], have[k]);
+		if (!pre)
+			continue;
 		json_t *o = node_json(c, i);
 		bool ok = o != NULL;
 		for (int k = 0; ok && k < 6; k++)
