@@ -5,7 +5,8 @@
  * one judges nodes per free mask (the default), the other scans every node
  * (placer_set_frag_index(p, false)). A fixed-seed stream of whole-GPU and
  * share requests with model, region and bandwidth constraints, claims,
- * releases and service changes must give identical placements throughout. */
+ * releases, service changes and reservation pools (index rebuilds) must give
+ * identical placements throughout. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -127,6 +128,14 @@ static void test_index_equals_scan(void **state)
 			bool on = below(&seed, 2);
 			placer_set_node_usable(fast, node, on);
 			placer_set_node_usable(scan, node, on);
+			continue;
+		}
+		if (x == 28) {
+			/* A reservation window opens or closes: the index is rebuilt. */
+			int node = below(&seed, f.nnodes);
+			const char *t = below(&seed, 2) ? "t1" : NULL;
+			assert_int_equal(placer_set_node_pool(fast, node, t, &d), SL_OK);
+			assert_int_equal(placer_set_node_pool(scan, node, t, &d), SL_OK);
 			continue;
 		}
 		if (x == 27 && step % 500 == 0) {

@@ -51,6 +51,7 @@ struct pl_ftab {
 	gpumask_t order[PL_SMALL_MASKS];
 	int tier[PL_SMALL_MASKS];
 	int rank[PL_SMALL_MASKS]; /* by mask: its tier; INT_MAX when not ok */
+	struct pl_gcache *gc;     /* [ngroups] each group's last answer, lazily */
 };
 
 struct pl_frag {
@@ -71,6 +72,11 @@ struct pl_frag {
 	bool fast_off; /* placer_set_frag_index(p, false): always scan */
 	struct pl_ftab *tabs[PL_FTAB_CACHE];
 	int ntabs, next_evict;
+	/* A version per index group, bumped whenever one of its nodes changes:
+	 * a group's answer for a shape stays good while its version does, so a
+	 * request recomputes only the groups the last claims touched. */
+	uint32_t *gver;
+	int ngver;
 };
 
 static void frag_destroy(struct pl_frag *fr)
@@ -83,8 +89,11 @@ static void frag_destroy(struct pl_frag *fr)
 	free(fr->cls);
 	free(fr->before);
 	free(fr->fresh);
-	for (int i = 0; i < fr->ntabs; i++)
+	for (int i = 0; i < fr->ntabs; i++) {
+		free(fr->tabs[i]->gc);
 		free(fr->tabs[i]);
+	}
+	free(fr->gver);
 	free(fr);
 }
 
@@ -96,8 +105,34 @@ void pl_frag_free(struct placer *p)
 
 void pl_frag_node_changed(struct placer *p, int node)
 {
-	if (p->frag)
-		p->frag->fresh[node] = false;
+	struct pl_frag *fr = p->frag;
+	if (!fr)
+		return;
+	fr->fresh[node] = false;
+	int g = p->nodes[node].group;
+	if (g >= 0 && g < fr->ngver && ++fr->gver[g] == 0)
+		fr->gver[g] = 1;
+}
+
+/* Groups were rebuilt (owners changed): every group's answer is gone. */
+void pl_frag_index_changed(struct placer *p)
+{
+	struct pl_frag *fr = p->frag;
+	if (!fr)
+		return;
+	for (int i = 0; i < fr->ntabs; i++) {
+		free(fr->tabs[i]->gc);
+		fr->tabs[i]->gc = NULL;
+	}
+	uint32_t *nv = realloc(fr->gver, ((size_t)p->ngroups + 1) * sizeof(*nv));
+	if (nv) {
+		fr->gver = nv;
+		fr->ngver = p->ngroups;
+	} else {
+		fr->ngver = 0; /* no versions: group answers are not kept */
+	}
+	for (int g = 0; g < fr->ngver; g++)
+		fr->gver[g] = 1;
 }
 
 /* ---- the workload ------------------------------------------------------- */
@@ -217,6 +252,10 @@ enum sl_err placer_set_workload(struct placer *p, const struct place_class *cls,
 		fc->w = cls[i].weight;
 		fr->ncls++;
 	}
+	fr->gver = calloc((size_t)p->ngroups + 1, sizeof(*fr->gver));
+	fr->ngver = fr->gver ? p->ngroups : 0;
+	for (int g = 0; g < fr->ngver; g++)
+		fr->gver[g] = 1;
 	fr->pure = wcpu == 0 && wmem == 0;
 	for (int i = 0; i < n && fr->pure; i++)
 		fr->pure = cls[i].cpus == 0 && cls[i].mem_mib == 0;
@@ -583,6 +622,7 @@ static struct pl_ftab *ftab_get(struct placer *p, int type, int k, int milli)
 	if (fr->ntabs < PL_FTAB_CACHE) {
 		fr->tabs[fr->ntabs++] = t;
 	} else {
+		free(fr->tabs[fr->next_evict]->gc);
 		free(fr->tabs[fr->next_evict]);
 		fr->tabs[fr->next_evict] = t;
 		fr->next_evict = (fr->next_evict + 1) % PL_FTAB_CACHE;
@@ -609,11 +649,24 @@ static int first_plain(const struct placer *p, const struct pl_group *g, gpumask
 	return INT_MAX;
 }
 
-/* The group's best node without shares, from the ranked table; false if none. */
+struct pl_gcache {
+	uint32_t ver; /* the group's version when kept; 0: nothing kept */
+	int min_bw, cpus;
+	int64_t mem;
+	bool found;
+	struct fcand cand;
+};
+
+static bool group_walk(struct placer *p, const struct pl_ctx *c, const struct pl_group *g,
+		       const struct pl_ftab *tab, int cpus, int64_t mem, struct fcand *out);
+
+/* The group's best node without shares, from the ranked table (or the
+ * answer kept since none of its nodes changed); false if none. */
 static bool group_fast(struct placer *p, const struct pl_ctx *c, int gi, struct fcand *out)
 {
 	const struct pl_group *g = &p->groups[gi];
 	const struct node_type *t = &p->f->types[g->type];
+	struct pl_frag *fr = p->frag;
 	int milli = c->share ? c->req->gpu_milli : PL_MILLI;
 	struct pl_ftab *tab = ftab_get(p, g->type, c->share ? 1 : c->k, milli);
 	if (!tab)
@@ -621,6 +674,31 @@ static bool group_fast(struct placer *p, const struct pl_ctx *c, int gi, struct 
 	int cpus;
 	int64_t mem;
 	pl_demand(c, t, c->share ? 0 : c->k, c->share ? milli : 0, &cpus, &mem);
+	if (!tab->gc && fr->ngver == p->ngroups)
+		tab->gc = calloc((size_t)p->ngroups + 1, sizeof(*tab->gc));
+	struct pl_gcache *e = tab->gc && gi < fr->ngver ? &tab->gc[gi] : NULL;
+	if (e && e->ver == fr->gver[gi] && e->min_bw == c->req->min_bw_gbps && e->cpus == cpus &&
+	    e->mem == mem) {
+		if (e->found)
+			*out = e->cand;
+		return e->found;
+	}
+	bool found = group_walk(p, c, g, tab, cpus, mem, out);
+	if (e) {
+		e->ver = fr->gver[gi];
+		e->min_bw = c->req->min_bw_gbps;
+		e->cpus = cpus;
+		e->mem = mem;
+		e->found = found;
+		if (found)
+			e->cand = *out;
+	}
+	return found;
+}
+
+static bool group_walk(struct placer *p, const struct pl_ctx *c, const struct pl_group *g,
+		       const struct pl_ftab *tab, int cpus, int64_t mem, struct fcand *out)
+{
 	/* The best tier among the group's non-empty masks (the index keeps them
 	 * in a list: cheaper than walking the ranked order through empty tiers);
 	 * again above it when no node of that tier has the CPUs and memory. */

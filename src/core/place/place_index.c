@@ -209,6 +209,7 @@ enum sl_err pl_index_rebuild(struct placer *p)
 		if (e == SL_OK) {
 			free(p->group_ok);
 			p->group_ok = ok;
+			pl_frag_index_changed(p);
 		} else {
 			for (int i = 0; i < nn; i++) {
 				p->nodes[i].group = save[2 * i];

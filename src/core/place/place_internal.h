@@ -156,6 +156,7 @@ bool pl_frag_handles(const struct placer *p, const struct pl_ctx *c);
 enum sl_err pl_frag_place(struct placer *p, const struct pl_ctx *c,
 			  struct placement *out) SL_MUST_USE;
 void pl_frag_node_changed(struct placer *p, int node);
+void pl_frag_index_changed(struct placer *p); /* after pl_index_rebuild */
 void pl_frag_free(struct placer *p);
 
 /* place_explain.c: fills out->failed and out->why; returns SL_ENOSPACE. */
