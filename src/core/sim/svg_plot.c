@@ -166,8 +166,8 @@ enum sl_err svg_render(const struct svg_chart *c, char **out, size_t *len, struc
 					ymax = pn->y[i];
 			if (ymax < 1)
 				ymax = 1;
-			double st = svg_nice_step(ymax, 4);
-			ymax = st * ceil(ymax / st - 1e-9);
+			/* Four gridlines of a round step: labels 0, s, 2s, 3s, 4s. */
+			ymax = 4 * svg_nice_step(ymax, 4);
 		}
 		double top = TOP + p * (PANEL_H + GAP);
 		put(&b, "<g>\n<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
