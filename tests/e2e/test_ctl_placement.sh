@@ -40,6 +40,8 @@ L=$(api "$A" GET "/v1/leases/${IDS[69]}" | cut -d' ' -f2-)
 expect_eq "a lease's score says frag chose it" "$(echo "$L" | jq -r .score.fragmentation.policy)" frag
 expect_match "with its fragmentation growth" "$(echo "$L" | jq -r '.score.fragmentation | keys | join(",")')" \
 	"bestfit_delta_milli,bestfit_same,delta_milli"
+expect_match "its explanation says what the fragmentation term chose" \
+	"$(echo "$L" | jq -r .explanation)" "fragmentation-aware: "
 for i in $(seq 0 2 39); do
 	api "$A" POST "/v1/leases/${IDS[$i]}/release" >/dev/null
 done
