@@ -320,10 +320,10 @@ static void child_run(int null_fd, int log_fd, char **argv, char **envp, const c
 #endif
 		for (int fd = 3; fd < 4096; fd++)
 			(void)close(fd);
-	pid_t cmd = fork();
+	pid_t cmd = work_fork_retry();
 	if (cmd == 0) {
 		environ = envp;
-		execvp(argv[0], argv);
+		work_exec_retry(argv);
 		static const char msg[] = "suanli-agent: cannot execute the command: ";
 		const char *why = strerror(errno);
 		(void)!write(2, msg, sizeof(msg) - 1);
@@ -333,8 +333,10 @@ static void child_run(int null_fd, int log_fd, char **argv, char **envp, const c
 		(void)!write(2, "\n", 1);
 		_exit(127);
 	}
-	if (cmd < 0)
+	if (cmd < 0) {
+		work_say_errno("suanli-agent: cannot start the command: fork: ");
 		_exit(127);
+	}
 	sa.sa_handler = SIG_IGN;
 	(void)sigaction(SIGTERM, &sa, NULL);
 	(void)sigaction(SIGINT, &sa, NULL);
@@ -386,10 +388,17 @@ static enum sl_err item_spawn(struct work_sup *s, struct work_item *it, int64_t 
 	/* a container sees its topology at PODMAN_TOPO and nothing of ours */
 	envp = build_env(sp, ctr && topo[0] ? PODMAN_TOPO : topo, ctr ? "" : s->dir, ctr);
 	int log_fd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	int open_errno = errno;
 	int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (log_fd < 0 || null_fd < 0 || !envp) {
-		e = sl_diag_set(d, log_fd < 0 ? SL_EIO : SL_ENOMEM, "cannot prepare the process: %s",
-				log_fd < 0 ? logp : "out of memory or no /dev/null");
+		if (log_fd < 0) {
+			it->start_errno = open_errno;
+			e = sl_diag_set(d, SL_EIO, "cannot open the rank's log %s: %s (errno %d)", logp,
+					strerror(open_errno), open_errno);
+		} else {
+			e = sl_diag_set(d, SL_ENOMEM, "cannot prepare the process: %s",
+					"out of memory or no /dev/null");
+		}
 		if (log_fd >= 0)
 			close(log_fd);
 		if (null_fd >= 0)
@@ -407,8 +416,13 @@ static enum sl_err item_spawn(struct work_sup *s, struct work_item *it, int64_t 
 	close(null_fd);
 	free_strv(envp);
 	podman_argv_free(cargv);
-	if (pid < 0)
-		return sl_diag_set(d, SL_EIO, "cannot fork: %s", strerror(fork_errno));
+	if (pid < 0) {
+		it->start_errno = fork_errno;
+		return sl_diag_set(d, SL_EIO, "cannot fork: %s (errno %d)", strerror(fork_errno),
+				   fork_errno);
+	}
+	it->start_errno = 0;
+	it->start_tries = 0;
 	it->pid = pid;
 	it->child = true;
 	it->start_ticks = work_proc_start_ticks(pid);
@@ -529,11 +543,15 @@ static void item_start(struct work_sup *s, struct work_item *it, int64_t now_ns)
 {
 	struct sl_diag d;
 	sl_diag_clear(&d);
-	if (log_over(s, it))
+	it->start_errno = 0;
+	if (log_over(s, it)) {
 		sl_diag_set(&d, SL_ELIMIT, "its log already passed the node's limit of %lld MiB",
 			    (long long)(s->log_limit >> 20));
-	else if (item_spawn(s, it, now_ns, &d) == SL_OK) {
+	} else if (item_spawn(s, it, now_ns, &d) == SL_OK) {
 		it->error[0] = '\0';
+		return;
+	} else if (work_start_retry(it, now_ns)) {
+		s->dirty = true; /* a transient cause (EAGAIN, ENOMEM): tried again soon */
 		return;
 	}
 	sl_log_error("cannot start work", "job=%s rank=%d error=%s", it->spec.job,
@@ -667,7 +685,8 @@ bool work_sup_tick(struct work_sup *s, int64_t now_ns)
 		case IT_BACKOFF:
 			if (now_ns < it->deadline_ns)
 				break;
-			it->restarts++;
+			if (!it->start_tries) /* a start retry is no restart */
+				it->restarts++;
 			item_start(s, it, now_ns);
 			break;
 		case IT_PENDING:

@@ -55,6 +55,11 @@
 #define WORK_BACKOFF_MIN_NS 1000000000LL
 #define WORK_BACKOFF_MAX_NS 30000000000LL
 #define WORK_BACKOFF_RESET_S 30
+/* A start that fails for a transient cause (EAGAIN, ENOMEM: fork or exec
+ * under load) is tried again this many times, 100 ms later and doubling,
+ * before the rank fails as a start failure. */
+#define WORK_START_RETRIES 5
+#define WORK_START_RETRY_NS 100000000LL
 
 enum work_restart { WORK_RESTART_NEVER, WORK_RESTART_ON_FAILURE, WORK_RESTART_ALWAYS };
 

@@ -35,6 +35,10 @@ struct work_item {
 	bool reported;            /* its final state reached the controller */
 	bool log_full;            /* killed for its log's size: never restarted */
 	int exit_code, signal;
+	/* A start that failed before the command ran (fork, the log file): its
+	 * errno. Transient causes (EAGAIN, ENOMEM) are retried WORK_START_RETRIES
+	 * times first (start_tries); then the item ends with error set. */
+	int start_errno, start_tries;
 	int restarts;
 	int consec;               /* quick failures in a row (backoff doubling) */
 	int64_t started_at, ended_at; /* wall clock, seconds; 0: not yet */
@@ -84,5 +88,19 @@ enum sl_err ctr_argv(struct work_sup *s, struct work_item *it, const char *topo,
 void item_ctr_remove(struct work_sup *s, struct work_item *it);
 /* The lease of gone has no other item: unmount and remove its working dir. */
 void lease_workdir_end(struct work_sup *s, const struct work_item *gone);
+
+/* work_start.c: starts that fail for a moment under load. */
+/* fork(), tried again after 50 ms (doubling, 6 times) while it fails with
+ * EAGAIN or ENOMEM. Async-signal-safe: for the shim, after fork. */
+pid_t work_fork_retry(void);
+/* execvp(argv), tried again the same way when it fails with EAGAIN (Linux
+ * checks RLIMIT_NPROC at exec) or ENOMEM; returns only if it failed. */
+void work_exec_retry(char **argv);
+/* Writes prefix, strerror(errno) and a newline to fd 2; async-signal-safe
+ * enough for the shim (strerror of a valid errno). */
+void work_say_errno(const char *prefix);
+/* After a failed start: when its cause (it->start_errno) is transient and
+ * tries are left, puts it in backoff to try again and returns true. */
+bool work_start_retry(struct work_item *it, int64_t now_ns);
 
 #endif

@@ -16,6 +16,7 @@
 int cmd_plan(int argc, char **argv);
 int cmd_topo(int argc, char **argv);
 int cmd_fleet(int argc, char **argv);
+int cmd_fleet_import_slurm(int argc, char **argv); /* cmd_fleet_slurm.c */
 int cmd_sim(int argc, char **argv); /* cmd_sim.c: offline trace replay */
 /* Online commands: they talk to the controller (client.h). */
 int cmd_nodes(int argc, char **argv);

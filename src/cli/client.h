@@ -98,6 +98,9 @@ int client_args(struct client *cl, int argc, char **argv, const char *help, int 
  * printed the answer, empty (a whole line) was printed for an empty list, or
  * an error was reported, and *arr is NULL. Closes cl either way. */
 int client_get_list(struct client *cl, const char *path, const char *empty, json_t **arr);
+/* client_get_list for the paged routes (GET /v1/nodes, /v1/jobs): follows
+ * every page (client_pages.c) and answers them as one array. */
+int client_get_pages(struct client *cl, const char *path, const char *empty, json_t **arr);
 
 /* One subcommand of a group ("lease create"). */
 struct client_sub {

@@ -1,4 +1,5 @@
-/* cmd_fleet.c - `suanli fleet check FILE`: validate a fleet file and summarise it. */
+/* cmd_fleet.c - `suanli fleet check FILE`: validate a fleet file and summarise it
+ * (`fleet import-slurm` is in cmd_fleet_slurm.c). */
 #include <getopt.h>
 #include <jansson.h>
 #include <string.h>
@@ -7,7 +8,8 @@
 #include "cli.h"
 
 static const char fleet_help[] =
-	"usage: suanli fleet check FILE [--json]\n\n"
+	"usage: suanli fleet check FILE [--json]\n"
+	"       suanli fleet import-slurm --slurm-conf FILE [...]  (see its --help)\n\n"
 	"Validates a fleet file (see docs/fleet-file.md) and prints a summary: sites,\n"
 	"regions, fabrics, leaf switches, NVLink domains, nodes, and GPUs by model.\n"
 	"Errors name the file, line and column and say what was expected; the exit\n"
@@ -64,8 +66,10 @@ int cmd_fleet(int argc, char **argv)
 		fputs(fleet_help, stdout);
 		return CLI_EXIT_OK;
 	}
+	if (argc >= 2 && !strcmp(argv[1], "import-slurm"))
+		return cmd_fleet_import_slurm(argc - 1, argv + 1);
 	if (argc < 2 || strcmp(argv[1], "check"))
-		return cli_usage_error("fleet", "expected 'fleet check FILE'");
+		return cli_usage_error("fleet", "expected 'fleet check FILE' or 'fleet import-slurm ...'");
 	argc--;
 	argv++;
 	optind = 1;

@@ -18,7 +18,8 @@
 #define JOB_CLI_SETTLE_POLLS 2   /* -f: polls without new output after the job ended */
 #define JOB_CLI_MAX_RANKS 100000 /* ranks followed */
 
-enum { OPT_LEASE = 0x200, OPT_NODES, OPT_RESTART, OPT_ENV, OPT_GRACE, OPT_RANK, OPT_STATE, OPT_IMAGE };
+enum { OPT_LEASE = 0x200, OPT_NODES, OPT_RESTART, OPT_ENV, OPT_GRACE, OPT_RANK, OPT_STATE,
+       OPT_IMAGE, OPT_TENANT, OPT_NODE };
 
 static int job_path(const char *cmd, const char *id, const char *suffix, char *path, size_t n)
 {
@@ -182,11 +183,13 @@ static int job_list(int argc, char **argv)
 {
 	static const struct option opts[] = {{"lease", required_argument, NULL, OPT_LEASE},
 					     {"state", required_argument, NULL, OPT_STATE},
+					     {"tenant", required_argument, NULL, OPT_TENANT},
+					     {"node", required_argument, NULL, OPT_NODE},
 					     CLIENT_LONG_OPTS,
 					     {0, 0, 0, 0}};
 	static const char *const head[] = {"ID", "LEASE", "STATE", "RANKS", "RESTART", "COMMAND", "AGE"};
 	struct client cl;
-	const char *lease = NULL, *state = NULL;
+	const char *lease = NULL, *state = NULL, *tenant = NULL, *node = NULL;
 	char path[CLIENT_PATH_MAX] = "/v1/jobs";
 	json_t *arr;
 	int c, rc;
@@ -200,15 +203,19 @@ static int job_list(int argc, char **argv)
 		case 'h': fputs(list_help, stdout); return CLI_EXIT_OK;
 		case OPT_LEASE: lease = optarg; break;
 		case OPT_STATE: state = optarg; break;
+		case OPT_TENANT: tenant = optarg; break;
+		case OPT_NODE: node = optarg; break;
 		default: return client_getopt_error(cl.cmd, c, argv);
 		}
 	}
 	if (optind != argc)
 		return cli_usage_error(cl.cmd, "unexpected argument '%s'", argv[optind]);
 	if (client_query_add(path, sizeof(path), "lease", lease) ||
-	    client_query_add(path, sizeof(path), "state", state))
-		return cli_usage_error(cl.cmd, "--lease or --state is too long");
-	if ((rc = client_get_list(&cl, path, "No jobs.\n", &arr)) != CLIENT_GO)
+	    client_query_add(path, sizeof(path), "state", state) ||
+	    client_query_add(path, sizeof(path), "tenant", tenant) ||
+	    client_query_add(path, sizeof(path), "node", node))
+		return cli_usage_error(cl.cmd, "a filter is too long");
+	if ((rc = client_get_pages(&cl, path, "No jobs.\n", &arr)) != CLIENT_GO)
 		return rc;
 	time_t now = time(NULL);
 	rc = out_table_list(stdout, 7, head, arr, job_row, &now) ? CLI_EXIT_FAIL : CLI_EXIT_OK;

@@ -13,9 +13,12 @@
 /* ---- nodes ---- */
 
 static const char nodes_help[] =
-	"usage: suanli nodes [OPTIONS]\n\n"
+	"usage: suanli nodes [--state S] [--model M] [--site S] [--leaf L] [--tenant T]\n"
+	"                    [OPTIONS]\n\n"
 	"Lists the nodes the controller knows, with their state and free GPUs (a tenant\n"
-	"does not see other tenants' colocated nodes).\n\n" CLIENT_HELP_OPTS
+	"does not see other tenants' colocated nodes), following the controller's pages.\n"
+	"The filters match exactly: --state (ready, leased, draining, ...), --model,\n"
+	"--site, --leaf, --tenant (the owner of colocated nodes).\n\n" CLIENT_HELP_OPTS
 	"\nExample:\n  suanli nodes --server http://10.0.0.5:7400\n";
 
 static void node_row(struct out_table *t, const json_t *n, const void *ctx)
@@ -43,14 +46,43 @@ int cmd_nodes(int argc, char **argv)
 {
 	static const char *const head[] = {"NAME",  "TYPE", "MODEL", "SITE",
 					   "REGION", "STATE", "FREE", "REASON"};
+	static const char *const fkeys[] = {"state", "model", "site", "leaf", "tenant"};
+	static const struct option opts[] = {{"state", required_argument, NULL, 0x300},
+					     {"model", required_argument, NULL, 0x301},
+					     {"site", required_argument, NULL, 0x302},
+					     {"leaf", required_argument, NULL, 0x303},
+					     {"tenant", required_argument, NULL, 0x304},
+					     CLIENT_LONG_OPTS,
+					     {0, 0, 0, 0}};
 	struct client cl;
 	json_t *arr;
-	int rc;
+	int rc, c;
+	const char *fval[5] = {NULL};
+	char path[CLIENT_PATH_MAX] = "/v1/nodes";
 
 	client_init(&cl, "nodes");
-	if ((rc = client_args(&cl, argc, argv, nodes_help, 0, "no arguments")) != CLIENT_GO ||
-	    (rc = client_get_list(&cl, "/v1/nodes", "No nodes: the controller has no fleet yet.\n",
-				  &arr)) != CLIENT_GO)
+	optind = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		if (client_opt(&cl, c, optarg))
+			continue;
+		if (c == 'h') {
+			fputs(nodes_help, stdout);
+			return CLI_EXIT_OK;
+		}
+		if (c >= 0x300 && c <= 0x304) {
+			fval[c - 0x300] = optarg;
+			continue;
+		}
+		return client_getopt_error(cl.cmd, c, argv);
+	}
+	if (optind != argc)
+		return cli_usage_error(cl.cmd, "unexpected argument '%s'", argv[optind]);
+	for (int i = 0; i < 5; i++)
+		if (client_query_add(path, sizeof(path), fkeys[i], fval[i]))
+			return cli_usage_error(cl.cmd, "--%s is too long", fkeys[i]);
+	bool filtered = strchr(path, '?') != NULL;
+	if ((rc = client_get_pages(&cl, path, filtered ? "No nodes match.\n" :
+				   "No nodes: the controller has no fleet yet.\n", &arr)) != CLIENT_GO)
 		return rc;
 	rc = out_table_list(stdout, 8, head, arr, node_row, NULL) ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 	json_decref(arr);

@@ -15,7 +15,9 @@
 #include "cli.h"
 #include "file.h"
 #include "sim.h"
+#include "sim_history.h"
 #include "svg_plot.h"
+#include "client.h"
 
 #define SIM_DEFAULT_DIR "../shared/traces/alibaba-gpu-v2023"
 #define SIM_MAX_SEEDS 1000
@@ -23,7 +25,8 @@
 
 static const char sim_help[] =
 	"usage: suanli sim openb [--nodes FILE] [--pods FILE | --workload NAME] [OPTIONS]\n"
-	"       suanli sim replay [--nodes FILE] [--pods FILE | --jobs FILE] [OPTIONS]\n\n"
+	"       suanli sim replay [--nodes FILE] [--pods FILE | --jobs FILE] [OPTIONS]\n"
+	"       suanli sim replay --from-controller | --history FILE [OPTIONS]\n\n"
 	"Replays a GPU cluster trace on the same placement core as the controller\n"
 	"(docs/sim.md). Without --replay: the saturation experiment of the FGD paper\n"
 	"(USENIX ATC '23): the pods in trace order, then pods sampled at random\n"
@@ -39,6 +42,10 @@ static const char sim_help[] =
 	"                    cpu050, gpushare40, gpuspec10, multigpu20)\n"
 	"  --jobs FILE       (replay) a job CSV: submit_time,duration,gpus,gpus_per_node,\n"
 	"                    model,plan instead of --pods\n"
+	"  --from-controller (replay) the controller's own fleet and lease history\n"
+	"                    (GET /v1/placement/history; --server, --token as for the\n"
+	"                    online commands) instead of --nodes and --pods\n"
+	"  --history FILE    (replay) the same from a saved answer of that request\n"
 	"  --inflate X       saturation target, GPU request / capacity (default 1.3)\n"
 	"  --seed N          random seed for the sampled pods (default 42)\n"
 	"  --seeds A-B       run seeds A..B and average the curves\n"
@@ -62,6 +69,8 @@ static const char sim_help[] =
 
 struct sim_args {
 	const char *nodes, *pods, *jobs, *workload, *published, *plot;
+	const char *history, *server, *token; /* --history FILE; --from-controller */
+	bool from_controller;
 	char nodes_buf[1024], pods_buf[1024], pub_buf[1024];
 	int inflate_pct, seed_lo, seed_hi, samples;
 	long speedup;
@@ -99,6 +108,9 @@ static int sim_parse(int argc, char **argv, struct sim_args *a)
 		{"plot", required_argument, NULL, 'o'},     {"samples", required_argument, NULL, 'N'},
 		{"json", no_argument, NULL, 'j'},           {"help", no_argument, NULL, 'h'},
 		{"shuffle", no_argument, NULL, 'x'},        {"speedup", required_argument, NULL, 'X'},
+		{"from-controller", no_argument, NULL, 'F'}, {"history", required_argument, NULL, 'H'},
+		{"server", required_argument, NULL, CLIENT_OPT_SERVER},
+		{"token", required_argument, NULL, CLIENT_OPT_TOKEN},
 		{0, 0, 0, 0}};
 	int c;
 	long v;
@@ -112,6 +124,10 @@ static int sim_parse(int argc, char **argv, struct sim_args *a)
 		case 'u': a->published = optarg; break;
 		case 'o': a->plot = optarg; break;
 		case 'r': a->replay = true; break;
+		case 'F': a->from_controller = true; break;
+		case 'H': a->history = optarg; break;
+		case CLIENT_OPT_SERVER: a->server = optarg; break;
+		case CLIENT_OPT_TOKEN: a->token = optarg; break;
 		case 'j': a->json = true; break;
 		case 'x': a->shuffle = true; break;
 		case 'X':
@@ -166,6 +182,12 @@ static int sim_parse(int argc, char **argv, struct sim_args *a)
 		return cli_usage_error("sim", "--jobs needs a time replay (sim replay)");
 	if (a->plot && !a->replay)
 		return cli_usage_error("sim", "--plot needs a time replay (sim replay)");
+	if ((a->history || a->from_controller) && (!a->replay || a->pods || a->jobs || a->nodes ||
+						   a->workload || (a->history && a->from_controller)))
+		return cli_usage_error("sim", "--from-controller and --history replay the controller's "
+				       "own fleet and leases: 'sim replay' without --nodes, --pods or --jobs");
+	if (a->history || a->from_controller)
+		return CLI_EXIT_OK;
 	if (!a->nodes) {
 		snprintf(a->nodes_buf, sizeof(a->nodes_buf), "%s/openb_node_list_gpu_node.csv",
 			 trace_dir());
@@ -279,11 +301,73 @@ static void input_release(struct sim_input *in)
 	free(in->cls);
 }
 
+/* The controller's history: its fleet file and its leases as pods. */
+static enum sl_err history_load(const struct sim_args *a, struct sim_input *in, struct sl_diag *d)
+{
+	char *text = NULL, *fy = NULL;
+	size_t len = 0;
+	enum sl_err e;
+	const char *what = a->history ? a->history : "GET /v1/placement/history";
+	if (a->history) {
+		e = sl_read_file(a->history, SIM_MAX_FILE, &text, &len, d);
+		if (e)
+			return e;
+	} else {
+		struct client cl;
+		client_init(&cl, "sim replay");
+		if (a->server)
+			cl.server = a->server;
+		if (a->token)
+			cl.token = a->token;
+		json_t *ans = NULL;
+		int rc = client_open(&cl);
+		if (rc == CLI_EXIT_OK)
+			rc = client_call(&cl, "GET", "/v1/placement/history", NULL, NULL, &ans);
+		client_close(&cl);
+		if (rc != CLI_EXIT_OK || !ans)
+			return sl_diag_set(d, SL_EIO, "could not read the controller's history");
+		text = json_dumps(ans, JSON_COMPACT);
+		json_decref(ans);
+		if (!text)
+			return sl_diag_set(d, SL_ENOMEM, "out of memory");
+		len = strlen(text);
+	}
+	int64_t t0;
+	int skipped;
+	e = sim_parse_history(text, len, what, &in->pods, &in->npods, &fy, &t0, &skipped, d);
+	free(text);
+	if (e == SL_OK && !fy)
+		e = sl_diag_set(d, SL_EINVAL, "%s holds no fleet file", what);
+	if (e == SL_OK) {
+		e = fleet_init(&in->f);
+		in->fleet_ok = e == SL_OK;
+	}
+	if (e == SL_OK)
+		e = fleet_load_yaml(&in->f, fy, strlen(fy), "the controller's fleet", d);
+	free(fy);
+	if (e == SL_OK && skipped && !a->json)
+		fprintf(stderr, "suanli: %d leases ended without ever starting; not replayed\n", skipped);
+	return e;
+}
+
 static bool input_load(const struct sim_args *a, struct sim_input *in)
 {
 	struct sl_diag d;
 	sl_diag_clear(&d);
 	memset(in, 0, sizeof(*in));
+	if (a->history || a->from_controller) {
+		enum sl_err e = history_load(a, in, &d);
+		if (e == SL_OK && in->npods == 0)
+			e = sl_diag_set(&d, SL_EINVAL, "the history holds no leases");
+		if (e == SL_OK && !a->bestfit)
+			e = sim_workload(&in->f, in->pods, in->npods, &in->cls, &in->ncls, &d);
+		if (e != SL_OK) {
+			cli_print_diag(&d);
+			input_release(in);
+			return false;
+		}
+		return true;
+	}
 	char *text = NULL;
 	size_t len;
 	enum sl_err e = sl_read_file(a->nodes, SIM_MAX_FILE, &text, &len, &d);
@@ -498,12 +582,13 @@ static int write_plot(const char *path, const struct sim_replay_result *r)
 		goto out;
 	}
 	for (int i = 0; i < n; i++) {
-		x[i] = (double)(r->samples[i].t - r->t0) / 86400.0;
+		x[i] = (double)(r->samples[i].t - r->t0);
 		u[i] = pct(r->samples[i].alloc_milli, r->capacity_milli);
 		q[i] = r->samples[i].queue;
 	}
 	struct svg_chart c = {.title = "suanli sim replay: GPU utilisation and queue length",
-			      .xlabel = "days since the first arrival", .x = x, .npoints = n,
+			      .xlabel = "time since the first arrival", .x = x, .npoints = n,
+			      .x_seconds = true,
 			      .npanels = 2};
 	c.panels[0] = (struct svg_panel){"GPUs allocated (%)", u, 100, "#1f77b4"};
 	c.panels[1] = (struct svg_panel){"pods queued", q, 0, "#d62728"};

@@ -437,8 +437,17 @@ void lease_explain(const struct ctl *c, const struct ctl_lease *l, char *buf, si
 	if (l->pl.npicks > 1 && off < n)
 		off += (size_t)snprintf(buf + off, n - off, s->rails_aligned ? "; rails aligned" : "; rails not aligned");
 	if (s->nodes && off < n)
-		snprintf(buf + off, n - off, s->full_quality ? "; best possible on this hardware"
+		off += (size_t)snprintf(buf + off, n - off, s->full_quality ? "; best possible on this hardware"
 							     : "; below the best this hardware allows (busy fleet)");
+	if (s->frag && off < n) {
+		if (s->bestfit_same)
+			snprintf(buf + off, n - off, "; fragmentation-aware: best fit agrees (expected "
+				 "fragmentation %+.3f GPU per request)", (double)s->frag_milli / 1000);
+		else
+			snprintf(buf + off, n - off, "; fragmentation-aware: expected fragmentation "
+				 "%+.3f GPU per request here, %+.3f on best fit's node",
+				 (double)s->frag_milli / 1000, (double)s->bestfit_milli / 1000);
+	}
 }
 
 /* ---- the row's fields (lease_fields.h) ---- */
@@ -835,6 +844,11 @@ enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
 	s->domains = (int)json_integer_value(json_object_get(sc, "domains"));
 	s->rails_aligned = json_is_true(json_object_get(sc, "rails_aligned"));
 	s->full_quality = json_is_true(json_object_get(sc, "full_quality"));
+	const json_t *fr = json_object_get(sc, "fragmentation");
+	s->frag = fr != NULL;
+	s->frag_milli = json_integer_value(json_object_get(fr, "delta_milli"));
+	s->bestfit_milli = json_integer_value(json_object_get(fr, "bestfit_delta_milli"));
+	s->bestfit_same = json_is_true(json_object_get(fr, "bestfit_same"));
 	return SL_OK;
 }
 

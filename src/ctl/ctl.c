@@ -25,6 +25,7 @@
 #include "billing.h"
 #include "buf.h"
 #include "ctl_int.h"
+#include "ctl_workload.h"
 #include "images.h"
 #include "jobs.h"
 #include "file.h"
@@ -758,6 +759,11 @@ enum sl_err ctl_new(const struct ctl_opts *o, int64_t now_ns, struct ctl **out,
 	c->now_ns = now_ns;
 	c->answers_max = o->answer_queue_max;
 	c->simulate = o->simulate;
+	if (!ctl_placement_parse(o->placement, &c->bestfit)) {
+		free(c);
+		return sl_diag_set(d, SL_EINVAL, "placement policy '%.40s': expected frag or bestfit",
+				   o->placement);
+	}
 	c->lt.keep_ended = o->keep_ended > 0 ? o->keep_ended : CTL_KEEP_ENDED_DEFAULT;
 	c->notice_ns = o->preempt_notice_s >= 0 ? o->preempt_notice_s * 1000000000 : -1;
 	c->data_dir = strdup(o->data_dir);
@@ -839,6 +845,7 @@ void ctl_free(struct ctl *c)
 	strmap_free(c->auth.token_by_id);
 	ctl_names_free(c); /* after the leases, which point at them */
 	placer_free(c->placer);
+	ctl_workload_free(c);
 	if (c->fleet_ok)
 		fleet_release(c->fleet);
 	free(c->fleet);

@@ -47,6 +47,7 @@ struct ctl_opts {
 	int answer_queue_max;        /* answers the queue may hold; 0: as memory
 					allows; < 0: none at all (tests: a queue
 					that cannot grow, as when out of memory) */
+	const char *placement;       /* "frag" (NULL: the default) or "bestfit" */
 };
 #define CTL_MAX_NOTICE_S (7LL * 86400) /* bound on --preempt-notice */
 #define CTL_MAX_GRACE_S (30 * 86400)   /* bound on --grace */

@@ -44,6 +44,8 @@ struct ctl {
 
 	struct fleet *fleet; /* heap, so the placer's borrow stays valid */
 	struct placer *placer;
+	bool bestfit;          /* --placement bestfit (ctl_workload.h) */
+	struct place_wmodel *wmodel; /* the learned workload; NULL until applied */
 	int64_t fleet_version;
 	char fleet_id[32];
 	bool fleet_ok;       /* fleet initialised (to release) */

@@ -21,6 +21,7 @@
 
 #include "agents.h"
 #include "ctl_int.h"
+#include "ctl_workload.h"
 #include "log.h"
 #include "place_json.h"
 
@@ -176,6 +177,8 @@ enum sl_err ctl_sched_submit(struct ctl *c, struct ctl_lease *l, struct sl_diag 
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	/* The submit is the placement decision (and the pass it triggers). */
 	ctl_metrics_observe(c, (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	if (e == SL_OK)
+		ctl_workload_observe(c, &pr);
 	return ctl_sched_check(c, e, "sched_submit");
 }
 
@@ -345,7 +348,11 @@ static enum sl_err restore_leases(struct ctl *c)
 
 enum sl_err ctl_sched_start(struct ctl *c, struct sl_diag *d)
 {
-	enum sl_err e = sched_new(c->placer, &c->sched);
+	/* The policy first: restoring may start waiting leases. */
+	enum sl_err e = ctl_workload_apply(c, d);
+	if (e)
+		return e;
+	e = sched_new(c->placer, &c->sched);
 	if (e)
 		return sl_diag_set(d, e, "out of memory");
 	if (c->notice_ns >= 0)

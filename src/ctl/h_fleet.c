@@ -15,6 +15,7 @@
 #include "ctl_int.h"
 #include "leader.h"
 #include "log.h"
+#include "paging.h"
 
 /* ---- node state ---- */
 
@@ -326,15 +327,73 @@ void h_fleet_put(struct ctl_call *call)
 	ctl_answer_json(call, 200, summary_json(call->ctl));
 }
 
+/* Pages and filters: paging.h; ?state, ?model, ?site, ?leaf, ?region,
+ * ?type match the node's fields, ?tenant its owner (colocated nodes). The
+ * cursor is a node name; pages follow the fleet's order. */
 void h_nodes(struct ctl_call *call)
 {
+	static const char *const keys[] = {"state", "model", "site", "leaf", "region", "type"};
 	struct ctl *c = call->ctl;
 	const char *tenant = ctl_call_tenant(call);
+	const char *want[6], *owner = http_request_param(call->req, "tenant");
+	struct ctl_page pg;
+	if (!ctl_page_parse(call, &pg))
+		return;
+	for (int k = 0; k < 6; k++)
+		want[k] = http_request_param(call->req, keys[k]);
+	int from = 0;
+	if (pg.after) {
+		int at = fleet_find_node(c->fleet, pg.after);
+		if (at < 0) {
+			ctl_answer_error(call, SL_EINVAL, "?after: no such node",
+					 "pass the \"next\" of the previous page");
+			return;
+		}
+		from = at + 1;
+	}
 	json_t *a = json_array();
-	for (int i = 0; a && i < c->fleet->nnodes; i++)
-		if (ctl_node_visible(c, i, tenant))
-			json_array_append_new(a, node_json(c, i));
-	ctl_answer_json(call, 200, a);
+	const char *next = NULL;
+	int n = 0;
+	for (int i = from; a && i < c->fleet->nnodes; i++) {
+		if (!ctl_node_visible(c, i, tenant))
+			continue;
+		/* The fleet's own fields first: no JSON for nodes that do not match. */
+		const struct fleet_node *fn = &c->fleet->nodes[i];
+		const struct node_type *ft = fleet_node_type(c->fleet, i);
+		const char *have[6] = {NULL, ft->gpu->name, c->fleet->sites[fn->site].name,
+				       c->fleet->leaves[fn->leaf].name, c->fleet->sites[fn->site].region,
+				       ft->name};
+		bool pre = true;
+		for (int k = 1; pre && k < 6; k++)
+			pre = !want[k] || !strcmp(want[k], have[k]);
+		if (!pre)
+			continue;
+		json_t *o = node_json(c, i);
+		bool ok = o != NULL;
+		for (int k = 0; ok && k < 6; k++)
+			ok = ctl_page_match(o, keys[k], want[k]);
+		if (ok && owner)
+			ok = ctl_page_match(o, "owner", owner);
+		if (!ok) {
+			json_decref(o);
+			continue;
+		}
+		if (pg.paged && n == pg.limit) {
+			json_decref(o);
+			next = ""; /* there is more: the cursor is the page's last node */
+			break;
+		}
+		json_array_append_new(a, o);
+		n++;
+	}
+	if (next && n > 0)
+		next = json_string_value(json_object_get(json_array_get(a, (size_t)n - 1), "name"));
+	json_t *ans = ctl_page_answer(&pg, a, next);
+	if (!ans) {
+		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
+		return;
+	}
+	ctl_answer_json(call, 200, ans);
 }
 
 /* The node named in the path, or -1 after answering 404. */

@@ -10,6 +10,7 @@
 
 #include "buf.h"
 #include "jobs_int.h"
+#include "paging.h"
 #include "log.h"
 
 static const struct ctl_field job_fields[] = {
@@ -212,22 +213,55 @@ void h_job_list(struct ctl_call *call)
 				 "states: pending, running, succeeded, failed, cancelling, cancelled");
 		return;
 	}
+	/* Pages (paging.h; the cursor is a job id) and ?tenant, ?node filters. */
+	struct ctl_page pg;
+	if (!ctl_page_parse(call, &pg))
+		return;
+	const char *tenant = http_request_param(call->req, "tenant");
+	const char *node = http_request_param(call->req, "node");
+	int from = 0;
+	if (pg.after) {
+		from = -1;
+		for (int i = 0; i < c->jobs->njobs && from < 0; i++)
+			if (c->jobs->jobs[i] && !strcmp(c->jobs->jobs[i]->id, pg.after))
+				from = i + 1;
+		if (from < 0) {
+			ctl_answer_error(call, SL_EINVAL, "?after: no such job",
+					 "pass the \"next\" of the previous page");
+			return;
+		}
+	}
 	json_t *a = json_array();
-	for (int i = 0; a && i < c->jobs->njobs; i++) {
+	const char *next = NULL;
+	int n = 0;
+	for (int i = from; a && i < c->jobs->njobs; i++) {
 		const struct job *j = c->jobs->jobs[i];
 		if (!j || (own && strcmp(own, j->tenant)) || (lease && strcmp(lease, j->lease)) ||
-		    (st >= 0 && (int)j->state != st))
+		    (st >= 0 && (int)j->state != st) || (tenant && strcmp(tenant, j->tenant)))
 			continue;
+		bool on = !node;
+		for (int r = 0; !on && r < j->nranks; r++)
+			on = !strcmp(j->ranks[r].node, node);
+		if (!on)
+			continue;
+		if (pg.paged && n == pg.limit) {
+			next = c->jobs->jobs[i]->id; /* replaced by the page's last below */
+			break;
+		}
 		if (json_array_append_new(a, job_to_json(c, j, false))) {
 			json_decref(a);
 			a = NULL;
 		}
+		n++;
 	}
-	if (!a) {
+	if (a && next && n > 0)
+		next = json_string_value(json_object_get(json_array_get(a, (size_t)n - 1), "id"));
+	json_t *ans = a ? ctl_page_answer(&pg, a, next) : NULL;
+	if (!ans) {
 		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
 		return;
 	}
-	ctl_answer_json(call, 200, a);
+	ctl_answer_json(call, 200, ans);
 }
 
 void h_job_cancel(struct ctl_call *call)

@@ -127,6 +127,15 @@ static void rb_score(struct rbuf *b, const struct place_score *s)
 	rb_bool(b, s->rails_aligned);
 	RB_LIT(b, ",\"full_quality\":");
 	rb_bool(b, s->full_quality);
+	if (s->frag) {
+		RB_LIT(b, ",\"fragmentation\":{\"policy\":\"frag\",\"delta_milli\":");
+		rb_int(b, (long long)s->frag_milli);
+		RB_LIT(b, ",\"bestfit_delta_milli\":");
+		rb_int(b, (long long)s->bestfit_milli);
+		RB_LIT(b, ",\"bestfit_same\":");
+		rb_bool(b, s->bestfit_same);
+		RB_LIT(b, "}");
+	}
 	RB_LIT(b, "}");
 }
 

@@ -35,6 +35,7 @@ static const char usage[] =
 	"                     [--grace SECS] [--heartbeat SECS] [--unreachable-after SECS]\n"
 	"                     [--down-after SECS] [--max-connections N]\n"
 	"       suanlid store copy --from DIR --to postgres://...\n"
+	"                     [--placement frag|bestfit]\n"
 	"       suanlid routes --json\n\n"
 	"The suanli controller. 'init' creates a data directory with its store and\n"
 	"prints a one-time admin token (also written to DIR/admin.token, mode 0600).\n"
@@ -55,7 +56,9 @@ static const char usage[] =
 	"                     options (data, listen, fleet, simulate, log-level,\n"
 	"                     preempt-notice, keep-ended, currency, billing-zone,\n"
 	"                     grace, heartbeat, unreachable-after, down-after,\n"
-	"                     max-connections); command-line options win\n"
+	"                     max-connections, placement); command-line options win\n"
+	"  --placement POLICY  frag (default: fragmentation-aware, for the workload\n"
+	"                     learned from recent requests) or bestfit\n"
 	"  --log-level LEVEL  debug, info, warn or error (default info)\n"
 	"  --preempt-notice SECS  notice a spot lease gets before preemption (default 30)\n"
 	"  --keep-ended N     ended leases kept in memory (default 4096); older ones\n"
@@ -102,6 +105,7 @@ struct settings {
 	char *hb, *unreach, *down;     /* agents */
 	char *maxconn;                 /* HTTP */
 	char *store, *advertise, *lease, *from, *to; /* HA (docs/ha.md) */
+	char *placement;               /* frag | bestfit */
 	int simulate; /* -1 unset */
 };
 
@@ -111,6 +115,7 @@ static void settings_free(struct settings *s)
 	free(s->currency), free(s->zone), free(s->grace);
 	free(s->hb), free(s->unreach), free(s->down), free(s->maxconn);
 	free(s->store), free(s->advertise), free(s->lease), free(s->from), free(s->to);
+	free(s->placement);
 }
 
 static char *trim(char *s)
@@ -177,7 +182,8 @@ static int read_config(const char *path, struct settings *s)
 			      !strcmp(k, "max-connections") ? &s->maxconn :
 			      !strcmp(k, "store") ? &s->store :
 			      !strcmp(k, "advertise") ? &s->advertise :
-			      !strcmp(k, "lease") ? &s->lease : NULL;
+			      !strcmp(k, "lease") ? &s->lease :
+			      !strcmp(k, "placement") ? &s->placement : NULL;
 		if (slot) {
 			if (!*slot && !(*slot = strdup(v)))
 				rc = -1;
@@ -190,7 +196,7 @@ static int read_config(const char *path, struct settings *s)
 				s->simulate = b;
 			}
 		} else {
-			fprintf(stderr, "suanlid: %s:%d: unknown key '%s'\n  hint: keys are data, listen, fleet, simulate, log-level, preempt-notice, keep-ended, currency, billing-zone, grace, heartbeat, unreachable-after, down-after, max-connections, store, advertise, lease\n",
+			fprintf(stderr, "suanlid: %s:%d: unknown key '%s'\n  hint: keys are data, listen, fleet, simulate, log-level, preempt-notice, keep-ended, currency, billing-zone, grace, heartbeat, unreachable-after, down-after, max-connections, store, advertise, lease, placement\n",
 				path, line, k);
 			rc = -1;
 		}
@@ -326,6 +332,7 @@ static int cmd_serve(struct settings *s)
 			     .fleet_file = s->fleet,
 			     .simulate = s->simulate > 0,
 			     .preempt_notice_s = -1};
+	o.placement = s->placement;
 	if (s->keep) {
 		char *end;
 		long v = strtol(s->keep, &end, 10);
@@ -391,6 +398,11 @@ static int cmd_serve(struct settings *s)
 		}
 		o.max_connections = (unsigned)v;
 	}
+	if (s->placement && strcmp(s->placement, "frag") && strcmp(s->placement, "bestfit")) {
+		fprintf(stderr, "suanlid: --placement must be frag or bestfit\n");
+		close(sfd);
+		return 2;
+	}
 	raise_fd_limit(o.max_connections ? o.max_connections : HTTP_MAX_CONNECTIONS);
 	struct leader_cfg lc = {0};
 	char name[STORE_MAX_ID + 1], adv[STORE_MAX_LEADER_URL + 1];
@@ -422,8 +434,9 @@ static int cmd_serve(struct settings *s)
 		close(sfd);
 		return 1;
 	}
-	sl_log_info("listening", "listen=%s port=%u data=%s simulate=%d version=%s", o.listen,
-		    (unsigned)ctl_port(c), o.data_dir, (int)o.simulate, CTL_VERSION);
+	sl_log_info("listening", "listen=%s port=%u data=%s simulate=%d placement=%s version=%s", o.listen,
+		    (unsigned)ctl_port(c), o.data_dir, (int)o.simulate,
+		    o.placement ? o.placement : "frag", CTL_VERSION);
 	enum sl_err e = ctl_run(c, sfd, &d);
 	if (e == SL_ECONFLICT && s->store)
 		step_down(&d); /* does not return */
@@ -501,6 +514,7 @@ int main(int argc, char **argv)
 		{"lease", required_argument, NULL, 'E'},
 		{"from", required_argument, NULL, 'F'},
 		{"to", required_argument, NULL, 'T'},
+		{"placement", required_argument, NULL, 'P'},
 		{"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0}};
 	struct settings s = {.simulate = -1};
@@ -536,6 +550,7 @@ int main(int argc, char **argv)
 		case 'L': slot = &s.level; break;
 		case 'N': slot = &s.notice; break;
 		case 'K': slot = &s.keep; break;
+		case 'P': slot = &s.placement; break;
 		case 'C': slot = &s.currency; break;
 		case 'Z': slot = &s.zone; break;
 		case 'G': slot = &s.grace; break;

@@ -39,6 +39,8 @@ static const struct ctl_route routes[] = {
 	{"GET", "/metrics", "metrics", true, R_AUDIT, false, false, h_metrics},
 	{"GET", "/v1/catalog", "catalog", true, R_ALL_BUT_AGENT, false, false, h_catalog},
 	{"GET", "/v1/fleet", "fleet_get", true, R_ALL_BUT_AGENT, false, false, h_fleet_get},
+	{"GET", "/v1/placement/history", "placement_history", true, R_PROVIDER, false, false,
+	 h_placement_history},
 	{"PUT", "/v1/fleet", "fleet_put", true, R_PROVIDER, true, false, h_fleet_put},
 	{"GET", "/v1/nodes", "node_list", true, R_ALL_BUT_AGENT, false, false, h_nodes},
 	{"GET", "/v1/nodes/{name}", "node_show", true, R_ALL_BUT_AGENT, false, false, h_node_show},

@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "store_pg_int.h"
 
 #define PG_MIGRATE_LOCK 0x73756131 /* advisory lock key of the migrations ("sua1") */
@@ -400,14 +401,10 @@ static enum sl_err pg_pipe_send(struct pg *g, const char *stmt, const char *sql,
 				const char *const *vals, const int *lens, const int *fmts,
 				enum pg_expect px, struct sl_diag *d)
 {
-	if (g->npend == g->cap_pend) {
-		size_t cap = g->cap_pend ? g->cap_pend * 2 : 64;
-		enum pg_expect *p = realloc(g->pend, cap * sizeof(*p));
-		if (!p)
-			return sl_diag_set(d, SL_ENOMEM, "out of memory");
-		g->pend = p;
-		g->cap_pend = cap;
-	}
+	enum sl_err ge = sl_grow(&g->pend, &g->cap_pend, g->npend + 1, PG_MAX_PIPELINED);
+	if (ge)
+		return sl_diag_set(d, ge, "more than %d statements in one transaction, or out of memory",
+				   PG_MAX_PIPELINED);
 	if (!g->piped) {
 		if (!PQenterPipelineMode(g->conn))
 			return pg_error(g, NULL, d, "entering pipeline mode", NULL, NULL);

@@ -5,6 +5,8 @@
 #ifndef SL_STORE_PG_INT_H
 #define SL_STORE_PG_INT_H
 
+#define PG_MAX_PIPELINED (1 << 22) /* statements sent ahead in one transaction */
+
 #include <libpq-fe.h>
 
 #include "store_backend.h"
@@ -24,7 +26,7 @@ struct pg {
 	/* the pipeline: statements sent, results not read yet */
 	bool piped;
 	enum pg_expect *pend;
-	size_t npend, cap_pend;
+	size_t npend, cap_pend; /* at most PG_MAX_PIPELINED */
 };
 
 /* Reads every pipelined result and leaves pipeline mode; SL_EIO (d says

@@ -16,6 +16,7 @@ GET /metrics admin,operator,auditor -
 GET /v1/catalog admin,operator,tenant-admin,tenant,auditor -
 GET /v1/fleet admin,operator,tenant-admin,tenant,auditor -
 PUT /v1/fleet admin,operator -
+GET /v1/placement/history admin,operator -
 GET /v1/nodes admin,operator,tenant-admin,tenant,auditor -
 GET /v1/nodes/{name} admin,operator,tenant-admin,tenant,auditor -
 POST /v1/nodes/{name}/drain admin,operator {}

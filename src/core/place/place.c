@@ -781,8 +781,14 @@ static enum sl_err place_req(struct placer *p, const struct place_request *req,
 		e = pl_gang_place(p, &c, out, d);
 	else
 		e = place_single(p, &c, out);
-	if (e == SL_OK)
+	if (e == SL_OK) {
+		struct place_score fs = out->score; /* the policy's part of it */
 		pl_fill_score(p, out);
+		out->score.frag = fs.frag;
+		out->score.bestfit_same = fs.bestfit_same;
+		out->score.frag_milli = fs.frag_milli;
+		out->score.bestfit_milli = fs.bestfit_milli;
+	}
 	else if (e != SL_ENOSPACE)
 		out->npicks = 0;
 	return e;

@@ -98,6 +98,13 @@ struct place_score {
 	int nodes, leaves, domains;
 	bool rails_aligned;  /* every pick uses the same local GPU indices */
 	bool full_quality;   /* every pick is at its type's full quality */
+	/* Set when the fragmentation-aware policy chose (place_frag.h): how much
+	 * the placement grows the fleet's expected fragmentation, in thousandths
+	 * of a GPU that an average expected request could no longer use, and
+	 * the same for the node plain best fit would have taken (equal to
+	 * frag_milli, with bestfit_same, when best fit agrees). */
+	bool frag, bestfit_same;
+	int64_t frag_milli, bestfit_milli;
 };
 
 struct placement {

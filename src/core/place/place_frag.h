@@ -26,8 +26,8 @@
  * but the balance term is integer arithmetic; the choice is deterministic.
  *
  * Cost: a request with a workload set visits every eligible node (O(nodes x
- * (classes + shapes x GPUs))) instead of the index walk of place.h; meant for
- * simulation and for fleets of a few thousand nodes. Gangs (more GPUs than a
+ * (classes + shapes x GPUs))) instead of the index walk of place.h, unless
+ * the workload asks no CPUs or memory (placer_set_frag_index below). Gangs (more GPUs than a
  * node, or per_node) and exclusive requests keep the usual path.
  *
  * CPU-only requests (gpus == 0, gpu_milli == 0, exact_cpu_mem with CPUs or
@@ -64,6 +64,14 @@ enum sl_err placer_set_workload(struct placer *p, const struct place_class *cls,
  * FGD's measure alone, for comparisons. placer_set_workload starts with it on;
  * without a workload this does nothing. */
 void placer_set_frag_balance(struct placer *p, bool on);
+
+/* With a workload whose classes ask no CPUs or memory (as the controller's
+ * learned one, place_wmodel.h), whole-GPU and share requests are judged per
+ * free mask through ranked tables instead of node by node (same answers;
+ * cost like the best-fit index). Ties then skip "more CPUs left", which such
+ * a workload does not care about. Off: always scan - for tests and
+ * benchmarks that compare the two. On by default. */
+void placer_set_frag_index(struct placer *p, bool on);
 
 /* The fragmentation (thousandths of a GPU, times class weights) of one node
  * for the workload set; 0 without one. For tests and reports. */

@@ -61,7 +61,17 @@ static void file_node(struct placer *p, int node, gpumask_t m, int delta)
 			*w |= bit;
 		else
 			*w &= ~bit;
+		int before = g->count[m];
 		g->count[m] += delta;
+		if (before == 0 && g->count[m] > 0) {
+			g->nzpos[m] = (int16_t)g->nnz;
+			g->nz[g->nnz++] = (uint16_t)m;
+		} else if (before > 0 && g->count[m] == 0) {
+			uint16_t last = g->nz[--g->nnz];
+			g->nz[g->nzpos[m]] = last;
+			g->nzpos[last] = g->nzpos[m];
+			g->nzpos[m] = -1;
+		}
 		return;
 	}
 	for (int i = 0; i < g->nmasks; i++) {
@@ -85,7 +95,12 @@ static enum sl_err group_alloc(struct placer *p, struct pl_group *g)
 		g->nwords = (g->n + 63) / 64;
 		g->bits = calloc((size_t)PL_SMALL_MASKS * (size_t)g->nwords, sizeof(*g->bits));
 		g->count = calloc(PL_SMALL_MASKS, sizeof(*g->count));
-		return g->bits && g->count ? SL_OK : SL_ENOMEM;
+		g->nz = calloc(PL_SMALL_MASKS, sizeof(*g->nz));
+		g->nzpos = malloc(PL_SMALL_MASKS * sizeof(*g->nzpos));
+		if (g->nzpos)
+			for (int m = 0; m < PL_SMALL_MASKS; m++)
+				g->nzpos[m] = -1;
+		return g->bits && g->count && g->nz && g->nzpos ? SL_OK : SL_ENOMEM;
 	}
 	g->capmasks = g->n;
 	g->masks = calloc((size_t)g->n, sizeof(*g->masks));
@@ -147,6 +162,8 @@ void pl_index_free(struct placer *p)
 		free(p->groups[g].nodes);
 		free(p->groups[g].bits);
 		free(p->groups[g].count);
+		free(p->groups[g].nz);
+		free(p->groups[g].nzpos);
 		free(p->groups[g].masks);
 		free(p->groups[g].eval);
 	}
@@ -192,6 +209,7 @@ enum sl_err pl_index_rebuild(struct placer *p)
 		if (e == SL_OK) {
 			free(p->group_ok);
 			p->group_ok = ok;
+			pl_frag_index_changed(p);
 		} else {
 			for (int i = 0; i < nn; i++) {
 				p->nodes[i].group = save[2 * i];

@@ -48,6 +48,9 @@ struct pl_group {
 	int nwords;      /* 64-bit words per bucket bitset */
 	uint64_t *bits;  /* small: [PL_SMALL_MASKS][nwords] group positions */
 	int *count;      /* small: [PL_SMALL_MASKS] nodes per free mask */
+	uint16_t *nz;    /* small: the masks with count > 0, unordered ... */
+	int16_t *nzpos;  /* ... and each mask's place in nz, or -1 */
+	int nnz;
 	struct pl_mask_count *masks; /* large: non-empty masks, unordered */
 	int nmasks, capmasks;
 	struct pl_mask_eval *eval;   /* large: scratch, capmasks entries */
@@ -153,6 +156,7 @@ bool pl_frag_handles(const struct placer *p, const struct pl_ctx *c);
 enum sl_err pl_frag_place(struct placer *p, const struct pl_ctx *c,
 			  struct placement *out) SL_MUST_USE;
 void pl_frag_node_changed(struct placer *p, int node);
+void pl_frag_index_changed(struct placer *p); /* after pl_index_rebuild */
 void pl_frag_free(struct placer *p);
 
 /* place_explain.c: fills out->failed and out->why; returns SL_ENOSPACE. */

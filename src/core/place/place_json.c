@@ -22,13 +22,20 @@ static json_t *gpu_list(gpumask_t m)
 
 json_t *place_score_to_json(const struct place_score *s)
 {
-	return json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:i, s:i, s:i, s:b, s:b}",
+	json_t *o = json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:i, s:i, s:i, s:b, s:b}",
 			 "bottleneck_gbps", s->bottleneck_gbps, "total_gbps", s->total_gbps,
 			 "numa_spanned", s->numa_spanned, "nic_rails", s->nics,
 			 "free_after", s->free_after, "stranded_after", s->stranded_after,
 			 "price_hint", (json_int_t)s->price_hint, "nodes", s->nodes,
 			 "leaves", s->leaves, "domains", s->domains,
 			 "rails_aligned", s->rails_aligned, "full_quality", s->full_quality);
+	if (o && s->frag)
+		json_object_set_new(o, "fragmentation",
+				    json_pack("{s:s, s:I, s:I, s:b}", "policy", "frag", "delta_milli",
+					      (json_int_t)s->frag_milli, "bestfit_delta_milli",
+					      (json_int_t)s->bestfit_milli, "bestfit_same",
+					      s->bestfit_same));
+	return o;
 }
 
 static json_t *pick_to_json(const struct fleet *f, const struct place_pick *pk)

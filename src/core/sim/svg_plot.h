@@ -7,6 +7,7 @@
 #ifndef SL_SVG_PLOT_H
 #define SL_SVG_PLOT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "err.h"
@@ -26,10 +27,19 @@ struct svg_chart {
 	const char *title;
 	const char *xlabel;
 	const double *x;    /* npoints, ascending */
+	bool x_seconds;     /* x is seconds: round ticks in the unit that fits the
+			       span (s, min, h, d), the unit appended to xlabel */
 	int npoints;
 	struct svg_panel panels[SVG_MAX_PANELS];
 	int npanels;
 };
+
+/* Round axis ticks: a step of 1, 2 or 5 x 10^k (in unit) giving about
+ * `want` intervals over [lo, hi]. Returns the step. For svg_render and tests. */
+double svg_nice_step(double span, int want);
+/* The unit a time span of `span` seconds reads best in: sets *unit (seconds
+ * per unit) and returns "s", "min", "h" or "d". */
+const char *svg_time_unit(double span, double *unit);
 
 /* Renders the chart into *out (malloc'd, NUL-terminated; *len without the
  * NUL). SL_EINVAL for no points or panels, more than the bounds, or a value

@@ -1,0 +1,62 @@
+/* h_placement.c - GET /v1/placement/history: what `suanli sim replay
+ * --from-controller` replays. The fleet file the controller runs, its policy
+ * and learned workload (ctl_workload.h), and every lease it holds in memory
+ * (all live ones and the most recent --keep-ended ended ones) as its request
+ * and its submit, start and end instants, oldest first. Provider roles only:
+ * it shows every tenant's demand. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl_int.h"
+#include "ctl_workload.h"
+
+static json_t *lease_entry(const struct ctl_lease *l)
+{
+	json_t *models = json_array();
+	for (int i = 0; models && i < l->req.nmodels; i++)
+		json_array_append_new(models, json_string(l->req.models[i]));
+	json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:o, s:I, s:s}", "id", l->id, "state",
+			      lease_state_name(l->state), "gpus", l->req.gpus, "per_node",
+			      l->req.per_node, "models", models ? models : json_array(), "submit_s",
+			      (json_int_t)(l->created_ns / 1000000000), "plan", plan_name(l->req.plan));
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "start_s", l->started_ns ? json_integer(l->started_ns / 1000000000)
+							: json_null());
+	json_object_set_new(o, "end_s", l->ended_ns ? json_integer(l->ended_ns / 1000000000)
+						    : json_null());
+	return o;
+}
+
+void h_placement_history(struct ctl_call *call)
+{
+	struct ctl *c = call->ctl;
+	json_t *leases = json_array(), *root = json_object();
+	char *row = NULL;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	json_t *fr = NULL;
+	if (c->fleet_id[0] && store_get(c->store, STORE_FLEETS, c->fleet_id, &row, &d) == SL_OK)
+		fr = json_loads(row, 0, NULL);
+	free(row);
+	for (int i = 0; leases && i < c->lt.nleases; i++) {
+		const struct ctl_lease *l = ctl_lease_at(c, i);
+		if (l)
+			json_array_append_new(leases, lease_entry(l));
+	}
+	if (!leases || !root) {
+		json_decref(leases);
+		json_decref(root);
+		json_decref(fr);
+		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
+		return;
+	}
+	const json_t *y = json_object_get(fr, "yaml");
+	json_object_set_new(root, "fleet", json_is_string(y) ? json_copy((json_t *)y) : json_null());
+	json_object_set_new(root, "fleet_id", json_string(c->fleet_id));
+	json_object_set_new(root, "nodes", json_integer(c->fleet->nnodes));
+	json_object_set_new(root, "placement", ctl_workload_json(c));
+	json_object_set_new(root, "leases", leases);
+	json_decref(fr);
+	ctl_answer_json(call, 200, root);
+}
