@@ -6,7 +6,7 @@
 # tests, which start their own servers); without them those tests report
 # skipped, not passed.
 set -euo pipefail
-pkgs=(build-essential binutils python3 cmake pkg-config libyaml-dev libjansson-dev libcmocka-dev jq libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev libsodium-dev libpq-dev postgresql curl sqlite3 faketime libfaketime python3-yaml wrk python3-torch iproute2 linux-libc-dev)
+pkgs=(build-essential binutils python3 cmake pkg-config libyaml-dev libjansson-dev libcmocka-dev jq libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev libsodium-dev libpq-dev postgresql curl sqlite3 faketime libfaketime python3-yaml wrk python3-torch iproute2 iptables linux-libc-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
