@@ -8,8 +8,15 @@
 # cgroup v2, catatonit for --init) runs every tenant container; the image is built
 # from installed packages (scripts/build-image.py), so no registry is ever asked.
 set -euo pipefail
-pkgs=(build-essential binutils python3 cmake pkg-config libyaml-dev libjansson-dev libcmocka-dev jq libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev libsodium-dev libpq-dev postgresql curl sqlite3 faketime libfaketime python3-yaml wrk python3-torch iproute2 linux-libc-dev
-  podman runc crun catatonit)
+pkgs=(
+  build-essential binutils python3 cmake pkg-config                  # build
+  libyaml-dev libjansson-dev libcmocka-dev libsqlite3-dev libmicrohttpd-dev
+  libcurl4-openssl-dev libsodium-dev libpq-dev linux-libc-dev         # libraries
+  jq curl sqlite3 faketime libfaketime python3-yaml wrk python3-torch # tests
+  iproute2 iptables                                                  # netns hosts
+  postgresql                                                         # HA store tests
+  podman runc crun catatonit                                         # containers
+)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

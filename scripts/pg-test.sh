@@ -10,6 +10,7 @@
 #   pg-test.sh promote RDIR  promotes a replica to primary
 #   pg-test.sh stop DIR      stops the server and removes DIR
 #   pg-test.sh available     exit 0 when the server binaries are installed
+# PG_TEST_LISTEN=ADDR start: also listen on ADDR:5432 over TCP (trust, any client)
 #
 # The server listens on a unix socket in DIR only (no TCP port to collide on)
 # and runs with fsync=off unless PG_TEST_FSYNC=on (the benches): the tests kill
@@ -60,8 +61,13 @@ start)
   [ "$(id -u)" -eq 0 ] && chown "$PGUSER_OS" "$dir"
   as_pg "$BIN/initdb" -D "$dir/data" -U suanli -A trust -E UTF8 --locale=C --no-sync \
     >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
+  listen=""
+  if [ -n "${PG_TEST_LISTEN:-}" ]; then # also TCP on this address, port 5432, any client
+    echo "host all all 0.0.0.0/0 trust" >>"$dir/data/pg_hba.conf"
+    listen=$PG_TEST_LISTEN
+  fi
   as_pg "$BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-    -o "-k $dir -c listen_addresses='' -c fsync=${PG_TEST_FSYNC:-off} -c full_page_writes=${PG_TEST_FSYNC:-off} -c max_connections=60 -c shared_buffers=16MB" \
+    -o "-k $dir -c listen_addresses='$listen' -c fsync=${PG_TEST_FSYNC:-off} -c full_page_writes=${PG_TEST_FSYNC:-off} -c max_connections=60 -c shared_buffers=16MB" \
     start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
   echo "$dir postgres:///postgres?host=$dir&user=suanli"
   ;;

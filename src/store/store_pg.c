@@ -2,8 +2,9 @@
  *
  * The schema is SQLite's migration list (store_sqlite.c) with the types
  * translated word by word: INTEGER -> BIGINT (nanosecond times do not fit 32
- * bits), BLOB -> BYTEA, TEXT -> TEXT COLLATE "C" (scans order ids by bytes, as
- * SQLite does), and WITHOUT ROWID dropped. A new migration step appended there
+ * bits), BLOB -> BYTEA, REAL -> DOUBLE PRECISION, TEXT -> TEXT COLLATE "C"
+ * (scans order ids by bytes, as SQLite does), and WITHOUT ROWID dropped
+ * (tests/unit/test_schema_pg.c checks every step). A new migration step appended there
  * reaches both backends, and suanli_schema holds the version. Migration steps
  * run under a transaction-level advisory lock, so controllers starting at once
  * migrate one after the other.
@@ -68,6 +69,7 @@ char *pg_translate(const char *sql)
 	} words[] = {
 		{"INTEGER", "BIGINT"},
 		{"BLOB", "BYTEA"},
+		{"REAL", "DOUBLE PRECISION"}, /* SQLite's REAL is 8 bytes, PostgreSQL's 4 */
 		{"TEXT", "TEXT COLLATE \"C\""},
 		{"WITHOUT", NULL}, /* WITHOUT ROWID: dropped with the next word */
 	};

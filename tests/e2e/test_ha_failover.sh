@@ -49,6 +49,9 @@ DATA="$TMP/data"
 
 "$SUANLID" init --data "$DATA" --store "$STORE" >"$TMP/init.out" 2>&1
 expect_eq "init --store postgres" "$?" 0
+r=$("$SUANLID" init --data "$TMP/again" --store "$STORE" 2>&1)
+[ $? -ne 0 ] && ok "a second init of the same database is refused" || bad "a second init was accepted"
+expect_match "... saying it is initialised" "$r" 'already holds a suanli store'
 export SUANLI_TOKEN
 SUANLI_TOKEN=$(cat "$DATA/admin.token")
 

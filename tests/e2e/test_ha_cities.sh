@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# test_ha_cities.sh - an agent in another city keeps working through a
+# failover: the database and two suanlid in one "city", the agent's host in
+# another, the cities joined by links with tc netem (30 ms one way, 1% loss,
+# on both directions of the agent host's link; network namespaces,
+# netns_lib.sh). The agent joins over the slow link, runs a lease; the leader
+# is SIGKILLed; the agent follows the new leader by itself, its node stays
+# ready there and its lease keeps its GPUs. Skipped without namespaces or the
+# PostgreSQL server binaries; without tc netem the checks run over an
+# undelayed link and the test still ends skipped.
+set -u
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/netns_lib.sh"
+: "${SUANLID:?SUANLID must point at the suanlid binary}"
+: "${SUANLI_AGENT:?SUANLI_AGENT must point at the suanli-agent binary}"
+PGT="$SL_ROOT/scripts/pg-test.sh"
+FLEET="$SL_ROOT/tests/data/fleet/agents-small.yaml"
+NODE=e2e-h100-01
+PGDIR=""
+bash "$PGT" available || skip "no PostgreSQL server binaries (Debian: postgresql)"
+ns_init
+trap 'ns_cleanup; [ -n "$PGDIR" ] && bash "$PGT" stop "$PGDIR"; rm -rf "$TMP"' EXIT
+[ "$NS_MODE" = netns ] || skip "network namespaces are needed for links with netem"
+ns_create db 1 && ns_create ca 2 && ns_create cb 3 && ns_create far 4 && ns_create cli 5 ||
+	{ bad "hosts are created"; finish; exit 1; }
+if ! ip netns exec "$NS_SWITCH" tc qdisc add dev "${NS_VETH[far]}" root netem delay 30ms loss 1% 2>"$TMP/tc.err" ||
+	! ns_exec far tc qdisc add dev eth0 root netem delay 30ms loss 1% 2>>"$TMP/tc.err"; then
+	# the same checks still run, over an undelayed link; the test ends skipped
+	skip_part "tc netem is not available here ($(head -1 "$TMP/tc.err")): the cities' link has no delay or loss"
+else
+	ok "the agent's city is 30 ms away each way, with 1% loss"
+fi
+DB=$(ns_addr db)
+out=$(ns_exec db env PG_TEST_LISTEN="$DB" bash "$PGT" start) || { bad "PostgreSQL starts"; finish; exit 1; }
+PGDIR=${out%% *}
+bash "$PGT" createdb "$PGDIR" ha >/dev/null
+STORE="postgres://suanli@$DB:5432/ha"
+CA="http://$(ns_addr ca):7400"
+CB="http://$(ns_addr cb):7400"
+BOTH="$CA,$CB"
+DATA="$TMP/data"
+ns_exec ca "$SUANLID" init --data "$DATA" --store "$STORE" >/dev/null 2>&1
+expect_eq "init" "$?" 0
+export SUANLI_TOKEN
+SUANLI_TOKEN=$(cat "$DATA/admin.token")
+ns_spawn ca "$TMP/ca.log" "$SUANLID" serve --data "$DATA" --store "$STORE" --listen "$(ns_addr ca):7400" \
+	--lease 2 --heartbeat 1 --fleet "$FLEET"
+CA_PID=$NS_LAST_PID
+role() { ns_exec cli curl -s --max-time 8 "$1/healthz" | jq -r '.role // empty' 2>/dev/null; }
+is() { [ "$(role "$1")" = "$2" ]; }
+wait_until 30 is "$CA" leader
+ns_spawn cb "$TMP/cb.log" "$SUANLID" serve --data "$DATA" --store "$STORE" --listen "$(ns_addr cb):7400" \
+	--lease 2 --heartbeat 1
+wait_until 30 is "$CB" standby
+expect_eq "one leads, one stands by" "$(role "$CA") $(role "$CB")" "leader standby"
+sl() { ns_exec cli "$SUANLI" --server "$BOTH" "$@"; }
+node_state() { sl nodes --json 2>/dev/null | jq -r --arg n "$NODE" '.[] | select(.name == $n) | .state'; }
+node_ready() { [ "$(node_state)" = ready ]; }
+JOIN=$(sl agent-token create --node "$NODE" --json 2>/dev/null | jq -r .token)
+ns_spawn far "$TMP/agent.log" "$SUANLI_AGENT" run --server "$BOTH" --token "$JOIN" --node "$NODE" \
+	--simulate hgx-h100-8 --state-dir "$TMP/agent" --heartbeat 1
+wait_until 40 node_ready
+expect_eq "the far agent joins and its node is ready" "$(node_state)" ready
+sl tenant create acme >/dev/null 2>&1
+lease=$(sl --json lease create --gpus 2 --tenant acme --duration 2h 2>/dev/null)
+id=$(printf '%s' "$lease" | jq -r '.id // empty')
+gpus=$(printf '%s' "$lease" | jq -c '[.placement[] | .node, .gpus]')
+expect_match "a lease on the far node" "$gpus" "$NODE"
+
+kill -KILL "$CA_PID"
+ns_forget "$CA_PID"
+wait_until 30 is "$CB" leader
+expect_eq "the standby leads" "$(role "$CB")" leader
+follows() { grep -q 'following a new leader' "$TMP/agent.log"; }
+wait_until 40 follows
+follows && ok "the far agent follows the new leader by itself" ||
+	bad "the far agent did not follow" "$(tail -5 "$TMP/agent.log")"
+wait_until 40 node_ready
+expect_eq "its node is ready on the new leader" "$(node_state)" ready
+after=$(sl --json lease show "$id" 2>/dev/null)
+expect_eq "its lease is still active" "$(printf '%s' "$after" | jq -r .state)" active
+expect_eq "... on the same GPUs" "$(printf '%s' "$after" | jq -c '[.placement[] | .node, .gpus]')" "$gpus"
+finish
