@@ -24,7 +24,10 @@
 #include "leader.h"
 #include "log.h"
 
-#define METRICS_TEXT_MAX ((size_t)16 << 20) /* bytes of one /metrics answer */
+/* Bytes of one /metrics answer: the worst case of the per-GPU series
+ * (AGENTS_METRICS_NODES_MAX nodes of TOPO_MAX_GPUS GPUs, 63-byte names) is
+ * about 40 MiB; 2,048 8-GPU nodes with short names about 9 MiB. */
+#define METRICS_TEXT_MAX ((size_t)64 << 20)
 #define METRICS_SERIES_MAX 4096             /* (route, status) request counters */
 
 /* Upper bounds of the placement histogram, seconds. */
