@@ -72,6 +72,11 @@ api "$ADMIN" POST /v1/tenants '{"name":"acme"}' >/dev/null
 api "$ADMIN" POST /v1/tenants/acme/topups '{"amount":123456}' >/dev/null
 api "$ADMIN" POST /v1/leases '{"tenant":"acme","gpus":1}' >/dev/null
 sleep 1.5 # a heartbeat age of at least one interval
+# b1 reports again (no new XID), so a slow start of a1 cannot make it unreachable.
+r=$(api "$CRED" POST /v1/agent/heartbeat '{"boot_id":"boot-b1","work":[],"gpus":[
+  {"index":0,"temp_c":71,"power_w":650,"ecc_sbe":3,"ecc_dbe":1,"nvlink_up":16},
+  {"index":1,"temp_c":40,"power_w":300,"ecc_sbe":0,"ecc_dbe":0,"nvlink_up":18,"healthy":true}]}')
+expect_eq "b1's second heartbeat" "$(status_of "$r")" 200
 
 M="$TMP/metrics.txt"
 expect_eq "GET /metrics: 200" "$(curl -s -o "$M" -w '%{http_code}' -H "Authorization: Bearer $ADMIN" "$URL/metrics")" 200
