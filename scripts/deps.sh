@@ -3,7 +3,8 @@
 # that a machine that already has them never touches the network. The e2e tests
 # need the sqlite3 CLI (test_audit), libfaketime (test_billing) and python3-yaml
 # (test_cli_online), the PostgreSQL server binaries (the postgres store
-# tests, which start their own servers); without them those tests report
+# tests, which start their own servers) and promtool from prometheus (the alert
+# rules and the /metrics format: test_prom_rules, test_metrics); without them those tests report
 # skipped, not passed. podman (with runc for hybrid and v1 cgroup hosts, crun for
 # cgroup v2, catatonit for --init) runs every tenant container; the image is built
 # from installed packages (scripts/build-image.py), so no registry is ever asked.
@@ -15,6 +16,7 @@ pkgs=(
   jq curl sqlite3 faketime libfaketime python3-yaml wrk python3-torch # tests
   iproute2 iptables                                                  # netns hosts
   postgresql                                                         # HA store tests
+  prometheus                                                         # promtool: rules, /metrics
   podman runc crun catatonit                                         # containers
 )
 missing=()

@@ -58,6 +58,12 @@ bool agents_node_ready(const struct ctl *c, int node);
  * or NULL when agents have nothing to say (no drain applies). */
 const char *agents_node_state(const struct ctl *c, int node, const char **reason);
 
+#define AGENTS_METRICS_NODES_MAX 2048 /* nodes with per-node and per-GPU series in /metrics */
+struct sl_buf;
+/* Appends the per-node and per-GPU series to b (Prometheus text; an error
+ * stays in b): every family's HELP and TYPE even when empty. Loop thread. */
+void agents_metrics(struct ctl *c, struct sl_buf *b);
+
 /* Sets node's per-GPU service state on the placer (GPUs drained or failed by
  * their health are out). Called by ctl_apply_usable for every node. */
 void agents_apply_gpus(struct ctl *c, int node);

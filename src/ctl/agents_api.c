@@ -582,6 +582,7 @@ static bool apply_gpus(struct ctl *c, struct agent_rec *r, const json_t *gpus, b
 				(void)ctl_time_parse(ats, &at);
 			int code = (int)json_integer_value(json_object_get(x, "code"));
 			gpu_health_xid(&r->gpu[g], code, at);
+			r->xids[g]++;
 			if (json_array_size(r->events) >= AGENT_MAX_EVENTS)
 				json_array_remove(r->events, 0);
 			json_array_append_new(r->events,

@@ -1,5 +1,6 @@
 /* agents_int.h - what agents.c (state, store, lifecycle) and agents_api.c
- * (the HTTP handlers and nodes joining the fleet) share. Private to them. */
+ * (the HTTP handlers and nodes joining the fleet) share, and agents_metrics.c
+ * (their part of /metrics) reads. Private to them. */
 #ifndef SL_CTL_AGENTS_INT_H
 #define SL_CTL_AGENTS_INT_H
 
@@ -43,6 +44,7 @@ struct agent_rec {
 	int ngpus;
 	struct gpu_health gpu[TOPO_MAX_GPUS];
 	json_t *gpus;          /* the last heartbeat's "gpus" (memory only) */
+	uint64_t xids[TOPO_MAX_GPUS]; /* XID events reported since the start (memory only) */
 	json_t *events;        /* gpu_events: [{"gpu","code","at","state"}] */
 };
 

@@ -617,3 +617,23 @@ void audit_log_lease_state(struct ctl *c, const struct ctl_lease *l, int from)
 	audit_log_system(c, action, l->tenant, l->id, "ok");
 }
 
+
+void audit_log_metrics(const struct ctl *c, struct sl_buf *b)
+{
+	const struct ctl_audit *a = c->audit;
+	if (!a)
+		return;
+	int64_t wait = a->pending_since && c->now_ns > a->pending_since ? c->now_ns - a->pending_since : 0;
+	sl_buf_addf(b, "# HELP suanli_audit_entries Entries in the audit log.\n"
+		    "# TYPE suanli_audit_entries gauge\nsuanli_audit_entries %llu\n"
+		    "# HELP suanli_audit_checkpoint_entries Entries the newest signed checkpoint covers.\n"
+		    "# TYPE suanli_audit_checkpoint_entries gauge\nsuanli_audit_checkpoint_entries %llu\n"
+		    "# HELP suanli_audit_checkpoint_age_seconds How long the oldest entry after the newest "
+		    "checkpoint has waited for one (0: every entry is signed).\n"
+		    "# TYPE suanli_audit_checkpoint_age_seconds gauge\nsuanli_audit_checkpoint_age_seconds %.3f\n"
+		    "# HELP suanli_audit_checkpoint_period_seconds Longest wait before entries get a checkpoint.\n"
+		    "# TYPE suanli_audit_checkpoint_period_seconds gauge\n"
+		    "suanli_audit_checkpoint_period_seconds %d\n",
+		    (unsigned long long)a->tree.size, (unsigned long long)a->cp_size, (double)wait / 1e9,
+		    CTL_AUDIT_PERIOD_S);
+}

@@ -79,6 +79,12 @@ int64_t audit_log_tick(struct ctl *c, int64_t next_deadline);
  * empty log. */
 enum sl_err audit_log_checkpoint(struct ctl *c, struct sl_diag *d) SL_MUST_USE;
 
+struct sl_buf;
+/* Appends the audit series to b (Prometheus text): entries, entries under
+ * the newest checkpoint and how long the oldest entry after it has waited
+ * for a signature. NULL-safe on c->audit (no samples). */
+void audit_log_metrics(const struct ctl *c, struct sl_buf *b);
+
 /* A merkle_source over the stored leaves and subtree cache. */
 struct merkle_source audit_log_source(struct ctl *c);
 

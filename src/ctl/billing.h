@@ -66,6 +66,12 @@ enum sl_err billing_can_start(struct ctl *c, const char *tenant, const struct le
  * c->next_deadline to its own next check. */
 void billing_tick(struct ctl *c);
 
+#define BILLING_METRICS_TENANTS_MAX 10000 /* tenants with series in /metrics */
+struct sl_buf;
+/* Appends the tenants' balance and grace series to b (Prometheus text; an
+ * error stays in b). No samples before billing starts. */
+void billing_metrics(struct ctl *c, struct sl_buf *b);
+
 /* handlers (h_billing.c) */
 void h_price_set(struct ctl_call *c);
 void h_price_list(struct ctl_call *c);

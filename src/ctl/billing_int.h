@@ -1,6 +1,7 @@
 /* billing_int.h - what billing.c (metering, postings, the balance rules) and
- * h_billing.c (its HTTP handlers) share: the usage and tenant records and
- * the billing state behind struct ctl's billing handle. Private to them:
+ * h_billing.c (its HTTP handlers) share, and billing_metrics.c (its part of
+ * /metrics) reads: the usage and tenant records and the billing state
+ * behind struct ctl's billing handle. Private to them:
  * other parts of the controller see only billing.h. */
 #ifndef SL_CTL_BILLING_INT_H
 #define SL_CTL_BILLING_INT_H

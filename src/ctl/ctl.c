@@ -873,7 +873,7 @@ static enum sl_err end_turn(struct ctl *c, struct sl_diag *d)
 	if (c->fatal)
 		return sl_diag_set(d, SL_EIO, "a store write failed in this turn");
 	if (c->tx_open) {
-		enum sl_err e = store_commit(c->store, d);
+		enum sl_err e = ctl_metrics_commit(c, d);
 		c->tx_open = false;
 		if (e) {
 			c->fatal = true;

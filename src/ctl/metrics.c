@@ -4,10 +4,19 @@
  * never reach a handler count too); the placement latency histogram from
  * scheduler submits (the placement decision and the pass it triggers); GPU
  * and queue gauges are computed when scraped, from the same state the API
- * shows, so they cannot drift. */
+ * shows, so they cannot drift. The commit histogram times the turn's one
+ * store commit (group commit: one per loop turn, whatever it carries).
+ * Nodes, GPUs (agents_metrics.c), the audit log (audit_log.c) and tenants
+ * (billing_metrics.c) add their own series, each part from its own state;
+ * docs/monitoring.md lists every series. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "agents.h"
+#include "audit_log.h"
+#include "billing.h"
 
 #include "buf.h"
 #include "catalog.h"
@@ -15,21 +24,60 @@
 #include "leader.h"
 #include "log.h"
 
-#define METRICS_TEXT_MAX ((size_t)16 << 20) /* bytes of one /metrics answer */
+/* Bytes of one /metrics answer: the worst case of the per-GPU series
+ * (AGENTS_METRICS_NODES_MAX nodes of TOPO_MAX_GPUS GPUs, 63-byte names) is
+ * about 40 MiB; 2,048 8-GPU nodes with short names about 9 MiB. */
+#define METRICS_TEXT_MAX ((size_t)64 << 20)
 #define METRICS_SERIES_MAX 4096             /* (route, status) request counters */
 
 /* Upper bounds of the placement histogram, seconds. */
 static const double hist_le[CTL_HIST_BUCKETS] = {1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4,
 						 2.5e-4, 5e-4, 1e-3, 2.5e-3, 1e-2, 0.1, 1.0};
 
-void ctl_metrics_observe(struct ctl *c, double s)
+/* Upper bounds of the store commit histogram, seconds (SQLite fsync to a
+ * PostgreSQL round trip across cities). */
+static const double commit_le[CTL_COMMIT_BUCKETS] = {1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2,
+						     2.5e-2, 5e-2, 0.1, 0.25, 0.5, 1.0, 2.5};
+
+static void hist_add(const double *le, int n, uint64_t *counts, double *sum, uint64_t *count, double s)
 {
 	int i = 0;
-	while (i < CTL_HIST_BUCKETS && s > hist_le[i])
+	while (i < n && s > le[i])
 		i++;
-	c->metrics.hist[i]++;
-	c->metrics.hist_sum += s;
-	c->metrics.hist_count++;
+	counts[i]++;
+	*sum += s;
+	(*count)++;
+}
+
+static void hist_write(struct sl_buf *b, const char *name, const char *help, const double *le, int n,
+		       const uint64_t *counts, double sum, uint64_t count)
+{
+	uint64_t cum = 0;
+	sl_buf_addf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+	for (int i = 0; i < n; i++) {
+		cum += counts[i];
+		sl_buf_addf(b, "%s_bucket{le=\"%g\"} %llu\n", name, le[i], (unsigned long long)cum);
+	}
+	cum += counts[n];
+	sl_buf_addf(b, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.9f\n%s_count %llu\n", name,
+		    (unsigned long long)cum, name, sum, name, (unsigned long long)count);
+}
+
+void ctl_metrics_observe(struct ctl *c, double s)
+{
+	hist_add(hist_le, CTL_HIST_BUCKETS, c->metrics.hist, &c->metrics.hist_sum, &c->metrics.hist_count, s);
+}
+
+enum sl_err ctl_metrics_commit(struct ctl *c, struct sl_diag *d)
+{
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	enum sl_err e = store_commit(c->store, d);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	hist_add(commit_le, CTL_COMMIT_BUCKETS, c->metrics.commit, &c->metrics.commit_sum,
+		 &c->metrics.commit_count,
+		 (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	return e;
 }
 
 void ctl_metrics_done(const struct http_done_info *info, void *ctx)
@@ -95,18 +143,10 @@ void h_metrics(struct ctl_call *call)
 		    "# TYPE suanli_queue_depth gauge\nsuanli_queue_depth %d\n", c->sched ? sched_pending_count(c->sched) : 0);
 	sl_buf_addf(&b, "# HELP suanli_leases_active Leases holding GPUs.\n"
 		    "# TYPE suanli_leases_active gauge\nsuanli_leases_active %d\n", c->lt.nactive);
-	sl_buf_addf(&b, "# HELP suanli_placement_seconds Time to decide one placement.\n"
-		    "# TYPE suanli_placement_seconds histogram\n");
-	uint64_t cum = 0;
-	for (int i = 0; i < CTL_HIST_BUCKETS; i++) {
-		cum += c->metrics.hist[i];
-		sl_buf_addf(&b, "suanli_placement_seconds_bucket{le=\"%g\"} %llu\n", hist_le[i],
-			(unsigned long long)cum);
-	}
-	cum += c->metrics.hist[CTL_HIST_BUCKETS];
-	sl_buf_addf(&b, "suanli_placement_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
-	sl_buf_addf(&b, "suanli_placement_seconds_sum %.9f\nsuanli_placement_seconds_count %llu\n",
-		c->metrics.hist_sum, (unsigned long long)c->metrics.hist_count);
+	hist_write(&b, "suanli_placement_seconds", "Time to decide one placement.", hist_le, CTL_HIST_BUCKETS,
+		   c->metrics.hist, c->metrics.hist_sum, c->metrics.hist_count);
+	hist_write(&b, "suanli_store_commit_seconds", "Time of one loop turn's store commit.", commit_le,
+		   CTL_COMMIT_BUCKETS, c->metrics.commit, c->metrics.commit_sum, c->metrics.commit_count);
 	struct http_stats hs;
 	http_server_stats(c->http, &hs);
 	sl_buf_addf(&b, "# HELP suanli_http_connections HTTP connections open now.\n"
@@ -126,6 +166,12 @@ void h_metrics(struct ctl_call *call)
 	char lead[1024];
 	if (leader_metrics(c, lead, sizeof(lead)))
 		sl_buf_adds(&b, lead);
+	else /* one controller on its own store always leads: rules need not tell the cases apart */
+		sl_buf_adds(&b, "# HELP suanli_leader Whether this controller leads (1) or stands by (0).\n"
+				"# TYPE suanli_leader gauge\nsuanli_leader 1\n");
+	agents_metrics(c, &b);
+	audit_log_metrics(c, &b);
+	billing_metrics(c, &b);
 	char *text;
 	size_t len;
 	enum sl_err e = sl_buf_detach(&b, &text, &len);
