@@ -5,6 +5,7 @@
  * the current turn (commit, answers) before the daemon stops; there is no
  * async-signal-unsafe work in a handler because there is no handler. */
 #include <errno.h>
+#include <sodium.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,21 +20,35 @@
 #include "file.h"
 #include "http.h"
 #include "log.h"
+#include "tls.h"
 
 #define CONFIG_MAX_FILE (64u << 10) /* bound on a config file */
 #define CONFIG_MAX_LINE 1024        /* bound on one config line */
 
 static const char usage[] =
-	"usage: suanlid init --data DIR\n"
+	"usage: suanlid init --data DIR [--tls-san NAME]... [--tls-cert FILE --tls-key FILE [--tls-ca FILE]]\n"
+	"       suanlid tls init|renew|install --data DIR [--tls-san NAME]... [--tls-cert FILE --tls-key FILE [--tls-ca FILE]]\n"
 	"       suanlid serve --data DIR [--listen ADDR] [--fleet FILE] [--simulate]\n"
 	"                     [--config FILE] [--log-level LEVEL] [--preempt-notice SECS]\n"
 	"                     [--keep-ended N] [--currency CODE] [--billing-zone ZONE]\n"
 	"                     [--grace SECS] [--heartbeat SECS] [--unreachable-after SECS]\n"
-	"                     [--down-after SECS] [--max-connections N]\n"
+	"                     [--down-after SECS] [--max-connections N] [--tls | --no-tls]\n"
 	"       suanlid routes --json\n\n"
 	"The suanli controller. 'init' creates a data directory with its store and\n"
 	"prints a one-time admin token (also written to DIR/admin.token, mode 0600).\n"
-	"'serve' serves the HTTP API (default 127.0.0.1:7400; port 0 picks a free one).\n\n"
+	"'serve' serves the HTTP API (default 127.0.0.1:7400; port 0 picks a free one).\n"
+	"TLS (docs/security.md): init also makes a CA and a server certificate in\n"
+	"DIR/tls (or installs yours with --tls-cert/--tls-key); serve speaks HTTPS on\n"
+	"every address but loopback and refuses plain HTTP there. 'tls init' does it\n"
+	"for an older data directory, 'tls renew' makes a new server certificate from\n"
+	"the CA, 'tls install' puts yours in place; a running serve picks up the new\n"
+	"files within a second, or at SIGHUP, without dropping connections.\n\n"
+	"  --tls-san NAME     a DNS name or IP address the certificate is for (repeat;\n"
+	"                     localhost, 127.0.0.1, ::1 and the host name are added)\n"
+	"  --tls-cert FILE, --tls-key FILE, --tls-ca FILE  your own certificate (PEM\n"
+	"                     chain), its key and the CA that issued it\n"
+	"  --tls              HTTPS on a loopback address too\n"
+	"  --no-tls           plain HTTP (loopback only)\n"
 	"  --data DIR         data directory (store, admin token)\n"
 	"  --listen ADDR      HOST:PORT, [V6]:PORT or :PORT\n"
 	"  --fleet FILE       load this fleet file at start, replacing the stored one\n"
@@ -87,6 +102,8 @@ struct settings {
 	char *hb, *unreach, *down;     /* agents */
 	char *maxconn;                 /* HTTP */
 	int simulate; /* -1 unset */
+	int tls;      /* 0 auto, 1 --tls, -1 --no-tls */
+	struct ctl_tls_init ti;
 };
 
 static void settings_free(struct settings *s)
@@ -179,7 +196,17 @@ static int read_config(const char *path, struct settings *s)
 	return rc;
 }
 
-static int cmd_init(const char *data)
+static void print_ca(const char *data)
+{
+	char sha[65];
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	if (ctl_tls_ca_sha256(data, sha, &d) == SL_OK)
+		printf("TLS: agents and the CLI verify against %s/" CTL_TLS_DIR "/" CTL_TLS_CA
+		       " (sha256 %s).\n", data, sha);
+}
+
+static int cmd_init(const char *data, struct ctl_tls_init *ti)
 {
 	struct sl_diag d;
 	char *token = NULL;
@@ -194,7 +221,58 @@ static int cmd_init(const char *data)
 	}
 	printf("Initialised %s.\nAdmin token (shown once; also in %s/%s, mode 0600):\n%s\n", data,
 	       data, CTL_ADMIN_TOKEN_FILE, token);
+	sodium_memzero(token, strlen(token));
 	free(token);
+	ti->now_ns = now_ns();
+	if (ctl_tls_init_files(data, ti, &d)) {
+		fail("TLS (run 'suanlid tls init' once fixed)", &d);
+		return 1;
+	}
+	print_ca(data);
+	return 0;
+}
+
+/* suanlid tls init|renew|install. */
+static int cmd_tls(const char *sub, const char *data, struct ctl_tls_init *ti)
+{
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	if (!data) {
+		fputs("suanlid: tls needs --data DIR\n", stderr);
+		return 2;
+	}
+	ti->now_ns = now_ns();
+	enum sl_err e;
+	if (!strcmp(sub, "init")) {
+		e = ctl_tls_init_files(data, ti, &d);
+	} else if (!strcmp(sub, "renew")) {
+		e = ctl_tls_renew(data, ti, &d);
+	} else if (!strcmp(sub, "install")) {
+		if (!ti->cert || !ti->key) {
+			fputs("suanlid: tls install needs --tls-cert FILE and --tls-key FILE\n", stderr);
+			return 2;
+		}
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/" CTL_TLS_DIR "/" CTL_TLS_CERT, data);
+		if (rename(path, path) == 0) {
+			/* replace: init refuses an existing certificate */
+			char old[4300];
+			snprintf(old, sizeof(old), "%s.old", path);
+			if (rename(path, old))
+				perror("suanlid: keeping the old certificate");
+		}
+		e = ctl_tls_init_files(data, ti, &d);
+	} else {
+		fprintf(stderr, "suanlid: tls: unknown subcommand '%s' (init, renew, install)\n", sub);
+		return 2;
+	}
+	if (e) {
+		fail("tls", &d);
+		return 1;
+	}
+	printf("TLS files written to %s/" CTL_TLS_DIR "; a running suanlid picks them up within a second "
+	       "(or at SIGHUP).\n", data);
+	print_ca(data);
 	return 0;
 }
 
@@ -233,6 +311,7 @@ static int cmd_serve(struct settings *s)
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP); /* reloads the TLS certificate */
 	signal(SIGPIPE, SIG_IGN);
 	if (sigprocmask(SIG_BLOCK, &set, NULL)) {
 		perror("suanlid: sigprocmask");
@@ -244,7 +323,7 @@ static int cmd_serve(struct settings *s)
 		return 1;
 	}
 	struct ctl_opts o = {s->data, s->listen ? s->listen : "127.0.0.1:7400", s->fleet,
-			     s->simulate > 0, -1, 0, NULL, NULL, 0, 0, 0, 0, 0, 0};
+			     s->simulate > 0, -1, 0, NULL, NULL, 0, 0, 0, 0, 0, s->tls, 0};
 	if (s->keep) {
 		char *end;
 		long v = strtol(s->keep, &end, 10);
@@ -369,6 +448,11 @@ int main(int argc, char **argv)
 		{"unreachable-after", required_argument, NULL, 'U'},
 		{"down-after", required_argument, NULL, 'D'},
 		{"max-connections", required_argument, NULL, 'M'},
+		{"tls", no_argument, NULL, 'T'},          {"no-tls", no_argument, NULL, 't'},
+		{"tls-san", required_argument, NULL, 'S'},
+		{"tls-cert", required_argument, NULL, 'X'},
+		{"tls-key", required_argument, NULL, 'Y'},
+		{"tls-ca", required_argument, NULL, 'A'},
 		{"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0}};
 	struct settings s = {.simulate = -1};
@@ -384,11 +468,20 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	const char *cmd = argv[1];
-	if (strcmp(cmd, "init") && strcmp(cmd, "serve") && strcmp(cmd, "routes")) {
+	if (strcmp(cmd, "init") && strcmp(cmd, "serve") && strcmp(cmd, "routes") && strcmp(cmd, "tls")) {
 		fprintf(stderr, "suanlid: unknown command '%s'\n\n%s", cmd, usage);
 		return 2;
 	}
+	const char *sub = NULL;
 	optind = 2;
+	if (!strcmp(cmd, "tls")) {
+		if (argc < 3 || argv[2][0] == '-') {
+			fputs("suanlid: tls needs init, renew or install\n", stderr);
+			return 2;
+		}
+		sub = argv[2];
+		optind = 3;
+	}
 	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		char **slot = NULL;
 		switch (ch) {
@@ -406,6 +499,19 @@ int main(int argc, char **argv)
 		case 'D': slot = &s.down; break;
 		case 'M': slot = &s.maxconn; break;
 		case 's': s.simulate = 1; break;
+		case 'T': s.tls = 1; break;
+		case 't': s.tls = -1; break;
+		case 'S':
+			if (s.ti.nsans == CTL_TLS_MAX_SANS) {
+				fprintf(stderr, "suanlid: at most %d --tls-san\n", CTL_TLS_MAX_SANS);
+				settings_free(&s);
+				return 2;
+			}
+			s.ti.sans[s.ti.nsans++] = optarg;
+			break;
+		case 'X': s.ti.cert = optarg; break;
+		case 'Y': s.ti.key = optarg; break;
+		case 'A': s.ti.ca = optarg; break;
 		case 'c': config = optarg; break;
 		case 'j': break;
 		case 'h':
@@ -432,7 +538,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (!strcmp(cmd, "init"))
-		rc = cmd_init(s.data);
+		rc = cmd_init(s.data, &s.ti);
+	else if (!strcmp(cmd, "tls"))
+		rc = cmd_tls(sub, s.data, &s.ti);
 	else if (!strcmp(cmd, "routes"))
 		rc = cmd_routes();
 	else
