@@ -511,6 +511,71 @@ static void test_legacy_prefix(void **state)
 	audit_heads_free(&h);
 }
 
+/* A store written before the chain, continued by this version: format-1
+ * entries under an old checkpoint (no heads line), then linked entries (the
+ * first linking to the tenant's newest old one) under a new checkpoint. The
+ * whole log verifies; an old entry altered is still caught. */
+static void test_old_store_continues(void **state)
+{
+	(void)state;
+	uint8_t seed[32], pk[32], sk[64];
+	memset(seed, 5, sizeof(seed));
+	checkpoint_keypair_from_seed(seed, pk, sk);
+	struct audit_heads h;
+	struct merkle_frontier f;
+	uint8_t b[8][AUDIT_ENCODED_MAX], leaf[8][H];
+	size_t len[8];
+	struct audit_record rec[8];
+	struct checkpoint cps[2];
+	assert_int_equal(audit_heads_init(&h), SL_OK);
+	merkle_frontier_init(&f);
+	for (int i = 0; i < 8; i++) {
+		struct audit_entry e;
+		audit_entry_init(&e);
+		e.seq = (uint64_t)i + 1;
+		assert_int_equal(audit_entry_set(&e, "tenant", i % 2 ? "acme" : "beta", NULL), SL_OK);
+		assert_int_equal(audit_entry_set(&e, "action", "lease.create", NULL), SL_OK);
+		if (i < 4)
+			e.version = AUDIT_FORMAT_V1;
+		else
+			audit_heads_link(&h, &e);
+		assert_int_equal(audit_entry_encode(&e, b[i], sizeof(b[i]), &len[i], NULL), SL_OK);
+		audit_leaf_hash(b[i], len[i], leaf[i]);
+		assert_int_equal(audit_heads_advance(&h, &e, leaf[i]), SL_OK);
+		assert_int_equal(merkle_frontier_append(&f, leaf[i]), SL_OK);
+		rec[i] = (struct audit_record){e.seq, b[i], len[i], leaf[i], true, 0,
+					       i % 2 ? "acme" : "beta", "lease.create"};
+		if (i == 3 || i == 7) {
+			uint8_t root[H], hr[H];
+			struct checkpoint *c = &cps[i / 4];
+			merkle_frontier_root(&f, root);
+			assert_int_equal(checkpoint_init(c, ORIGIN, f.size, root, 1, NULL), SL_OK);
+			if (i == 7) { /* the new version's checkpoint commits to the heads */
+				assert_int_equal(audit_heads_root(&h, hr, NULL), SL_OK);
+				checkpoint_set_heads(c, hr);
+			}
+			assert_int_equal(checkpoint_sign(c, sk, NULL), SL_OK);
+		}
+	}
+	struct audit_verify_config cfg = {pk, ORIGIN, 1, cps, 2, NULL, 0, 0};
+	struct audit_verify_report r;
+	assert_int_equal(audit_verify_log(&cfg, rec, 8, &r, NULL), SL_OK);
+	assert_int_equal(r.checkpoints_verified, 2);
+	b[2][20] ^= 1;
+	assert_int_equal(audit_verify_log(&cfg, rec, 8, &r, NULL), SL_ECONFLICT);
+	assert_int_equal(r.seq, 3);
+	b[2][20] ^= 1;
+	/* the old note still parses and is kept as it is */
+	char note[CHECKPOINT_TEXT_MAX + 1];
+	size_t n;
+	struct checkpoint back;
+	assert_int_equal(checkpoint_format(&cps[0], note, sizeof(note), &n, NULL), SL_OK);
+	assert_null(strstr(note, "heads "));
+	assert_int_equal(checkpoint_parse(note, n, &back, NULL), SL_OK);
+	assert_false(back.has_heads);
+	audit_heads_free(&h);
+}
+
 static void test_heads_tree(void **state)
 {
 	(void)state;
@@ -569,6 +634,7 @@ int main(void)
 		cmocka_unit_test(test_heads_checked),
 		cmocka_unit_test(test_tenant_sees_a_withheld_entry),
 		cmocka_unit_test(test_legacy_prefix),
+		cmocka_unit_test(test_old_store_continues),
 		cmocka_unit_test(test_heads_tree),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
