@@ -269,8 +269,12 @@ struct one_row {
 static enum sl_err one_row(void *arg, const struct store_audit_row *r)
 {
 	struct one_row *o = arg;
+	struct audit_entry e;
 	o->seq = r->seq;
-	snprintf(o->tenant, sizeof(o->tenant), "%s", r->tenant);
+	/* Whose entry it is, by the entry itself, never by the index column
+	 * (which someone may have edited to show it to another tenant). */
+	snprintf(o->tenant, sizeof(o->tenant), "%s",
+		 audit_entry_decode(r->canonical, r->len, &e, NULL) == SL_OK ? e.tenant : "\x01");
 	o->entry = entry_json(r, true);
 	return SL_OK;
 }

@@ -85,6 +85,8 @@ got=$(body_of "$(api "$TA" GET '/v1/audit/log')" | jq -r '[.[].seq] | join(" ")'
 expect_eq "and so does the tenant's own view" "$got" "$acme"
 got=$(body_of "$(api "$A" GET '/v1/audit/log?tenant=beta')" | jq -r "[.[] | select(.seq == $S)] | length")
 expect_eq "beta's view does not get acme's entry" "$got" 0
+expect_eq "beta's token gets no proof of acme's entry" "$(status_of "$(api "$TB" GET "/v1/audit/proof?seq=$S")")" 404
+expect_eq "acme's token still gets its proof" "$(status_of "$(api "$TA" GET "/v1/audit/proof?seq=$S")")" 200
 got=$(body_of "$(api "$A" GET '/v1/audit/log?action=lease.release')" | jq -r "[.[] | select(.seq == $S)] | length")
 expect_eq "an action query checks the entry, not the index" "$got" 0
 cli audit verify --tenant acme
