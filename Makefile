@@ -3,7 +3,7 @@ BUILD      ?= build/release
 CHECKBUILD ?= build/check
 JOBS       ?= $(shell nproc)
 
-.PHONY: all deps build check run bench clean
+.PHONY: all deps build check run bench fuzz clean
 
 all: build
 
@@ -43,6 +43,13 @@ bench: build
 	{ [ ! -x bench/openb.sh ] || bench/openb.sh $(BUILD); } && \
 	bench/slurm.sh $(BUILD) && \
 	echo "make bench: every benchmark in $$(( $$(date +%s) - start )) s (after the build)"
+
+# Every libFuzzer harness (tests/fuzz) for FUZZ_SECONDS each (default 600);
+# writes bench/results/fuzz.md. Needs clang (scripts/fuzz-deps.sh).
+FUZZ_SECONDS ?= 600
+fuzz: deps
+	@scripts/fuzz-deps.sh
+	@scripts/fuzz.sh $(FUZZ_SECONDS)
 
 clean:
 	rm -rf build

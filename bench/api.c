@@ -260,7 +260,7 @@ static const char *find_wrk(void)
 /* Runs wrk (1 thread, `conns` connections, WRK_SECONDS) with script body
  * `lua` + the done() hook against path; fills row from its WRK line. */
 static void run_wrk(struct wrk_row *row, const char *wrk, const char *dir, int port,
-		    const char *tok, const char *path, const char *lua, int conns)
+		    const char *tok, const char *path, const char *lua, int conns, bool tls)
 {
 	char script[BL_PATH_MAX + 32], outp[BL_PATH_MAX + 32], url[256], hdr[320], cs[16],
 		line[512];
@@ -271,7 +271,7 @@ static void run_wrk(struct wrk_row *row, const char *wrk, const char *dir, int p
 		bl_die("cannot write %s", script);
 	fprintf(f, "%s%s", lua, wrk_done_lua);
 	fclose(f);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+	snprintf(url, sizeof(url), "%s://127.0.0.1:%d%s", tls ? "https" : "http", port, path);
 	snprintf(hdr, sizeof(hdr), "Authorization: Bearer %s", tok);
 	snprintf(cs, sizeof(cs), "%d", conns);
 	char *argv[] = {(char *)wrk, "-t1", "-c", cs, "-d", WRK_DURATION, "-H", hdr, "-s",
@@ -305,6 +305,25 @@ static void run_wrk(struct wrk_row *row, const char *wrk, const char *dir, int p
 		fclose(f);
 	if (!row->ran)
 		fprintf(stderr, "bench_api: no figures in wrk's output (%s)\n", outp);
+}
+
+/* Waits until the port takes a connection (an HTTPS daemon: bl_wait_healthy
+ * speaks plain HTTP). */
+static bool wait_tcp(int port, pid_t pid, double limit_ms)
+{
+	double t0 = bl_now_ms();
+	while (bl_now_ms() - t0 < limit_ms) {
+		int fd = bl_connect(port);
+		if (fd >= 0) {
+			close(fd);
+			return true;
+		}
+		if (waitpid(pid, NULL, WNOHANG) == pid)
+			return false;
+		struct timespec ts = {0, 2000000};
+		nanosleep(&ts, NULL);
+	}
+	return false;
 }
 
 /* Admin setup over one connection: tenant, its token. */
@@ -523,6 +542,16 @@ static void report(FILE *o, int argc, char **argv, int conns, struct phase *ph, 
 				wr[i].what, wr[i].requests, (double)wr[i].requests / wr[i].dur_s,
 				wr[i].p50, wr[i].p99, wr[i].p999, wr[i].max, wr[i].non2xx,
 				wr[i].sockerr);
+	if (nwr >= 3 && wr[2].ran) {
+		double plain = (double)wr[0].requests / wr[0].dur_s / 2;
+		double tls = (double)wr[2].requests / wr[2].dur_s / 2;
+		fprintf(o, "\n**Leases/s over TLS (wrk create+release pairs): %.0f**, beside %.0f over "
+			   "plain HTTP in the same run (%.0f%%). The TLS rows restart the same daemon on "
+			   "the same store with `--tls` (its certificate from `suanlid init`: ECDSA "
+			   "P-256), after the plain rows; wrk keeps its connections, so this is the "
+			   "steady-state cost of encryption, not of handshakes.\n",
+			tls, plain, plain > 0 ? 100.0 * tls / plain : 0);
+	}
 }
 
 int main(int argc, char **argv)
@@ -572,38 +601,60 @@ int main(int argc, char **argv)
 
 	for (int i = 0; i < conns; i++)
 		bl_conn_reset(&cls[i].c);
-	struct wrk_row wr[2] = {{.what = "POST /v1/leases + release"},
-				{.what = "GET /v1/leases/{id}"}};
+	struct wrk_row wr[4] = {{.what = "POST /v1/leases + release"},
+				{.what = "GET /v1/leases/{id}"},
+				{.what = "POST /v1/leases + release, HTTPS (TLS 1.3)"},
+				{.what = "GET /v1/leases/{id}, HTTPS (TLS 1.3)"}};
 	const char *wrk = getenv("BENCH_NO_WRK") ? NULL : find_wrk();
 	if (wrk) {
 		char path[96];
 		fprintf(stderr, "bench_api: wrk...\n");
-		run_wrk(&wr[0], wrk, dir, port, tok, "/v1/leases", wrk_create_lua, WRK_CONNS);
+		run_wrk(&wr[0], wrk, dir, port, tok, "/v1/leases", wrk_create_lua, WRK_CONNS, false);
 		snprintf(path, sizeof(path), "/v1/leases/%s", ph[1].ids[0]);
-		run_wrk(&wr[1], wrk, dir, port, tok, path, "", WRK_CONNS);
+		run_wrk(&wr[1], wrk, dir, port, tok, path, "", WRK_CONNS, false);
 	}
 	kill(pid, SIGTERM);
 	int st;
 	waitpid(pid, &st, 0);
-	bool keep = !WIFEXITED(st) || WEXITSTATUS(st);
-	if (keep)
+	bool clean = WIFEXITED(st) && !WEXITSTATUS(st);
+	if (!clean)
 		fprintf(stderr, "bench_api: suanlid stopped with status %d (log: %s)\n", st, log);
+	/* The same daemon and store over HTTPS (suanlid init made DATA/tls):
+	 * the cost of TLS, in the same run, with the same client. */
+	if (wrk && clean) {
+		char path[96];
+		char *targs[] = {suanlid, "serve", "--data", data, "--listen", portarg, "--tls",
+				 "--simulate", "--log-level", "warn", NULL};
+		pid = bl_spawn(targs, log);
+		if (!wait_tcp(port, pid, 30000))
+			bl_die("suanlid --tls did not start (log: %s)", log);
+		fprintf(stderr, "bench_api: wrk over TLS...\n");
+		run_wrk(&wr[2], wrk, dir, port, tok, "/v1/leases", wrk_create_lua, WRK_CONNS, true);
+		snprintf(path, sizeof(path), "/v1/leases/%s", ph[1].ids[0]);
+		run_wrk(&wr[3], wrk, dir, port, tok, path, "", WRK_CONNS, true);
+		kill(pid, SIGTERM);
+		waitpid(pid, &st, 0);
+		clean = WIFEXITED(st) && !WEXITSTATUS(st);
+		if (!clean)
+			fprintf(stderr, "bench_api: suanlid --tls stopped with status %d (log: %s)\n", st,
+				log);
+	}
 
 	struct pg_run pg = {.ran = false};
 	if (getenv("BENCH_NO_PG"))
 		snprintf(pg.why, sizeof(pg.why), "BENCH_NO_PG was set");
 	else
 		run_pg(&pg, &dm, pairs, conns);
-	report(stdout, argc, argv, conns, ph, 3, wr, 2);
+	report(stdout, argc, argv, conns, ph, 3, wr, 4);
 	report_pg(stdout, &ph[0], &pg);
 	FILE *o = fopen(out, "w");
 	if (!o)
 		bl_die("cannot write %s", out);
-	report(o, argc, argv, conns, ph, 3, wr, 2);
+	report(o, argc, argv, conns, ph, 3, wr, 4);
 	report_pg(o, &ph[0], &pg);
 	fclose(o);
 	free(pg.ph.lat[0].v), free(pg.ph.lat[1].v);
-	if (!keep)
+	if (clean)
 		bl_rmrf(dir);
 	for (int i = 0; i < conns; i++)
 		free(cls[i].c.buf);

@@ -128,7 +128,7 @@ static double append_phase(struct bench *b, uint64_t n, int batch, uint64_t *rng
 static enum sl_err verify_row(void *arg, const struct store_audit_row *r)
 {
 	struct audit_verifier *v = arg;
-	struct audit_record rec = {r->seq, r->canonical, r->len, r->leaf_hash};
+	struct audit_record rec = {r->seq, r->canonical, r->len, r->leaf_hash, true, r->time_ns, r->tenant, r->action};
 	return audit_verifier_add(v, &rec, NULL) ? SL_ENOMEM : SL_OK;
 }
 
@@ -213,7 +213,7 @@ int main(int argc, char **argv)
 	/* Online verification: every entry and every checkpoint. */
 	struct { struct checkpoint *v; size_t n; } cps = {calloc(n / CP_EVERY + 1, sizeof(struct checkpoint)), 0};
 	check(store_audit_checkpoint_scan(b.s, cp_row, &cps, &d), &d, "checkpoints");
-	struct audit_verify_config cfg = {b.pk, "suanli/bench", 1, cps.v, cps.n};
+	struct audit_verify_config cfg = {b.pk, "suanli/bench", 1, cps.v, cps.n, NULL, 0, 0};
 	struct audit_verifier v;
 	struct audit_verify_report rep;
 	t0 = bl_now_ms();

@@ -57,7 +57,10 @@ static void usage(FILE *f)
 	      "logs. Stopping the agent (SIGTERM, Ctrl-C) leaves the work running; a restarted\n"
 	      "agent adopts it again from the state directory.\n"
 	      "\n"
-	      "  --server URL        the controller (or SUANLI_SERVER)\n"
+	      "  --server URL        the controller (or SUANLI_SERVER); https:// off loopback\n"
+	      "  --ca FILE           the controller's CA certificate to verify it against (or\n"
+	      "                      SUANLI_CA; the controller's DATA/tls/ca.pem, whose sha256\n"
+	      "                      `suanli agent-token create` prints)\n"
 	      "  --token TOKEN       a join token (`suanli agent-token create`; or SUANLI_AGENT_TOKEN);\n"
 	      "                      only for the first start: the node credential is then\n"
 	      "                      saved in STATE_DIR/credential and used from then on\n"
@@ -86,7 +89,7 @@ static void usage(FILE *f)
 
 struct run_args {
 	struct agent_opts o;
-	const char *simulate, *smi_topo, *model, *log_level;
+	const char *simulate, *smi_topo, *model, *log_level, *ca;
 };
 
 static int parse_int(const char *flag, const char *v, int lo, int hi, int *out)
@@ -109,6 +112,7 @@ static int parse_run(int argc, char **argv, struct run_args *r)
 	memset(r, 0, sizeof(*r));
 	r->o.server = getenv("SUANLI_SERVER");
 	r->o.token = getenv("SUANLI_AGENT_TOKEN");
+	r->ca = getenv("SUANLI_CA");
 	r->o.state_dir = "/var/lib/suanli-agent";
 	r->o.stop_grace_s = -1;
 	for (int i = 1; i < argc; i++) {
@@ -155,6 +159,8 @@ static int parse_run(int argc, char **argv, struct run_args *r)
 			ip = &r->o.log_limit_mib, lo = 1, hi = 1 << 24;
 		else if (!strcmp(f, "--pids-limit"))
 			ip = &r->o.pids_limit, lo = 16, hi = 1 << 22;
+		else if (!strcmp(f, "--ca"))
+			sp = &r->ca;
 		else if (!strcmp(f, "--heartbeat"))
 			ip = &r->o.heartbeat_s, lo = 1, hi = AGENT_HEARTBEAT_MAX_S;
 		else if (!strcmp(f, "--stop-grace"))
@@ -252,6 +258,10 @@ static int cmd_run(int argc, char **argv)
 	}
 	if (http_client_global_init(&d) != SL_OK) {
 		print_diag("startup", &d);
+		return 1;
+	}
+	if (r.ca && http_client_set_ca(r.ca, &d) != SL_OK) {
+		print_diag("--ca", &d);
 		return 1;
 	}
 	/* an absolute state directory: children get paths under it in their env */

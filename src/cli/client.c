@@ -37,6 +37,7 @@ int client_opt(struct client *cl, int c, const char *arg)
 	case CLIENT_OPT_SERVER: cl->server = arg; return 1;
 	case CLIENT_OPT_TOKEN: cl->token = arg; cl->token_from = "--token"; return 1;
 	case CLIENT_OPT_JSON: cl->json = 1; return 1;
+	case CLIENT_OPT_CA: cl->ca = arg; return 1;
 	default: return 0;
 	}
 }
@@ -136,7 +137,7 @@ static int config_line(struct client *cl, const char *path, int lineno, char *li
 	eq = strchr(line, '=');
 	if (!eq) {
 		fprintf(stderr, "suanli: %s:%d: expected 'key = value', not '%.80s'\n"
-				"  hint: the keys are 'server' and 'token'\n",
+				"  hint: the keys are 'server', 'token' and 'ca'\n",
 			path, lineno, line);
 		return -1;
 	}
@@ -147,9 +148,11 @@ static int config_line(struct client *cl, const char *path, int lineno, char *li
 		slot = &cl->cfg_server;
 	else if (!strcmp(key, "token"))
 		slot = &cl->cfg_token;
+	else if (!strcmp(key, "ca"))
+		slot = &cl->cfg_ca;
 	else {
 		fprintf(stderr, "suanli: %s:%d: unknown key '%.80s'\n"
-				"  hint: the keys are 'server' and 'token'\n",
+				"  hint: the keys are 'server', 'token' and 'ca'\n",
 			path, lineno, key);
 		return -1;
 	}
@@ -224,9 +227,13 @@ int client_open(struct client *cl)
 		cl->token = env;
 		cl->token_from = "SUANLI_TOKEN";
 	}
-	if (!cl->server || !cl->token) {
+	if (!cl->ca && (env = getenv("SUANLI_CA")) && *env)
+		cl->ca = env;
+	if (!cl->server || !cl->token || (!cl->ca && !strncmp(cl->server, "https://", 8))) {
 		if (config_read(cl) < 0)
 			return CLI_EXIT_FAIL;
+		if (!cl->ca)
+			cl->ca = cl->cfg_ca;
 		if (!cl->server)
 			cl->server = cl->cfg_server;
 		if (!cl->token && cl->cfg_token) {
@@ -237,6 +244,10 @@ int client_open(struct client *cl)
 	if (!cl->server)
 		cl->server = CLIENT_DEFAULT_SERVER;
 	sl_diag_clear(&d);
+	if (cl->ca && http_client_set_ca(cl->ca, &d) != SL_OK) {
+		cli_print_diag(&d);
+		return CLI_EXIT_FAIL;
+	}
 	if (http_client_new(cl->server, cl->token, &cl->http, &d) != SL_OK) {
 		cli_print_diag(&d);
 		return CLI_EXIT_FAIL;
@@ -350,6 +361,7 @@ void client_close(struct client *cl)
 	http_client_free(cl->http);
 	free(cl->cfg_server);
 	free(cl->cfg_token);
+	free(cl->cfg_ca);
 	cl->http = NULL;
 	cl->cfg_server = cl->cfg_token = NULL;
 }

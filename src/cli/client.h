@@ -25,6 +25,7 @@ enum {
 	CLIENT_OPT_SERVER = 0x100,
 	CLIENT_OPT_TOKEN,
 	CLIENT_OPT_JSON,
+	CLIENT_OPT_CA,
 };
 
 /* The shared entries of a subcommand's struct option table; 'h' is --help. */
@@ -32,6 +33,7 @@ enum {
 	{"server", required_argument, NULL, CLIENT_OPT_SERVER},      \
 	{"token", required_argument, NULL, CLIENT_OPT_TOKEN},        \
 	{"json", no_argument, NULL, CLIENT_OPT_JSON},                \
+	{"ca", required_argument, NULL, CLIENT_OPT_CA},              \
 	{"help", no_argument, NULL, 'h'}
 
 /* The options text for --help, to append to each subcommand's usage. */
@@ -39,6 +41,8 @@ enum {
 	"  --server URL       the controller (default: SUANLI_SERVER, the config\n" \
 	"                     file, or " CLIENT_DEFAULT_SERVER ")\n"               \
 	"  --token TOKEN      bearer token (default: SUANLI_TOKEN or the config)\n" \
+	"  --ca FILE          the controller's CA (its DATA/tls/ca.pem) for https://\n" \
+	"                     servers (default: SUANLI_CA, the config's 'ca')\n"     \
 	"  --json             print the API's JSON answer\n"                       \
 	"  --help             this text\n"
 
@@ -49,7 +53,8 @@ struct client {
 	int json;           /* --json given */
 	/* Owned: */
 	struct http_client *http;
-	char *cfg_server, *cfg_token; /* values read from the config file */
+	const char *ca;     /* from --ca, or NULL until client_open */
+	char *cfg_server, *cfg_token, *cfg_ca; /* values read from the config file */
 	const char *token_from;       /* where the token came from, for hints */
 };
 

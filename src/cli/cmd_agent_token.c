@@ -54,6 +54,11 @@ static int agent_token_create(int argc, char **argv)
 		       out_str(ans, "id", "?"),
 		       strcmp(out_str(ans, "node", "*"), "*") ? out_str(ans, "node", "?") : "any node",
 		       out_str(ans, "token", "?"));
+	if (rc == CLI_EXIT_OK && ans && !cl.json && json_is_string(json_object_get(ans, "ca_sha256")))
+		printf("The agent verifies the controller against its CA (sha256 %s):\n"
+		       "save the controller's DATA/tls/ca.pem (or the JSON answer's ca_pem) on the node\n"
+		       "and pass it as suanli-agent run --ca FILE.\n",
+		       out_str(ans, "ca_sha256", "?"));
 	json_decref(ans);
 	json_decref(body);
 	client_close(&cl);

@@ -23,6 +23,7 @@
 #include "client.h"
 #include "file.h"
 #include "merkle.h"
+#include "tenant_chain.h"
 #include "output.h"
 
 #define AUDIT_PUBKEY_FILE_MAX 4096    /* bound on a --pubkey file */
@@ -340,7 +341,8 @@ static int audit_consistency(int argc, char **argv)
 
 static const char verify_help[] =
 	"usage: suanli audit verify [OPTIONS]\n"
-	"       suanli audit verify --offline --export FILE --pubkey KEY [--checkpoint NOTE]\n\n"
+	"       suanli audit verify --tenant T [--pubkey KEY] [OPTIONS]\n"
+	"       suanli audit verify --offline --export FILE --pubkey KEY [--checkpoint NOTE] [--tenant T]\n\n"
 	"Checks the whole audit log: every entry's bytes and hash, that none is\n"
 	"missing or out of order, and that every checkpoint is signed by the log's\n"
 	"key and matches the entries it covers. Online, the controller recomputes\n"
@@ -352,7 +354,10 @@ static const char verify_help[] =
 	"  --export FILE      the export to check\n"
 	"  --pubkey KEY       the log's public key: a file or base64\n"
 	"  --checkpoint NOTE  a checkpoint note kept from earlier (a file): the log\n"
-	"                     must still contain what it vouched for\n" CLIENT_HELP_OPTS
+	"                     must still contain what it vouched for\n"
+	"  --tenant T         a tenant's own entries (its export): each one genuine,\n"
+	"                     and none missing (each links to the tenant's previous\n"
+	"                     entry; the signed checkpoint names the newest)\n" CLIENT_HELP_OPTS
 	"\nExample:\n  suanli audit verify --offline --export audit.jsonl --pubkey audit.pub\n";
 
 static void print_verdict(bool ok, uint64_t entries, uint64_t cps, const char *fault,
@@ -429,6 +434,8 @@ struct export_scan {
 	char origin[CHECKPOINT_ORIGIN_MAX + 1];
 	uint64_t first_seq;
 	bool tenant_scope; /* a tenant's export: entries with proofs */
+	char tenant[AUDIT_TENANT_MAX + 1]; /* whose (the key line's "tenant") */
+	char pubkey[64];                   /* the key line's (informational) */
 	json_t **notes; /* deferred: the origin may come after them */
 	size_t nnotes;  /* notes held (cps[nnotes..n) came from --checkpoint) */
 	uint64_t *sizes;
@@ -462,6 +469,8 @@ static int scan_meta(FILE *f, const char *path, struct export_scan *x)
 			json_int_t fs = json_integer_value(json_object_get(o, "first_seq"));
 			x->first_seq = fs > 0 ? (uint64_t)fs : 1;
 			x->tenant_scope = !strcmp(out_str(o, "scope", ""), "tenant");
+			snprintf(x->tenant, sizeof(x->tenant), "%s", out_str(o, "tenant", ""));
+			snprintf(x->pubkey, sizeof(x->pubkey), "%s", out_str(o, "public_key", ""));
 		} else if (!strcmp(type, "checkpoint")) {
 			/* Two arrays, one capacity: both grow the same way. */
 			size_t cn = x->cap, cs = x->cap;
@@ -521,7 +530,7 @@ static int feed_entries(FILE *f, const char *path, struct audit_verifier *v)
 		/* Unreadable bytes are kept as empty ones, which never decode: the
 		 * entry then counts as altered even if its leaf hash is intact. */
 		struct audit_record r = {seq > 0 ? (uint64_t)seq : 0, bytes, have_bytes ? len : 0,
-					 have_leaf ? leaf : NULL};
+					 have_leaf ? leaf : NULL, false, 0, NULL, NULL};
 		sl_diag_clear(&d);
 		if (audit_verifier_add(v, &r, &d)) {
 			fprintf(stderr, "suanli: %s:%ld: %s\n", path, lineno, d.msg);
@@ -533,9 +542,36 @@ static int feed_entries(FILE *f, const char *path, struct audit_verifier *v)
 	return rc;
 }
 
+/* The export's "head" line: the tenant's newest entry in the checkpoint's
+ * heads tree, with its proof. */
+struct head_line {
+	bool have;
+	struct audit_head h;
+	uint64_t index, count, size;
+	struct merkle_proof p;
+};
+
+static bool head_from(const json_t *o, struct head_line *hl)
+{
+	snprintf(hl->h.tenant, sizeof(hl->h.tenant), "%s", out_str(o, "tenant", ""));
+	json_int_t seq = json_integer_value(json_object_get(o, "seq"));
+	json_int_t idx = json_integer_value(json_object_get(o, "index"));
+	json_int_t cnt = json_integer_value(json_object_get(o, "count"));
+	json_int_t sz = json_integer_value(json_object_get(o, "size"));
+	hl->h.seq = seq > 0 ? (uint64_t)seq : 0;
+	hl->index = idx > 0 ? (uint64_t)idx : 0;
+	hl->count = cnt > 0 ? (uint64_t)cnt : 0;
+	hl->size = sz > 0 ? (uint64_t)sz : 0;
+	hl->have = hex_to(out_str(o, "leaf_hash", ""), hl->h.hash, sizeof(hl->h.hash)) &&
+		   proof_from(json_object_get(o, "proof"), &hl->p);
+	return hl->have;
+}
+
 /* A tenant's export: each entry on its own, by its inclusion proof in the
- * signed checkpoint the export carries. Gaps cannot be seen this way (the
- * tenant does not see the others' entries); alterations can. */
+ * signed checkpoint the export carries, and all of them together by the
+ * tenant chain (tenant_chain.h): every entry links to the one before, and the
+ * checkpoint names the newest, so an entry withheld or filed under another
+ * tenant is seen too. */
 static int verify_tenant(FILE *f, const char *path, const struct export_scan *x,
 			 const uint8_t pk[CHECKPOINT_PUBKEY_SIZE], int json)
 {
@@ -547,6 +583,15 @@ static int verify_tenant(FILE *f, const char *path, const struct export_scan *x,
 	char detail[SL_DIAG_MSG] = "";
 	struct sl_diag d;
 	static uint8_t bytes[AUDIT_EXPORT_LINE_MAX];
+	static struct head_line hl;
+	struct audit_tenant_check tc;
+	struct audit_tenant_report tr;
+	const struct checkpoint *newest = NULL;
+	memset(&hl, 0, sizeof(hl));
+	for (size_t i = 0; i < x->nnotes; i++)
+		if (!newest || x->cps[i].size > newest->size)
+			newest = &x->cps[i];
+	audit_tenant_check_init(&tc, x->tenant, x->first_seq, newest ? newest->size : 0);
 	for (size_t i = 0; i < x->n && !fault; i++) {
 		sl_diag_clear(&d);
 		if (checkpoint_verify(&x->cps[i], pk, &d)) {
@@ -558,6 +603,11 @@ static int verify_tenant(FILE *f, const char *path, const struct export_scan *x,
 	}
 	while (!fault && (n = getline(&line, &cap, f)) >= 0) {
 		json_t *o = json_loadb(line, (size_t)n, 0, NULL);
+		if (!strcmp(out_str(o, "type", ""), "head") && !head_from(o, &hl)) {
+			fault = "checkpoint inconsistent";
+			bad_seq = x->first_seq;
+			snprintf(detail, sizeof(detail), "the export's head line is malformed");
+		}
 		if (strcmp(out_str(o, "type", ""), "entry")) {
 			json_decref(o);
 			continue;
@@ -590,10 +640,30 @@ static int verify_tenant(FILE *f, const char *path, const struct export_scan *x,
 		} else {
 			proven++;
 		}
+		if (!fault) {
+			len = 0;
+			if (sodium_base642bin(bytes, sizeof(bytes), b64, strlen(b64), NULL, &len, NULL,
+					      sodium_base64_VARIANT_ORIGINAL))
+				len = 0;
+			audit_tenant_add(&tc, seq > 0 ? (uint64_t)seq : 0, bytes, len);
+		}
 		json_decref(o);
 	}
 	free(line);
 	(void)path;
+	if (!fault && hl.have && newest && hl.size != newest->size) {
+		fault = "checkpoint inconsistent";
+		bad_seq = x->first_seq;
+		snprintf(detail, sizeof(detail), "the head proof is for size %llu, the checkpoint's %llu",
+			 (unsigned long long)hl.size, (unsigned long long)newest->size);
+	}
+	if (!fault && x->tenant[0] &&
+	    audit_tenant_finish(&tc, newest, hl.have ? &hl.h : NULL, hl.index, hl.count, &hl.p,
+				&tr) != SL_OK) {
+		fault = audit_fault_name((enum audit_fault)tr.fault);
+		bad_seq = tr.seq;
+		snprintf(detail, sizeof(detail), "%s", tr.detail);
+	}
 	if (json)
 		printf("{\"ok\": %s, \"entries\": %llu, \"unproven\": %llu, \"first_bad_seq\": %llu, "
 		       "\"fault\": \"%s\"}\n", fault ? "false" : "true", (unsigned long long)proven,
@@ -602,9 +672,13 @@ static int verify_tenant(FILE *f, const char *path, const struct export_scan *x,
 		print_verdict(false, 0, 0, fault, bad_seq, detail);
 	else
 		printf("Tenant's audit entries intact: %llu proven in the signed checkpoint%s; %llu newer "
-		       "entries not yet covered by a checkpoint.\n",
+		       "entries not yet covered by a checkpoint.\n"
+		       "Complete: %s.\n",
 		       (unsigned long long)proven, x->n ? "" : " (none in the export)",
-		       (unsigned long long)unproven);
+		       (unsigned long long)unproven,
+		       !x->tenant[0] ? "not checked (the export names no tenant)"
+		       : newest && newest->has_heads ? "the chain of links holds and ends at the checkpoint's head"
+						     : "links hold; no checkpoint with tenant heads yet");
 	return fault ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
 
@@ -637,7 +711,11 @@ static int add_kept_checkpoint(struct export_scan *x, const char *path)
 	return 0;
 }
 
-static int verify_offline(const char *path, const char *pubkey, const char *kept, int json)
+/* Verifies the export in f (named path). pubkey NULL: the export's own key
+ * line (online --tenant only; said on stderr). tenant: the export must be
+ * that tenant's. */
+static int verify_file(FILE *f, const char *path, const char *pubkey, const char *kept, int json,
+		       const char *tenant)
 {
 	uint8_t pk[CHECKPOINT_PUBKEY_SIZE];
 	struct export_scan x;
@@ -647,23 +725,31 @@ static int verify_offline(const char *path, const char *pubkey, const char *kept
 	int rc = CLI_EXIT_FAIL;
 	memset(&x, 0, sizeof(x));
 	sl_diag_clear(&d);
-	if (need_sodium() || load_pubkey(pubkey, pk))
+	if (need_sodium() || (pubkey && load_pubkey(pubkey, pk)))
 		return CLI_EXIT_FAIL;
-	FILE *f = fopen(path, "r");
-	if (!f) {
-		fprintf(stderr, "suanli: cannot open %s: %s\n", path, strerror(errno));
-		return CLI_EXIT_FAIL;
-	}
 	if (scan_meta(f, path, &x))
 		goto out;
+	if (!pubkey) {
+		fprintf(stderr, "suanli: checking against the controller's own key; pass --pubkey "
+				"(a copy of audit.pub you keep) to trust your copy instead\n");
+		if (load_pubkey(x.pubkey, pk))
+			goto out;
+	}
 	if (kept && add_kept_checkpoint(&x, kept))
 		goto out;
+	if (tenant && (!x.tenant_scope || strcmp(x.tenant, tenant))) {
+		fprintf(stderr, "suanli: %s is not tenant '%s''s export (it is %s%s)\n", path, tenant,
+			x.tenant_scope ? "tenant " : "the whole log",
+			x.tenant_scope ? x.tenant : "");
+		goto out;
+	}
 	if (x.tenant_scope) {
 		rewind(f);
 		rc = verify_tenant(f, path, &x, pk, json);
 		goto out;
 	}
-	struct audit_verify_config cfg = {pk, x.origin[0] ? x.origin : NULL, x.first_seq, x.cps, x.n};
+	struct audit_verify_config cfg = {pk, x.origin[0] ? x.origin : NULL, x.first_seq, x.cps, x.n,
+					  NULL, 0, 0};
 	if (audit_verifier_init(&v, &cfg, &d)) {
 		cli_print_diag(&d);
 		goto out;
@@ -689,7 +775,56 @@ out:
 	free(x.notes);
 	free(x.sizes);
 	free(x.cps);
+	return rc;
+}
+
+static int verify_offline(const char *path, const char *pubkey, const char *kept, int json,
+			  const char *tenant)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		fprintf(stderr, "suanli: cannot open %s: %s\n", path, strerror(errno));
+		return CLI_EXIT_FAIL;
+	}
+	int rc = verify_file(f, path, pubkey, kept, json, tenant);
 	fclose(f);
+	return rc;
+}
+
+/* `verify --tenant T` online: the tenant's export, checked here. */
+static int verify_tenant_online(struct client *cl, const char *tenant, const char *pubkey)
+{
+	char path[CLIENT_PATH_MAX];
+	struct http_response r = {0};
+	struct sl_diag d;
+	int rc;
+	for (const char *p = tenant; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		      *p == '-' || *p == '_' || *p == '.'))
+			return cli_usage_error(cl->cmd, "--tenant: '%s' is not a tenant name", tenant);
+	snprintf(path, sizeof(path), "/v1/audit/export?tenant=%s", tenant);
+	if ((rc = client_open(cl)) != CLI_EXIT_OK)
+		return rc;
+	sl_diag_clear(&d);
+	rc = CLI_EXIT_FAIL;
+	if (http_client_request(cl->http, "GET", path, NULL, 0, NULL, 0, &r, &d)) {
+		cli_print_diag(&d);
+	} else if (r.status != 200) {
+		if (http_client_error_diag(&r, &d) != SL_OK)
+			cli_print_diag(&d);
+	} else {
+		FILE *f = tmpfile();
+		if (f && fwrite(r.body, 1, r.len, f) == r.len && fflush(f) == 0) {
+			rewind(f);
+			rc = verify_file(f, "the tenant's export", pubkey, NULL, cl->json, tenant);
+		} else {
+			fprintf(stderr, "suanli: cannot buffer the export: %s\n", strerror(errno));
+		}
+		if (f)
+			fclose(f);
+	}
+	http_response_release(&r);
+	client_close(cl);
 	return rc;
 }
 
@@ -699,10 +834,11 @@ static int audit_verify(int argc, char **argv)
 					     {"export", required_argument, NULL, 'e'},
 					     {"pubkey", required_argument, NULL, 'k'},
 					     {"checkpoint", required_argument, NULL, 'c'},
+					     {"tenant", required_argument, NULL, 't'},
 					     CLIENT_LONG_OPTS,
 					     {0, 0, 0, 0}};
 	struct client cl;
-	const char *file = NULL, *key = NULL, *kept = NULL;
+	const char *file = NULL, *key = NULL, *kept = NULL, *tenant = NULL;
 	int c, offline = 0;
 
 	client_init(&cl, "audit verify");
@@ -716,19 +852,22 @@ static int audit_verify(int argc, char **argv)
 		case 'e': file = optarg; break;
 		case 'k': key = optarg; break;
 		case 'c': kept = optarg; break;
+		case 't': tenant = optarg; break;
 		default: return client_getopt_error(cl.cmd, c, argv);
 		}
 	}
 	if (optind != argc)
 		return cli_usage_error(cl.cmd, "unexpected argument '%s'", argv[optind]);
 	if (!offline) {
+		if (tenant && !file && !kept)
+			return verify_tenant_online(&cl, tenant, key);
 		if (file || key || kept)
 			return cli_usage_error(cl.cmd, "--export, --pubkey and --checkpoint go with --offline");
 		return verify_online(&cl);
 	}
 	if (!file || !key)
 		return cli_usage_error(cl.cmd, "--offline needs --export FILE and --pubkey KEY");
-	return verify_offline(file, key, kept, cl.json);
+	return verify_offline(file, key, kept, cl.json, tenant);
 }
 
 /* ---- export ---- */

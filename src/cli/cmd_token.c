@@ -1,6 +1,8 @@
 /* cmd_token.c - `suanli token create|list|revoke`: the bearer tokens people
  * and programs use. The secret exists in clear only in create's answer, so
  * create prints it once, plainly, and says so. */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -13,25 +15,42 @@ static const char *const token_roles[] = {"admin", "operator", "tenant-admin", "
 /* ---- create ---- */
 
 static const char create_help[] =
-	"usage: suanli token create --role ROLE [--tenant NAME] [--user U] [OPTIONS]\n\n"
+	"usage: suanli token create --role ROLE [--tenant NAME] [--user U] [--expires D] [OPTIONS]\n\n"
 	"Creates a token and prints its secret, once. Roles: admin, operator,\n"
 	"tenant-admin, tenant (these two with --tenant), auditor. An operator cannot\n"
 	"create admin tokens; a tenant-admin only tenant and tenant-admin tokens of\n"
 	"its own tenant.\n\n"
 	"  --role ROLE        what the token may do\n"
 	"  --tenant NAME      the tenant it acts for\n"
-	"  --user U           who holds it (for the audit trail)\n" CLIENT_HELP_OPTS
+	"  --user U           who holds it (for the audit trail)\n"
+	"  --expires D        refused after D: 30d, 12h, 90m, 3600s (default: never)\n" CLIENT_HELP_OPTS
 	"\nExample:\n  suanli token create --tenant acme --role tenant --user alice --json\n";
+
+/* "30d", "12h", "90m", "3600s" or "3600" -> seconds; -1 when malformed or
+ * beyond ten years. */
+static long long parse_duration(const char *s)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	long long unit = !*end ? 1 : !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60
+			: !strcmp(end, "h") ? 3600 : !strcmp(end, "d") ? 86400 : 0;
+	if (errno || end == s || s[0] == '-' || !unit || v <= 0 || v > 3660LL * 86400 / unit)
+		return -1;
+	return v * unit;
+}
 
 static int token_create(int argc, char **argv)
 {
 	static const struct option opts[] = {{"role", required_argument, NULL, 'r'},
 					     {"tenant", required_argument, NULL, 't'},
 					     {"user", required_argument, NULL, 'u'},
+					     {"expires", required_argument, NULL, 'e'},
 					     CLIENT_LONG_OPTS,
 					     {0, 0, 0, 0}};
 	struct client cl;
 	const char *role = NULL, *tenant = NULL, *user = NULL;
+	long long expires = 0;
 	json_t *body, *ans = NULL;
 	int c, rc, known = 0;
 
@@ -45,6 +64,11 @@ static int token_create(int argc, char **argv)
 		case 'r': role = optarg; break;
 		case 't': tenant = optarg; break;
 		case 'u': user = optarg; break;
+		case 'e':
+			if ((expires = parse_duration(optarg)) <= 0)
+				return cli_usage_error(cl.cmd, "--expires wants a duration as 30d, 12h, "
+							       "90m or 3600s, got '%s'", optarg);
+			break;
 		default: return client_getopt_error(cl.cmd, c, argv);
 		}
 	}
@@ -63,9 +87,13 @@ static int token_create(int argc, char **argv)
 		json_object_set_new(body, "tenant", json_string(tenant));
 	if (user)
 		json_object_set_new(body, "user", json_string(user));
+	if (expires)
+		json_object_set_new(body, "expires_in_s", json_integer((json_int_t)expires));
 	if ((rc = client_open(&cl)) == CLI_EXIT_OK &&
 	    (rc = client_call(&cl, "POST", "/v1/tokens", body, NULL, &ans)) == CLI_EXIT_OK && ans) {
 		const char *t = out_str(ans, "tenant", NULL);
+		if (json_is_string(json_object_get(ans, "expires_at")))
+			printf("It expires at %s.\n", out_str(ans, "expires_at", "?"));
 		printf("Created token %s (role %s%s%s, user %s).\n"
 		       "Its secret is shown only this once; keep it safe:\n%s\n",
 		       out_str(ans, "id", "?"), out_str(ans, "role", "?"), t ? ", tenant " : "",

@@ -64,6 +64,38 @@ static size_t header_cb(char *data, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
+/* The CA every client of this process verifies HTTPS servers against
+ * (http_client_set_ca); NULL: the system's store. */
+static char *client_ca;
+
+enum sl_err http_client_set_ca(const char *path, struct sl_diag *d)
+{
+	char *p = NULL;
+	if (path) {
+		FILE *f = fopen(path, "r");
+		if (!f) {
+			sl_diag_hint(d, "the controller's CA is DATA/tls/ca.pem on its host (docs/security.md)");
+			return sl_diag_set(d, SL_EINVAL, "cannot read the CA file %.200s: %s", path,
+					   strerror(errno));
+		}
+		fclose(f);
+		if (!(p = strdup(path)))
+			return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	}
+	free(client_ca);
+	client_ca = p;
+	return SL_OK;
+}
+
+/* TLS 1.2 or later, verified against our CA when one was given (libcurl
+ * verifies the peer and its name by default). */
+static void tls_opts(CURL *h)
+{
+	(void)curl_easy_setopt(h, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+	if (client_ca)
+		(void)curl_easy_setopt(h, CURLOPT_CAINFO, client_ca);
+}
+
 enum sl_err http_client_global_init(struct sl_diag *d)
 {
 	CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -75,6 +107,8 @@ enum sl_err http_client_global_init(struct sl_diag *d)
 
 void http_client_global_cleanup(void)
 {
+	free(client_ca);
+	client_ca = NULL;
 	curl_global_cleanup();
 }
 
@@ -198,8 +232,10 @@ enum sl_err http_client_set_token(struct http_client *c, const char *token,
 
 void http_client_share(struct http_client *c, void *easy)
 {
-	if (c && easy)
+	if (c && easy) {
 		(void)curl_easy_setopt((CURL *)easy, CURLOPT_SHARE, c->share);
+		tls_opts((CURL *)easy);
+	}
 }
 
 void http_response_release(struct http_response *resp)
@@ -360,6 +396,7 @@ static enum sl_err request_once(struct http_client *c, const char *method,
 	(void)curl_easy_setopt(h, CURLOPT_SHARE, c->share);
 	(void)curl_easy_setopt(h, CURLOPT_URL, url);
 	(void)curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	tls_opts(h);
 	(void)curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	(void)curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
 	(void)curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);

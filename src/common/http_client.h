@@ -66,6 +66,12 @@ void http_client_global_cleanup(void);
  * with a bearer token (NULL for none; copied). SL_EINVAL for a URL that is not
  * http:// or https://, or a token with control characters or too long;
  * SL_ENOMEM. */
+/* Every client of this process (and every handle given to http_client_share)
+ * verifies HTTPS servers against the CA certificates in the PEM file path
+ * (NULL: the system's store) and speaks TLS 1.2 or later. SL_EINVAL when the
+ * file cannot be read. Call before making clients; not thread-safe. */
+enum sl_err http_client_set_ca(const char *path, struct sl_diag *d) SL_MUST_USE;
+
 enum sl_err http_client_new(const char *server, const char *token,
 			    struct http_client **out, struct sl_diag *d) SL_MUST_USE;
 void http_client_free(struct http_client *c);

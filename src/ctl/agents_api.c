@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "agents_int.h"
+#include "tls.h"
 #include "audit_log.h"
 #include "discovery.h"
 #include "jobs.h"
@@ -62,6 +63,14 @@ void h_agent_token_create(struct ctl_call *call)
 	json_t *o = token_to_json(&t, false);
 	json_object_set_new(o, "token", json_string(secret));
 	sodium_memzero(secret, sizeof(secret));
+	/* Which CA the agent must verify this controller against (public). */
+	char sha[65], *pem = NULL;
+	if (ctl_tls_present(c->data_dir) && ctl_tls_ca_sha256(c->data_dir, sha, NULL) == SL_OK &&
+	    ctl_tls_ca_pem(c->data_dir, &pem, NULL) == SL_OK) {
+		json_object_set_new(o, "ca_sha256", json_string(sha));
+		json_object_set_new(o, "ca_pem", json_string(pem));
+	}
+	free(pem);
 	ctl_answer_json(call, 201, o);
 }
 

@@ -187,6 +187,32 @@ static enum sl_err rebuild_leaf(void *arg, const struct store_audit_row *r)
 	return merkle_frontier_append(f, h);
 }
 
+/* Heads from the store's newest row per indexed tenant: the canonical
+ * tenant decides (a row whose index lies is skipped; verification names it). */
+static enum sl_err head_row(void *arg, const struct store_audit_row *r)
+{
+	struct audit_heads *h = arg;
+	struct audit_entry e;
+	if (r->leaf_len != MERKLE_HASH_SIZE || audit_entry_decode(r->canonical, r->len, &e, NULL) ||
+	    strcmp(audit_index_label(e.tenant), r->tenant) || !audit_tenant_chained(e.tenant))
+		return SL_OK;
+	const struct audit_head *x = audit_heads_get(h, e.tenant);
+	if (x && x->seq > e.seq)
+		return SL_OK;
+	return audit_heads_set(h, e.tenant, e.seq, r->leaf_hash);
+}
+
+static enum sl_err heads_load(struct ctl *c, struct audit_heads *h, uint64_t size,
+			      struct sl_diag *d)
+{
+	enum sl_err e = audit_heads_init(h);
+	if (e)
+		return sl_diag_set(d, e, "no memory for the tenant heads");
+	if (!size)
+		return SL_OK;
+	return store_audit_heads(c->store, size - 1 + CTL_AUDIT_FIRST_SEQ, head_row, h, d);
+}
+
 static enum sl_err tree_load(struct ctl *c, struct ctl_audit *a, struct sl_diag *d)
 {
 	uint64_t last = 0;
@@ -235,6 +261,10 @@ enum sl_err audit_log_open(struct ctl *c, struct sl_diag *d)
 			e = le;
 		free(note);
 	}
+	if (!e)
+		e = heads_load(c, &a->heads, a->tree.size, d);
+	if (!e)
+		e = heads_load(c, &a->cp_heads, a->cp_size, d);
 	if (!e && a->tree.size > a->cp_size)
 		a->pending_since = c->now_ns;
 	if (!e)
@@ -247,6 +277,10 @@ void audit_log_close(struct ctl *c)
 {
 	if (!c->audit)
 		return;
+	if (c->audit->heads.map)
+		audit_heads_free(&c->audit->heads);
+	if (c->audit->cp_heads.map)
+		audit_heads_free(&c->audit->cp_heads);
 	sodium_memzero(c->audit, sizeof(*c->audit));
 	free(c->audit);
 	c->audit = NULL;
@@ -294,13 +328,7 @@ static void set_field(struct audit_entry *e, const char *field, const char *v)
 /* The store indexes tenant and action as printable ASCII labels. */
 static const char *label_or_empty(const char *s)
 {
-	size_t n = strlen(s);
-	if (n > STORE_MAX_ID)
-		return "";
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] > 0x7e)
-			return "";
-	return s;
+	return audit_index_label(s);
 }
 
 struct entry_in {
@@ -329,6 +357,7 @@ static bool append(struct ctl *c, const struct entry_in *in)
 	set_field(&e, "outcome", in->outcome);
 	if (in->digest)
 		memcpy(e.request_digest, in->digest, AUDIT_DIGEST_SIZE);
+	audit_heads_link(&a->heads, &e);
 	enum sl_err err = audit_entry_encode(&e, buf, sizeof(buf), &len, &d);
 	if (!err) {
 		audit_leaf_hash(buf, len, leaf);
@@ -338,6 +367,8 @@ static bool append(struct ctl *c, const struct entry_in *in)
 	}
 	if (!err)
 		err = merkle_frontier_append_sink(&a->tree, leaf, sink, c);
+	if (!err && (err = audit_heads_advance(&a->heads, &e, leaf)))
+		sl_diag_set(&d, err, "no memory for the tenant heads");
 	if (err) {
 		sl_log_error("audit entry not written; refusing the turn", "seq=%llu action=%s error=%s",
 			     (unsigned long long)e.seq, e.action, d.msg[0] ? d.msg : sl_err_message(err));
@@ -375,6 +406,9 @@ enum sl_err audit_log_checkpoint(struct ctl *c, struct sl_diag *d)
 	merkle_frontier_root(&a->tree, root);
 	enum sl_err e = checkpoint_init(&cp, a->origin, a->tree.size, root,
 					c->now_ns > 0 ? c->now_ns : 0, d);
+	uint8_t heads[MERKLE_HASH_SIZE];
+	if (!e && !(e = audit_heads_root(&a->heads, heads, d)))
+		checkpoint_set_heads(&cp, heads);
 	if (!e)
 		e = checkpoint_sign(&cp, a->sk, d);
 	if (!e)
@@ -383,8 +417,10 @@ enum sl_err audit_log_checkpoint(struct ctl *c, struct sl_diag *d)
 		e = sl_diag_set(d, SL_EIO, "the store is not writable");
 	if (!e)
 		e = store_audit_checkpoint_put(c->store, a->tree.size, note, d);
+	if (!e && (e = audit_heads_copy(&a->cp_heads, &a->heads)))
+		sl_diag_set(d, e, "no memory for the tenant heads");
 	if (e) {
-		c->fatal = c->fatal || e == SL_EIO;
+		c->fatal = c->fatal || e == SL_EIO || e == SL_ENOMEM;
 		return e;
 	}
 	a->cp_size = a->tree.size;

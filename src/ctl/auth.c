@@ -135,5 +135,7 @@ const struct ctl_token *auth_lookup(struct ctl *c, const char *header)
 	const struct ctl_token *t = &c->auth.tokens[i];
 	if (sodium_memcmp(t->hash, hash, CTL_HASH_HEX) != 0 || t->revoked_ns)
 		return NULL;
+	if (t->expires_ns && c->now_ns >= t->expires_ns)
+		return NULL; /* expired: as unknown (401) */
 	return t;
 }

@@ -19,6 +19,8 @@ struct strmap;
 struct ctl;
 struct ctl_call;
 
+#define CTL_TOKEN_EXPIRES_MAX_S (10LL * 366 * 86400) /* bound on expires_in_s */
+
 struct ctl_token {
 	char id[CTL_TOKEN_ID_LEN + 1];
 	char hash[CTL_HASH_HEX + 1];
@@ -26,6 +28,7 @@ struct ctl_token {
 	char tenant[CTL_NAME_MAX + 1]; /* "" for provider roles */
 	char user[CTL_USER_MAX + 1];
 	int64_t created_ns, revoked_ns; /* revoked_ns 0: live */
+	int64_t expires_ns;             /* 0: never; refused from then on */
 	/* Role agent only (agents.h): the node the token may register, "*" or ""
 	 * for any; node_cred: a node credential (returned by register), else a
 	 * join token. */

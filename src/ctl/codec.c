@@ -136,6 +136,8 @@ json_t *token_to_json(const struct ctl_token *t, bool store)
 			      ctl_time_json(t->revoked_ns));
 	if (o && store)
 		json_object_set_new(o, "sha256", json_string(t->hash));
+	if (o && t->expires_ns)
+		json_object_set_new(o, "expires_at", ctl_time_json(t->expires_ns));
 	if (o && t->role == CTL_ROLE_AGENT) {
 		json_object_set_new(o, "node", json_string(t->node[0] ? t->node : "*"));
 		json_object_set_new(o, "credential", json_boolean(t->node_cred));
@@ -162,6 +164,7 @@ enum sl_err token_from_json(const json_t *o, struct ctl_token *t, struct sl_diag
 	snprintf(t->user, sizeof(t->user), "%s", user);
 	t->created_ns = time_field(o, "created_at");
 	t->revoked_ns = time_field(o, "revoked_at");
+	t->expires_ns = time_field(o, "expires_at");
 	const char *node = json_string_value(json_object_get(o, "node"));
 	if (node && strlen(node) > CTL_NAME_MAX)
 		return sl_diag_set(d, SL_EPARSE, "token record is malformed");

@@ -31,6 +31,7 @@
 #include "file.h"
 #include "leader.h"
 #include "log.h"
+#include "tls.h"
 
 #define CTL_MAX_ANSWERS (1 << 20)    /* answers queued in one turn */
 #define CTL_MAX_TENANTS (1 << 20)    /* tenants held */
@@ -795,12 +796,23 @@ enum sl_err ctl_new(const struct ctl_opts *o, int64_t now_ns, struct ctl **out,
 	}
 	struct http_callbacks cb = {handle_cb, gone_cb, ctl_metrics_done, c, max_body_cb};
 	struct http_limits lim = {.max_connections = o->max_connections};
-	if ((e = http_server_new(o->listen ? o->listen : "127.0.0.1:7400", &lim, &cb, &c->http, d))) {
+	const char *listen = o->listen ? o->listen : "127.0.0.1:7400";
+	if ((e = ctl_tls_decide(o, listen, &lim, d))) {
+		ctl_free(c);
+		return e;
+	}
+	c->tls = lim.tls_cert_callback != NULL;
+	if ((e = http_server_new(listen, &lim, &cb, &c->http, d))) {
 		ctl_free(c);
 		return e;
 	}
 	*out = c;
 	return SL_OK;
+}
+
+bool ctl_tls_on(const struct ctl *c)
+{
+	return c->tls;
 }
 
 uint16_t ctl_port(const struct ctl *c)
@@ -813,6 +825,8 @@ void ctl_free(struct ctl *c)
 	if (!c)
 		return;
 	http_server_free(c->http);
+	if (c->tls)
+		ctl_tls_unload();
 	ctl_sched_stop(c);
 	jobs_free(c);
 	images_free(c);
@@ -911,11 +925,13 @@ enum sl_err ctl_run(struct ctl *c, int stop_fd, struct sl_diag *d)
 		if (poll(p, stop_fd >= 0 ? 2 : 1, tmo) < 0 && errno != EINTR)
 			return sl_diag_set(d, SL_EIO, "poll: %s", strerror(errno));
 		if (stop_fd >= 0 && (p[1].revents & POLLIN))
-			stop = true;
+			stop = ctl_stop_or_reload(c, stop_fd);
 		c->now_ns = realtime_ns();
 		enum sl_err e = http_server_run(c->http);
 		if (e)
 			sl_log_error("http server error", "error=%s", sl_err_message(e));
+		if (c->tls)
+			ctl_tls_watch(c);
 		c->next_deadline = audit_log_tick(c, ctl_expire(c));
 		billing_tick(c);
 		agents_tick(c);

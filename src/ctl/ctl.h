@@ -44,6 +44,9 @@ struct ctl_opts {
 					ctl_new takes over, even when it fails */
 	const struct leader_cfg *leader; /* a shared store's leadership (leader.h);
 					    NULL when not shared */
+	int tls;                     /* 0: HTTPS unless listen is a loopback address;
+					> 0: HTTPS always; < 0: plain HTTP, refused
+					on any address but loopback (tls.h) */
 	int answer_queue_max;        /* answers the queue may hold; 0: as memory
 					allows; < 0: none at all (tests: a queue
 					that cannot grow, as when out of memory) */
@@ -78,6 +81,9 @@ enum sl_err ctl_new(const struct ctl_opts *opts, int64_t now_ns, struct ctl **ou
 /* Stops listening and frees everything (answers pending requests with 503
  * first). NULL is allowed. */
 void ctl_free(struct ctl *c);
+
+/* Whether the server speaks HTTPS. */
+bool ctl_tls_on(const struct ctl *c);
 
 /* The port the server is bound to. */
 uint16_t ctl_port(const struct ctl *c);

@@ -38,6 +38,7 @@
 struct ctl {
 	struct store *store;
 	struct http_server *http;
+	bool tls;             /* HTTPS (ctl_tls.c) */
 	char *data_dir;
 	bool simulate;
 	int64_t notice_ns; /* spot preemption notice, < 0: the scheduler's default */
@@ -80,5 +81,15 @@ static inline struct ctl_lease *ctl_lease_at(const struct ctl *c, int i)
 {
 	return i >= 0 && i < c->lt.nleases ? c->lt.leases[i] : NULL;
 }
+
+/* ctl_tls.c: whether to serve HTTPS (fills lim's TLS fields and loads the
+ * certificate), and what the stop descriptor said: SIGHUP reloads the
+ * certificate (false: keep running), anything else stops (true). */
+struct http_limits;
+enum sl_err ctl_tls_decide(const struct ctl_opts *o, const char *listen, struct http_limits *lim,
+			   struct sl_diag *d) SL_MUST_USE;
+bool ctl_stop_or_reload(struct ctl *c, int stop_fd);
+/* Reloads the certificate when its files changed (checked once a second). */
+void ctl_tls_watch(struct ctl *c);
 
 #endif

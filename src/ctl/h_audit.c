@@ -91,10 +91,40 @@ static json_t *entry_json(const struct store_audit_row *r, bool raw)
 
 /* ---- GET /v1/audit/log ---- */
 
+struct list {
+	json_t *arr;
+	const char *action; /* the filter, checked against the canonical entry */
+	size_t dropped;
+};
+
 static enum sl_err list_row(void *arg, const struct store_audit_row *r)
 {
+	struct list *l = arg;
+	struct audit_entry e;
+	if (l->action && (audit_entry_decode(r->canonical, r->len, &e, NULL) ||
+			  strcmp(e.action, l->action))) {
+		l->dropped++; /* the index says so, the entry does not */
+		return SL_OK;
+	}
 	json_t *o = entry_json(r, false);
-	return o && !json_array_append_new(arg, o) ? SL_OK : SL_ENOMEM;
+	return o && !json_array_append_new(l->arr, o) ? SL_OK : SL_ENOMEM;
+}
+
+/* A tenant's page, through its chain (audit_query.c). */
+static enum sl_err list_tenant(struct ctl *c, const struct store_audit_filter *f, struct list *l,
+			       struct sl_diag *d)
+{
+	struct audit_row_copy *rows;
+	size_t n, repaired;
+	/* With an action filter too, walk without a limit and filter after. */
+	enum sl_err e = audit_tenant_rows(c, f->tenant, f->since, f->action ? 0 : f->limit, &rows,
+					  &n, &repaired, d);
+	for (size_t i = 0; !e && i < n && json_array_size(l->arr) < f->limit; i++) {
+		struct store_audit_row r = audit_row_view(&rows[i]);
+		e = list_row(l, &r);
+	}
+	audit_rows_free(rows, n);
+	return e;
 }
 
 void h_audit_log(struct ctl_call *call)
@@ -122,14 +152,19 @@ void h_audit_log(struct ctl_call *call)
 		}
 		f.tenant = mine;
 	}
-	json_t *arr = json_array();
-	enum sl_err e = arr ? store_audit_scan(c->store, &f, list_row, arr, &d) : SL_ENOMEM;
+	struct list l = {json_array(), f.action, 0};
+	enum sl_err e = !l.arr ? SL_ENOMEM
+		      : f.tenant ? list_tenant(c, &f, &l, &d)
+				 : store_audit_scan(c->store, &f, list_row, &l, &d);
+	if (l.dropped)
+		sl_log_warn("the audit action index disagrees with the entries; run 'suanli audit verify'",
+			    "dropped=%zu", l.dropped);
 	if (e) {
-		json_decref(arr);
+		json_decref(l.arr);
 		ctl_answer_diag(call, e, &d);
 		return;
 	}
-	ctl_answer_json(call, 200, arr);
+	ctl_answer_json(call, 200, l.arr);
 }
 
 /* ---- checkpoints ---- */
@@ -236,8 +271,12 @@ struct one_row {
 static enum sl_err one_row(void *arg, const struct store_audit_row *r)
 {
 	struct one_row *o = arg;
+	struct audit_entry e;
 	o->seq = r->seq;
-	snprintf(o->tenant, sizeof(o->tenant), "%s", r->tenant);
+	/* Whose entry it is, by the entry itself, never by the index column
+	 * (which someone may have edited to show it to another tenant). */
+	snprintf(o->tenant, sizeof(o->tenant), "%s",
+		 audit_entry_decode(r->canonical, r->len, &e, NULL) == SL_OK ? e.tenant : "\x01");
 	o->entry = entry_json(r, true);
 	return SL_OK;
 }
@@ -345,11 +384,42 @@ static enum sl_err cp_row(void *arg, uint64_t size, const char *note)
 	return SL_OK;
 }
 
+struct sts {
+	struct audit_subtree *v;
+	uint8_t (*h)[MERKLE_HASH_SIZE];
+	size_t n, cap;
+};
+
+static enum sl_err st_row(void *arg, unsigned level, uint64_t index, const uint8_t *hash,
+			  size_t len)
+{
+	struct sts *a = arg;
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 64;
+		struct audit_subtree *v = realloc(a->v, cap * sizeof(*v));
+		if (v)
+			a->v = v;
+		uint8_t (*h)[MERKLE_HASH_SIZE] = realloc(a->h, cap * sizeof(*h));
+		if (h)
+			a->h = h;
+		if (!v || !h)
+			return SL_ENOMEM;
+		a->cap = cap;
+	}
+	bool ok = hash && len == MERKLE_HASH_SIZE;
+	if (ok)
+		memcpy(a->h[a->n], hash, MERKLE_HASH_SIZE);
+	a->v[a->n] = (struct audit_subtree){level, index, NULL, ok ? MERKLE_HASH_SIZE : 0};
+	a->n++;
+	return SL_OK;
+}
+
 static enum sl_err verify_row(void *arg, const struct store_audit_row *r)
 {
 	struct audit_verifier *v = arg;
 	struct audit_record rec = {r->seq, r->canonical, r->len,
-				   r->leaf_len == MERKLE_HASH_SIZE ? r->leaf_hash : NULL};
+				   r->leaf_len == MERKLE_HASH_SIZE ? r->leaf_hash : NULL,
+				   true, r->time_ns, r->tenant, r->action};
 	static const uint8_t bad[MERKLE_HASH_SIZE] = {0};
 	if (!rec.leaf_hash && r->leaf_len)
 		rec.leaf_hash = bad; /* a hash of the wrong length never matches */
@@ -367,9 +437,15 @@ void h_audit_verify(struct ctl_call *call)
 	struct audit_verify_report rep;
 	struct sl_diag d;
 	sl_diag_clear(&d);
+	struct sts sts = {NULL, NULL, 0, 0};
 	enum sl_err e = store_audit_checkpoint_scan(c->store, cp_row, &cps, &d);
+	if (!e)
+		e = store_audit_subtree_scan(c->store, st_row, &sts, &d);
+	for (size_t i = 0; !e && i < sts.n; i++)
+		if (sts.v[i].hash_len)
+			sts.v[i].hash = sts.h[i];
 	struct audit_verify_config cfg = {c->audit->pk, c->audit->origin, CTL_AUDIT_FIRST_SEQ, cps.v,
-					  cps.n};
+					  cps.n, sts.v, sts.n, CTL_AUDIT_CACHE_STEP};
 	bool inited = false;
 	if (!e && !(e = audit_verifier_init(&v, &cfg, &d)))
 		inited = true;
@@ -379,6 +455,8 @@ void h_audit_verify(struct ctl_call *call)
 			e = SL_OK;
 	}
 	free(cps.v);
+	free(sts.v);
+	free(sts.h);
 	if (e) {
 		if (inited)
 			audit_verifier_release(&v);
@@ -481,6 +559,23 @@ static enum sl_err tenant_proofs(struct tenant_export *t, struct sl_diag *d)
 	return sl_buf_err(&out) ? sl_diag_set(d, SL_ENOMEM, "the export does not fit in memory") : SL_OK;
 }
 
+/* The proof that the checkpoint's heads tree names the tenant's newest
+ * entry (tenant_chain.h): what lets the tenant see an entry withheld at the
+ * end of its chain. None when the tenant had no entry by the checkpoint. */
+static void export_head(struct ctl *c, struct sl_buf *b, const char *tenant, uint64_t size)
+{
+	struct audit_head h;
+	uint64_t index, count;
+	struct merkle_proof p;
+	if (c->audit->cp_size != size ||
+	    audit_heads_prove(&c->audit->cp_heads, tenant, &h, &index, &count, &p, NULL))
+		return;
+	buf_line(b, json_pack("{s:s, s:s, s:I, s:o, s:I, s:I, s:o, s:I}", "type", "head", "tenant",
+			      h.tenant, "seq", (json_int_t)h.seq, "leaf_hash",
+			      hex_json(h.hash, sizeof(h.hash)), "index", (json_int_t)index, "count",
+			      (json_int_t)count, "proof", proof_json(&p), "size", (json_int_t)size));
+}
+
 static void tenant_export(struct ctl_call *call, const char *tenant)
 {
 	struct ctl *c = call->ctl;
@@ -495,13 +590,22 @@ static void tenant_export(struct ctl_call *call, const char *tenant)
 		e = SL_OK;
 		t.size = 0;
 	}
+	struct audit_row_copy *rows = NULL;
+	size_t n = 0, repaired = 0;
 	if (!e)
-		e = store_audit_scan(c->store, &f, tenant_row, &t, &d);
+		e = audit_tenant_rows(c, tenant, f.since, 0, &rows, &n, &repaired, &d);
+	for (size_t i = 0; !e && i < n; i++) {
+		struct store_audit_row r = audit_row_view(&rows[i]);
+		e = tenant_row(&t, &r);
+	}
+	audit_rows_free(rows, n);
 	if (!e)
 		e = tenant_proofs(&t, &d);
 	if (!e && note)
 		export_cp(&b, t.size, note);
 	free(note);
+	if (!e && t.size)
+		export_head(c, &b, tenant, t.size);
 	if (!e) {
 		buf_line(&b, json_pack("{s:s, s:s, s:o, s:i, s:s, s:s}", "type", "key", "origin",
 				       c->audit->origin, "public_key",
@@ -531,7 +635,17 @@ void h_audit_export(struct ctl_call *call)
 	struct sl_diag d;
 	sl_diag_clear(&d);
 	if (ctl_call_tenant(call)) {
+		const char *q = http_request_param(call->req, "tenant");
+		if (q && strcmp(q, ctl_call_tenant(call))) {
+			ctl_answer_error(call, SL_EFORBIDDEN,
+					 "a tenant's token sees only its own tenant's entries", NULL);
+			return;
+		}
 		tenant_export(call, ctl_call_tenant(call));
+		return;
+	}
+	if (http_request_param(call->req, "tenant")) {
+		tenant_export(call, http_request_param(call->req, "tenant"));
 		return;
 	}
 	enum sl_err e = store_audit_scan(c->store, NULL, export_row, &b, &d);

@@ -14,13 +14,22 @@
 void h_token_create(struct ctl_call *call)
 {
 	static const struct ctl_field fields[] = {
-		{"role", FT_STRING, true}, {"tenant", FT_STRING, false}, {"user", FT_STRING, false}};
+		{"role", FT_STRING, true}, {"tenant", FT_STRING, false}, {"user", FT_STRING, false},
+		{"expires_in_s", FT_INT, false}};
 	struct ctl *c = call->ctl;
 	const struct ctl_token *me = call->tok;
 	char msg[SL_DIAG_MSG];
 	bool bad = false;
-	if (!ctl_check_fields(call, call->body, fields, 3, "a token request"))
+	if (!ctl_check_fields(call, call->body, fields, 4, "a token request"))
 		return;
+	const json_t *exp = json_object_get(call->body, "expires_in_s");
+	json_int_t exp_s = exp ? json_integer_value(exp) : 0;
+	if (exp && (exp_s < 1 || exp_s > CTL_TOKEN_EXPIRES_MAX_S)) {
+		snprintf(msg, sizeof(msg), "field 'expires_in_s' must be 1..%lld seconds",
+			 (long long)CTL_TOKEN_EXPIRES_MAX_S);
+		ctl_answer_error(call, SL_EINVAL, msg, "e.g. 2592000 for 30 days");
+		return;
+	}
 	const char *rname = json_string_value(json_object_get(call->body, "role"));
 	const char *tenant = ctl_str_field(call, call->body, "tenant", CTL_NAME_MAX, &bad);
 	const char *user = bad ? NULL : ctl_str_field(call, call->body, "user", CTL_USER_MAX, &bad);
@@ -65,6 +74,7 @@ void h_token_create(struct ctl_call *call)
 	char secret[64];
 	snprintf(proto.tenant, sizeof(proto.tenant), "%s", tenant ? tenant : "");
 	snprintf(proto.user, sizeof(proto.user), "%s", user ? user : "");
+	proto.expires_ns = exp_s ? c->now_ns + (int64_t)exp_s * 1000000000 : 0;
 	enum sl_err e = ctl_token_mint(c, &proto, &t, secret);
 	if (e) {
 		ctl_answer_error(call, e, NULL, NULL);

@@ -651,10 +651,21 @@ enum sl_err http_server_new(const char *addr, const struct http_limits *lim,
 				strerror(errno));
 		goto fail;
 	}
+	/* HTTPS (tls.c): the handshake asks for the certificate each time, so
+	 * a reload needs no restart. */
+	struct MHD_OptionItem tls_opts[] = {
+		{MHD_OPTION_HTTPS_CERT_CALLBACK, 0, s->lim.tls_cert_callback},
+		{MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)s->lim.tls_priorities},
+		{MHD_OPTION_END, 0, NULL},
+	};
+	bool tls = s->lim.tls_cert_callback != NULL;
+	if (tls && !s->lim.tls_priorities)
+		tls_opts[1] = tls_opts[2];
 	s->mhd = MHD_start_daemon(
 		MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
-			MHD_USE_NO_LISTEN_SOCKET,
+			MHD_USE_NO_LISTEN_SOCKET | (tls ? MHD_USE_TLS : 0),
 		0, NULL, NULL, on_access, s,
+		MHD_OPTION_ARRAY, tls ? tls_opts : tls_opts + 2,
 		MHD_OPTION_CONNECTION_LIMIT, s->hard,
 		MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
 		MHD_OPTION_CONNECTION_TIMEOUT, s->lim.conn_timeout_s,

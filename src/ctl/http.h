@@ -124,6 +124,11 @@ struct http_limits {
 	unsigned conn_timeout_s;
 	unsigned max_per_ip; /* connections from one address; 0: no limit */
 	size_t conn_memory;
+	/* HTTPS: a gnutls_certificate_retrieve_function2 (tls.h) that answers
+	 * each handshake's certificate, and the GnuTLS priority string; NULL:
+	 * plain HTTP. */
+	void *tls_cert_callback;
+	const char *tls_priorities;
 };
 
 /* What one request came to, for metrics and access logs. status is 0 when no

@@ -5,6 +5,7 @@
  * the current turn (commit, answers) before the daemon stops; there is no
  * async-signal-unsafe work in a handler because there is no handler. */
 #include <errno.h>
+#include <sodium.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,24 +23,49 @@
 #include "log.h"
 #include "store.h"
 #include "store_copy.h"
+#include "tls.h"
+
+/* Long options without a one-letter form. */
+enum { OPT_TLS = 0x100, OPT_NO_TLS, OPT_TLS_SAN, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA };
 
 #define CONFIG_MAX_FILE (64u << 10) /* bound on a config file */
 #define CONFIG_MAX_LINE 1024        /* bound on one config line */
 
 static const char usage[] =
-	"usage: suanlid init --data DIR [--store postgres://...]\n"
+	"usage: suanlid init --data DIR [--store postgres://...] [--tls-san NAME]...\n"
+	"                     [--tls-cert FILE --tls-key FILE [--tls-ca FILE]]\n"
+	"       suanlid tls init|renew|install --data DIR [--tls-san NAME]...\n"
+	"                     [--tls-cert FILE --tls-key FILE [--tls-ca FILE]]\n"
 	"       suanlid serve --data DIR [--store postgres://...] [--advertise URL]\n"
 	"                     [--lease SECS] [--listen ADDR] [--fleet FILE] [--simulate]\n"
 	"                     [--config FILE] [--log-level LEVEL] [--preempt-notice SECS]\n"
 	"                     [--keep-ended N] [--currency CODE] [--billing-zone ZONE]\n"
 	"                     [--grace SECS] [--heartbeat SECS] [--unreachable-after SECS]\n"
 	"                     [--down-after SECS] [--max-connections N]\n"
+	"                     [--placement frag|bestfit] [--tls | --no-tls]\n"
 	"       suanlid store copy --from DIR --to postgres://...\n"
-	"                     [--placement frag|bestfit]\n"
 	"       suanlid routes --json\n\n"
 	"The suanli controller. 'init' creates a data directory with its store and\n"
 	"prints a one-time admin token (also written to DIR/admin.token, mode 0600).\n"
-	"'serve' serves the HTTP API (default 127.0.0.1:7400; port 0 picks a free one).\n\n"
+	"'serve' serves the HTTP API (default 127.0.0.1:7400; port 0 picks a free one).\n"
+	"TLS (docs/security.md): init also makes a CA and a server certificate in\n"
+	"DIR/tls (or installs yours with --tls-cert/--tls-key); serve speaks HTTPS on\n"
+	"every address but loopback and refuses plain HTTP there. 'tls init' does it\n"
+	"for an older data directory, 'tls renew' makes a new server certificate from\n"
+	"the CA, 'tls install' puts yours in place; a running serve picks up the new\n"
+	"files within a second, or at SIGHUP, without dropping connections.\n\n"
+	"  --tls-san NAME     a DNS name or IP address the certificate is for (repeat;\n"
+	"                     localhost, 127.0.0.1, ::1 and the host name are added)\n"
+	"  --tls-cert FILE, --tls-key FILE, --tls-ca FILE  your own certificate (PEM\n"
+	"                     chain), its key and the CA that issued it\n"
+	"  --tls              HTTPS on a loopback address too\n"
+	"  --no-tls           plain HTTP (loopback only)\n"
+	"  --tls-san NAME     a DNS name or IP address the certificate is for (repeat;\n"
+	"                     localhost, 127.0.0.1, ::1 and the host name are added)\n"
+	"  --tls-cert FILE, --tls-key FILE, --tls-ca FILE  your own certificate (PEM\n"
+	"                     chain), its key and the CA that issued it\n"
+	"  --tls              HTTPS on a loopback address too\n"
+	"  --no-tls           plain HTTP (loopback only)\n"
 	"  --data DIR         data directory (store, admin token, audit key)\n"
 	"  --store URL        keep the store in PostgreSQL instead of DIR: several\n"
 	"                     controllers on one database, one leads (docs/ha.md);\n"
@@ -107,6 +133,8 @@ struct settings {
 	char *store, *advertise, *lease, *from, *to; /* HA (docs/ha.md) */
 	char *placement;               /* frag | bestfit */
 	int simulate; /* -1 unset */
+	int tls;      /* 0 auto, 1 --tls, -1 --no-tls */
+	struct ctl_tls_init ti;
 };
 
 static void settings_free(struct settings *s)
@@ -205,7 +233,17 @@ static int read_config(const char *path, struct settings *s)
 	return rc;
 }
 
-static int cmd_init(const char *data, const char *store)
+static void print_ca(const char *data)
+{
+	char sha[65];
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	if (ctl_tls_ca_sha256(data, sha, &d) == SL_OK)
+		printf("TLS: agents and the CLI verify against %s/" CTL_TLS_DIR "/" CTL_TLS_CA
+		       " (sha256 %s).\n", data, sha);
+}
+
+static int cmd_init(const char *data, const char *store, struct ctl_tls_init *ti)
 {
 	struct sl_diag d;
 	char *token = NULL;
@@ -224,7 +262,58 @@ static int cmd_init(const char *data, const char *store)
 	}
 	printf("Initialised %s.\nAdmin token (shown once; also in %s/%s, mode 0600):\n%s\n", data,
 	       data, CTL_ADMIN_TOKEN_FILE, token);
+	sodium_memzero(token, strlen(token));
 	free(token);
+	ti->now_ns = now_ns();
+	if (ctl_tls_init_files(data, ti, &d)) {
+		fail("TLS (run 'suanlid tls init' once fixed)", &d);
+		return 1;
+	}
+	print_ca(data);
+	return 0;
+}
+
+/* suanlid tls init|renew|install. */
+static int cmd_tls(const char *sub, const char *data, struct ctl_tls_init *ti)
+{
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	if (!data) {
+		fputs("suanlid: tls needs --data DIR\n", stderr);
+		return 2;
+	}
+	ti->now_ns = now_ns();
+	enum sl_err e;
+	if (!strcmp(sub, "init")) {
+		e = ctl_tls_init_files(data, ti, &d);
+	} else if (!strcmp(sub, "renew")) {
+		e = ctl_tls_renew(data, ti, &d);
+	} else if (!strcmp(sub, "install")) {
+		if (!ti->cert || !ti->key) {
+			fputs("suanlid: tls install needs --tls-cert FILE and --tls-key FILE\n", stderr);
+			return 2;
+		}
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/" CTL_TLS_DIR "/" CTL_TLS_CERT, data);
+		if (rename(path, path) == 0) {
+			/* replace: init refuses an existing certificate */
+			char old[4300];
+			snprintf(old, sizeof(old), "%s.old", path);
+			if (rename(path, old))
+				perror("suanlid: keeping the old certificate");
+		}
+		e = ctl_tls_init_files(data, ti, &d);
+	} else {
+		fprintf(stderr, "suanlid: tls: unknown subcommand '%s' (init, renew, install)\n", sub);
+		return 2;
+	}
+	if (e) {
+		fail("tls", &d);
+		return 1;
+	}
+	printf("TLS files written to %s/" CTL_TLS_DIR "; a running suanlid picks them up within a second "
+	       "(or at SIGHUP).\n", data);
+	print_ca(data);
 	return 0;
 }
 
@@ -317,6 +406,7 @@ static int cmd_serve(struct settings *s)
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP); /* reloads the TLS certificate */
 	signal(SIGPIPE, SIG_IGN);
 	if (sigprocmask(SIG_BLOCK, &set, NULL)) {
 		perror("suanlid: sigprocmask");
@@ -333,6 +423,7 @@ static int cmd_serve(struct settings *s)
 			     .simulate = s->simulate > 0,
 			     .preempt_notice_s = -1};
 	o.placement = s->placement;
+	o.tls = s->tls;
 	if (s->keep) {
 		char *end;
 		long v = strtol(s->keep, &end, 10);
@@ -515,6 +606,11 @@ int main(int argc, char **argv)
 		{"from", required_argument, NULL, 'F'},
 		{"to", required_argument, NULL, 'T'},
 		{"placement", required_argument, NULL, 'P'},
+		{"tls", no_argument, NULL, OPT_TLS},          {"no-tls", no_argument, NULL, OPT_NO_TLS},
+		{"tls-san", required_argument, NULL, OPT_TLS_SAN},
+		{"tls-cert", required_argument, NULL, OPT_TLS_CERT},
+		{"tls-key", required_argument, NULL, OPT_TLS_KEY},
+		{"tls-ca", required_argument, NULL, OPT_TLS_CA},
 		{"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0}};
 	struct settings s = {.simulate = -1};
@@ -535,11 +631,20 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (strcmp(cmd, "init") && strcmp(cmd, "serve") && strcmp(cmd, "routes") &&
-	    strcmp(cmd, "store")) {
+	    strcmp(cmd, "store") && strcmp(cmd, "tls")) {
 		fprintf(stderr, "suanlid: unknown command '%s'\n\n%s", cmd, usage);
 		return 2;
 	}
+	const char *sub = NULL;
 	optind = strcmp(cmd, "store") ? 2 : 3;
+	if (!strcmp(cmd, "tls")) {
+		if (argc < 3 || argv[2][0] == '-') {
+			fputs("suanlid: tls needs init, renew or install\n", stderr);
+			return 2;
+		}
+		sub = argv[2];
+		optind = 3;
+	}
 	saved_argv = argv;
 	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		char **slot = NULL;
@@ -564,6 +669,19 @@ int main(int argc, char **argv)
 		case 'F': slot = &s.from; break;
 		case 'T': slot = &s.to; break;
 		case 's': s.simulate = 1; break;
+		case OPT_TLS: s.tls = 1; break;
+		case OPT_NO_TLS: s.tls = -1; break;
+		case OPT_TLS_SAN:
+			if (s.ti.nsans == CTL_TLS_MAX_SANS) {
+				fprintf(stderr, "suanlid: at most %d --tls-san\n", CTL_TLS_MAX_SANS);
+				settings_free(&s);
+				return 2;
+			}
+			s.ti.sans[s.ti.nsans++] = optarg;
+			break;
+		case OPT_TLS_CERT: s.ti.cert = optarg; break;
+		case OPT_TLS_KEY: s.ti.key = optarg; break;
+		case OPT_TLS_CA: s.ti.ca = optarg; break;
 		case 'c': config = optarg; break;
 		case 'j': break;
 		case 'h':
@@ -590,9 +708,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (!strcmp(cmd, "init"))
-		rc = cmd_init(s.data, s.store);
+		rc = cmd_init(s.data, s.store, &s.ti);
 	else if (!strcmp(cmd, "store"))
 		rc = cmd_store_copy(s.from, s.to);
+	else if (!strcmp(cmd, "tls"))
+		rc = cmd_tls(sub, s.data, &s.ti);
 	else if (!strcmp(cmd, "routes"))
 		rc = cmd_routes();
 	else

@@ -529,6 +529,40 @@ enum sl_err store_audit_subtree_get(struct store *s, unsigned level, uint64_t in
 	return note_error(s, s->ops->audit_subtree_get(s->impl, level, index, out, d), false, d);
 }
 
+enum sl_err store_audit_subtree_scan(struct store *s, store_audit_subtree_fn fn, void *arg,
+				     struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	enum sl_err e = check_usable(s, d);
+	if (e != SL_OK)
+		return e;
+	if (!fn)
+		return sl_diag_set(d, SL_EINVAL, "store_audit_subtree_scan: no callback (NULL)");
+	s->in_scan = true;
+	e = s->ops->audit_subtree_scan(s->impl, fn, arg, d);
+	s->in_scan = false;
+	return note_error(s, e, false, d);
+}
+
+enum sl_err store_audit_heads(struct store *s, uint64_t max_seq, store_audit_fn fn, void *arg,
+			      struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	enum sl_err e = check_usable(s, d);
+	if (e != SL_OK)
+		return e;
+	if (!fn)
+		return sl_diag_set(d, SL_EINVAL, "store_audit_heads: no callback (NULL)");
+	if (max_seq > (uint64_t)INT64_MAX)
+		max_seq = (uint64_t)INT64_MAX;
+	s->in_scan = true;
+	e = s->ops->audit_heads(s->impl, max_seq, fn, arg, d);
+	s->in_scan = false;
+	return note_error(s, e, false, d);
+}
+
 enum sl_err store_audit_checkpoint_put(struct store *s, uint64_t size, const char *note,
 				       struct sl_diag *d)
 {

@@ -202,6 +202,8 @@ struct store_audit_filter {
 
 typedef enum sl_err (*store_audit_fn)(void *arg, const struct store_audit_row *r);
 typedef enum sl_err (*store_audit_note_fn)(void *arg, uint64_t size, const char *note);
+typedef enum sl_err (*store_audit_subtree_fn)(void *arg, unsigned level, uint64_t index,
+					      const uint8_t *hash, size_t len);
 
 /* Appends entry r (r->leaf_hash of STORE_AUDIT_HASH bytes; tenant and action
  * may be "" or NULL). SL_EINVAL/SL_ELIMIT for bad arguments (nothing written);
@@ -229,6 +231,16 @@ enum sl_err store_audit_subtree_put(struct store *s, unsigned level, uint64_t in
 				    struct sl_diag *d) SL_MUST_USE;
 enum sl_err store_audit_subtree_get(struct store *s, unsigned level, uint64_t index,
 				    uint8_t out[STORE_AUDIT_HASH], struct sl_diag *d) SL_MUST_USE;
+/* Calls fn per cached subtree row, ascending (level, index); len is the
+ * stored hash's length. Same rules as the scan. */
+enum sl_err store_audit_subtree_scan(struct store *s, store_audit_subtree_fn fn, void *arg,
+				     struct sl_diag *d) SL_MUST_USE;
+/* Calls fn, ascending seq, for the newest entry of each indexed tenant among
+ * the entries with seq <= max_seq: the tenant heads (tenant_chain.h) at that
+ * size. Rows whose tenant column is empty are not heads. Same rules as the
+ * scan. */
+enum sl_err store_audit_heads(struct store *s, uint64_t max_seq, store_audit_fn fn, void *arg,
+			      struct sl_diag *d) SL_MUST_USE;
 /* Stores the checkpoint note for tree size `size` (1..STORE_AUDIT_NOTE_MAX
  * bytes), replacing one of the same size. */
 enum sl_err store_audit_checkpoint_put(struct store *s, uint64_t size, const char *note,

@@ -51,6 +51,10 @@ struct store_ops {
 					 const uint8_t hash[STORE_AUDIT_HASH], struct sl_diag *d);
 	enum sl_err (*audit_subtree_get)(void *impl, unsigned level, uint64_t index,
 					 uint8_t out[STORE_AUDIT_HASH], struct sl_diag *d);
+	enum sl_err (*audit_subtree_scan)(void *impl, store_audit_subtree_fn fn, void *arg,
+					  struct sl_diag *d);
+	enum sl_err (*audit_heads)(void *impl, uint64_t max_seq, store_audit_fn fn, void *arg,
+				   struct sl_diag *d);
 	enum sl_err (*audit_cp_put)(void *impl, uint64_t size, const char *note, size_t len,
 				    struct sl_diag *d);
 	enum sl_err (*audit_cp_scan)(void *impl, store_audit_note_fn fn, void *arg,

@@ -307,6 +307,11 @@ static const struct {
 		     " ON CONFLICT (size) DO UPDATE SET note = EXCLUDED.note"},
 	{"a_cp_scan", "SELECT size, note FROM audit_checkpoints ORDER BY size"},
 	{"a_cp_latest", "SELECT size, note FROM audit_checkpoints ORDER BY size DESC LIMIT 1"},
+	{"a_sub_scan", "SELECT level::bigint, idx::bigint, hash FROM audit_subtrees"
+		       " ORDER BY level, idx"},
+	{"a_heads", "SELECT seq, time_ns, tenant, action, canonical, leaf_hash FROM audit_entries"
+		    " WHERE seq IN (SELECT max(seq) FROM audit_entries WHERE seq <= $1::bigint"
+		    " AND tenant IS NOT NULL GROUP BY tenant) ORDER BY seq"},
 	{"epoch_check", "SELECT epoch FROM suanli_leader WHERE id = 1 AND epoch = $1::bigint"
 			" FOR SHARE"},
 };
@@ -710,6 +715,8 @@ const struct store_ops store_pg_ops = {
 	.audit_cp_put = pg_audit_cp_put,
 	.audit_cp_scan = pg_audit_cp_scan,
 	.audit_cp_latest = pg_audit_cp_latest,
+	.audit_subtree_scan = pg_audit_subtree_scan,
+	.audit_heads = pg_audit_heads,
 	.lead_try = pg_lead_try,
 	.lead_renew = pg_lead_renew,
 	.lead_read = pg_lead_read,

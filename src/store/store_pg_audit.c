@@ -179,3 +179,39 @@ enum sl_err pg_audit_cp_latest(void *impl, uint64_t *size_out, char **note_out,
 	PQclear(r);
 	return e;
 }
+
+/* The newest entry of each tenant up to max_seq (the checkpoint's heads). */
+enum sl_err pg_audit_heads(void *impl, uint64_t max_seq, store_audit_fn fn, void *arg,
+			   struct sl_diag *d)
+{
+	char m[24];
+	snprintf(m, sizeof(m), "%" PRIu64, max_seq);
+	const char *v[] = {m};
+	struct pg_audit_arg a = {fn, arg};
+	return pg_stream(impl, "a_heads", 1, v, NULL, NULL, 1, pg_audit_row, &a, d,
+			 "reading the tenants' newest audit entries");
+}
+
+struct pg_sub_arg {
+	store_audit_subtree_fn fn;
+	void *arg;
+};
+
+static enum sl_err pg_sub_row(void *arg, const PGresult *r)
+{
+	struct pg_sub_arg *a = arg;
+	if (PQgetlength(r, 0, 0) != 8 || PQgetlength(r, 0, 1) != 8)
+		return SL_EIO;
+	int64_t level = pg_be64(PQgetvalue(r, 0, 0)), idx = pg_be64(PQgetvalue(r, 0, 1));
+	return a->fn(a->arg, level > 0 && level < 64 ? (unsigned)level : 64,
+		     idx > 0 ? (uint64_t)idx : 0, (const uint8_t *)PQgetvalue(r, 0, 2),
+		     (size_t)PQgetlength(r, 0, 2));
+}
+
+enum sl_err pg_audit_subtree_scan(void *impl, store_audit_subtree_fn fn, void *arg,
+				  struct sl_diag *d)
+{
+	struct pg_sub_arg a = {fn, arg};
+	return pg_stream(impl, "a_sub_scan", 0, NULL, NULL, NULL, 1, pg_sub_row, &a, d,
+			 "scanning audit subtrees");
+}

@@ -72,6 +72,10 @@ enum sl_err pg_audit_subtree_get(void *impl, unsigned level, uint64_t index,
 enum sl_err pg_audit_cp_put(void *impl, uint64_t size, const char *note, size_t len,
 			    struct sl_diag *d);
 enum sl_err pg_audit_cp_scan(void *impl, store_audit_note_fn fn, void *arg, struct sl_diag *d);
+enum sl_err pg_audit_subtree_scan(void *impl, store_audit_subtree_fn fn, void *arg,
+				  struct sl_diag *d);
+enum sl_err pg_audit_heads(void *impl, uint64_t max_seq, store_audit_fn fn, void *arg,
+			   struct sl_diag *d);
 enum sl_err pg_audit_cp_latest(void *impl, uint64_t *size_out, char **note_out,
 			       struct sl_diag *d);
 

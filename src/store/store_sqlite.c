@@ -141,7 +141,7 @@ struct sq {
 	sqlite3_stmt *begin, *commit, *rollback, *meta_get, *meta_set;
 	/* audit: scan[tenant filter][action filter] */
 	sqlite3_stmt *a_append, *a_last, *a_leaf, *a_scan[2][2], *a_sub_put, *a_sub_get,
-		*a_cp_put, *a_cp_scan, *a_cp_latest;
+		*a_cp_put, *a_cp_scan, *a_cp_latest, *a_sub_scan, *a_heads;
 };
 
 /* Names the extended codes an operator is most likely to meet, so a log line
@@ -334,6 +334,10 @@ static enum sl_err sq_prepare_audit(struct sq *q, struct sl_diag *d)
 		{&q->a_cp_put, "INSERT OR REPLACE INTO audit_checkpoints (size, note) VALUES (?1, ?2)"},
 		{&q->a_cp_scan, "SELECT size, note FROM audit_checkpoints ORDER BY size"},
 		{&q->a_cp_latest, "SELECT size, note FROM audit_checkpoints ORDER BY size DESC LIMIT 1"},
+		{&q->a_sub_scan, "SELECT level, idx, hash FROM audit_subtrees ORDER BY level, idx"},
+		{&q->a_heads, "SELECT seq, time_ns, tenant, action, canonical, leaf_hash"
+			      " FROM audit_entries WHERE seq IN (SELECT max(seq) FROM audit_entries"
+			      " WHERE seq <= ?1 AND tenant IS NOT NULL GROUP BY tenant) ORDER BY seq"},
 	};
 	enum sl_err e = SL_OK;
 	for (size_t i = 0; e == SL_OK && i < sizeof(t) / sizeof(t[0]); i++)
@@ -426,6 +430,8 @@ static void sq_close(void *impl, bool failed)
 	sqlite3_finalize(q->rollback);
 	sqlite3_finalize(q->meta_get);
 	sqlite3_finalize(q->meta_set);
+	sqlite3_finalize(q->a_sub_scan);
+	sqlite3_finalize(q->a_heads);
 	sqlite3_stmt *audit[] = {q->a_append, q->a_last, q->a_leaf, q->a_scan[0][0],
 				 q->a_scan[0][1], q->a_scan[1][0], q->a_scan[1][1], q->a_sub_put,
 				 q->a_sub_get, q->a_cp_put, q->a_cp_scan, q->a_cp_latest};
@@ -716,6 +722,9 @@ static enum sl_err sq_audit_leaf(void *impl, uint64_t seq, uint8_t out[STORE_AUD
 	return e;
 }
 
+static enum sl_err sq_audit_rows(struct sq *q, sqlite3_stmt *st, store_audit_fn fn, void *arg,
+				 struct sl_diag *d);
+
 static enum sl_err sq_audit_scan(void *impl, const struct store_audit_filter *f,
 				 store_audit_fn fn, void *arg, struct sl_diag *d)
 {
@@ -731,6 +740,14 @@ static enum sl_err sq_audit_scan(void *impl, const struct store_audit_filter *f,
 	if (act)
 		sqlite3_bind_text(st, sqlite3_bind_parameter_index(st, ":action"), f->action, -1,
 				  SQLITE_STATIC);
+	return sq_audit_rows(q, st, fn, arg, d);
+}
+
+/* Steps st (columns seq, time_ns, tenant, action, canonical, leaf_hash) and
+ * hands each row to fn; resets st. */
+static enum sl_err sq_audit_rows(struct sq *q, sqlite3_stmt *st, store_audit_fn fn, void *arg,
+				 struct sl_diag *d)
+{
 	enum sl_err e = SL_OK;
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -872,6 +889,35 @@ static enum sl_err sq_meta_scan(void *impl, store_scan_fn fn, void *arg, struct 
 	return e;
 }
 
+static enum sl_err sq_audit_heads(void *impl, uint64_t max_seq, store_audit_fn fn, void *arg,
+				  struct sl_diag *d)
+{
+	struct sq *q = impl;
+	sqlite3_bind_int64(q->a_heads, 1, (sqlite3_int64)max_seq);
+	return sq_audit_rows(q, q->a_heads, fn, arg, d);
+}
+
+static enum sl_err sq_audit_subtree_scan(void *impl, store_audit_subtree_fn fn, void *arg,
+					 struct sl_diag *d)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = q->a_sub_scan;
+	enum sl_err e = SL_OK;
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		sqlite3_int64 level = sqlite3_column_int64(st, 0), idx = sqlite3_column_int64(st, 1);
+		e = fn(arg, level > 0 && level < 64 ? (unsigned)level : 64,
+		       idx > 0 ? (uint64_t)idx : 0, sqlite3_column_blob(st, 2),
+		       (size_t)sqlite3_column_bytes(st, 2));
+		if (e != SL_OK)
+			break;
+	}
+	if (e == SL_OK && rc != SQLITE_DONE)
+		e = sq_error_on(q, rc, d, (struct sq_what){"scanning", "audit subtrees", NULL});
+	sq_done(st);
+	return e;
+}
+
 const struct store_ops store_sqlite_ops = {
 	.name = "sqlite",
 	.open = sq_open,
@@ -893,6 +939,8 @@ const struct store_ops store_sqlite_ops = {
 	.audit_scan = sq_audit_scan,
 	.audit_subtree_put = sq_audit_subtree_put,
 	.audit_subtree_get = sq_audit_subtree_get,
+	.audit_subtree_scan = sq_audit_subtree_scan,
+	.audit_heads = sq_audit_heads,
 	.audit_cp_put = sq_audit_cp_put,
 	.audit_cp_scan = sq_audit_cp_scan,
 	.audit_cp_latest = sq_audit_cp_latest,

@@ -21,6 +21,7 @@
 : "${SUANLID:?SUANLID must point at the suanlid binary}"
 : "${SUANLI_AGENT:?SUANLI_AGENT must point at the suanli-agent binary}"
 URL=""
+CA=""
 PORT=""
 ADMIN=""
 CTL_PID=""
@@ -39,12 +40,15 @@ ag_controller() {
 	local data=$1 fleet=$2
 	shift 2
 	local log="$TMP/suanlid.log"
-	if ! "$SUANLID" init --data "$data" >/dev/null; then
+	# TLS, as between real hosts: a certificate for the controller's
+	# address, HTTPS even where the namespaces fall back to loopback.
+	if ! "$SUANLID" init --data "$data" --tls-san "$(ns_addr ctl)" >/dev/null; then
 		echo "suanlid init failed" >>"$log"
 		return 1
 	fi
 	ADMIN=$(cat "$data/admin.token")
-	ns_spawn ctl "$log" "$SUANLID" serve --data "$data" --listen "$(ns_addr ctl):0" \
+	CA="$data/tls/ca.pem"
+	ns_spawn ctl "$log" "$SUANLID" serve --data "$data" --listen "$(ns_addr ctl):0" --tls \
 		--fleet "$fleet" "$@"
 	CTL_PID=$NS_LAST_PID
 	for _ in $(seq 1 200); do
@@ -53,15 +57,15 @@ ag_controller() {
 		kill -0 "$CTL_PID" 2>/dev/null || break
 		sleep 0.05
 	done
-	URL="http://$(ns_addr ctl):$PORT"
+	URL="https://$(ns_addr ctl):$PORT"
 	[ -n "$PORT" ]
 }
 
-sl() { SUANLI_SERVER=$URL SUANLI_TOKEN=$ADMIN ns_exec ctl "$SUANLI" "$@"; }
+sl() { SUANLI_SERVER=$URL SUANLI_TOKEN=$ADMIN SUANLI_CA=$CA ns_exec ctl "$SUANLI" "$@"; }
 
 api() {
 	local tok=$1 method=$2 path=$3 body=${4-}
-	local args=(-s -m 20 -o "$TMP/api.body" -w '%{http_code}' -X "$method")
+	local args=(-s -m 20 --cacert "$CA" -o "$TMP/api.body" -w '%{http_code}' -X "$method")
 	[ "$tok" != "-" ] && args+=(-H "Authorization: Bearer $tok")
 	[ -n "$body" ] && args+=(-H 'Content-Type: application/json' --data-binary "$body")
 	local code
@@ -92,7 +96,7 @@ ag_start() {
 		# the tests' jobs as host processes, for the one tenant they use
 		targs+=(--host-processes "$AG_HOST_TENANT")
 	fi
-	local cmd=("$SUANLI_AGENT" run --server "$URL" "${targs[@]}" --node "$name" \
+	local cmd=("$SUANLI_AGENT" run --server "$URL" --ca "$CA" "${targs[@]}" --node "$name" \
 		--simulate "$AG_TYPE" --state-dir "$TMP/agents/$name" --heartbeat "$AG_HEARTBEAT" "$@")
 	if [ "$AG_ENGINE" = podman ] && [ "$NS_MODE" = netns ]; then
 		# only the host's network namespace: `ip netns exec` would also give

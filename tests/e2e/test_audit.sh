@@ -165,10 +165,12 @@ flip() {
 leaf() { printf "$(echo "00$1" | sed 's/../\\x&/g')" | sha256sum | cut -d' ' -f1; }
 f8=$(flip 8) f18=$(flip 18)
 tamper "one byte of entry 8" "UPDATE audit_entries SET canonical = X'$f8' WHERE seq = 8" 8 "entry altered"
-# With the leaf hash recomputed too, only a checkpoint can tell: the first
-# one covering the entry names the first seq no earlier checkpoint vouched for.
+# With the leaf hash recomputed too, the next entry of the same tenant links
+# to the old hash (tenant chain), which names entry 8; where the tenant has no
+# later entry, the first checkpoint covering it names the first seq no earlier
+# checkpoint vouched for.
 tamper "entry 8 and its leaf hash" \
-	"UPDATE audit_entries SET canonical = X'$f8', leaf_hash = X'$(leaf "$f8")' WHERE seq = 8" 1 "checkpoint inconsistent"
+	"UPDATE audit_entries SET canonical = X'$f8', leaf_hash = X'$(leaf "$f8")' WHERE seq = 8" 8 "entry altered"
 tamper "entry 18 and its leaf hash" \
 	"UPDATE audit_entries SET canonical = X'$f18', leaf_hash = X'$(leaf "$f18")' WHERE seq = 18" 18 "checkpoint inconsistent"
 tamper "a deleted entry" "DELETE FROM audit_entries WHERE seq = 9" 9 "entry missing"

@@ -19,6 +19,7 @@
 #include "audit_verify.h"
 #include "checkpoint.h"
 #include "merkle.h"
+#include "tenant_chain.h"
 
 #define H MERKLE_HASH_SIZE
 #define ORIGIN "suanli.test/audit"
@@ -53,6 +54,7 @@ static void test_encoding_is_pinned(void **state)
 	(void)state;
 	struct audit_entry e;
 	audit_entry_init(&e);
+	e.version = AUDIT_FORMAT_V1;
 	e.seq = 0x0102030405060708ull;
 	e.time_ns = -2;
 	assert_int_equal(audit_entry_set(&e, "actor", "t1", NULL), SL_OK);
@@ -61,7 +63,7 @@ static void test_encoding_is_pinned(void **state)
 	assert_int_equal(audit_entry_set(&e, "target", "\xe7\xae\x97", NULL), SL_OK);
 	assert_int_equal(audit_entry_set(&e, "outcome", "ok", NULL), SL_OK);
 	memset(e.request_digest, 0xee, AUDIT_DIGEST_SIZE);
-	uint8_t want[128], got[AUDIT_ENCODED_MAX];
+	uint8_t want[192], got[AUDIT_ENCODED_MAX];
 	size_t n = 0;
 	const uint8_t head[] = {0x01, 1, 2, 3, 4, 5, 6, 7, 8,
 				0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe,
@@ -84,6 +86,28 @@ static void test_encoding_is_pinned(void **state)
 	/* buffer one byte short */
 	struct sl_diag d;
 	assert_int_equal(audit_entry_encode(&e, got, n - 1, &len, &d), SL_ELIMIT);
+	/* version 2: 0x02 first, then the same, then the tenant link */
+	e.version = AUDIT_FORMAT_VERSION;
+	e.prev_seq = 0x1112131415161718ull;
+	memset(e.prev_hash, 0xab, AUDIT_HASH_SIZE);
+	want[0] = 0x02;
+	const uint8_t link[] = {0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18};
+	memcpy(want + n, link, 8);
+	memset(want + n + 8, 0xab, AUDIT_HASH_SIZE);
+	assert_int_equal(audit_entry_encode(&e, got, sizeof(got), &len, NULL), SL_OK);
+	assert_int_equal(len, n + AUDIT_LINK_SIZE);
+	assert_memory_equal(got, want, len);
+	struct audit_entry back;
+	assert_int_equal(audit_entry_decode(got, len, &back, NULL), SL_OK);
+	assert_memory_equal(&back, &e, sizeof(e));
+	/* no link but a link hash: refused */
+	memset(got + n, 0, 8);
+	assert_int_equal(audit_entry_decode(got, len, &back, &d), SL_EPARSE);
+	/* a version 1 entry still decodes, without a link */
+	want[0] = 0x01;
+	assert_int_equal(audit_entry_decode(want, n, &back, NULL), SL_OK);
+	assert_int_equal(back.version, AUDIT_FORMAT_V1);
+	assert_int_equal(back.prev_seq, 0);
 }
 
 static void test_round_trip_and_every_truncation(void **state)
@@ -123,7 +147,7 @@ static void test_decode_refuses(void **state)
 	assert_int_equal(audit_entry_encode(&e, buf, sizeof(buf), &len, NULL), SL_OK);
 	/* actor length is at 17..18, its bytes at 19..21 */
 	static const struct bad_bytes cases[] = {
-		{"version 2", 0, 2},
+		{"version 3", 0, 3},
 		{"version 0", 0, 0},
 		{"NUL in a string", 20, 0},
 		{"lone continuation byte", 19, 0x80},
@@ -201,6 +225,19 @@ static void make_checkpoint(struct checkpoint *c, uint64_t size, const uint8_t r
 	assert_int_equal(checkpoint_init(c, ORIGIN, size, root,
 					 1700000000000000000LL + (int64_t)size, NULL),
 			 SL_OK);
+	assert_int_equal(checkpoint_sign(c, sk, NULL), SL_OK);
+}
+
+/* A checkpoint that also commits to the tenant heads (tenant_chain.h). */
+static void make_checkpoint_heads(struct checkpoint *c, uint64_t size, const uint8_t root[H],
+				  const struct audit_heads *heads, const uint8_t sk[64])
+{
+	uint8_t hr[H];
+	assert_int_equal(checkpoint_init(c, ORIGIN, size, root,
+					 1700000000000000000LL + (int64_t)size, NULL),
+			 SL_OK);
+	assert_int_equal(audit_heads_root(heads, hr, NULL), SL_OK);
+	checkpoint_set_heads(c, hr);
 	assert_int_equal(checkpoint_sign(c, sk, NULL), SL_OK);
 }
 
@@ -321,22 +358,27 @@ static struct log *log_new(size_t n, size_t every, uint64_t first)
 	assert_true(l->bytes && l->len && l->hash && l->rec);
 	keys(7, l->pk, l->sk);
 	struct merkle_frontier f;
+	struct audit_heads heads;
 	merkle_frontier_init(&f);
+	assert_int_equal(audit_heads_init(&heads), SL_OK);
 	for (size_t i = 0; i < n; i++) {
 		struct audit_entry e;
 		make_entry(&e, first + i);
+		audit_heads_link(&heads, &e);
 		assert_int_equal(audit_entry_encode(&e, l->bytes[i], AUDIT_ENCODED_MAX,
 						    &l->len[i], NULL),
 				 SL_OK);
 		audit_leaf_hash(l->bytes[i], l->len[i], l->hash[i]);
+		assert_int_equal(audit_heads_advance(&heads, &e, l->hash[i]), SL_OK);
 		assert_int_equal(merkle_frontier_append(&f, l->hash[i]), SL_OK);
 		if ((i + 1) % every == 0 || i + 1 == n) {
 			uint8_t root[H];
 			merkle_frontier_root(&f, root);
 			assert_true(l->ncp < 16);
-			make_checkpoint(&l->cp[l->ncp++], i + 1, root, l->sk);
+			make_checkpoint_heads(&l->cp[l->ncp++], i + 1, root, &heads, l->sk);
 		}
 	}
+	audit_heads_free(&heads);
 	return l;
 }
 
@@ -364,7 +406,7 @@ static void log_records(struct log *l, enum rec_mode mode, uint64_t first)
 static enum sl_err log_verify(struct log *l, const struct audit_record *rec, size_t n,
 			      uint64_t first, struct audit_verify_report *out)
 {
-	struct audit_verify_config cfg = {l->pk, ORIGIN, first, l->cp, l->ncp};
+	struct audit_verify_config cfg = {l->pk, ORIGIN, first, l->cp, l->ncp, NULL, 0, 0};
 	struct sl_diag d;
 	sl_diag_clear(&d);
 	return audit_verify_log(&cfg, rec, n, out, &d);
@@ -446,7 +488,14 @@ static void test_every_altered_byte_is_located(void **state)
 			assert_int_equal(log_verify(l, l->rec, l->n, 0, &r), SL_ECONFLICT);
 			l->bytes[k][b] ^= 0x01;
 			if (r.fault == AUDIT_FAULT_ENTRY_ALTERED) {
-				assert_int_equal(r.seq, k);
+				/* the entry itself, or the next entry of its tenant
+				 * (or of the tenant the change gave it), whose link
+				 * no longer holds */
+				if (r.seq != k && b >= l->len[k] - H)
+					assert_true(r.seq < k && strstr(r.detail, "links to"));
+				else if (r.seq != k)
+					assert_true(r.seq > k && r.seq <= k + 6 &&
+						    strstr(r.detail, "links to"));
 			} else {
 				assert_int_equal(r.fault, AUDIT_FAULT_CHECKPOINT_INCONSISTENT);
 				assert_int_equal(r.seq, k / 8 * 8);
@@ -630,14 +679,14 @@ static void test_streaming_stops_early(void **state)
 	struct log *l = log_new(100, 25, 0);
 	log_records(l, WITH_BOTH, 0);
 	l->bytes[10][40] ^= 1;
-	struct audit_verify_config cfg = {l->pk, NULL, 0, l->cp, l->ncp};
+	struct audit_verify_config cfg = {l->pk, NULL, 0, l->cp, l->ncp, NULL, 0, 0};
 	struct audit_verifier v;
 	assert_int_equal(audit_verifier_init(&v, &cfg, NULL), SL_OK);
 	size_t fed = 0;
 	while (fed < l->n && !audit_verifier_decided(&v))
 		assert_int_equal(audit_verifier_add(&v, &l->rec[fed++], NULL), SL_OK);
 	assert_int_equal(fed, 11);
-	struct audit_record empty = {5, NULL, 0, NULL};
+	struct audit_record empty = {5, NULL, 0, NULL, false, 0, NULL, NULL};
 	assert_int_equal(audit_verifier_add(&v, &empty, NULL), SL_EINVAL);
 	struct audit_verify_report r;
 	assert_int_equal(audit_verifier_finish(&v, &r), SL_ECONFLICT);
@@ -672,12 +721,13 @@ static void test_single_entry_with_proof(void **state)
 		assert_int_equal(audit_verify_entry(l->bytes[o], l->len[o], 0, &p, cp, l->pk,
 						    ORIGIN, &e, &d),
 				 SL_ECONFLICT);
-		/* a changed entry */
-		l->bytes[k][l->len[k] - 1] ^= 1;
+		/* a changed entry (its digest's last byte) */
+		size_t at = l->len[k] - 1 - AUDIT_LINK_SIZE;
+		l->bytes[k][at] ^= 1;
 		assert_int_equal(audit_verify_entry(l->bytes[k], l->len[k], 0, &p, cp, l->pk,
 						    ORIGIN, &e, &d),
 				 SL_ECONFLICT);
-		l->bytes[k][l->len[k] - 1] ^= 1;
+		l->bytes[k][at] ^= 1;
 	}
 	struct merkle_proof p;
 	struct audit_entry e;

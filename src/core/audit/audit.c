@@ -7,6 +7,7 @@
  * byte strings can never stand for the same entry. */
 #include "audit.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #include "merkle.h"
@@ -31,6 +32,7 @@ static const struct audit_field audit_fields[] = {
 void audit_entry_init(struct audit_entry *e)
 {
 	memset(e, 0, sizeof(*e));
+	e->version = AUDIT_FORMAT_VERSION;
 }
 
 /* Well-formed UTF-8 per RFC 3629 (shortest form, no surrogates, at most
@@ -124,7 +126,10 @@ enum sl_err audit_entry_encode(const struct audit_entry *e, uint8_t *buf,
 			       size_t cap, size_t *len, struct sl_diag *d)
 {
 	size_t lens[AUDIT_NFIELDS];
-	size_t total = AUDIT_ENCODED_FIXED;
+	if (e->version != AUDIT_FORMAT_VERSION && e->version != AUDIT_FORMAT_V1)
+		return sl_diag_set(d, SL_EINVAL, "audit entry format %u is unknown", e->version);
+	bool v2 = e->version == AUDIT_FORMAT_VERSION;
+	size_t total = AUDIT_ENCODED_FIXED + (v2 ? AUDIT_LINK_SIZE : 0);
 	for (size_t i = 0; i < AUDIT_NFIELDS; i++) {
 		const struct audit_field *f = &audit_fields[i];
 		const char *s = (const char *)e + f->offset;
@@ -144,7 +149,7 @@ enum sl_err audit_entry_encode(const struct audit_entry *e, uint8_t *buf,
 				   "audit entry needs %zu bytes, buffer has %zu",
 				   total, cap);
 	uint8_t *p = buf;
-	*p++ = AUDIT_FORMAT_VERSION;
+	*p++ = e->version;
 	audit_put_u64(p, e->seq);
 	p += 8;
 	audit_put_u64(p, (uint64_t)e->time_ns);
@@ -156,6 +161,11 @@ enum sl_err audit_entry_encode(const struct audit_entry *e, uint8_t *buf,
 		p += lens[i];
 	}
 	memcpy(p, e->request_digest, AUDIT_DIGEST_SIZE);
+	p += AUDIT_DIGEST_SIZE;
+	if (v2) {
+		audit_put_u64(p, e->prev_seq);
+		memcpy(p + 8, e->prev_hash, AUDIT_HASH_SIZE);
+	}
 	*len = total;
 	return SL_OK;
 }
@@ -168,16 +178,19 @@ enum sl_err audit_entry_decode(const uint8_t *buf, size_t len,
 		return sl_diag_set(d, SL_EPARSE,
 				   "audit entry is %zu bytes; at least %d expected",
 				   len, AUDIT_ENCODED_FIXED);
-	if (buf[0] != AUDIT_FORMAT_VERSION)
+	if (buf[0] != AUDIT_FORMAT_VERSION && buf[0] != AUDIT_FORMAT_V1)
 		return sl_diag_set(d, SL_EPARSE,
-				   "audit entry format version %u at offset 0; %d expected",
-				   buf[0], AUDIT_FORMAT_VERSION);
+				   "audit entry format version %u at offset 0; %d or %d expected",
+				   buf[0], AUDIT_FORMAT_V1, AUDIT_FORMAT_VERSION);
+	out->version = buf[0];
+	/* Bytes after the six strings: the digest, and in version 2 the link. */
+	size_t tail = AUDIT_DIGEST_SIZE + (buf[0] == AUDIT_FORMAT_VERSION ? AUDIT_LINK_SIZE : 0);
 	out->seq = audit_get_u64(buf + 1);
 	out->time_ns = (int64_t)audit_get_u64(buf + 9);
 	size_t off = 17;
 	for (size_t i = 0; i < AUDIT_NFIELDS; i++) {
 		const struct audit_field *f = &audit_fields[i];
-		if (len - off < 2 + AUDIT_DIGEST_SIZE)
+		if (len - off < 2 + tail)
 			return sl_diag_set(d, SL_EPARSE,
 					   "audit entry ends inside the %s length at offset %zu",
 					   f->name, off);
@@ -187,7 +200,7 @@ enum sl_err audit_entry_decode(const uint8_t *buf, size_t len,
 					   "audit %s length %zu at offset %zu exceeds %zu",
 					   f->name, n, off, f->max);
 		off += 2;
-		if (len - off < n + AUDIT_DIGEST_SIZE)
+		if (len - off < n + tail)
 			return sl_diag_set(d, SL_EPARSE,
 					   "audit entry ends inside the %s at offset %zu",
 					   f->name, off);
@@ -199,11 +212,22 @@ enum sl_err audit_entry_decode(const uint8_t *buf, size_t len,
 		memcpy((char *)out + f->offset, buf + off, n);
 		off += n;
 	}
-	if (len - off != AUDIT_DIGEST_SIZE)
+	if (len - off != tail)
 		return sl_diag_set(d, SL_EPARSE,
-				   "audit entry has %zu bytes after the digest at offset %zu; none allowed",
-				   len - off - AUDIT_DIGEST_SIZE, off + AUDIT_DIGEST_SIZE);
+				   "audit entry has %zu bytes after the digest%s at offset %zu; none allowed",
+				   len - off - tail, tail > AUDIT_DIGEST_SIZE ? " and the tenant link" : "",
+				   off + tail);
 	memcpy(out->request_digest, buf + off, AUDIT_DIGEST_SIZE);
+	off += AUDIT_DIGEST_SIZE;
+	if (tail > AUDIT_DIGEST_SIZE) {
+		out->prev_seq = audit_get_u64(buf + off);
+		memcpy(out->prev_hash, buf + off + 8, AUDIT_HASH_SIZE);
+		static const uint8_t zero[AUDIT_HASH_SIZE] = {0};
+		if (out->prev_seq == 0 && memcmp(out->prev_hash, zero, AUDIT_HASH_SIZE))
+			return sl_diag_set(d, SL_EPARSE,
+					   "audit entry links to no entry but has a link hash at offset %zu",
+					   off + 8);
+	}
 	return SL_OK;
 }
 

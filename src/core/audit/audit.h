@@ -20,9 +20,25 @@
  *   end-32  32    request_digest, raw bytes (SHA-256 of the request body as the
  *                 controller defines it; all zero when there is no body)
  *
- * Nothing follows the digest: the total length is 61 + the six string
- * lengths. Every entry has exactly one encoding and every valid byte string
- * decodes to exactly one entry, so hashing the bytes is hashing the entry.
+ * In version 1 nothing follows the digest: the total length is 61 + the six
+ * string lengths.
+ *
+ * CANONICAL ENCODING, version 2 (what the controller writes): version 1's
+ * layout with the byte 0x02 first, and after the digest
+ *
+ *   end-40  8     prev_seq, unsigned 64-bit: the seq of the previous entry of
+ *                 the same tenant, 0 when this is the tenant's first entry or
+ *                 the entry has no chained tenant (audit_tenant_chained)
+ *   end-32  32    prev_hash: that entry's leaf hash; all zero when prev_seq is 0
+ *
+ * so the total length is 101 + the six string lengths. The link makes each
+ * tenant's entries a hash chain through the log; checkpoints commit to every
+ * tenant's newest entry (tenant_chain.h), so a tenant can prove it sees ALL of
+ * its entries. Version 1 entries (stores written before the chain existed)
+ * still decode, with prev_seq 0: they are not linked (docs/audit.md).
+ *
+ * Every entry has exactly one encoding and every valid byte string decodes
+ * to exactly one entry, so hashing the bytes is hashing the entry.
  *
  * The Merkle leaf hash of an entry is SHA-256(0x00 || canonical bytes)
  * (RFC 6962 §2.1).
@@ -37,7 +53,8 @@
 
 #include "err.h"
 
-#define AUDIT_FORMAT_VERSION 1
+#define AUDIT_FORMAT_VERSION 2  /* what audit_entry_init selects */
+#define AUDIT_FORMAT_V1 1       /* before the tenant chain: decoded, still writable */
 #define AUDIT_HASH_SIZE 32      /* SHA-256 */
 #define AUDIT_DIGEST_SIZE 32    /* request_digest */
 
@@ -49,11 +66,13 @@
 #define AUDIT_TARGET_MAX 256    /* what it acted on: a lease id, a node name */
 #define AUDIT_OUTCOME_MAX 64    /* "ok", or the sl_err code of a refusal */
 
-/* Fixed part of the encoding: version + seq + time + 6 lengths + digest. */
+/* Fixed part of the version 1 encoding: version + seq + time + 6 lengths +
+ * digest; version 2 adds the tenant link. */
 #define AUDIT_ENCODED_FIXED (1 + 8 + 8 + 6 * 2 + AUDIT_DIGEST_SIZE)
+#define AUDIT_LINK_SIZE (8 + AUDIT_HASH_SIZE)
 /* Largest canonical encoding: a buffer this big always suffices. */
 #define AUDIT_ENCODED_MAX                                                     \
-	(AUDIT_ENCODED_FIXED + AUDIT_ACTOR_MAX + AUDIT_ROLE_MAX +              \
+	(AUDIT_ENCODED_FIXED + AUDIT_LINK_SIZE + AUDIT_ACTOR_MAX + AUDIT_ROLE_MAX + \
 	 AUDIT_TENANT_MAX + AUDIT_ACTION_MAX + AUDIT_TARGET_MAX +              \
 	 AUDIT_OUTCOME_MAX)
 
@@ -68,9 +87,13 @@ struct audit_entry {
 	char target[AUDIT_TARGET_MAX + 1];
 	char outcome[AUDIT_OUTCOME_MAX + 1];
 	uint8_t request_digest[AUDIT_DIGEST_SIZE];
+	uint8_t version;                   /* AUDIT_FORMAT_VERSION or AUDIT_FORMAT_V1 */
+	uint64_t prev_seq;                 /* version 2: the tenant's previous entry, 0: none */
+	uint8_t prev_hash[AUDIT_HASH_SIZE];
 };
 
-/* Zero-fills *e (all strings empty, digest zero). */
+/* Zero-fills *e (all strings empty, digest zero, no link) and selects
+ * format AUDIT_FORMAT_VERSION. */
 void audit_entry_init(struct audit_entry *e);
 
 /* Copies `value` into the string field of *e named by `field` ("actor",
@@ -88,9 +111,10 @@ SL_MUST_USE enum sl_err audit_entry_encode(const struct audit_entry *e,
 					   uint8_t *buf, size_t cap, size_t *len,
 					   struct sl_diag *d);
 
-/* Parses canonical bytes into *out. Refuses (SL_EPARSE, with the offset in
- * the message) an unknown version, a truncated field, a string over its bound,
- * invalid UTF-8 or a NUL in a string, and any bytes after the digest. *out is
+/* Parses canonical bytes (version 1 or 2) into *out. Refuses (SL_EPARSE,
+ * with the offset in the message) an unknown version, a truncated field, a
+ * string over its bound, invalid UTF-8 or a NUL in a string, a link with
+ * prev_seq 0 but a non-zero hash, and any bytes after the end. *out is
  * unspecified on error. */
 SL_MUST_USE enum sl_err audit_entry_decode(const uint8_t *buf, size_t len,
 					   struct audit_entry *out,

@@ -28,8 +28,20 @@ const char *audit_fault_name(enum audit_fault f)
 		return "checkpoint signature invalid";
 	case AUDIT_FAULT_CHECKPOINT_INCONSISTENT:
 		return "checkpoint inconsistent";
+	case AUDIT_FAULT_INDEX_ALTERED:
+		return "index altered";
+	case AUDIT_FAULT_SUBTREE_ALTERED:
+		return "subtree altered";
 	}
 	return "unknown";
+}
+
+static int audit_st_cmp(const void *a, const void *b)
+{
+	const struct audit_verify_st *x = a, *y = b;
+	if (x->level != y->level)
+		return x->level < y->level ? -1 : 1;
+	return x->index < y->index ? -1 : x->index > y->index;
 }
 
 static int audit_cp_cmp(const void *a, const void *b)
@@ -104,6 +116,20 @@ static void audit_check_due(struct audit_verifier *v)
 				     (unsigned long long)(v->first_seq + c->cp.size - 1));
 			return;
 		}
+		if (c->cp.has_heads && !v->blind) {
+			struct sl_diag d;
+			sl_diag_clear(&d);
+			if (audit_heads_root(&v->heads, root, &d) == SL_OK &&
+			    memcmp(root, c->cp.heads, MERKLE_HASH_SIZE) != 0) {
+				uint64_t from = v->first_seq + v->good_size;
+				audit_decide(v, AUDIT_FAULT_CHECKPOINT_INCONSISTENT, from, c->index,
+					     "checkpoint %zu signs tenant heads over %llu entries that differ from the stored entries' newest per tenant; an entry from seq %llu to %llu was changed",
+					     c->index, (unsigned long long)c->cp.size,
+					     (unsigned long long)from,
+					     (unsigned long long)(v->first_seq + c->cp.size - 1));
+				return;
+			}
+		}
 		v->good_size = v->pos;
 		v->verified++;
 		v->next_cp++;
@@ -140,6 +166,25 @@ enum sl_err audit_verifier_init(struct audit_verifier *v,
 		v->n_cps = cfg->n_checkpoints;
 		qsort(v->cps, v->n_cps, sizeof(*v->cps), audit_cp_cmp);
 	}
+	if (audit_heads_init(&v->heads))
+		return sl_diag_set(d, SL_ENOMEM, "no memory for the tenant heads");
+	v->st_step = cfg->subtree_step;
+	if (cfg->n_subtrees) {
+		v->sts = calloc(cfg->n_subtrees, sizeof(*v->sts));
+		if (!v->sts)
+			return sl_diag_set(d, SL_ENOMEM, "no memory for %zu subtrees",
+					   cfg->n_subtrees);
+		for (size_t i = 0; i < cfg->n_subtrees; i++) {
+			const struct audit_subtree *t = &cfg->subtrees[i];
+			v->sts[i].level = t->level;
+			v->sts[i].index = t->index;
+			v->sts[i].bad_len = t->hash_len != MERKLE_HASH_SIZE || !t->hash;
+			if (!v->sts[i].bad_len)
+				memcpy(v->sts[i].hash, t->hash, MERKLE_HASH_SIZE);
+		}
+		v->n_sts = cfg->n_subtrees;
+		qsort(v->sts, v->n_sts, sizeof(*v->sts), audit_st_cmp);
+	}
 	audit_check_due(v); /* checkpoints of the empty tree */
 	return SL_OK;
 }
@@ -149,6 +194,109 @@ void audit_verifier_release(struct audit_verifier *v)
 	free(v->cps);
 	v->cps = NULL;
 	v->n_cps = 0;
+	free(v->sts);
+	v->sts = NULL;
+	v->n_sts = 0;
+	if (v->heads.map)
+		audit_heads_free(&v->heads);
+}
+
+/* The first seq a subtree covers, saturated. */
+static uint64_t audit_st_seq(const struct audit_verifier *v, unsigned level, uint64_t index)
+{
+	if (level >= 64 || index > (UINT64_MAX - v->first_seq) >> level)
+		return UINT64_MAX;
+	return v->first_seq + (index << level);
+}
+
+/* Each subtree an append completes: the stored row, if any, must match. */
+static enum sl_err audit_st_sink(void *ctx, unsigned level, uint64_t index,
+				 const uint8_t hash[MERKLE_HASH_SIZE])
+{
+	struct audit_verifier *v = ctx;
+	if (!v->n_sts || !v->st_step || level % v->st_step)
+		return SL_OK;
+	struct audit_verify_st key = {level, index, {0}, false, false};
+	struct audit_verify_st *t = bsearch(&key, v->sts, v->n_sts, sizeof(*v->sts), audit_st_cmp);
+	if (!t)
+		return SL_OK; /* not cached: proofs compute it from below */
+	t->seen = true;
+	if (t->bad_len || memcmp(t->hash, hash, MERKLE_HASH_SIZE))
+		audit_decide(v, AUDIT_FAULT_SUBTREE_ALTERED, audit_st_seq(v, level, index), SIZE_MAX,
+			     "cached subtree (level %u, index %llu) over entries %llu.. differs from the hash of those entries",
+			     level, (unsigned long long)index,
+			     (unsigned long long)audit_st_seq(v, level, index));
+	return SL_OK;
+}
+
+/* Stored subtree rows no completed subtree accounted for. */
+static void audit_st_settle(struct audit_verifier *v)
+{
+	uint64_t best = UINT64_MAX;
+	const struct audit_verify_st *bt = NULL;
+	for (size_t i = 0; i < v->n_sts; i++) {
+		const struct audit_verify_st *t = &v->sts[i];
+		if (t->seen)
+			continue;
+		/* A row for a complete subtree at a kept level was compared when
+		 * it completed; anything else stands for nothing in this log. */
+		uint64_t s = audit_st_seq(v, t->level, t->index);
+		if (s < best || !bt) {
+			best = s;
+			bt = t;
+		}
+	}
+	if (bt)
+		audit_decide(v, AUDIT_FAULT_SUBTREE_ALTERED, best, SIZE_MAX,
+			     "cached subtree (level %u, index %llu) stands for no subtree of the %llu entries",
+			     bt->level, (unsigned long long)bt->index,
+			     (unsigned long long)v->tree.size);
+}
+
+/* The columns the store keeps beside the bytes, and the tenant link. */
+static bool audit_check_row(struct audit_verifier *v, const struct audit_record *r,
+			    const struct audit_entry *e, uint64_t want)
+{
+	if (r->has_index) {
+		const char *t = r->tenant ? r->tenant : "", *a = r->action ? r->action : "";
+		const char *field = NULL, *stored = NULL, *real = NULL;
+		if (r->time_ns != e->time_ns)
+			field = "time";
+		else if (strcmp(t, audit_index_label(e->tenant)))
+			field = "tenant", stored = t, real = audit_index_label(e->tenant);
+		else if (strcmp(a, audit_index_label(e->action)))
+			field = "action", stored = a, real = audit_index_label(e->action);
+		if (field) {
+			if (stored)
+				audit_decide(v, AUDIT_FAULT_INDEX_ALTERED, want, SIZE_MAX,
+					     "entry %llu: the stored %s column says '%.64s', the entry '%.64s'",
+					     (unsigned long long)want, field, stored, real);
+			else
+				audit_decide(v, AUDIT_FAULT_INDEX_ALTERED, want, SIZE_MAX,
+					     "entry %llu: the stored time column says %lld, the entry %lld",
+					     (unsigned long long)want, (long long)r->time_ns,
+					     (long long)e->time_ns);
+			return false;
+		}
+	}
+	if (e->version == AUDIT_FORMAT_V1)
+		return true;
+	const struct audit_head *h = audit_tenant_chained(e->tenant)
+					     ? audit_heads_get(&v->heads, e->tenant) : NULL;
+	uint64_t ps = h ? h->seq : 0;
+	if (e->prev_seq != ps || (h && memcmp(e->prev_hash, h->hash, MERKLE_HASH_SIZE))) {
+		/* Either this entry or the one it should link to was rewritten
+		 * (with its stored hash). A hash that differs names the earlier
+		 * of the two (the first that may be bad); a seq, this one. */
+		uint64_t at = e->prev_seq == ps ? ps : want;
+		audit_decide(v, AUDIT_FAULT_ENTRY_ALTERED, at, SIZE_MAX,
+			     "entry %llu links to entry %llu as tenant '%.64s''s previous; the log's is %llu%s",
+			     (unsigned long long)want, (unsigned long long)e->prev_seq, e->tenant,
+			     (unsigned long long)ps,
+			     e->prev_seq == ps ? ", whose hash differs from the link's" : "");
+		return false;
+	}
+	return true;
 }
 
 /* The seq a record stands for: its bytes' own when it has bytes. */
@@ -226,11 +374,18 @@ enum sl_err audit_verifier_add(struct audit_verifier *v,
 				     (unsigned long long)want);
 			return SL_OK;
 		}
+		if (!audit_check_row(v, r, &e, want))
+			return SL_OK;
+		if (audit_heads_advance(&v->heads, &e, leaf))
+			return sl_diag_set(d, SL_ENOMEM, "no memory for the tenant heads");
 	} else {
 		memcpy(leaf, r->leaf_hash, MERKLE_HASH_SIZE);
+		v->blind = true;
 	}
-	if (merkle_frontier_append(&v->tree, leaf) != SL_OK)
+	if (merkle_frontier_append_sink(&v->tree, leaf, audit_st_sink, v) != SL_OK)
 		return sl_diag_set(d, SL_ELIMIT, "audit log exceeds 2^64 - 1 entries");
+	if (audit_verifier_decided(v))
+		return SL_OK;
 	v->pos++;
 	audit_check_due(v);
 	return SL_OK;
@@ -273,6 +428,8 @@ enum sl_err audit_verifier_finish(struct audit_verifier *v,
 		else
 			audit_settle_tail(v);
 	}
+	if (!audit_verifier_decided(v))
+		audit_st_settle(v);
 	v->report.checkpoints_verified = v->verified;
 	v->report.size = v->tree.size;
 	merkle_frontier_root(&v->tree, v->report.root);

@@ -16,7 +16,15 @@
  *   checkpoint signature a checkpoint's signature (or key id, or origin) is not
  *                        the log key's;
  *   checkpoint           a validly signed checkpoint's root differs from the
- *   inconsistent         root of the entries it covers.
+ *   inconsistent         root of the entries it covers, or its heads root
+ *                        (tenant_chain.h) from the tenants' newest entries;
+ *   index altered        a stored column that is not hashed (time, tenant,
+ *                        action) differs from what the entry's bytes say;
+ *   subtree altered      a row of the subtree cache differs from the hash of
+ *                        the leaves it stands for, or stands for none.
+ *
+ * A version 2 entry must link (audit.h) to its tenant's previous entry as
+ * the log holds it; a wrong link is "entry altered" at that entry.
  *
  * Where the fault is located:
  *  - entry faults: the seq expected at that position (first_seq + position).
@@ -43,6 +51,7 @@
 #include "checkpoint.h"
 #include "err.h"
 #include "merkle.h"
+#include "tenant_chain.h"
 
 enum audit_fault {
 	AUDIT_FAULT_NONE = 0,
@@ -51,10 +60,13 @@ enum audit_fault {
 	AUDIT_FAULT_REORDERED,
 	AUDIT_FAULT_CHECKPOINT_SIGNATURE,
 	AUDIT_FAULT_CHECKPOINT_INCONSISTENT,
+	AUDIT_FAULT_INDEX_ALTERED,
+	AUDIT_FAULT_SUBTREE_ALTERED,
 };
 
 /* "ok", "entry altered", "entry missing", "reordered",
- * "checkpoint signature invalid", "checkpoint inconsistent"; never NULL. */
+ * "checkpoint signature invalid", "checkpoint inconsistent", "index altered",
+ * "subtree altered"; never NULL. */
 const char *audit_fault_name(enum audit_fault f);
 
 /* One stored record, borrowed for the duration of the call that takes it. At
@@ -65,6 +77,19 @@ struct audit_record {
 	const uint8_t *bytes;      /* canonical entry bytes, or NULL */
 	size_t len;
 	const uint8_t *leaf_hash;  /* stored leaf hash (32 bytes), or NULL */
+	/* The store's index columns, checked against the bytes when has_index. */
+	bool has_index;
+	int64_t time_ns;
+	const char *tenant, *action;
+};
+
+/* One stored row of the subtree cache (merkle.h): the hash of 2^level leaves
+ * from leaf index * 2^level. hash_len other than 32 never matches. */
+struct audit_subtree {
+	unsigned level;
+	uint64_t index;
+	const uint8_t *hash;
+	size_t hash_len;
 };
 
 struct audit_verify_config {
@@ -74,6 +99,11 @@ struct audit_verify_config {
 	/* Checkpoints in any order (borrowed during init only; copied). */
 	const struct checkpoint *checkpoints;
 	size_t n_checkpoints;
+	/* The subtree cache to check (borrowed during init only; copied), and
+	 * the levels the writer keeps: multiples of subtree_step (0: none). */
+	const struct audit_subtree *subtrees;
+	size_t n_subtrees;
+	unsigned subtree_step;
 };
 
 struct audit_verify_report {
@@ -85,6 +115,14 @@ struct audit_verify_report {
 	uint64_t size;              /* tree size and root over the entries read */
 	uint8_t root[MERKLE_HASH_SIZE];
 	char detail[SL_DIAG_MSG];   /* what was wrong, for people */
+};
+
+/* Subtree copy (internal). */
+struct audit_verify_st {
+	unsigned level;
+	uint64_t index;
+	uint8_t hash[MERKLE_HASH_SIZE];
+	bool bad_len, seen;
 };
 
 /* Checkpoint copy with its input index (internal). */
@@ -102,6 +140,11 @@ struct audit_verifier {
 	size_t n_cps, next_cp, verified;
 	uint64_t pos, good_size;
 	struct merkle_frontier tree;
+	struct audit_heads heads;    /* each tenant's newest entry so far */
+	bool blind;                  /* a record without bytes: no link or heads checks */
+	struct audit_verify_st *sts; /* sorted by (level, index) */
+	size_t n_sts;
+	unsigned st_step;
 	bool pending;                /* a seq was out of place; its fate waits */
 	bool pending_filed_right;    /* ... but the record there was filed under it */
 	uint64_t pending_seq, pending_found;

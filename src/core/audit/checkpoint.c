@@ -74,6 +74,12 @@ enum sl_err checkpoint_init(struct checkpoint *c, const char *origin,
 	return SL_OK;
 }
 
+void checkpoint_set_heads(struct checkpoint *c, const uint8_t heads[CHECKPOINT_HASH_SIZE])
+{
+	c->has_heads = true;
+	memcpy(c->heads, heads, CHECKPOINT_HASH_SIZE);
+}
+
 enum sl_err checkpoint_body(const struct checkpoint *c, char *buf, size_t cap,
 			    size_t *len, struct sl_diag *d)
 {
@@ -85,8 +91,13 @@ enum sl_err checkpoint_body(const struct checkpoint *c, char *buf, size_t cap,
 	char root[CHECKPOINT_ROOT_B64 + 1];
 	sodium_bin2base64(root, sizeof(root), c->root, CHECKPOINT_HASH_SIZE,
 			  sodium_base64_VARIANT_ORIGINAL);
-	int n = snprintf(buf, cap, "%s\n%" PRIu64 "\n%s\n%" PRId64 "\n", c->origin,
-			 c->size, root, c->time_ns);
+	char heads[CHECKPOINT_ROOT_B64 + 1] = "";
+	if (c->has_heads)
+		sodium_bin2base64(heads, sizeof(heads), c->heads, CHECKPOINT_HASH_SIZE,
+				  sodium_base64_VARIANT_ORIGINAL);
+	int n = snprintf(buf, cap, "%s\n%" PRIu64 "\n%s\n%" PRId64 "\n%s%s%s", c->origin,
+			 c->size, root, c->time_ns, c->has_heads ? "heads " : "", heads,
+			 c->has_heads ? "\n" : "");
 	if (n < 0 || (size_t)n >= cap)
 		return sl_diag_set(d, SL_ELIMIT,
 				   "checkpoint body needs more than %zu bytes", cap);
@@ -202,13 +213,27 @@ enum sl_err checkpoint_parse(const char *text, size_t len,
 		return sl_diag_set(d, SL_EPARSE,
 				   "checkpoint is %zu bytes; at most %d expected",
 				   len, CHECKPOINT_TEXT_MAX);
-	const char *line[6];
-	size_t n[6], pos = 0;
-	for (int i = 0; i < 6; i++)
+	const char *line[7];
+	size_t n[7], pos = 0;
+	int nlines = 6;
+	for (int i = 0; i < nlines; i++) {
 		if (!checkpoint_line(text, len, &pos, &line[i], &n[i]))
 			return sl_diag_at(d, SL_EPARSE, i + 1, 0,
-					  "checkpoint ends before line %d is complete; 6 newline-terminated lines expected",
-					  i + 1);
+					  "checkpoint ends before line %d is complete; %d newline-terminated lines expected",
+					  i + 1, nlines);
+		if (i == 4 && n[4] > 6 && !memcmp(line[4], "heads ", 6))
+			nlines = 7;
+	}
+	uint8_t heads[CHECKPOINT_HASH_SIZE];
+	bool has_heads = nlines == 7;
+	if (has_heads) {
+		if (!checkpoint_b64(line[4] + 6, n[4] - 6, heads, sizeof(heads)))
+			return sl_diag_at(d, SL_EPARSE, 5, 0,
+					  "checkpoint heads line is not 'heads <base64 of %d bytes>'",
+					  CHECKPOINT_HASH_SIZE);
+		line[4] = line[5], n[4] = n[5];
+		line[5] = line[6], n[5] = n[6];
+	}
 	if (pos != len)
 		return sl_diag_at(d, SL_EPARSE, 7, 0,
 				  "checkpoint has bytes after its signature line");
@@ -235,6 +260,8 @@ enum sl_err checkpoint_parse(const char *text, size_t len,
 	struct sl_diag ignore;
 	if (checkpoint_init(out, origin, size, root, (int64_t)t, &ignore) != SL_OK)
 		return sl_diag_at(d, SL_EPARSE, 1, 0, "checkpoint origin: %s", ignore.msg);
+	if (has_heads)
+		checkpoint_set_heads(out, heads);
 	/* Signature line: "<dash> <origin> <base64 blob>". */
 	const size_t dash = sizeof(CHECKPOINT_DASH) - 1;
 	const char *s = line[5];

@@ -10,8 +10,14 @@
  *   <size, decimal>\n
  *   <root, standard base64 with padding (44 characters)>\n
  *   <time in ns since the Unix epoch, decimal>\n
+ *   [heads <tenant heads root, base64 (44 characters)>\n]
  *   \n
  *   \u2014 <origin> <base64(key_id[4] || signature[64])>\n
+ *
+ * The heads line (optional, so that notes signed before it existed still
+ * parse) commits to the newest entry of every tenant at this size: the
+ * RFC 6962 root over the sorted (tenant, seq, leaf hash) heads of
+ * tenant_chain.h. The controller always writes it.
  *
  * The signature (Ed25519, crypto_sign_detached) covers the first four lines
  * exactly, final newline included: the "body". key_id is the first 4 bytes of
@@ -26,6 +32,7 @@
 #ifndef SL_CHECKPOINT_H
 #define SL_CHECKPOINT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,7 +48,7 @@
 #define CHECKPOINT_SECKEY_SIZE 64   /* crypto_sign_SECRETKEYBYTES */
 #define CHECKPOINT_SEED_SIZE 32     /* crypto_sign_SEEDBYTES */
 /* Longest body and longest whole note, NUL not included. */
-#define CHECKPOINT_BODY_MAX (CHECKPOINT_ORIGIN_MAX + 20 + 44 + 19 + 4)
+#define CHECKPOINT_BODY_MAX (CHECKPOINT_ORIGIN_MAX + 20 + 44 + 19 + 4 + 6 + 44 + 1)
 #define CHECKPOINT_TEXT_MAX                                                   \
 	(CHECKPOINT_BODY_MAX + 1 + 4 + CHECKPOINT_ORIGIN_MAX + 1 + 92 + 1)
 
@@ -50,6 +57,8 @@ struct checkpoint {
 	uint64_t size;
 	uint8_t root[CHECKPOINT_HASH_SIZE];
 	int64_t time_ns; /* >= 0 */
+	bool has_heads;  /* the note has a heads line */
+	uint8_t heads[CHECKPOINT_HASH_SIZE];
 	uint8_t key_id[CHECKPOINT_KEY_ID_SIZE];
 	uint8_t sig[CHECKPOINT_SIG_SIZE];
 };
@@ -69,6 +78,9 @@ SL_MUST_USE enum sl_err checkpoint_init(struct checkpoint *c, const char *origin
 					uint64_t size,
 					const uint8_t root[CHECKPOINT_HASH_SIZE],
 					int64_t time_ns, struct sl_diag *d);
+
+/* Adds the tenant heads root (tenant_chain.h) to c; signing covers it. */
+void checkpoint_set_heads(struct checkpoint *c, const uint8_t heads[CHECKPOINT_HASH_SIZE]);
 
 /* Writes the signed body (the first four lines) into buf[0..cap), NUL
  * terminated, and its length (without NUL) into *len. SL_EINVAL for an
