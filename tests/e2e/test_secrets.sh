@@ -13,7 +13,8 @@ set -u
 . "$(dirname "$0")/netns_lib.sh"
 . "$(dirname "$0")/agent_lib.sh"
 command -v sqlite3 >/dev/null || skip "no sqlite3 CLI (scripts/deps.sh)"
-FLEET="$SL_ROOT/tests/data/fleet/agents-small.yaml"
+# acme owns these nodes: the test's jobs run as its host processes (agent_lib.sh)
+FLEET="$SL_ROOT/tests/data/fleet/agents-owned.yaml"
 DATA="$TMP/data"
 
 ns_init
