@@ -37,6 +37,7 @@ struct engine {
 	char image[ENGINE_IMAGE_MAX];
 	char hooks[STATE_PATH_MAX]; /* STATE_DIR/no-hooks, kept empty */
 	char node[CDI_NAME_MAX / 2];
+	char ldlib[CDI_PATH_MAX]; /* a driver library the CDI spec mounts ("" : none) */
 };
 
 /* The first executable name in PATH into out; false when none. */
@@ -274,6 +275,9 @@ static enum sl_err write_cdi(struct engine *e, const struct engine_opts *o, stru
 	}
 	if (!sim)
 		driver_mounts(h, ascend);
+	for (int i = 0; i < h->nmounts && !e->ldlib[0]; i++) /* the first library or lib dir */
+		if (strstr(h->mounts[i], ".so") || strstr(h->mounts[i], "/driver"))
+			snprintf(e->ldlib, sizeof(e->ldlib), "%s", h->mounts[i]);
 	json_t *spec = cdi_spec_json(disc, h);
 	char *text = spec ? json_dumps(spec, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
 	json_decref(spec);
@@ -394,6 +398,7 @@ void engine_fill(const struct engine *e, const char *name, const char *image,
 	r->devices = devp;
 	r->argv = argv;
 	r->argc = argc;
+	r->ldconfig_lib = e->ldlib;
 }
 
 bool engine_image_exists(const struct engine *e, const char *ref)

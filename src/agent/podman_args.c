@@ -102,6 +102,13 @@ enum sl_err podman_run_argv(const struct podman_run *r, char ***out, struct sl_d
 		addf(&w, "--env=%.*s", (int)(eq - r->env[i]), r->env[i]);
 	}
 	addf(&w, "%s", r->image);
+	if (r->ldconfig_lib && r->ldconfig_lib[0]) {
+		addf(&w, "%s", PODMAN_ENTRY_SH);
+		addf(&w, "-c");
+		addf(&w, "%s", PODMAN_ENTRY);
+		addf(&w, "%s", PODMAN_ENTRY_ARG0);
+		addf(&w, "%s", r->ldconfig_lib);
+	}
 	for (size_t i = 0; i < r->argc; i++)
 		addf(&w, "%s", r->argv[i]);
 	if (w.fail) {

@@ -53,7 +53,22 @@ struct podman_run {
 	size_t nenv;
 	char *const *argv;           /* the command (argc words) */
 	size_t argc;
+	const char *ldconfig_lib;    /* a driver library the CDI spec mounts (NULL or "":
+				      * none): the command is wrapped in PODMAN_ENTRY */
 };
+
+/* The entry that runs the command when driver libraries are mounted: the
+ * container runs ldconfig itself (no OCI hook runs as host root over its
+ * files, CVE-2025-23266), then execs the command, whose words follow as
+ * "$@" (never part of the script). $1 is the library: ldconfig runs only
+ * when it is there. With a writable /etc the system cache is rebuilt;
+ * with the read-only image, /run/ld.so.cache is (an image whose
+ * /etc/ld.so.cache links there uses it; docs/isolation.md). */
+#define PODMAN_ENTRY_SH "/bin/sh"
+#define PODMAN_ENTRY                                                                     \
+	"if [ -e \"$1\" ]; then ldconfig 2>/dev/null || "                                  \
+	"ldconfig -C /run/ld.so.cache 2>/dev/null || :; fi; shift; exec \"$@\""
+#define PODMAN_ENTRY_ARG0 "sl-entry"
 
 #define PODMAN_TOPO "/run/suanli/nccl-topo.xml"
 #define PODMAN_WORKDIR "/work"

@@ -108,6 +108,42 @@ static void test_isolation_options(void **state)
 	podman_argv_free(v);
 }
 
+/* With driver libraries mounted the command runs behind the ldconfig entry:
+ * the script is fixed, the library and the command's words are its "$@". */
+static void test_ldconfig_entry(void **state)
+{
+	(void)state;
+	char *argv[] = {"python3", "-c", "print('$(reboot)')", NULL};
+	const char *devs[] = {"n1-0", "n1-1"};
+	struct podman_run r;
+	char **v;
+	base(&r, argv, NULL, devs);
+	r.nenv = 0;
+	r.ldconfig_lib = "/usr/lib/x86_64-linux-gnu/libcuda.so.1";
+	assert_int_equal(podman_run_argv(&r, &v, NULL), SL_OK);
+	size_t n = count(v), i = n - 9;
+	assert_string_equal(v[i++], "localhost/suanli/base:abc");
+	assert_string_equal(v[i++], "/bin/sh");
+	assert_string_equal(v[i++], "-c");
+	assert_string_equal(v[i], PODMAN_ENTRY);
+	assert_non_null(strstr(v[i], "ldconfig"));
+	assert_non_null(strstr(v[i++], "exec \"$@\""));
+	assert_string_equal(v[i++], "sl-entry");
+	assert_string_equal(v[i++], "/usr/lib/x86_64-linux-gnu/libcuda.so.1");
+	assert_string_equal(v[i++], "python3");
+	assert_string_equal(v[i++], "-c");
+	assert_string_equal(v[i], "print('$(reboot)')");
+	podman_argv_free(v);
+	/* none mounted (simulate mode): the command itself, unwrapped */
+	r.ldconfig_lib = "";
+	assert_int_equal(podman_run_argv(&r, &v, NULL), SL_OK);
+	n = count(v);
+	assert_string_equal(v[n - 4], "localhost/suanli/base:abc");
+	assert_string_equal(v[n - 3], "python3");
+	assert_false(has(v, "/bin/sh"));
+	podman_argv_free(v);
+}
+
 static void test_refused(void **state)
 {
 	(void)state;
@@ -161,6 +197,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_isolation_options),
+		cmocka_unit_test(test_ldconfig_entry),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_uid_ranges),
 	};
