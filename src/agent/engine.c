@@ -17,6 +17,7 @@
 
 #include "log.h"
 #include "state.h"
+#include "uid_ranges.h"
 
 #ifndef TMPFS_MAGIC
 #define TMPFS_MAGIC 0x01021994
@@ -37,6 +38,7 @@ struct engine {
 	char image[ENGINE_IMAGE_MAX];
 	char hooks[STATE_PATH_MAX]; /* STATE_DIR/no-hooks, kept empty */
 	char node[CDI_NAME_MAX / 2];
+	char uid_dir[STATE_PATH_MAX];
 	char ldlib[CDI_PATH_MAX]; /* a driver library the CDI spec mounts ("" : none) */
 };
 
@@ -310,6 +312,7 @@ enum sl_err engine_new(const struct engine_opts *o, struct engine **out, struct 
 	e->disc = o->disc;
 	e->pids = o->pids > 0 ? o->pids : ENGINE_PIDS_DEFAULT;
 	snprintf(e->node, sizeof(e->node), "%s", o->name ? o->name : o->node);
+	snprintf(e->uid_dir, sizeof(e->uid_dir), "%s", o->uid_dir ? o->uid_dir : UID_RANGES_DIR);
 	snprintf(e->image, sizeof(e->image), "%s", o->image ? o->image : "");
 	probe(e);
 	if (e->ok) {
@@ -347,6 +350,7 @@ const char *engine_runtime(const struct engine *e) { return e ? e->runtime : "";
 const char *engine_cgroups(const struct engine *e) { return e ? e->cgroups : "none"; }
 const char *engine_default_image(const struct engine *e) { return e ? e->image : ""; }
 const char *engine_name(const struct engine *e) { return e ? e->node : ""; }
+const char *engine_uid_dir(const struct engine *e) { return e ? e->uid_dir : UID_RANGES_DIR; }
 
 uint32_t engine_uid_base(const char *lease)
 {

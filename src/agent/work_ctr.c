@@ -11,6 +11,7 @@
 
 #include "engine.h"
 #include "state.h"
+#include "uid_ranges.h"
 #include "work_int.h"
 
 void work_sup_set_engine(struct work_sup *s, const struct engine *eng, const char *host_tenant)
@@ -71,6 +72,7 @@ void lease_workdir_end(struct work_sup *s, const struct work_item *gone)
 		return;
 	(void)umount2(path, MNT_DETACH);
 	(void)rmdir(path);
+	uid_range_release(engine_uid_dir(s->eng), engine_name(s->eng), gone->spec.lease);
 }
 
 /* The podman command line of the item's container into *argv; envp gets
@@ -113,6 +115,11 @@ enum sl_err ctr_argv(struct work_sup *s, struct work_item *it, const char *topo,
 	env[sp->nenv] = "NCCL_TOPO_FILE=";
 	ctr_name(s, it, name, sizeof(name));
 	engine_fill(s->eng, name, image, sp->argv, sp->argc, sp->gpus, sp->lease, devs, devp, &r);
+	if ((e = uid_range_take(engine_uid_dir(s->eng), engine_name(s->eng), sp->lease,
+				&r.uid_base, d)) != SL_OK) {
+		free(env);
+		return e;
+	}
 	r.workdir = work;
 	r.topo = topo;
 	r.env = env;

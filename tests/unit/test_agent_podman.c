@@ -8,11 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "engine.h"
 #include "podman_args.h"
+#include "uid_ranges.h"
 
 static bool has(char **v, const char *w)
 {
@@ -193,6 +195,46 @@ static void test_uid_ranges(void **state)
 	assert_int_equal((named - ENGINE_UID_BASE) % PODMAN_IDS, 0);
 }
 
+/* The host's table: a lease keeps its range across asks, two leases (or two
+ * agents with the same lease id) never share one, even where their numbers
+ * hash alike, and a freed range is taken again. */
+static void test_uid_table(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/sl-uid-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	uint32_t a, a2, b, c, b2, d1, x;
+	assert_int_equal(uid_range_take(dir, "n1", "ls-000001", &a, NULL), SL_OK);
+	assert_int_equal(a, engine_uid_base("ls-000001"));
+	assert_int_equal(uid_range_take(dir, "n1", "ls-000001", &a2, NULL), SL_OK);
+	assert_int_equal(a, a2);
+	/* 16384 hashes to the same range as 1: it gets the next free one */
+	assert_int_equal(uid_range_take(dir, "n1", "ls-016384", &b, NULL), SL_OK);
+	assert_int_not_equal(a, b);
+	assert_int_equal(b, a + PODMAN_IDS);
+	/* another agent on the host with the same lease id: its own range */
+	assert_int_equal(uid_range_take(dir, "n2", "ls-000001", &c, NULL), SL_OK);
+	assert_true(c != a && c != b);
+	/* a hole left by a freed range does not hide a lease's range behind it */
+	uid_range_release(dir, "n1", "ls-000001");
+	assert_int_equal(uid_range_take(dir, "n1", "ls-016384", &b2, NULL), SL_OK);
+	assert_int_equal(b, b2);
+	/* the freed range is reused */
+	assert_int_equal(uid_range_take(dir, "n9", "ls-032767", &d1, NULL), SL_OK);
+	assert_int_equal(d1, a);
+	/* releasing what is not there is harmless */
+	uid_range_release(dir, "n1", "ls-000077");
+	assert_int_equal(uid_range_take(dir, "n1", "ls-000002", &x, NULL), SL_OK);
+	assert_true(x != a && x != b && x != c);
+	/* a table that cannot be written says so */
+	struct sl_diag dg;
+	sl_diag_clear(&dg);
+	assert_int_equal(uid_range_take("/proc/no/such", "n1", "ls-1", &x, &dg), SL_EIO);
+	char cmd[64];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -200,6 +242,7 @@ int main(void)
 		cmocka_unit_test(test_ldconfig_entry),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_uid_ranges),
+		cmocka_unit_test(test_uid_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
