@@ -411,6 +411,60 @@ bool engine_image_exists(const struct engine *e, const char *ref)
 	return engine_ok(e) && run_quiet(argv) == 0;
 }
 
+static void lease_net_name(const struct engine *e, const char *lease, char *buf, size_t n)
+{
+	snprintf(buf, n, "sl-%s-%s", e->node, lease);
+}
+
+enum sl_err engine_lease_net(const struct engine *e, const char *lease, char *buf, size_t n,
+			     struct sl_diag *d)
+{
+	lease_net_name(e, lease, buf, n);
+	char *ex[] = {(char *)e->podman, "network", "exists", buf, NULL};
+	if (run_quiet(ex) == 0)
+		return SL_OK;
+	char *mk[] = {(char *)e->podman, "network", "create", "--opt", "isolate=true",
+		      "--label", "suanli=lease", buf, NULL};
+	int rc = run_quiet(mk);
+	if (rc == 0 || run_quiet(ex) == 0) /* or another start made it meanwhile */
+		return SL_OK;
+	sl_diag_hint(d, "see `podman network create --opt isolate=true %s` on the node", buf);
+	return sl_diag_set(d, SL_EIO, "cannot make the lease's network %s (podman exited %d)", buf,
+			   rc);
+}
+
+static void detached(const struct engine *e, char *const argv[])
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (fork() == 0) {
+			int fd = open("/dev/null", O_RDWR);
+			if (fd >= 0) {
+				(void)dup2(fd, 0);
+				(void)dup2(fd, 1);
+				(void)dup2(fd, 2);
+			}
+			(void)setsid();
+			execv(e->podman, argv);
+		}
+		_exit(0);
+	}
+	if (pid > 0)
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+}
+
+void engine_lease_net_remove(const struct engine *e, const char *lease)
+{
+	char name[CDI_NAME_MAX + 96];
+	if (!engine_ok(e))
+		return;
+	lease_net_name(e, lease, name, sizeof(name));
+	char *argv[] = {(char *)e->podman, "--runtime", (char *)e->runtime, "--cgroup-manager",
+			"cgroupfs", "network", "rm", "--force", name, NULL};
+	detached(e, argv);
+}
+
 void engine_remove(const struct engine *e, const char *name)
 {
 	if (!engine_ok(e))

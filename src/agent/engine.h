@@ -88,6 +88,16 @@ uint32_t engine_uid_base(const char *lease);
 /* Whether podman holds image ref (`podman image exists`); waits for it. */
 bool engine_image_exists(const struct engine *e, const char *ref);
 
+/* The lease's own network (`podman network create --opt isolate=true`: a
+ * bridge of its own that the runtime's firewall keeps apart from every
+ * other isolated bridge, so no other lease's container reaches it, neither
+ * directly nor through ports published on the node), named
+ * sl-NAME-LEASE into buf; made when missing. SL_EIO with podman's words. */
+enum sl_err engine_lease_net(const struct engine *e, const char *lease, char *buf, size_t n,
+			     struct sl_diag *d) SL_MUST_USE;
+/* `podman network rm --force` of the lease's network, not waited for. */
+void engine_lease_net_remove(const struct engine *e, const char *lease);
+
 /* `podman rm --force --time 0 name`, not waited for (double fork): stops and
  * removes the container whatever its state; harmless when it is gone. */
 void engine_remove(const struct engine *e, const char *name);

@@ -12,8 +12,9 @@
  *   own files (chown, dac_override, fowner, setuid, setgid, kill), --cpus,
  *   --memory (swap equal: none extra), --pids-limit, --ulimit nofile/nproc
  *   explicit (podman's defaults fail on hosts with low hard limits), its own
- *   network namespace with only loopback (--network none; the host's for
- *   exclusive whole-node leases, which multi-node training needs), a
+ *   network namespace on the lease's own isolated bridge network (or only
+ *   loopback; the host's for exclusive whole-node leases, which multi-node
+ *   training needs), with the rendezvous port published, a
  *   read-only image with a size-limited /tmp tmpfs, the lease's working
  *   directory at /work, the rank's NCCL topology read-only, the GPUs by
  *   CDI name, --init (signals reach the command), --log-driver none (the
@@ -45,6 +46,8 @@ struct podman_run {
 	int64_t mem_mib;             /* memory limit (0: none) */
 	int64_t pids;                /* pids limit */
 	int host_network;            /* 1: --network host (exclusive whole-node leases) */
+	const char *network;         /* else the lease's own network (NULL or "": none) */
+	int publish;                 /* a TCP port published on the node as the same port (0: none) */
 	const char *workdir;         /* host directory mounted at /work ("" : none) */
 	const char *topo;            /* host file mounted at PODMAN_TOPO ("" : none) */
 	const char *const *devices;  /* CDI device names (without the kind) */

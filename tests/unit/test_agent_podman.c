@@ -68,7 +68,7 @@ static void test_isolation_options(void **state)
 	base(&r, argv, env, devs);
 	assert_int_equal(podman_run_argv(&r, &v, NULL), SL_OK);
 	static const char *const want[] = {
-		"--runtime=runc", "--cgroup-manager=cgroupfs", "--hooks-dir=/var/lib/suanli-agent/no-hooks", "run", "--rm", "--pull=never", "--init",
+		"--runtime=runc", "--cgroup-manager=cgroupfs", "--hooks-dir=/var/lib/suanli-agent/no-hooks", "run", "--rm", "--pull=missing", "--init",
 		"--log-driver=none", "--uidmap=0:1073807360:65536", "--gidmap=0:1073807360:65536",
 		"--security-opt=no-new-privileges", "--cap-drop=all", "--cpus=112.000",
 		"--memory=1048576m", "--memory-swap=1048576m", "--pids-limit=4096",
@@ -95,7 +95,22 @@ static void test_isolation_options(void **state)
 	assert_string_equal(v[n - 1], "echo hi");
 	podman_argv_free(v);
 
-	r.host_network = 1;
+	/* a partial-node lease: its own network, rank 0 publishing its rendezvous port */
+	r.network = "sl-n1-ls-000001";
+	r.publish = 29500;
+	assert_int_equal(podman_run_argv(&r, &v, NULL), SL_OK);
+	assert_true(has(v, "--network=sl-n1-ls-000001"));
+	assert_true(has(v, "--publish=29500:29500/tcp"));
+	assert_false(has(v, "--network=none"));
+	podman_argv_free(v);
+	r.host_network = 1; /* an exclusive whole-node lease: the host's, nothing published */
+	assert_int_equal(podman_run_argv(&r, &v, NULL), SL_OK);
+	assert_true(has(v, "--network=host"));
+	for (size_t i = 0; v[i]; i++)
+		assert_null(strstr(v[i], "--publish"));
+	podman_argv_free(v);
+	r.network = NULL;
+	r.publish = 0;
 	r.cpus_milli = 1500;
 	r.mem_mib = 0;
 	r.workdir = "";
