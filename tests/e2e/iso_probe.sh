@@ -49,6 +49,8 @@ ctl, port = os.environ["CTL"].rsplit(":", 1)
 print("reach_other_lo=" + reach("127.0.0.1", 7001), flush=True)
 print("reach_other_host=" + reach(host, 7001), flush=True)
 print("reach_ctl=" + reach(ctl, int(port)), flush=True)
+# its own rendezvous through the node's address (torchrun's rank 0 does this)
+print("reach_own_published=" + reach(host, int(os.environ["MASTER_PORT"])), flush=True)
 print("probe listening", flush=True)
 time.sleep(12)  # the other tenant and another host try our ports meanwhile
 print("probe done", flush=True)

@@ -113,6 +113,7 @@ expect_eq "it may bind a port in its own network namespace" "$(fact bind)" ok
 expect_match "it cannot reach the other tenant's port on loopback" "$(fact reach_other_lo)" '^no'
 expect_match "nor on the node's address" "$(fact reach_other_host)" '^no'
 expect_eq "it reaches the controller as any outside client would (its bridge is NATed)" "$(fact reach_ctl)" REACHED
+expect_eq "it reaches its own published rendezvous port on the node's address (as torchrun's rank 0 does)" "$(fact reach_own_published)" REACHED
 HB=$(sl job logs "$JB" --rank 0 2>/dev/null)
 expect_eq "the other tenant never reached the probe's port" "$(printf '%s' "$HB" | grep -c REACHED)" 0
 sp=$(pgrep -f '^sleep 4242' | head -1)

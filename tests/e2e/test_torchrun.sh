@@ -71,7 +71,7 @@ exec $PY $TORCHRUN --nnodes \"\$NNODES\" --node_rank \"\$NODE_RANK\" \
 --redirects 1 --tee 1 /work/allreduce.py" | jq -r .id)
 expect_match "the torchrun job is accepted" "$J" '^job-'
 ended() { case "$(job_field "$J" .state)" in succeeded | failed | cancelled) return 0 ;; esac; return 1; }
-if ! wait_until 50 ended; then
+if ! wait_until 120 ended; then
 	bad "the distributed job ends" "still $(job_field "$J" .state)"
 	sl job cancel "$J" >/dev/null 2>&1
 fi
