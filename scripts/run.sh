@@ -68,6 +68,10 @@ stop_all() {
 		local ids m
 		ids=$(podman ps -a -q --filter "name=$RUN_TAG-" 2>/dev/null || true)
 		[ -n "$ids" ] && podman rm -f -t 0 $ids >/dev/null 2>&1 || true
+		# the leases' networks and user-namespace id ranges (named after --cdi-name)
+		ids=$(podman network ls --format '{{.Name}}' 2>/dev/null | grep -F -- "-$RUN_TAG-" || true)
+		[ -n "$ids" ] && podman network rm -f $ids >/dev/null 2>&1 || true
+		grep -lF -- "-$RUN_TAG " /run/suanli/uid-ranges/* 2>/dev/null | xargs -r rm -f || true
 		# the leases' working directories (tmpfs) the agents mounted
 		for m in $(awk -v d="$(cd "$AGDIR" && pwd)/" 'index($2, d) == 1 {print $2}' /proc/mounts); do
 			umount -l "$m" 2>/dev/null || true

@@ -734,7 +734,7 @@ static enum sl_err probe_engine(struct agent *a, struct sl_diag *d)
 {
 	const struct agent_opts *o = a->o;
 	struct engine_opts eo = {o->state_dir, o->node, o->cdi_name, o->disc, o->cdi_dir, o->image,
-				 o->pids_limit};
+				 o->pids_limit, NULL};
 	enum sl_err e = engine_new(&eo, &a->eng, d);
 	if (e != SL_OK)
 		return e;

@@ -17,6 +17,7 @@
 
 #include "log.h"
 #include "state.h"
+#include "uid_ranges.h"
 
 #ifndef TMPFS_MAGIC
 #define TMPFS_MAGIC 0x01021994
@@ -37,6 +38,8 @@ struct engine {
 	char image[ENGINE_IMAGE_MAX];
 	char hooks[STATE_PATH_MAX]; /* STATE_DIR/no-hooks, kept empty */
 	char node[CDI_NAME_MAX / 2];
+	char uid_dir[STATE_PATH_MAX];
+	char ldlib[CDI_PATH_MAX]; /* a driver library the CDI spec mounts ("" : none) */
 };
 
 /* The first executable name in PATH into out; false when none. */
@@ -274,6 +277,9 @@ static enum sl_err write_cdi(struct engine *e, const struct engine_opts *o, stru
 	}
 	if (!sim)
 		driver_mounts(h, ascend);
+	for (int i = 0; i < h->nmounts && !e->ldlib[0]; i++) /* the first library or lib dir */
+		if (strstr(h->mounts[i], ".so") || strstr(h->mounts[i], "/driver"))
+			snprintf(e->ldlib, sizeof(e->ldlib), "%s", h->mounts[i]);
 	json_t *spec = cdi_spec_json(disc, h);
 	char *text = spec ? json_dumps(spec, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
 	json_decref(spec);
@@ -306,6 +312,7 @@ enum sl_err engine_new(const struct engine_opts *o, struct engine **out, struct 
 	e->disc = o->disc;
 	e->pids = o->pids > 0 ? o->pids : ENGINE_PIDS_DEFAULT;
 	snprintf(e->node, sizeof(e->node), "%s", o->name ? o->name : o->node);
+	snprintf(e->uid_dir, sizeof(e->uid_dir), "%s", o->uid_dir ? o->uid_dir : UID_RANGES_DIR);
 	snprintf(e->image, sizeof(e->image), "%s", o->image ? o->image : "");
 	probe(e);
 	if (e->ok) {
@@ -343,6 +350,7 @@ const char *engine_runtime(const struct engine *e) { return e ? e->runtime : "";
 const char *engine_cgroups(const struct engine *e) { return e ? e->cgroups : "none"; }
 const char *engine_default_image(const struct engine *e) { return e ? e->image : ""; }
 const char *engine_name(const struct engine *e) { return e ? e->node : ""; }
+const char *engine_uid_dir(const struct engine *e) { return e ? e->uid_dir : UID_RANGES_DIR; }
 
 uint32_t engine_uid_base(const char *lease)
 {
@@ -394,12 +402,67 @@ void engine_fill(const struct engine *e, const char *name, const char *image,
 	r->devices = devp;
 	r->argv = argv;
 	r->argc = argc;
+	r->ldconfig_lib = e->ldlib;
 }
 
 bool engine_image_exists(const struct engine *e, const char *ref)
 {
 	char *argv[] = {(char *)e->podman, "image", "exists", (char *)ref, NULL};
 	return engine_ok(e) && run_quiet(argv) == 0;
+}
+
+static void lease_net_name(const struct engine *e, const char *lease, char *buf, size_t n)
+{
+	snprintf(buf, n, "sl-%s-%s", e->node, lease);
+}
+
+enum sl_err engine_lease_net(const struct engine *e, const char *lease, char *buf, size_t n,
+			     struct sl_diag *d)
+{
+	lease_net_name(e, lease, buf, n);
+	char *ex[] = {(char *)e->podman, "network", "exists", buf, NULL};
+	if (run_quiet(ex) == 0)
+		return SL_OK;
+	char *mk[] = {(char *)e->podman, "network", "create", "--opt", "isolate=true",
+		      "--label", "suanli=lease", buf, NULL};
+	int rc = run_quiet(mk);
+	if (rc == 0 || run_quiet(ex) == 0) /* or another start made it meanwhile */
+		return SL_OK;
+	sl_diag_hint(d, "see `podman network create --opt isolate=true %s` on the node", buf);
+	return sl_diag_set(d, SL_EIO, "cannot make the lease's network %s (podman exited %d)", buf,
+			   rc);
+}
+
+static void detached(const struct engine *e, char *const argv[])
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (fork() == 0) {
+			int fd = open("/dev/null", O_RDWR);
+			if (fd >= 0) {
+				(void)dup2(fd, 0);
+				(void)dup2(fd, 1);
+				(void)dup2(fd, 2);
+			}
+			(void)setsid();
+			execv(e->podman, argv);
+		}
+		_exit(0);
+	}
+	if (pid > 0)
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+}
+
+void engine_lease_net_remove(const struct engine *e, const char *lease)
+{
+	char name[CDI_NAME_MAX + 96];
+	if (!engine_ok(e))
+		return;
+	lease_net_name(e, lease, name, sizeof(name));
+	char *argv[] = {(char *)e->podman, "--runtime", (char *)e->runtime, "--cgroup-manager",
+			"cgroupfs", "network", "rm", "--force", name, NULL};
+	detached(e, argv);
 }
 
 void engine_remove(const struct engine *e, const char *name)

@@ -48,6 +48,7 @@ struct engine_opts {
 	const char *cdi_dir;          /* NULL: ENGINE_CDI_DIR */
 	const char *image;            /* default image for items that name none (NULL: none) */
 	int64_t pids;                 /* 0: ENGINE_PIDS_DEFAULT */
+	const char *uid_dir;          /* the host's id range table (NULL: UID_RANGES_DIR) */
 };
 
 struct engine;
@@ -67,6 +68,7 @@ const char *engine_runtime(const struct engine *e);  /* "runc" | "crun" | "" */
 const char *engine_cgroups(const struct engine *e);  /* "v2" | "hybrid" | "v1" | "none" */
 const char *engine_default_image(const struct engine *e); /* "" when none */
 const char *engine_name(const struct engine *e);  /* engine_opts.name (or the node's) */
+const char *engine_uid_dir(const struct engine *e); /* engine_opts.uid_dir (uid_ranges.h) */
 
 /* The container of one rank: fills r (borrowing name, image and the item's
  * argv) with this host's runtime and limits, the lease's share of the node
@@ -78,12 +80,23 @@ void engine_fill(const struct engine *e, const char *name, const char *image,
 		 char *const *argv, size_t argc, gpumask_t gpus, const char *lease,
 		 char devs[][CDI_NAME_MAX], const char **devp, struct podman_run *r);
 
-/* The first host id of lease's user namespace: ENGINE_UID_BASE plus
- * PODMAN_IDS times (the lease id's number modulo ENGINE_UID_SLOTS). */
+/* The range a lease asks for first (uid_ranges.h takes the one it gets):
+ * ENGINE_UID_BASE plus PODMAN_IDS times (the lease id's number modulo
+ * ENGINE_UID_SLOTS). engine_fill puts it in r; ctr_argv replaces it. */
 uint32_t engine_uid_base(const char *lease);
 
 /* Whether podman holds image ref (`podman image exists`); waits for it. */
 bool engine_image_exists(const struct engine *e, const char *ref);
+
+/* The lease's own network (`podman network create --opt isolate=true`: a
+ * bridge of its own that the runtime's firewall keeps apart from every
+ * other isolated bridge, so no other lease's container reaches it, neither
+ * directly nor through ports published on the node), named
+ * sl-NAME-LEASE into buf; made when missing. SL_EIO with podman's words. */
+enum sl_err engine_lease_net(const struct engine *e, const char *lease, char *buf, size_t n,
+			     struct sl_diag *d) SL_MUST_USE;
+/* `podman network rm --force` of the lease's network, not waited for. */
+void engine_lease_net_remove(const struct engine *e, const char *lease);
 
 /* `podman rm --force --time 0 name`, not waited for (double fork): stops and
  * removes the container whatever its state; harmless when it is gone. */

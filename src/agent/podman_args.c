@@ -62,7 +62,7 @@ enum sl_err podman_run_argv(const struct podman_run *r, char ***out, struct sl_d
 	addf(&w, "run");
 	addf(&w, "--rm");
 	addf(&w, "--name=%s", r->name);
-	addf(&w, "--pull=never");
+	addf(&w, "--pull=missing");
 	addf(&w, "--init");
 	addf(&w, "--log-driver=none");
 	addf(&w, "--uidmap=0:%u:%u", r->uid_base, PODMAN_IDS);
@@ -80,7 +80,15 @@ enum sl_err podman_run_argv(const struct podman_run *r, char ***out, struct sl_d
 	addf(&w, "--pids-limit=%lld", (long long)r->pids);
 	addf(&w, "--ulimit=nofile=%lld:%lld", (long long)r->nofile, (long long)r->nofile);
 	addf(&w, "--ulimit=nproc=%lld:%lld", (long long)r->nproc, (long long)r->nproc);
-	addf(&w, "--network=%s", r->host_network ? "host" : "none");
+	if (r->host_network)
+		addf(&w, "--network=host");
+	else if (r->network && r->network[0])
+		addf(&w, "--network=%s", r->network);
+	else
+		addf(&w, "--network=none");
+	if (!r->host_network && r->network && r->network[0] && r->publish > 0 &&
+	    r->publish < 65536)
+		addf(&w, "--publish=%d:%d/tcp", r->publish, r->publish);
 	addf(&w, "--read-only");
 	addf(&w, "--read-only-tmpfs=false");
 	addf(&w, "--tmpfs=/tmp:rw,nosuid,nodev,size=%dm", PODMAN_TMP_MIB);
@@ -102,6 +110,13 @@ enum sl_err podman_run_argv(const struct podman_run *r, char ***out, struct sl_d
 		addf(&w, "--env=%.*s", (int)(eq - r->env[i]), r->env[i]);
 	}
 	addf(&w, "%s", r->image);
+	if (r->ldconfig_lib && r->ldconfig_lib[0]) {
+		addf(&w, "%s", PODMAN_ENTRY_SH);
+		addf(&w, "-c");
+		addf(&w, "%s", PODMAN_ENTRY);
+		addf(&w, "%s", PODMAN_ENTRY_ARG0);
+		addf(&w, "%s", r->ldconfig_lib);
+	}
 	for (size_t i = 0; i < r->argc; i++)
 		addf(&w, "%s", r->argv[i]);
 	if (w.fail) {

@@ -12,8 +12,9 @@
  *   own files (chown, dac_override, fowner, setuid, setgid, kill), --cpus,
  *   --memory (swap equal: none extra), --pids-limit, --ulimit nofile/nproc
  *   explicit (podman's defaults fail on hosts with low hard limits), its own
- *   network namespace with only loopback (--network none; the host's for
- *   exclusive whole-node leases, which multi-node training needs), a
+ *   network namespace on the lease's own isolated bridge network (or only
+ *   loopback; the host's for exclusive whole-node leases, which multi-node
+ *   training needs), with the rendezvous port published, a
  *   read-only image with a size-limited /tmp tmpfs, the lease's working
  *   directory at /work, the rank's NCCL topology read-only, the GPUs by
  *   CDI name, --init (signals reach the command), --log-driver none (the
@@ -45,6 +46,8 @@ struct podman_run {
 	int64_t mem_mib;             /* memory limit (0: none) */
 	int64_t pids;                /* pids limit */
 	int host_network;            /* 1: --network host (exclusive whole-node leases) */
+	const char *network;         /* else the lease's own network (NULL or "": none) */
+	int publish;                 /* a TCP port published on the node as the same port (0: none) */
 	const char *workdir;         /* host directory mounted at /work ("" : none) */
 	const char *topo;            /* host file mounted at PODMAN_TOPO ("" : none) */
 	const char *const *devices;  /* CDI device names (without the kind) */
@@ -53,7 +56,22 @@ struct podman_run {
 	size_t nenv;
 	char *const *argv;           /* the command (argc words) */
 	size_t argc;
+	const char *ldconfig_lib;    /* a driver library the CDI spec mounts (NULL or "":
+				      * none): the command is wrapped in PODMAN_ENTRY */
 };
+
+/* The entry that runs the command when driver libraries are mounted: the
+ * container runs ldconfig itself (no OCI hook runs as host root over its
+ * files, CVE-2025-23266), then execs the command, whose words follow as
+ * "$@" (never part of the script). $1 is the library: ldconfig runs only
+ * when it is there. With a writable /etc the system cache is rebuilt;
+ * with the read-only image, /run/ld.so.cache is (an image whose
+ * /etc/ld.so.cache links there uses it; docs/isolation.md). */
+#define PODMAN_ENTRY_SH "/bin/sh"
+#define PODMAN_ENTRY                                                                     \
+	"if [ -e \"$1\" ]; then ldconfig 2>/dev/null || "                                  \
+	"ldconfig -C /run/ld.so.cache 2>/dev/null || :; fi; shift; exec \"$@\""
+#define PODMAN_ENTRY_ARG0 "sl-entry"
 
 #define PODMAN_TOPO "/run/suanli/nccl-topo.xml"
 #define PODMAN_WORKDIR "/work"

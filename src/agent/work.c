@@ -493,6 +493,9 @@ static void item_ended(struct work_sup *s, struct work_item *it, int status, boo
 		it->exit_code = WEXITSTATUS(status);
 	else if (!lost && WIFSIGNALED(status))
 		it->signal = WTERMSIG(status);
+	if (it->pulling && it->exit_code == 125 && item_in_container(s, &it->spec))
+		ctr_pull_failed(s, it); /* podman's own failure: its error into the state */
+	it->pulling = false;
 	s->dirty = true;
 	sl_log_info("work ended", "job=%s rank=%d pid=%d exit_code=%d signal=%d lost=%d",
 		    it->spec.job, it->spec.rank, (int)it->pid, it->exit_code, it->signal,
@@ -504,7 +507,7 @@ static void item_ended(struct work_sup *s, struct work_item *it, int status, boo
 		return;
 	}
 	bool failed = lost || it->exit_code != 0 || it->signal != 0;
-	bool again = !it->log_full && (it->spec.restart == WORK_RESTART_ALWAYS ||
+	bool again = !it->log_full && !it->error[0] /* a failed pull: not again */ && (it->spec.restart == WORK_RESTART_ALWAYS ||
 				       (it->spec.restart == WORK_RESTART_ON_FAILURE && failed && !lost));
 	if (!again) {
 		it->state = IT_EXITED;

@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "log.h"
 #include "state.h"
+#include "uid_ranges.h"
 #include "work_int.h"
 
 void work_sup_set_engine(struct work_sup *s, const struct engine *eng, const char *host_tenant)
@@ -71,6 +73,8 @@ void lease_workdir_end(struct work_sup *s, const struct work_item *gone)
 		return;
 	(void)umount2(path, MNT_DETACH);
 	(void)rmdir(path);
+	uid_range_release(engine_uid_dir(s->eng), engine_name(s->eng), gone->spec.lease);
+	engine_lease_net_remove(s->eng, gone->spec.lease);
 }
 
 /* The podman command line of the item's container into *argv; envp gets
@@ -79,7 +83,7 @@ enum sl_err ctr_argv(struct work_sup *s, struct work_item *it, const char *topo,
 			    char ***argv, struct sl_diag *d)
 {
 	const struct work_spec *sp = &it->spec;
-	char name[WORK_ID_MAX + 64], work[STATE_PATH_MAX];
+	char name[WORK_ID_MAX + 64], work[STATE_PATH_MAX], net[CDI_NAME_MAX + 96];
 	char devs[TOPO_MAX_GPUS][CDI_NAME_MAX];
 	const char *devp[TOPO_MAX_GPUS];
 	struct podman_run r;
@@ -97,10 +101,17 @@ enum sl_err ctr_argv(struct work_sup *s, struct work_item *it, const char *topo,
 		return sl_diag_set(d, SL_EINVAL, "no image: the job names none and there is no "
 						 "default");
 	}
-	if (!engine_image_exists(s->eng, image)) {
-		sl_diag_hint(d, "agents never pull: load it on the node (podman load, podman import) "
-				"or pick another (suanli image list)");
-		return sl_diag_set(d, SL_ENOTFOUND, "image %s is not on this node", image);
+	/* podman pulls it (--pull=missing); the rank's log says so first */
+	it->pulling = !engine_image_exists(s->eng, image);
+	if (it->pulling) {
+		char logp[STATE_PATH_MAX];
+		FILE *f = state_path(logp, sizeof(logp), s->dir, NULL, "jobs/%s/rank-%d.log",
+				     sp->job, sp->rank) == SL_OK ? fopen(logp, "ae") : NULL;
+		if (f) {
+			fprintf(f, "suanli-agent: pulling image %s (it is not on this node)\n", image);
+			fclose(f);
+		}
+		sl_log_info("pulling image", "job=%s rank=%d image=%s", sp->job, sp->rank, image);
 	}
 	if ((e = lease_workdir(s, sp->lease, work, sizeof(work), d)) != SL_OK)
 		return e;
@@ -113,6 +124,23 @@ enum sl_err ctr_argv(struct work_sup *s, struct work_item *it, const char *topo,
 	env[sp->nenv] = "NCCL_TOPO_FILE=";
 	ctr_name(s, it, name, sizeof(name));
 	engine_fill(s->eng, name, image, sp->argv, sp->argc, sp->gpus, sp->lease, devs, devp, &r);
+	if ((e = uid_range_take(engine_uid_dir(s->eng), engine_name(s->eng), sp->lease,
+				&r.uid_base, d)) != SL_OK) {
+		free(env);
+		return e;
+	}
+	/* a partial-node lease: its own isolated bridge, rank 0 publishing the
+	 * rendezvous port on the node (docs/isolation.md) */
+	if (!r.host_network) {
+		if ((e = engine_lease_net(s->eng, sp->lease, net, sizeof(net), d)) != SL_OK) {
+			free(env);
+			return e;
+		}
+		r.network = net;
+		for (size_t i = 0; sp->rank == 0 && i < sp->nenv; i++)
+			if (strncmp(sp->env[i], "MASTER_PORT=", 12) == 0)
+				r.publish = atoi(sp->env[i] + 12);
+	}
 	r.workdir = work;
 	r.topo = topo;
 	r.env = env;
@@ -120,6 +148,32 @@ enum sl_err ctr_argv(struct work_sup *s, struct work_item *it, const char *topo,
 	e = podman_run_argv(&r, argv, d);
 	free(env);
 	return e;
+}
+
+void ctr_pull_failed(struct work_sup *s, struct work_item *it)
+{
+	const struct work_spec *sp = &it->spec;
+	const char *image = sp->image[0] ? sp->image : engine_default_image(s->eng);
+	char logp[STATE_PATH_MAX], line[512], err[400] = "";
+	FILE *f = state_path(logp, sizeof(logp), s->dir, NULL, "jobs/%s/rank-%d.log", sp->job,
+			     sp->rank) == SL_OK ? fopen(logp, "re") : NULL;
+	while (f && fgets(line, sizeof(line), f)) /* podman's last "Error: " line */
+		if (strncmp(line, "Error: ", 7) == 0) {
+			line[strcspn(line, "\n")] = '\0';
+			snprintf(err, sizeof(err), "%s", line + 7);
+		}
+	if (f)
+		fclose(f);
+	if (engine_image_exists(s->eng, image))
+		return; /* pulled: the 125 was something else, the log says what */
+	char msg[2048];
+	snprintf(msg, sizeof(msg),
+		 "image %s is not on this node and cannot be pulled; add a ref it has "
+		 "(suanli image add) or build one (scripts/build-image.py)%s%s",
+		 image, err[0] ? "; podman: " : "", err);
+	size_t len = strnlen(msg, sizeof(it->error) - 1);
+	memcpy(it->error, msg, len);
+	it->error[len] = '\0';
 }
 
 /* Stops and removes the item's container (its podman run may be gone while

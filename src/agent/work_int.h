@@ -34,6 +34,7 @@ struct work_item {
 	bool lost;                /* the process vanished while the agent was away */
 	bool reported;            /* its final state reached the controller */
 	bool log_full;            /* killed for its log's size: never restarted */
+	bool pulling;             /* its image was not on the node at start: podman pulls it */
 	int exit_code, signal;
 	/* A start that failed before the command ran (fork, the log file): its
 	 * errno. Transient causes (EAGAIN, ENOMEM) are retried WORK_START_RETRIES
@@ -84,6 +85,9 @@ void ctr_name(const struct work_sup *s, const struct work_item *it, char *buf, s
  * image, SL_EIO when the lease's working directory cannot be mounted. */
 enum sl_err ctr_argv(struct work_sup *s, struct work_item *it, const char *topo, char ***argv,
 		     struct sl_diag *d);
+/* The rank ended with status 125 after a pull (it->pulling): podman's
+ * error line from its log into it->error, naming the image and the fix. */
+void ctr_pull_failed(struct work_sup *s, struct work_item *it);
 /* Stops and removes the item's container, not waiting (engine_remove). */
 void item_ctr_remove(struct work_sup *s, struct work_item *it);
 /* The lease of gone has no other item: unmount and remove its working dir. */

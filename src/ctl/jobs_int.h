@@ -25,7 +25,7 @@
 #define JOB_CANCEL_SLACK_S 30       /* cancelling -> cancelled without word after grace + this */
 #define JOB_MAX_LIVE_PER_LEASE 64   /* jobs not yet ended on one lease */
 #define JOB_STOP_KEEP_S 600         /* stop items of an ended job outlive it at most this */
-#define JOB_REASON_MAX 160
+#define JOB_REASON_MAX 320
 #define CTL_MAX_JOBS (1 << 24)      /* jobs in memory, ended ones kept included */
 
 enum job_state { JS_PENDING, JS_RUNNING, JS_SUCCEEDED, JS_FAILED, JS_CANCELLING, JS_CANCELLED, JS__COUNT };

@@ -154,6 +154,11 @@ ag_containers_cleanup() {
 	ids=$(podman ps -a -q --filter "name=$NS_TAG" 2>/dev/null)
 	[ -n "$ids" ] && podman rm -f -t 0 $ids >/dev/null 2>&1
 	rm -f /var/run/cdi/suanli-*"$NS_TAG".json
+	# the leases' networks and id ranges (named after the agents' CDI names)
+	local nets
+	nets=$(podman network ls --format '{{.Name}}' 2>/dev/null | grep -F -- "$NS_TAG")
+	[ -n "$nets" ] && podman network rm -f $nets >/dev/null 2>&1
+	grep -lF -- "$NS_TAG" /run/suanli/uid-ranges/* 2>/dev/null | xargs -r rm -f
 	# lease working directories (tmpfs) an agent left mounted
 	local m
 	for m in $(awk -v t="$TMP/" 'index($2, t) == 1 {print $2}' /proc/mounts); do umount -l "$m"; done

@@ -22,6 +22,18 @@ s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("0.0.0.0", 7002))
 s.listen()
 print("bind=ok", flush=True)
+# rank 0's rendezvous port, published on the node for its lease's other ranks
+m = socket.socket()
+m.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+m.bind(("0.0.0.0", int(os.environ["MASTER_PORT"])))
+m.listen(16)
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    u.connect(("192.0.2.1", 9))
+    print("ip=" + u.getsockname()[0], flush=True)
+except OSError:
+    print("ip=none", flush=True)
+print("master_port=" + os.environ["MASTER_PORT"], flush=True)
 def reach(addr, port):
     c = socket.socket()
     c.settimeout(1)
@@ -37,6 +49,9 @@ ctl, port = os.environ["CTL"].rsplit(":", 1)
 print("reach_other_lo=" + reach("127.0.0.1", 7001), flush=True)
 print("reach_other_host=" + reach(host, 7001), flush=True)
 print("reach_ctl=" + reach(ctl, int(port)), flush=True)
-time.sleep(3)  # the other tenant tries our port meanwhile
+# its own rendezvous through the node's address (torchrun's rank 0 does this)
+print("reach_own_published=" + reach(host, int(os.environ["MASTER_PORT"])), flush=True)
+print("probe listening", flush=True)
+time.sleep(12)  # the other tenant and another host try our ports meanwhile
 print("probe done", flush=True)
 PY

@@ -64,6 +64,35 @@ expect_match "a job naming an image the catalog lacks is refused" "$out" "no ima
 JA=$(sl job run --lease "$LA" --image base --stop-grace 2 "${common[@]}" --env "CRED=$SD/credential" --env "STATE=$SD" \
 	--env "OTHER_WORK=$SD/leases/$LB" --json -- sh -c "$(cat "$SL_ROOT/tests/e2e/iso_probe.sh")" | jq -r .id)
 ended() { case "$(job_field "$1" .state)" in succeeded | failed | cancelled) return 0 ;; esac; return 1; }
+probe_up() { sl job logs "$JA" --rank 0 2>/dev/null | grep -q 'probe listening'; }
+wait_until 40 probe_up || bad "the probe listens" "$(sl job logs "$JA" 2>&1 | tail -3)"
+P=$(sl job logs "$JA" --rank 0 2>/dev/null)
+MP=$(printf '%s\n' "$P" | sed -n 's/^master_port=//p')
+PIP=$(printf '%s\n' "$P" | sed -n 's/^ip=//p')
+# another host (as a rank of the lease on another node would) reaches rank 0's
+# published rendezvous port on the node's address
+try_conn='import socket,sys
+c=socket.socket(); c.settimeout(2)
+try:
+    c.connect((sys.argv[1], int(sys.argv[2]))); print("REACHED")
+except OSError as e:
+    print("no(%s)" % (e.strerror or e))'
+expect_eq "another host reaches the probe's published rendezvous port $HA:$MP" \
+	"$(ns_exec ctl python3 -c "$try_conn" "$HA" "$MP")" REACHED
+# the other tenant's container reaches it neither through the node's address
+# nor through the bridge (the probe's own address $PIP)
+JX=$(sl job run --lease "$LB" --json -- python3 -c "$try_conn
+import sys
+for a in sys.argv[3:]:
+    c=socket.socket(); c.settimeout(2)
+    try:
+        c.connect((a, int(sys.argv[2]))); print(a, \"REACHED\")
+    except OSError as e:
+        print(a, \"no\")" "$HA" "$MP" "$PIP" | jq -r .id)
+wait_until 30 ended "$JX" || bad "the other tenant's try ends" "$(job_field "$JX" .state)"
+XL=$(sl job logs "$JX" --rank 0 2>/dev/null)
+expect_match "the other tenant's container tried both ways" "$XL" "$PIP no"
+expect_eq "it reached the probe's ports neither on $HA:$MP nor at $PIP" "$(printf '%s\n' "$XL" | grep -c REACHED)" 0
 wait_until 60 ended "$JA" || bad "the probe ends" "$(job_field "$JA" .state)"
 expect_eq "the probe succeeded" "$(job_field "$JA" .state)" succeeded
 expect_eq "the job keeps the image it ran in" "$(job_field "$JA" '[.image, .image_ref] | join(" ")')" "base $IMG"
@@ -83,7 +112,8 @@ expect_eq "its working directory is writable" "$(fact work)" mine
 expect_eq "it may bind a port in its own network namespace" "$(fact bind)" ok
 expect_match "it cannot reach the other tenant's port on loopback" "$(fact reach_other_lo)" '^no'
 expect_match "nor on the node's address" "$(fact reach_other_host)" '^no'
-expect_match "nor the controller" "$(fact reach_ctl)" '^no'
+expect_eq "it reaches the controller as any outside client would (its bridge is NATed)" "$(fact reach_ctl)" REACHED
+expect_eq "it reaches its own published rendezvous port on the node's address (as torchrun's rank 0 does)" "$(fact reach_own_published)" REACHED
 HB=$(sl job logs "$JB" --rank 0 2>/dev/null)
 expect_eq "the other tenant never reached the probe's port" "$(printf '%s' "$HB" | grep -c REACHED)" 0
 sp=$(pgrep -f '^sleep 4242' | head -1)
@@ -92,14 +122,18 @@ expect_match "seen from the host, the other tenant's process runs as uid $hu" "$
 nb=$(ns_exec h1 sh -c "ls $TMP/agents/$N/sim-dev" | tr '\n' ' ')
 expect_eq "the agent made its stand-in GPU nodes" "$nb" "nvidia0 nvidia1 nvidia2 nvidia3 nvidia4 nvidia5 nvidia6 nvidia7 nvidiactl "
 
-# ---- an image the node lacks: the job fails and its log says why ----
+# ---- an image the node lacks: podman tries to pull it (--pull=missing), nothing
+# outside is reachable, the job fails and its state says which image and how to fix it ----
 sl image add ghost --ref localhost/suanli/ghost:none >/dev/null
 JG=$(sl job run --lease "$LA" --image ghost --json -- true | jq -r .id)
-wait_until 30 ended "$JG"
-expect_eq "a job whose image the node lacks fails" "$(job_field "$JG" .state)" failed
-expect_match "its state says why" "$(job_field "$JG" .reason)" "^rank 0 on $N: cannot start: image localhost/suanli/ghost:none is not on this node$"
-ghost_log() { sl job logs "$JG" --rank 0 2>/dev/null | grep -q 'image localhost/suanli/ghost:none is not on this node'; }
-if wait_until 10 ghost_log; then ok "and its log says the image is not on the node"; else bad "its log says why" "$(sl job logs "$JG" 2>&1 | tail -2)"; fi
+wait_until 60 ended "$JG"
+expect_eq "a job whose image the node lacks and cannot pull fails" "$(job_field "$JG" .state)" failed
+expect_match "its state names the image, says how to fix it and carries podman's error" "$(job_field "$JG" .reason)" \
+	"^rank 0 on $N: image localhost/suanli/ghost:none is not on this node and cannot be pulled; add a ref it has \(suanli image add\) or build one \(scripts/build-image.py\); podman: .+"
+ghost_log() { sl job logs "$JG" --rank 0 2>/dev/null | grep -q 'pulling image localhost/suanli/ghost:none'; }
+if wait_until 10 ghost_log; then ok "and its log says the agent pulled it"; else bad "its log says it pulled" "$(sl job logs "$JG" 2>&1 | tail -2)"; fi
+pulls=$(sl job logs "$JA" --rank 0 2>/dev/null | grep -c 'pulling image')
+expect_eq "a job whose image is on the node pulls nothing" "$pulls" 0
 
 ticks() { sl job logs "$JB" --rank 0 2>/dev/null | grep -c '^tick'; }
 # ---- a fork bomb stops at the pids limit ----

@@ -8,11 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "engine.h"
 #include "podman_args.h"
+#include "uid_ranges.h"
 
 static bool has(char **v, const char *w)
 {
@@ -66,7 +68,7 @@ static void test_isolation_options(void **state)
 	base(&r, argv, env, devs);
 	assert_int_equal(podman_run_argv(&r, &v, NULL), SL_OK);
 	static const char *const want[] = {
-		"--runtime=runc", "--cgroup-manager=cgroupfs", "--hooks-dir=/var/lib/suanli-agent/no-hooks", "run", "--rm", "--pull=never", "--init",
+		"--runtime=runc", "--cgroup-manager=cgroupfs", "--hooks-dir=/var/lib/suanli-agent/no-hooks", "run", "--rm", "--pull=missing", "--init",
 		"--log-driver=none", "--uidmap=0:1073807360:65536", "--gidmap=0:1073807360:65536",
 		"--security-opt=no-new-privileges", "--cap-drop=all", "--cpus=112.000",
 		"--memory=1048576m", "--memory-swap=1048576m", "--pids-limit=4096",
@@ -93,7 +95,22 @@ static void test_isolation_options(void **state)
 	assert_string_equal(v[n - 1], "echo hi");
 	podman_argv_free(v);
 
-	r.host_network = 1;
+	/* a partial-node lease: its own network, rank 0 publishing its rendezvous port */
+	r.network = "sl-n1-ls-000001";
+	r.publish = 29500;
+	assert_int_equal(podman_run_argv(&r, &v, NULL), SL_OK);
+	assert_true(has(v, "--network=sl-n1-ls-000001"));
+	assert_true(has(v, "--publish=29500:29500/tcp"));
+	assert_false(has(v, "--network=none"));
+	podman_argv_free(v);
+	r.host_network = 1; /* an exclusive whole-node lease: the host's, nothing published */
+	assert_int_equal(podman_run_argv(&r, &v, NULL), SL_OK);
+	assert_true(has(v, "--network=host"));
+	for (size_t i = 0; v[i]; i++)
+		assert_null(strstr(v[i], "--publish"));
+	podman_argv_free(v);
+	r.network = NULL;
+	r.publish = 0;
 	r.cpus_milli = 1500;
 	r.mem_mib = 0;
 	r.workdir = "";
@@ -105,6 +122,42 @@ static void test_isolation_options(void **state)
 		assert_null(strstr(v[i], "--memory"));
 		assert_null(strstr(v[i], "--volume"));
 	}
+	podman_argv_free(v);
+}
+
+/* With driver libraries mounted the command runs behind the ldconfig entry:
+ * the script is fixed, the library and the command's words are its "$@". */
+static void test_ldconfig_entry(void **state)
+{
+	(void)state;
+	char *argv[] = {"python3", "-c", "print('$(reboot)')", NULL};
+	const char *devs[] = {"n1-0", "n1-1"};
+	struct podman_run r;
+	char **v;
+	base(&r, argv, NULL, devs);
+	r.nenv = 0;
+	r.ldconfig_lib = "/usr/lib/x86_64-linux-gnu/libcuda.so.1";
+	assert_int_equal(podman_run_argv(&r, &v, NULL), SL_OK);
+	size_t n = count(v), i = n - 9;
+	assert_string_equal(v[i++], "localhost/suanli/base:abc");
+	assert_string_equal(v[i++], "/bin/sh");
+	assert_string_equal(v[i++], "-c");
+	assert_string_equal(v[i], PODMAN_ENTRY);
+	assert_non_null(strstr(v[i], "ldconfig"));
+	assert_non_null(strstr(v[i++], "exec \"$@\""));
+	assert_string_equal(v[i++], "sl-entry");
+	assert_string_equal(v[i++], "/usr/lib/x86_64-linux-gnu/libcuda.so.1");
+	assert_string_equal(v[i++], "python3");
+	assert_string_equal(v[i++], "-c");
+	assert_string_equal(v[i], "print('$(reboot)')");
+	podman_argv_free(v);
+	/* none mounted (simulate mode): the command itself, unwrapped */
+	r.ldconfig_lib = "";
+	assert_int_equal(podman_run_argv(&r, &v, NULL), SL_OK);
+	n = count(v);
+	assert_string_equal(v[n - 4], "localhost/suanli/base:abc");
+	assert_string_equal(v[n - 3], "python3");
+	assert_false(has(v, "/bin/sh"));
 	podman_argv_free(v);
 }
 
@@ -157,12 +210,54 @@ static void test_uid_ranges(void **state)
 	assert_int_equal((named - ENGINE_UID_BASE) % PODMAN_IDS, 0);
 }
 
+/* The host's table: a lease keeps its range across asks, two leases (or two
+ * agents with the same lease id) never share one, even where their numbers
+ * hash alike, and a freed range is taken again. */
+static void test_uid_table(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/sl-uid-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	uint32_t a, a2, b, c, b2, d1, x;
+	assert_int_equal(uid_range_take(dir, "n1", "ls-000001", &a, NULL), SL_OK);
+	assert_int_equal(a, engine_uid_base("ls-000001"));
+	assert_int_equal(uid_range_take(dir, "n1", "ls-000001", &a2, NULL), SL_OK);
+	assert_int_equal(a, a2);
+	/* 16384 hashes to the same range as 1: it gets the next free one */
+	assert_int_equal(uid_range_take(dir, "n1", "ls-016384", &b, NULL), SL_OK);
+	assert_int_not_equal(a, b);
+	assert_int_equal(b, a + PODMAN_IDS);
+	/* another agent on the host with the same lease id: its own range */
+	assert_int_equal(uid_range_take(dir, "n2", "ls-000001", &c, NULL), SL_OK);
+	assert_true(c != a && c != b);
+	/* a hole left by a freed range does not hide a lease's range behind it */
+	uid_range_release(dir, "n1", "ls-000001");
+	assert_int_equal(uid_range_take(dir, "n1", "ls-016384", &b2, NULL), SL_OK);
+	assert_int_equal(b, b2);
+	/* the freed range is reused */
+	assert_int_equal(uid_range_take(dir, "n9", "ls-032767", &d1, NULL), SL_OK);
+	assert_int_equal(d1, a);
+	/* releasing what is not there is harmless */
+	uid_range_release(dir, "n1", "ls-000077");
+	assert_int_equal(uid_range_take(dir, "n1", "ls-000002", &x, NULL), SL_OK);
+	assert_true(x != a && x != b && x != c);
+	/* a table that cannot be written says so */
+	struct sl_diag dg;
+	sl_diag_clear(&dg);
+	assert_int_equal(uid_range_take("/proc/no/such", "n1", "ls-1", &x, &dg), SL_EIO);
+	char cmd[64];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_isolation_options),
+		cmocka_unit_test(test_ldconfig_entry),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_uid_ranges),
+		cmocka_unit_test(test_uid_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
