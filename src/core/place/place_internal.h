@@ -65,6 +65,8 @@ struct pl_mask_eval {
 
 struct placer {
 	const struct fleet *f;
+	int nnodes, ntypes;       /* the fleet's counts the arrays are sized for
+				     (placer_nodes_added grows them) */
 	struct ptab **ptabs;      /* per fleet type; NULL when no node has it */
 	struct pl_node *nodes;
 	struct pl_group *groups;
@@ -158,6 +160,8 @@ enum sl_err pl_frag_place(struct placer *p, const struct pl_ctx *c,
 void pl_frag_node_changed(struct placer *p, int node);
 void pl_frag_index_changed(struct placer *p); /* after pl_index_rebuild */
 void pl_frag_free(struct placer *p);
+/* Grows the per-node arrays from old_nn to p->f->nnodes nodes. */
+enum sl_err pl_frag_nodes_added(struct placer *p, int old_nn) SL_MUST_USE;
 
 /* place_explain.c: fills out->failed and out->why; returns SL_ENOSPACE. */
 enum sl_err pl_explain(struct placer *p, const struct pl_ctx *c, int per_node, int nnodes,
