@@ -5,7 +5,8 @@
  * One placer lives through a fixed-seed stream of whole-GPU and share
  * requests, claims, releases and service changes while the fleet grows in
  * batches (names sorting before, between and after the earlier ones, and a
- * type no node had yet); after each batch the reference is built new, given
+ * type no node had yet; the batch sorting last is appended to its groups,
+ * widening their bitsets, the others rebuild the index); after each batch the reference is built new, given
  * the same workload, claims and service states, and every placement of both
  * must be identical. With and without the fragmentation-aware workload. */
 #include <setjmp.h>
@@ -36,7 +37,7 @@ static int below(uint64_t *s, int n)
 
 static const char *const types[] = {"hgx-h100-8", "pcie-l40s-8", "hgx-a100-8", "hgx-b200-8"};
 #define NT 4
-#define MAXN 400
+#define MAXN 1000
 
 struct world {
 	struct fleet f;
@@ -149,8 +150,11 @@ static void run(bool frag)
 			/* A batch joins: names before, between and after; the last
 			 * batches bring a type no node had. */
 			int batch = step / 600;
-			add_nodes(&w, &seed, prefixes[batch], 1 + below(&seed, 60),
-				  batch >= 2 ? NT : NT - 1);
+			if (batch == 2) /* one type, many: groups grow past a bitset word */
+				add_nodes(&w, &seed, prefixes[batch], 300, 1);
+			else
+				add_nodes(&w, &seed, prefixes[batch], 1 + below(&seed, 60),
+					  batch >= 3 ? NT : NT - 1);
 			assert_int_equal(placer_nodes_added(grown), SL_OK);
 			placer_free(ref);
 			ref = fresh(&w, m, held, nheld);

@@ -227,10 +227,17 @@ enum sl_err placer_nodes_added(struct placer *p)
 	enum sl_err e = pl_frag_nodes_added(p, old);
 	if (e != SL_OK)
 		return e;
-	/* The index: new nodes are in no group yet; the rebuild files every
-	 * node afresh (its failure path restores only the old nodes' places). */
+	/* The index: a node that sorts last in its group is appended there
+	 * (cheap, and what a storm of joins named in order gives); any other
+	 * makes the index be rebuilt, which files every node afresh. */
 	p->nnodes = nn;
-	return pl_index_rebuild(p);
+	for (int i = old; i < nn; i++) {
+		e = pl_index_append(p, i);
+		if (e == SL_ENOTFOUND || e == SL_ENOMEM)
+			return pl_index_rebuild(p);
+		pl_frag_node_changed(p, i); /* its group's kept answers are stale */
+	}
+	return SL_OK;
 }
 
 void placer_free(struct placer *p)

@@ -137,6 +137,10 @@ enum sl_err pl_index_rebuild(struct placer *p) SL_MUST_USE;
 /* Refiles node after its state changed (never allocates: large groups
  * reserve one mask slot per node when built). */
 void pl_index_update(struct placer *p, int node);
+/* Files a node just added to the fleet at the end of its group when it sorts
+ * last there (joins named in order); SL_ENOTFOUND when it does not, or has
+ * no group yet (rebuild the index then), SL_ENOMEM. */
+enum sl_err pl_index_append(struct placer *p, int node) SL_MUST_USE;
 void pl_partial_update(struct placer *p, int node);
 /* Best single node for k GPUs among groups with group_ok; false if none. */
 bool pl_index_best(struct placer *p, const struct pl_ctx *c, int k,
