@@ -229,7 +229,7 @@ static enum sl_err join_node(struct ctl *c, const struct agent_rec *r, struct sl
 	int ti = tname ? fleet_find_type(c->fleet, tname) : -1;
 	if (ti < 0 || !c->placer || !c->fleet_id[0])
 		return refleet(c, d);
-	int nt = c->fleet->ntypes;
+	int nt = c->fleet->ntypes, nn = c->fleet->nnodes;
 	struct sl_diag jd;
 	sl_diag_clear(&jd);
 	enum sl_err e = extend_one(c->fleet, r, &jd);
@@ -240,9 +240,18 @@ static enum sl_err join_node(struct ctl *c, const struct agent_rec *r, struct sl
 	if (e == SL_OK && c->sched)
 		e = sched_nodes_added(c->sched);
 	if (e != SL_OK) {
+		bool grew = c->fleet->nnodes > nn;
 		sl_log_warn("join rebuilds the fleet", "node=%s error=%s", r->name,
 			    jd.msg[0] ? jd.msg : sl_err_code(e));
-		return refleet(c, d);
+		e = refleet(c, d);
+		if (e && grew) {
+			/* The fleet holds a node the placer cannot: only a restart,
+			 * which rebuilds both, is safe (out of memory twice over). */
+			sl_log_error("fleet and placer disagree after a failed join", "node=%s error=%s",
+				     r->name, d->msg);
+			c->fatal = true;
+		}
+		return e;
 	}
 	agents_apply_node(c, c->fleet->nnodes - 1);
 	return SL_OK;
