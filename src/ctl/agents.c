@@ -362,7 +362,7 @@ void agents_wake(struct ctl *c, int64_t at)
 }
 
 /* The node's service state on the placer, as ctl_apply_usable sets it. */
-static void apply_one(struct ctl *c, int idx)
+void agents_apply_node(struct ctl *c, int idx)
 {
 	placer_set_node_usable(c->placer, idx,
 			       agents_node_ready(c, idx) &&
@@ -385,7 +385,7 @@ void agents_reported(struct ctl *c, struct agent_rec *r)
 	audit_log_system(c, "node.restored", "", r->name, life_names[was]);
 	if (idx < 0)
 		return;
-	apply_one(c, idx);
+	agents_apply_node(c, idx);
 	if (c->sched && placer_node_usable(c->placer, idx))
 		ctl_sched_check(c, sched_capacity_changed(c->sched, c->now_ns), "sched_capacity_changed");
 	agents_rec_save(c, r);
@@ -488,7 +488,7 @@ static void transition(struct ctl *c, struct agent_rec *r, int idx, enum agent_l
 	if (to == AL_DOWN)
 		node_down(c, r, idx);
 	else
-		apply_one(c, idx);
+		agents_apply_node(c, idx);
 }
 
 void agents_tick(struct ctl *c)

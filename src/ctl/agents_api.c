@@ -7,10 +7,12 @@
  * Joining: the fleet file stays the operator's text. A node that joins is a
  * registration with labels (site, leaf, type) in STORE_AGENTS, and
  * agents_fleet_extend adds such nodes to every fleet ctl_fleet_replace
- * builds (at start, on PUT /v1/fleet, and here on the join itself), so they
- * survive restarts and fleet edits while their site and leaf exist, and a
- * fleet edit that would drop one with running leases is refused like any
- * other. A fleet file that names the node itself takes over. */
+ * builds (at start and on PUT /v1/fleet), so they survive restarts and
+ * fleet edits while their site and leaf exist, and a fleet edit that would
+ * drop one with running leases is refused like any other. A fleet file that
+ * names the node itself takes over. The join itself appends the node to the
+ * running fleet, placer and scheduler (join_node), where agents_fleet_extend
+ * would put it, so a join storm does not rebuild the fleet once per node. */
 #include <ctype.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -223,6 +225,47 @@ static enum sl_err refleet(struct ctl *c, struct sl_diag *d)
 	return e;
 }
 
+/* Adds r's node (registered with labels, not in the fleet) to the running
+ * fleet and placer in place when its type is one the fleet has, so a join
+ * costs the same at 10,000 nodes as at 10 (refleet re-reads the fleet text,
+ * every joined node and every lease: a join storm was quadratic). The node
+ * comes out exactly as refleet would make it: appended after the fleet
+ * file's and the earlier joined nodes. Anything else, or a failure half
+ * way, rebuilds with refleet, which makes everything afresh. */
+static enum sl_err join_node(struct ctl *c, const struct agent_rec *r, struct sl_diag *d)
+{
+	const char *tname = json_string_value(json_object_get(r->labels, "type"));
+	int ti = tname ? fleet_find_type(c->fleet, tname) : -1;
+	if (ti < 0 || !c->placer || !c->fleet_id[0])
+		return refleet(c, d);
+	int nt = c->fleet->ntypes, nn = c->fleet->nnodes;
+	struct sl_diag jd;
+	sl_diag_clear(&jd);
+	enum sl_err e = extend_one(c->fleet, r, &jd);
+	if (e == SL_OK && c->fleet->ntypes == nt)
+		e = placer_nodes_added(c->placer);
+	else if (e == SL_OK)
+		e = SL_EINVAL;
+	if (e == SL_OK && c->sched)
+		e = sched_nodes_added(c->sched);
+	if (e != SL_OK) {
+		bool grew = c->fleet->nnodes > nn;
+		sl_log_warn("join rebuilds the fleet", "node=%s error=%s", r->name,
+			    jd.msg[0] ? jd.msg : sl_err_code(e));
+		e = refleet(c, d);
+		if (e && grew) {
+			/* The fleet holds a node the placer cannot: only a restart,
+			 * which rebuilds both, is safe (out of memory twice over). */
+			sl_log_error("fleet and placer disagree after a failed join", "node=%s error=%s",
+				     r->name, d->msg);
+			c->fatal = true;
+		}
+		return e;
+	}
+	agents_apply_node(c, c->fleet->nnodes - 1);
+	return SL_OK;
+}
+
 /* ---- register ---- */
 
 static bool printable(const char *s)
@@ -429,7 +472,7 @@ void h_agent_register(struct ctl_call *call)
 	if (labels)
 		r->labels = labels;
 	if (idx < 0) {
-		if ((e = refleet(c, &d)) || (idx = fleet_find_node(c->fleet, in.node)) < 0) {
+		if ((e = join_node(c, r, &d)) || (idx = fleet_find_node(c->fleet, in.node)) < 0) {
 			/* Nothing changed: the record stays as it was (or unregistered). */
 			json_decref(r->discovery);
 			r->discovery = old_disc;
@@ -474,7 +517,7 @@ void h_agent_register(struct ctl_call *call)
 		return;
 	}
 	agents_rec_save(c, r);
-	ctl_apply_usable(c);
+	agents_apply_node(c, idx); /* a registration changes its own node only */
 	const char *why = "";
 	const char *state = ctl_node_state(c, idx, &why);
 	json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:I}", "node", in.node, "state", state,

@@ -73,6 +73,8 @@ void agents_reported(struct ctl *c, struct agent_rec *r);
 /* Applies r's per-GPU health to the placer for fleet node idx (and, while
  * ready, names the GPUs out of service in r->reason). */
 void agents_apply_gpus_rec(struct ctl *c, struct agent_rec *r, int idx);
+/* One node's service state on the placer, as ctl_apply_usable sets every node's. */
+void agents_apply_node(struct ctl *c, int idx);
 /* Lowers the next lifecycle check to at. */
 void agents_wake(struct ctl *c, int64_t at);
 

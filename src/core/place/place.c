@@ -143,6 +143,8 @@ enum sl_err placer_new(const struct fleet *f, struct placer **out)
 	if (!p)
 		return SL_ENOMEM;
 	p->f = f;
+	p->nnodes = f->nnodes;
+	p->ntypes = f->ntypes;
 	p->nunits = f->nleaves + f->ndomains + f->nnodes;
 	p->ptabs = calloc((size_t)f->ntypes + 1, sizeof(*p->ptabs));
 	p->nodes = calloc((size_t)f->nnodes + 1, sizeof(*p->nodes));
@@ -176,6 +178,66 @@ enum sl_err placer_new(const struct fleet *f, struct placer **out)
 nomem:
 	placer_free(p);
 	return SL_ENOMEM;
+}
+
+/* Grows *a from n_old to n_new entries of size sz (one spare), zeroing the new. */
+static enum sl_err grow_zero(void *a, int n_old, int n_new, size_t sz)
+{
+	void **pa = a;
+	char *q = realloc(*pa, ((size_t)n_new + 1) * sz);
+	if (!q)
+		return SL_ENOMEM;
+	memset(q + (size_t)n_old * sz, 0, ((size_t)(n_new - n_old) + 1) * sz);
+	*pa = q;
+	return SL_OK;
+}
+
+enum sl_err placer_nodes_added(struct placer *p)
+{
+	const struct fleet *f = p ? p->f : NULL;
+	if (!f || f->ntypes != p->ntypes || f->nnodes < p->nnodes)
+		return SL_EINVAL;
+	int old = p->nnodes, nn = f->nnodes;
+	if (nn == old)
+		return SL_OK;
+	int nunits = f->nleaves + f->ndomains + nn;
+	if (nunits < p->nunits)
+		return SL_EINVAL;
+	if (grow_zero(&p->nodes, old, nn, sizeof(*p->nodes)) ||
+	    grow_zero(&p->partial, old, nn, sizeof(*p->partial)) ||
+	    grow_zero(&p->unit_count, p->nunits, nunits, sizeof(*p->unit_count)) ||
+	    grow_zero(&p->units, p->nunits, nunits, sizeof(*p->units)))
+		return SL_ENOMEM;
+	p->nunits = nunits;
+	free(p->cand); /* gang scratch, sized by the fleet: made again when needed */
+	free(p->set_count);
+	p->cand = NULL;
+	p->set_count = NULL;
+	for (int i = old; i < nn; i++) {
+		int t = f->nodes[i].type;
+		p->nodes[i].usable = true;
+		p->nodes[i].owner = f->nodes[i].owner;
+		p->nodes[i].partial_pos = -1;
+		if (!p->ptabs[t]) {
+			enum sl_err e = ptab_new(&f->types[t], &p->ptabs[t]);
+			if (e != SL_OK)
+				return e;
+		}
+	}
+	enum sl_err e = pl_frag_nodes_added(p, old);
+	if (e != SL_OK)
+		return e;
+	/* The index: a node that sorts last in its group is appended there
+	 * (cheap, and what a storm of joins named in order gives); any other
+	 * makes the index be rebuilt, which files every node afresh. */
+	p->nnodes = nn;
+	for (int i = old; i < nn; i++) {
+		e = pl_index_append(p, i);
+		if (e == SL_ENOTFOUND || e == SL_ENOMEM)
+			return pl_index_rebuild(p);
+		pl_frag_node_changed(p, i); /* its group's kept answers are stale */
+	}
+	return SL_OK;
 }
 
 void placer_free(struct placer *p)

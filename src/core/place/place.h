@@ -158,6 +158,13 @@ struct placer;
 
 enum sl_err placer_new(const struct fleet *f, struct placer **out) SL_MUST_USE;
 void placer_free(struct placer *p);
+/* The fleet gained nodes at its end (fleet_add_node on the placer's fleet, of
+ * types the fleet already had): sizes the placer for them, usable and empty,
+ * without touching the other nodes' state. Cost: a rebuild of the index (a
+ * sort of the nodes' keys), not of the placer. SL_EINVAL when the fleet also
+ * gained types or lost nodes (build a new placer then); on SL_ENOMEM the new
+ * nodes may be half known: build a new placer. */
+enum sl_err placer_nodes_added(struct placer *p) SL_MUST_USE;
 const struct fleet *placer_fleet(const struct placer *p);
 
 /* Decides where req goes without changing anything. SL_OK: out holds the

@@ -353,6 +353,26 @@ static int64_t frag_now(struct placer *p, int node)
 	return fr->before[node];
 }
 
+enum sl_err pl_frag_nodes_added(struct placer *p, int old_nn)
+{
+	struct pl_frag *fr = p->frag;
+	int nn = p->f->nnodes;
+	if (!fr)
+		return SL_OK;
+	int64_t *b = realloc(fr->before, ((size_t)nn + 1) * sizeof(*b));
+	if (b)
+		fr->before = b;
+	bool *fresh = b ? realloc(fr->fresh, ((size_t)nn + 1) * sizeof(*fresh)) : NULL;
+	if (!fresh)
+		return SL_ENOMEM;
+	fr->fresh = fresh;
+	for (int i = old_nn; i <= nn; i++) {
+		fr->before[i] = 0;
+		fr->fresh[i] = false;
+	}
+	return SL_OK;
+}
+
 void placer_set_frag_balance(struct placer *p, bool on)
 {
 	if (!p || !p->frag)

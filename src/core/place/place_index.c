@@ -223,6 +223,69 @@ enum sl_err pl_index_rebuild(struct placer *p)
 	return e;
 }
 
+static struct key_node node_key(const struct placer *p, int node)
+{
+	const struct fleet_node *fn = &p->f->nodes[node];
+	return (struct key_node){fn->site, p->nodes[node].owner, fn->type, fn->shareable,
+				 fn->price_hint, fn->name, node};
+}
+
+/* Widens a small group's bitsets to hold one more position. */
+static enum sl_err group_widen(struct pl_group *g)
+{
+	if (!g->small || g->n + 1 <= g->nwords * 64)
+		return SL_OK;
+	int nw = g->nwords * 2;
+	uint64_t *b = calloc((size_t)PL_SMALL_MASKS * (size_t)nw, sizeof(*b));
+	if (!b)
+		return SL_ENOMEM;
+	for (int m = 0; m < PL_SMALL_MASKS; m++)
+		memcpy(b + (size_t)m * (size_t)nw, g->bits + (size_t)m * (size_t)g->nwords,
+		       (size_t)g->nwords * sizeof(*b));
+	free(g->bits);
+	g->bits = b;
+	g->nwords = nw;
+	return SL_OK;
+}
+
+enum sl_err pl_index_append(struct placer *p, int node)
+{
+	struct key_node k = node_key(p, node);
+	for (int gi = 0; gi < p->ngroups; gi++) {
+		struct pl_group *g = &p->groups[gi];
+		struct key_node last = node_key(p, g->nodes[g->n - 1]);
+		if (!same_group(&last, &k))
+			continue;
+		if (key_cmp(&last, &k) >= 0)
+			return SL_ENOTFOUND; /* belongs inside the group: rebuild */
+		int *nodes = realloc(g->nodes, ((size_t)g->n + 1) * sizeof(*nodes));
+		if (!nodes)
+			return SL_ENOMEM;
+		g->nodes = nodes;
+		if (group_widen(g) != SL_OK)
+			return SL_ENOMEM;
+		if (!g->small) { /* one mask slot per node, as group_alloc reserves */
+			struct pl_mask_count *mc = realloc(g->masks, ((size_t)g->n + 1) * sizeof(*mc));
+			if (mc)
+				g->masks = mc;
+			struct pl_mask_eval *ev = mc ? realloc(g->eval, ((size_t)g->n + 1) * sizeof(*ev))
+						     : NULL;
+			if (!ev)
+				return SL_ENOMEM;
+			g->eval = ev;
+			g->capmasks = g->n + 1;
+		}
+		struct pl_node *n = &p->nodes[node];
+		n->group = gi;
+		n->gpos = g->n;
+		g->nodes[g->n++] = node;
+		n->imask = (gpumask_t)pl_free_mask(p, node);
+		file_node(p, node, n->imask, 1);
+		return SL_OK;
+	}
+	return SL_ENOTFOUND; /* a group of its own: rebuild */
+}
+
 void pl_index_update(struct placer *p, int node)
 {
 	struct pl_node *n = &p->nodes[node];

@@ -65,6 +65,8 @@ struct pl_mask_eval {
 
 struct placer {
 	const struct fleet *f;
+	int nnodes, ntypes;       /* the fleet's counts the arrays are sized for
+				     (placer_nodes_added grows them) */
 	struct ptab **ptabs;      /* per fleet type; NULL when no node has it */
 	struct pl_node *nodes;
 	struct pl_group *groups;
@@ -135,6 +137,10 @@ enum sl_err pl_index_rebuild(struct placer *p) SL_MUST_USE;
 /* Refiles node after its state changed (never allocates: large groups
  * reserve one mask slot per node when built). */
 void pl_index_update(struct placer *p, int node);
+/* Files a node just added to the fleet at the end of its group when it sorts
+ * last there (joins named in order); SL_ENOTFOUND when it does not, or has
+ * no group yet (rebuild the index then), SL_ENOMEM. */
+enum sl_err pl_index_append(struct placer *p, int node) SL_MUST_USE;
 void pl_partial_update(struct placer *p, int node);
 /* Best single node for k GPUs among groups with group_ok; false if none. */
 bool pl_index_best(struct placer *p, const struct pl_ctx *c, int k,
@@ -158,6 +164,8 @@ enum sl_err pl_frag_place(struct placer *p, const struct pl_ctx *c,
 void pl_frag_node_changed(struct placer *p, int node);
 void pl_frag_index_changed(struct placer *p); /* after pl_index_rebuild */
 void pl_frag_free(struct placer *p);
+/* Grows the per-node arrays from old_nn to p->f->nnodes nodes. */
+enum sl_err pl_frag_nodes_added(struct placer *p, int old_nn) SL_MUST_USE;
 
 /* place_explain.c: fills out->failed and out->why; returns SL_ENOSPACE. */
 enum sl_err pl_explain(struct placer *p, const struct pl_ctx *c, int per_node, int nnodes,

@@ -159,12 +159,28 @@ enum sl_err sched_new(struct placer *p, struct sched **out)
 	s->nslots = 64;
 	s->slots = calloc(s->nslots, sizeof(*s->slots));
 	s->mark = calloc((size_t)s->f->nnodes + 1, sizeof(*s->mark));
+	s->nmark = s->f->nnodes;
 	s->view = malloc(sizeof(*s->view));
 	if (!s->slots || !s->mark || !s->view) {
 		sched_free(s);
 		return SL_ENOMEM;
 	}
 	*out = s;
+	return SL_OK;
+}
+
+enum sl_err sched_nodes_added(struct sched *s)
+{
+	int nn = s->f->nnodes;
+	if (nn < s->nmark)
+		return SL_EINVAL;
+	bool *m = realloc(s->mark, ((size_t)nn + 1) * sizeof(*m));
+	if (!m)
+		return SL_ENOMEM;
+	memset(m + s->nmark, 0, ((size_t)(nn - s->nmark) + 1) * sizeof(*m));
+	s->mark = m;
+	s->nmark = nn;
+	s->dirty = true; /* waiting leases may fit on the new nodes */
 	return SL_OK;
 }
 

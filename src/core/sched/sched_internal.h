@@ -119,6 +119,7 @@ struct sched {
 	int nev, capev;
 	/* Scratch. */
 	bool *mark;                 /* [nnodes] nodes of the head's shadow placement */
+	int nmark;                  /* nodes mark is sized for */
 	struct sched_lease **tmp;   /* leases to release tentatively */
 	int captmp;
 	struct sched_queue_entry *queue;

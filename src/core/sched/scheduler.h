@@ -138,6 +138,9 @@ struct sched;
 enum sl_err sched_new(struct placer *p, struct sched **out) SL_MUST_USE;
 /* Frees the scheduler; running leases' GPUs stay claimed on the placer. */
 void sched_free(struct sched *s);
+/* The fleet gained nodes at its end and the placer knows them
+ * (placer_nodes_added): sizes the scheduler for them. */
+enum sl_err sched_nodes_added(struct sched *s) SL_MUST_USE;
 
 /* Preemption notice for spot leases (default SCHED_DEFAULT_NOTICE_NS; >= 0). */
 void sched_set_preempt_notice(struct sched *s, int64_t notice_ns);
