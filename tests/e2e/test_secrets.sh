@@ -13,7 +13,9 @@ set -u
 . "$(dirname "$0")/netns_lib.sh"
 . "$(dirname "$0")/agent_lib.sh"
 command -v sqlite3 >/dev/null || skip "no sqlite3 CLI (scripts/deps.sh)"
-FLEET="$SL_ROOT/tests/data/fleet/agents-small.yaml"
+# the jobs run as host processes (agent_lib.sh), which only the owner's
+# servers may do: a fleet whose nodes acme owns
+FLEET="$SL_ROOT/tests/data/fleet/agents-owned.yaml"
 DATA="$TMP/data"
 
 ns_init
