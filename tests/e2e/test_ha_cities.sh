@@ -46,13 +46,16 @@ ns_exec ca "$SUANLID" init --data "$DATA" --store "$STORE" --tls-san "$(ns_addr 
 expect_eq "init" "$?" 0
 export SUANLI_TOKEN SUANLI_CA="$DATA/tls/ca.pem"
 SUANLI_TOKEN=$(cat "$DATA/admin.token")
+# the standby's own data directory, as on another machine (docs/ha.md):
+# the audit key and the TLS files copied from the first
+mkdir -p "$TMP/b" && cp -a "$DATA/audit.key" "$DATA/tls" "$TMP/b/"
 ns_spawn ca "$TMP/ca.log" "$SUANLID" serve --data "$DATA" --store "$STORE" --listen "$(ns_addr ca):7400" --advertise "$CA" \
 	--lease 2 --heartbeat 1 --fleet "$FLEET"
 CA_PID=$NS_LAST_PID
 role() { ns_exec cli curl -s --cacert "$SUANLI_CA" --max-time 8 "$1/healthz" | jq -r '.role // empty' 2>/dev/null; }
 is() { [ "$(role "$1")" = "$2" ]; }
 wait_until 30 is "$CA" leader
-ns_spawn cb "$TMP/cb.log" "$SUANLID" serve --data "$DATA" --store "$STORE" --listen "$(ns_addr cb):7400" --advertise "$CB" \
+ns_spawn cb "$TMP/cb.log" "$SUANLID" serve --data "$TMP/b" --store "$STORE" --listen "$(ns_addr cb):7400" --advertise "$CB" \
 	--lease 2 --heartbeat 1
 wait_until 30 is "$CB" standby
 expect_eq "one leads, one stands by" "$(role "$CA") $(role "$CB")" "leader standby"

@@ -35,6 +35,9 @@ ns_exec ca "$SUANLID" init --data "$DATA" --store "$STORE" --tls-san "$(ns_addr 
 expect_eq "init over TCP from the leader's host" "$?" 0
 export SUANLI_TOKEN SUANLI_CA="$DATA/tls/ca.pem"
 SUANLI_TOKEN=$(cat "$DATA/admin.token")
+# the standby's own data directory, as on another machine (docs/ha.md):
+# the audit key and the TLS files copied from the first
+mkdir -p "$TMP/b" && cp -a "$DATA/audit.key" "$DATA/tls" "$TMP/b/"
 ns_spawn ca "$TMP/ca.log" "$SUANLID" serve --data "$DATA" --store "$STORE" --listen "$(ns_addr ca):7400" --advertise "$CA" \
 	--simulate --lease 3 --fleet "$SL_ROOT/examples/demo-fleet.yaml"
 # a controller retrying an unreachable database answers late (connect_timeout 5 s)
@@ -42,7 +45,7 @@ role() { ns_exec cli curl -s --cacert "$SUANLI_CA" --max-time 8 "$1/healthz" | j
 is() { [ "$(role "$1")" = "$2" ]; }
 wait_until 30 is "$CA" leader
 expect_eq "the first controller leads" "$(role "$CA")" leader
-ns_spawn cb "$TMP/cb.log" "$SUANLID" serve --data "$DATA" --store "$STORE" --listen "$(ns_addr cb):7400" --advertise "$CB" \
+ns_spawn cb "$TMP/cb.log" "$SUANLID" serve --data "$TMP/b" --store "$STORE" --listen "$(ns_addr cb):7400" --advertise "$CB" \
 	--simulate --lease 3
 wait_until 30 is "$CB" standby
 expect_eq "the second stands by" "$(role "$CB")" standby
