@@ -41,6 +41,11 @@ static bool is_loopback(const char *listen)
 	return false;
 }
 
+bool ctl_tls_serves_https(int tls, const char *listen)
+{
+	return tls > 0 || (tls == 0 && !is_loopback(listen));
+}
+
 enum sl_err ctl_tls_decide(const struct ctl_opts *o, const char *listen, struct http_limits *lim,
 			   struct sl_diag *d)
 {

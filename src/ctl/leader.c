@@ -15,15 +15,19 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ctl_int.h"
 #include "http.h"
 #include "log.h"
 #include "store.h"
+#include "tls.h"
 
 #define LEADER_POLL_MS 250       /* how often a standby tries to take over */
 #define LEADER_RECONNECT_MS 1000 /* how often it retries a lost database */
@@ -151,8 +155,26 @@ static enum sl_err standby_step(struct standby *sb, bool *won, struct sl_diag *d
 	return SL_OK;
 }
 
-enum sl_err leader_standby(const struct leader_cfg *cfg, const char *listen, int stop_fd,
-			   struct store **out, struct sl_diag *d)
+/* stop_fd is readable: true to stop (SIGTERM, SIGINT); SIGHUP reloads the
+ * TLS certificate, as on a leader (ctl_stop_or_reload). */
+static bool standby_stop_or_reload(bool tls, int stop_fd)
+{
+	struct signalfd_siginfo si;
+	ssize_t n = read(stop_fd, &si, sizeof(si));
+	if (n != (ssize_t)sizeof(si) || si.ssi_signo != SIGHUP)
+		return true;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	if (!tls)
+		sl_log_info("SIGHUP: nothing to reload (plain HTTP)", NULL);
+	else if (ctl_tls_reload(&d))
+		sl_log_error("SIGHUP: new TLS certificate refused; still serving the old one",
+			     "error=%s", d.msg);
+	return false;
+}
+
+enum sl_err leader_standby(const struct leader_cfg *cfg, const struct ctl_opts *o,
+			   const char *listen, int stop_fd, struct store **out, struct sl_diag *d)
 {
 	*out = NULL;
 	struct standby sb = {.cfg = cfg};
@@ -166,11 +188,19 @@ enum sl_err leader_standby(const struct leader_cfg *cfg, const char *listen, int
 	}
 	struct http_callbacks cb = {standby_handle, NULL, NULL, &sb, NULL};
 	struct http_server *h = NULL;
-	if ((e = http_server_new(listen, NULL, &cb, &h, d))) {
+	/* the standby answers on the same address as the leader will, under the
+	 * same rule: HTTPS everywhere but loopback (docs/security.md) */
+	struct http_limits lim = {.max_connections = o->max_connections};
+	if ((e = ctl_tls_decide(o, listen, &lim, d))) {
 		store_close(sb.store);
 		return e;
 	}
-	int64_t next = mono_ns() + (int64_t)LEADER_POLL_MS * 1000000;
+	bool tls = lim.tls_cert_callback != NULL;
+	if ((e = http_server_new(listen, &lim, &cb, &h, d))) {
+		store_close(sb.store);
+		return e;
+	}
+	int64_t next = mono_ns() + (int64_t)LEADER_POLL_MS * 1000000, watched = mono_ns();
 	while (!e && !won) {
 		struct pollfd p[2] = {{http_server_fd(h), POLLIN, 0}, {stop_fd, POLLIN, 0}};
 		int64_t ms = (next - mono_ns()) / 1000000 + 1;
@@ -181,10 +211,14 @@ enum sl_err leader_standby(const struct leader_cfg *cfg, const char *listen, int
 			e = sl_diag_set(d, SL_EIO, "poll: %s", strerror(errno));
 			break;
 		}
-		if (stop_fd >= 0 && (p[1].revents & POLLIN))
+		if (stop_fd >= 0 && (p[1].revents & POLLIN) && standby_stop_or_reload(tls, stop_fd))
 			break;
 		if (http_server_run(h))
 			sl_log_error("http server error (standby)", NULL);
+		if (tls && mono_ns() - watched >= 1000000000LL) {
+			watched = mono_ns();
+			(void)ctl_tls_reload_if_changed(); /* a renewed certificate (tls renew) */
+		}
 		if (mono_ns() >= next) {
 			e = standby_step(&sb, &won, d);
 			next = mono_ns() + (int64_t)(sb.store ? LEADER_POLL_MS : LEADER_RECONNECT_MS) * 1000000;

@@ -45,8 +45,12 @@ struct leader_cfg {
  * cannot be reached (restarting, being promoted) is retried every second
  * meanwhile. Errors: a schema newer than this program (SL_ECONFLICT), the
  * listener's. */
-enum sl_err leader_standby(const struct leader_cfg *cfg, const char *listen, int stop_fd,
-			   struct store **out, struct sl_diag *d) SL_MUST_USE;
+struct ctl_opts;
+/* o: the serve options; the standby's listener follows the TLS rule with them
+ * (HTTPS off loopback, o->tls, the certificate in o->data_dir). */
+enum sl_err leader_standby(const struct leader_cfg *cfg, const struct ctl_opts *o,
+			   const char *listen, int stop_fd, struct store **out,
+			   struct sl_diag *d) SL_MUST_USE;
 
 /* Gives c, whose store leads, its leadership state (called by ctl_new). */
 enum sl_err leader_attach(struct ctl *c, const struct leader_cfg *cfg,

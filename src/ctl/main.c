@@ -71,7 +71,8 @@ static const char usage[] =
 	"                     controllers on one database, one leads (docs/ha.md);\n"
 	"                     each needs a copy of DIR's audit key\n"
 	"  --advertise URL    where clients reach this controller (standbys name\n"
-	"                     the leader's); default http://LISTEN\n"
+	"                     the leader's); default https://LISTEN, or\n"
+	"                     http://LISTEN where it serves plain HTTP\n"
 	"  --lease SECS       leadership lease (default 6): the leader renews every\n"
 	"                     SECS/6, fences itself after 2*SECS/3 without renewal,\n"
 	"                     a standby takes over after SECS\n"
@@ -374,12 +375,15 @@ static int leader_settings(const struct settings *s, const char *listen, struct 
 	for (char *p = name; *p; p++)
 		if (*p <= ' ' || *p > '~')
 			*p = '_';
+	/* the default names the scheme actually served: a standby's leader hint
+	 * must not send clients to http:// on a controller that speaks HTTPS */
+	const char *scheme = ctl_tls_serves_https(s->tls, listen) ? "https" : "http";
 	if (s->advertise)
 		snprintf(adv, STORE_MAX_LEADER_URL + 1, "%s", s->advertise);
+	else if (listen[0] == ':')
+		snprintf(adv, STORE_MAX_LEADER_URL + 1, "%s://127.0.0.1%s", scheme, listen);
 	else
-		snprintf(adv, STORE_MAX_LEADER_URL + 1, "http://%s", listen[0] == ':' ? "127.0.0.1" : listen);
-	if (!s->advertise && listen[0] == ':')
-		snprintf(adv, STORE_MAX_LEADER_URL + 1, "http://127.0.0.1%s", listen);
+		snprintf(adv, STORE_MAX_LEADER_URL + 1, "%s://%s", scheme, listen);
 	lc->name = name;
 	lc->advertise = adv;
 	return 0;
@@ -503,7 +507,7 @@ static int cmd_serve(struct settings *s)
 			close(sfd);
 			return r;
 		}
-		if (leader_standby(&lc, o.listen, sfd, &o.store_take, &d)) {
+		if (leader_standby(&lc, &o, o.listen, sfd, &o.store_take, &d)) {
 			fail("standby", &d);
 			close(sfd);
 			return 1;

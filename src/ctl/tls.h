@@ -55,6 +55,10 @@ enum sl_err ctl_tls_renew(const char *data_dir, const struct ctl_tls_init *o,
 /* True when DATA/tls/server.pem and server.key exist. */
 bool ctl_tls_present(const char *data_dir);
 
+/* Whether serve speaks HTTPS on LISTEN with TLS = 1 (--tls), -1 (--no-tls)
+ * or 0 (auto: HTTPS off loopback): the scheme of the default --advertise. */
+bool ctl_tls_serves_https(int tls, const char *listen);
+
 /* SHA-256 of the DER of DATA/tls/ca.pem's first certificate, hex (65 bytes
  * with the NUL). */
 enum sl_err ctl_tls_ca_sha256(const char *data_dir, char out[65], struct sl_diag *d) SL_MUST_USE;

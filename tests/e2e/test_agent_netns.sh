@@ -37,7 +37,7 @@ ok "both agents register and their nodes become ready"
 expect_eq "the node's agent address is its host's" "$(sl node show e2e-h100-02 --json | jq -r .agent.addr)" "$(ns_addr h2)"
 expect_eq "the node says whose work runs as host processes on it" "$(node_field e2e-h100-01 .host_processes)" acme
 expect_match "nodes shows it" "$(sl nodes | grep '^e2e-h100-01 ')" 'host processes for acme$'
-out=$(ns_exec h1 timeout 20 "$SUANLI_AGENT" run --server "$URL" --token "$JOIN" --node e2e-h100-03 \
+out=$(ns_exec h1 timeout 20 "$SUANLI_AGENT" run --server "$URL" --ca "$CA" --token "$JOIN" --node e2e-h100-03 \
 	--simulate hgx-h100-8 --state-dir "$TMP/agents/refused" --host-processes beta 2>&1)
 expect_match "host processes for a tenant that does not own the node are refused" "$out" \
 	'node e2e-h100-03 is owned by acme; host processes \(--host-processes beta\) are only for a server that tenant owns'

@@ -35,21 +35,27 @@ out=$(ns_exec db env PG_TEST_LISTEN="$DB" bash "$PGT" start) || { bad "PostgreSQ
 PGDIR=${out%% *}
 bash "$PGT" createdb "$PGDIR" ha >/dev/null
 STORE="postgres://suanli@$DB:5432/ha"
-CA="http://$(ns_addr ca):7400"
-CB="http://$(ns_addr cb):7400"
+# off loopback suanlid serves only HTTPS (docs/security.md): one CA and one
+# server certificate naming both controllers' addresses, in the data
+# directory both controllers use; clients verify against the CA
+CA="https://$(ns_addr ca):7400"
+CB="https://$(ns_addr cb):7400"
 BOTH="$CA,$CB"
 DATA="$TMP/data"
-ns_exec ca "$SUANLID" init --data "$DATA" --store "$STORE" >/dev/null 2>&1
+ns_exec ca "$SUANLID" init --data "$DATA" --store "$STORE" --tls-san "$(ns_addr ca)" --tls-san "$(ns_addr cb)" >/dev/null 2>&1
 expect_eq "init" "$?" 0
-export SUANLI_TOKEN
+export SUANLI_TOKEN SUANLI_CA="$DATA/tls/ca.pem"
 SUANLI_TOKEN=$(cat "$DATA/admin.token")
-ns_spawn ca "$TMP/ca.log" "$SUANLID" serve --data "$DATA" --store "$STORE" --listen "$(ns_addr ca):7400" \
+# the standby's own data directory, as on another machine (docs/ha.md):
+# the audit key and the TLS files copied from the first
+mkdir -p "$TMP/b" && cp -a "$DATA/audit.key" "$DATA/tls" "$TMP/b/"
+ns_spawn ca "$TMP/ca.log" "$SUANLID" serve --data "$DATA" --store "$STORE" --listen "$(ns_addr ca):7400" --advertise "$CA" \
 	--lease 2 --heartbeat 1 --fleet "$FLEET"
 CA_PID=$NS_LAST_PID
-role() { ns_exec cli curl -s --max-time 8 "$1/healthz" | jq -r '.role // empty' 2>/dev/null; }
+role() { ns_exec cli curl -s --cacert "$SUANLI_CA" --max-time 8 "$1/healthz" | jq -r '.role // empty' 2>/dev/null; }
 is() { [ "$(role "$1")" = "$2" ]; }
 wait_until 30 is "$CA" leader
-ns_spawn cb "$TMP/cb.log" "$SUANLID" serve --data "$DATA" --store "$STORE" --listen "$(ns_addr cb):7400" \
+ns_spawn cb "$TMP/cb.log" "$SUANLID" serve --data "$TMP/b" --store "$STORE" --listen "$(ns_addr cb):7400" --advertise "$CB" \
 	--lease 2 --heartbeat 1
 wait_until 30 is "$CB" standby
 expect_eq "one leads, one stands by" "$(role "$CA") $(role "$CB")" "leader standby"
@@ -57,7 +63,7 @@ sl() { ns_exec cli "$SUANLI" --server "$BOTH" "$@"; }
 node_state() { sl nodes --json 2>/dev/null | jq -r --arg n "$NODE" '.[] | select(.name == $n) | .state'; }
 node_ready() { [ "$(node_state)" = ready ]; }
 JOIN=$(sl agent-token create --node "$NODE" --json 2>/dev/null | jq -r .token)
-ns_spawn far "$TMP/agent.log" "$SUANLI_AGENT" run --server "$BOTH" --token "$JOIN" --node "$NODE" \
+ns_spawn far "$TMP/agent.log" "$SUANLI_AGENT" run --server "$BOTH" --ca "$SUANLI_CA" --token "$JOIN" --node "$NODE" \
 	--simulate hgx-h100-8 --state-dir "$TMP/agent" --heartbeat 1
 wait_until 40 node_ready
 expect_eq "the far agent joins and its node is ready" "$(node_state)" ready

@@ -25,21 +25,27 @@ out=$(ns_exec db env PG_TEST_LISTEN="$DB" bash "$PGT" start) || { bad "PostgreSQ
 PGDIR=${out%% *}
 bash "$PGT" createdb "$PGDIR" ha >/dev/null
 STORE="postgres://suanli@$DB:5432/ha"
-CA="http://$(ns_addr ca):7400"
-CB="http://$(ns_addr cb):7400"
+# off loopback suanlid serves only HTTPS (docs/security.md): one CA and one
+# server certificate naming both controllers' addresses, in the data
+# directory both controllers use; clients verify against the CA
+CA="https://$(ns_addr ca):7400"
+CB="https://$(ns_addr cb):7400"
 DATA="$TMP/data"
-ns_exec ca "$SUANLID" init --data "$DATA" --store "$STORE" >/dev/null 2>&1
+ns_exec ca "$SUANLID" init --data "$DATA" --store "$STORE" --tls-san "$(ns_addr ca)" --tls-san "$(ns_addr cb)" >/dev/null 2>&1
 expect_eq "init over TCP from the leader's host" "$?" 0
-export SUANLI_TOKEN
+export SUANLI_TOKEN SUANLI_CA="$DATA/tls/ca.pem"
 SUANLI_TOKEN=$(cat "$DATA/admin.token")
-ns_spawn ca "$TMP/ca.log" "$SUANLID" serve --data "$DATA" --store "$STORE" --listen "$(ns_addr ca):7400" \
+# the standby's own data directory, as on another machine (docs/ha.md):
+# the audit key and the TLS files copied from the first
+mkdir -p "$TMP/b" && cp -a "$DATA/audit.key" "$DATA/tls" "$TMP/b/"
+ns_spawn ca "$TMP/ca.log" "$SUANLID" serve --data "$DATA" --store "$STORE" --listen "$(ns_addr ca):7400" --advertise "$CA" \
 	--simulate --lease 3 --fleet "$SL_ROOT/examples/demo-fleet.yaml"
 # a controller retrying an unreachable database answers late (connect_timeout 5 s)
-role() { ns_exec cli curl -s --max-time 8 "$1/healthz" | jq -r '.role // empty' 2>/dev/null; }
+role() { ns_exec cli curl -s --cacert "$SUANLI_CA" --max-time 8 "$1/healthz" | jq -r '.role // empty' 2>/dev/null; }
 is() { [ "$(role "$1")" = "$2" ]; }
 wait_until 30 is "$CA" leader
 expect_eq "the first controller leads" "$(role "$CA")" leader
-ns_spawn cb "$TMP/cb.log" "$SUANLID" serve --data "$DATA" --store "$STORE" --listen "$(ns_addr cb):7400" \
+ns_spawn cb "$TMP/cb.log" "$SUANLID" serve --data "$TMP/b" --store "$STORE" --listen "$(ns_addr cb):7400" --advertise "$CB" \
 	--simulate --lease 3
 wait_until 30 is "$CB" standby
 expect_eq "the second stands by" "$(role "$CB")" standby
@@ -50,7 +56,7 @@ expect_eq "a write through the list" "$?" 0
 ns_exec ca iptables -A OUTPUT -d "$DB" -j DROP
 ns_exec ca iptables -A INPUT -s "$DB" -j DROP
 ok "DROP rules for $DB in the leader's namespace"
-ns_exec cli curl -s --max-time 40 -o /dev/null -w '%{http_code}' -X POST "$CA/v1/tenants" \
+ns_exec cli curl -s --cacert "$SUANLI_CA" --max-time 40 -o /dev/null -w '%{http_code}' -X POST "$CA/v1/tenants" \
 	-H "Authorization: Bearer $SUANLI_TOKEN" -H 'Content-Type: application/json' \
 	--data-binary '{"name":"ghost"}' >"$TMP/ghost.code" 2>/dev/null &
 gp=$!
@@ -76,8 +82,8 @@ expect_eq "the new leader's write is there" \
 # ---- heal: the old leader stays a standby ----
 ns_exec ca iptables -D OUTPUT -d "$DB" -j DROP
 ns_exec ca iptables -D INPUT -s "$DB" -j DROP
-sees_leader() { ns_exec cli curl -s --max-time 2 "$CA/healthz" | jq -e --arg u "$CB" '.leader == $u' >/dev/null; }
+sees_leader() { ns_exec cli curl -s --cacert "$SUANLI_CA" --max-time 2 "$CA/healthz" | jq -e --arg u "$CB" '.leader == $u' >/dev/null; }
 wait_until 20 sees_leader
 expect_eq "after healing, the old leader stands by and names the new one" \
-	"$(ns_exec cli curl -s "$CA/healthz" | jq -r .leader)" "$CB"
+	"$(ns_exec cli curl -s --cacert "$SUANLI_CA" "$CA/healthz" | jq -r .leader)" "$CB"
 finish
