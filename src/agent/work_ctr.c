@@ -160,7 +160,7 @@ void ctr_pull_failed(struct work_sup *s, struct work_item *it)
 	while (f && fgets(line, sizeof(line), f)) /* podman's last "Error: " line */
 		if (strncmp(line, "Error: ", 7) == 0) {
 			line[strcspn(line, "\n")] = '\0';
-			snprintf(err, sizeof(err), "%s", line + 7);
+			snprintf(err, sizeof(err), "%.*s", (int)sizeof(err) - 1, line + 7);
 		}
 	if (f)
 		fclose(f);
