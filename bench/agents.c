@@ -28,23 +28,6 @@
 #define DISC_MAX 12000 /* bytes of the discovery JSON; a request is < 16384 */
 #define NODES_MAX 100000
 
-static double proc_cpu_ms(pid_t pid)
-{
-	char p[64], buf[1024];
-	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(p, "r");
-	if (!f)
-		return 0;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	char *q = strrchr(buf, ')');
-	unsigned long ut = 0, st = 0;
-	if (!q || sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-		return 0;
-	return (double)(ut + st) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
-}
-
 static long proc_rss_kib(pid_t pid)
 {
 	char p[64], line[256];
@@ -130,7 +113,7 @@ int main(int argc, char **argv)
 	if (!nodes || !at || !cpu || !last)
 		bl_die("out of memory");
 	static char req[16384];
-	double cpu0 = proc_cpu_ms(pid), t0 = bl_now_ms();
+	double cpu0 = bl_proc_cpu_ms(pid), t0 = bl_now_ms();
 	at[0] = t0;
 	cpu[0] = cpu0;
 	for (int i = 0; i < n; i++) {
@@ -163,9 +146,9 @@ int main(int argc, char **argv)
 			hbs++;
 		}
 		at[i + 1] = bl_now_ms();
-		cpu[i + 1] = proc_cpu_ms(pid);
+		cpu[i + 1] = bl_proc_cpu_ms(pid);
 	}
-	double join_ms = at[n] - t0, join_cpu = proc_cpu_ms(pid) - cpu0;
+	double join_ms = at[n] - t0, join_cpu = bl_proc_cpu_ms(pid) - cpu0;
 	double hb0 = bl_now_ms();
 	for (int i = 0; i < n; i++) {
 		snprintf(req, sizeof(req), "{\"boot_id\":\"boot-%05d\"}", i);
@@ -208,7 +191,7 @@ int main(int argc, char **argv)
 
 	if (hold_s > 0) {
 		struct bl_samples lat = {0};
-		double gap = HEARTBEAT_S * 1000.0 / n, start = bl_now_ms(), cpu_h = proc_cpu_ms(pid);
+		double gap = HEARTBEAT_S * 1000.0 / n, start = bl_now_ms(), cpu_h = bl_proc_cpu_ms(pid);
 		long sent = 0, late = 0;
 		char lid[64];
 		while (bl_now_ms() - start < hold_s * 1000.0) {
@@ -237,7 +220,7 @@ int main(int argc, char **argv)
 				bl_call(&c, dm.port, "POST", path, tok, "{}", NULL, NULL);
 			}
 		}
-		double wall = bl_now_ms() - start, used = proc_cpu_ms(pid) - cpu_h;
+		double wall = bl_now_ms() - start, used = bl_proc_cpu_ms(pid) - cpu_h;
 		fprintf(o, "\n### %d agents heartbeating every %d s for %d s\n\n", n, HEARTBEAT_S,
 			hold_s);
 		fprintf(o, "- heartbeats: %ld (%.0f/s; %ld sent more than one interval late, i.e. the tool fell "

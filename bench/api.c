@@ -62,24 +62,6 @@ struct phase {
 
 static const int gpu_sizes[] = {1, 2, 4, 8};
 
-/* utime + stime of pid in ms. */
-static double proc_cpu_ms(pid_t pid)
-{
-	char p[64], buf[1024];
-	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(p, "r");
-	if (!f)
-		return 0;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	char *q = strrchr(buf, ')');
-	unsigned long ut = 0, st = 0;
-	if (!q || sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-		return 0;
-	return (double)(ut + st) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
-}
-
 static void start_op(struct phase *ph, struct client *cl, enum op op)
 {
 	char req[REQ_MAX], path[128], body[128];
@@ -167,7 +149,7 @@ static void run_phase(struct phase *ph, struct client *cls, int ncl, enum op fir
 	int ep = epoll_create1(EPOLL_CLOEXEC), active = 0;
 	if (ep < 0)
 		bl_die("epoll: %s", strerror(errno));
-	double cpu0 = proc_cpu_ms(daemon), t0 = bl_now_ms();
+	double cpu0 = bl_proc_cpu_ms(daemon), t0 = bl_now_ms();
 	for (int i = 0; i < ncl && ph->todo > 0; i++) {
 		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &cls[i]};
 		if (epoll_ctl(ep, EPOLL_CTL_ADD, cls[i].c.fd, &ev))
@@ -208,7 +190,7 @@ static void run_phase(struct phase *ph, struct client *cls, int ncl, enum op fir
 		}
 	}
 	ph->wall_ms = bl_now_ms() - t0;
-	ph->daemon_cpu_ms = proc_cpu_ms(daemon) - cpu0;
+	ph->daemon_cpu_ms = bl_proc_cpu_ms(daemon) - cpu0;
 	close(ep);
 }
 

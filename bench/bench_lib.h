@@ -488,6 +488,24 @@ static inline void bl_daemon_prepare(struct bl_daemon *d, const char *tag, int n
 	snprintf(d->portarg, sizeof(d->portarg), "127.0.0.1:%d", d->port);
 }
 
+/* utime + stime of pid in ms, from /proc/PID/stat; 0 when it cannot be read. */
+static inline double bl_proc_cpu_ms(pid_t pid)
+{
+	char p[64], buf[1024];
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(p, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *q = strrchr(buf, ')');
+	unsigned long ut = 0, st = 0;
+	if (!q || sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+		return 0;
+	return (double)(ut + st) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
+}
+
 static inline void bl_rmrf(const char *dir)
 {
 	char *argv[] = {"/bin/rm", "-rf", (char *)dir, NULL};

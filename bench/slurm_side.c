@@ -85,23 +85,6 @@ static long id_seq(const char *id)
 	return id ? atol(id + strcspn(id, "0123456789")) : 0;
 }
 
-static double proc_cpu_s(pid_t pid)
-{
-	char p[64], buf[1024];
-	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(p, "r");
-	if (!f)
-		return 0;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	char *q = strrchr(buf, ')');
-	unsigned long ut = 0, st = 0;
-	if (!q || sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-		return 0;
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
 /* ---- the daemon ---- */
 
 static void read_nodes(struct side *s)
@@ -371,10 +354,10 @@ static void phase_s(struct side *s, const char *cli, int njobs, int par, int sec
 		if (slots <= 0)
 			slots = s->nnodes * 8;
 	}
-	double cpu0 = proc_cpu_s(s->pid), t0 = wall_s();
+	double cpu0 = bl_proc_cpu_ms(s->pid) / 1000.0, t0 = wall_s();
 	all_nodes(s, false);
 	wait_empty(s);
-	double cpu1 = proc_cpu_s(s->pid), t1 = wall_s();
+	double cpu1 = bl_proc_cpu_ms(s->pid) / 1000.0, t1 = wall_s();
 	json_t *a = leases(s, NULL);
 	struct bl_samples st = {0};
 	size_t i;
@@ -660,7 +643,7 @@ static void phase_a(struct side *s, int njobs, int par, int secs)
 	}
 	char job_body[256];
 	snprintf(job_body, sizeof(job_body), "{\"lease\":\"%%s\",\"argv\":[\"sleep\",\"%d\"]}", secs);
-	double cpu0 = proc_cpu_s(s->pid), t0 = wall_s();
+	double cpu0 = bl_proc_cpu_ms(s->pid) / 1000.0, t0 = wall_s();
 	all_nodes(s, false);
 	int done = 0, failed_jobs = 0;
 	double tw = bl_now_ms();
@@ -739,7 +722,7 @@ static void phase_a(struct side *s, int njobs, int par, int secs)
 			usleep(POLL_MS * 1000);
 	}
 	free(ops);
-	double cpu1 = proc_cpu_s(s->pid), t1 = wall_s();
+	double cpu1 = bl_proc_cpu_ms(s->pid) / 1000.0, t1 = wall_s();
 	struct idset all;
 	idset_get(s, "/v1/jobs", "id", &all);
 	struct bl_samples st = {0}, seen = {0};
