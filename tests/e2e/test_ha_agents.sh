@@ -6,12 +6,11 @@
 # leader (a higher epoch) by itself, its node is ready there, and the lease it
 # runs is still active, on the same GPUs.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/pg_lib.sh"
 : "${SUANLID:?SUANLID must point at the suanlid binary}"
 : "${SUANLI_AGENT:?SUANLI_AGENT must point at the suanli-agent binary}"
-PGT="$SL_ROOT/scripts/pg-test.sh"
 FLEET="$SL_ROOT/tests/data/fleet/agents-small.yaml"
 NODE=e2e-h100-01
-PGDIR=""
 PIDS=("" "")
 AGENT=""
 cleanup() {
@@ -22,16 +21,8 @@ cleanup() {
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
-out=$(bash "$PGT" start) || {
-	rc=$?
-	[ $rc -eq 77 ] && skip "no PostgreSQL server binaries (Debian: postgresql)"
-	bad "start a PostgreSQL server" "pg-test.sh start exited $rc"
-	finish
-	exit 1
-}
-PGDIR=${out%% *}
+pg_start
 STORE=$(bash "$PGT" createdb "$PGDIR" ha)
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 PORT=("$(free_port)" "$(free_port)")
 U=("http://127.0.0.1:${PORT[0]}" "http://127.0.0.1:${PORT[1]}")
 BOTH="${U[0]},${U[1]}"

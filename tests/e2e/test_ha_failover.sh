@@ -14,12 +14,11 @@
 #   leading, and nothing acknowledged is lost (the history check above).
 # Clients get both URLs (--server A,B) and find the leader themselves.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/pg_lib.sh"
 : "${SUANLID:?SUANLID must point at the suanlid binary}"
-PGT="$SL_ROOT/scripts/pg-test.sh"
 CYCLES=${SL_HA_CYCLES:-3}
 LEASE=2 # seconds: the takeover of a stopped leader takes about this long
 
-PGDIR=""
 PIDS=("" "")
 cleanup() {
 	for p in "${PIDS[@]}"; do
@@ -31,17 +30,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-out=$(bash "$PGT" start) || {
-	rc=$?
-	[ $rc -eq 77 ] && skip "no PostgreSQL server binaries (Debian: postgresql)"
-	bad "start a PostgreSQL server" "pg-test.sh start exited $rc"
-	finish
-	exit 1
-}
-PGDIR=${out%% *}
+pg_start
 STORE=$(bash "$PGT" createdb "$PGDIR" ha)
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 PORT=("$(free_port)" "$(free_port)")
 U=("http://127.0.0.1:${PORT[0]}" "http://127.0.0.1:${PORT[1]}")
 BOTH="${U[0]},${U[1]}"

@@ -7,9 +7,8 @@
 # acknowledged lease create is there with the same answer to a retry.
 # Skipped without the server binaries.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/pg_lib.sh"
 : "${SUANLID:?SUANLID must point at the suanlid binary}"
-PGT="$SL_ROOT/scripts/pg-test.sh"
-PGDIR=""
 RDIR=""
 PIDS=("" "")
 cleanup() {
@@ -20,20 +19,12 @@ cleanup() {
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
-out=$(bash "$PGT" start) || {
-	rc=$?
-	[ $rc -eq 77 ] && skip "no PostgreSQL server binaries (Debian: postgresql)"
-	bad "start a PostgreSQL server" "pg-test.sh start exited $rc"
-	finish
-	exit 1
-}
-PGDIR=${out%% *}
+pg_start
 bash "$PGT" createdb "$PGDIR" ha >/dev/null
 RDIR=$(bash "$PGT" replica "$PGDIR")
 expect_eq "a synchronous streaming replica" "$?" 0
 STORE="postgres:///ha?host=$PGDIR,$RDIR&user=suanli&target_session_attrs=read-write"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 PORT=("$(free_port)" "$(free_port)")
 U=("http://127.0.0.1:${PORT[0]}" "http://127.0.0.1:${PORT[1]}")
 BOTH="${U[0]},${U[1]}"

@@ -6,17 +6,9 @@
 # verifies and proves consistency with the old checkpoint. A second copy into
 # the same database, and a copy while a controller leads it, are refused.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/pg_lib.sh"
 . "$(dirname "$0")/ctl_lib.sh"
-PGT="$SL_ROOT/scripts/pg-test.sh"
-PGDIR=""
-out=$(bash "$PGT" start) || {
-	rc=$?
-	[ $rc -eq 77 ] && skip "no PostgreSQL server binaries (Debian: postgresql)"
-	bad "start a PostgreSQL server" "pg-test.sh start exited $rc"
-	finish
-	exit 1
-}
-PGDIR=${out%% *}
+pg_start
 trap 'ctl_cleanup; bash "$PGT" stop "$PGDIR"' EXIT
 STORE=$(bash "$PGT" createdb "$PGDIR" copy)
 DATA="$TMP/data"
