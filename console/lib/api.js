@@ -1,0 +1,121 @@
+// api.js - every request the console makes: same-origin JSON with the session
+// cookie, and the session's CSRF token on each state-changing method (the same
+// API the CLI uses; nothing private to the browser).
+const STATE = { me: null, csrf: null, onUnauthorized: null };
+const CSRF_KEY = 'suanli.csrf';
+
+export class ApiError extends Error {
+	constructor(status, code, message, hint) {
+		super(message);
+		this.status = status;
+		this.code = code;
+		this.hint = hint || '';
+	}
+}
+
+export function me() { return STATE.me; }
+
+export function setSession(s) {
+	STATE.me = s;
+	STATE.csrf = (s && s.csrf) || null;
+	try {
+		if (STATE.csrf) sessionStorage.setItem(CSRF_KEY, STATE.csrf);
+		else if (!s) sessionStorage.removeItem(CSRF_KEY);
+	} catch (_) { /* storage refused: the token stays in memory */ }
+}
+
+export function onUnauthorized(fn) { STATE.onUnauthorized = fn; }
+
+function csrf() {
+	if (STATE.csrf) return STATE.csrf;
+	try { return sessionStorage.getItem(CSRF_KEY); } catch (_) { return null; }
+}
+
+async function errorOf(r) {
+	let e = {};
+	try { e = (await r.json()).error || {}; } catch (_) { /* not JSON */ }
+	return new ApiError(r.status, e.code || 'http_' + r.status, e.message || r.statusText, e.hint);
+}
+
+// request(METHOD, PATH, BODY?, {raw, quiet}) : the parsed JSON answer (raw: the
+// Response). A 401 outside quiet calls the sign-in handler before throwing.
+export async function request(method, path, body, opts = {}) {
+	const headers = { Accept: 'application/json' };
+	const dev = devToken();
+	if (dev) headers.Authorization = 'Bearer ' + dev;
+	if (body !== undefined) headers['Content-Type'] = 'application/json';
+	if (method !== 'GET' && method !== 'HEAD') {
+		const t = csrf();
+		if (t) headers['X-CSRF-Token'] = t;
+	}
+	const r = await fetch(path, {
+		method, headers, credentials: 'same-origin', cache: 'no-store',
+		body: body === undefined ? undefined : JSON.stringify(body),
+	});
+	if (!r.ok) {
+		const err = await errorOf(r);
+		if (r.status === 401 && !opts.quiet && STATE.onUnauthorized) STATE.onUnauthorized();
+		throw err;
+	}
+	if (opts.raw) return r;
+	const text = await r.text();
+	return text ? JSON.parse(text) : null;
+}
+
+export const get = (path, opts) => request('GET', path, undefined, opts);
+export const post = (path, body, opts) => request('POST', path, body === undefined ? {} : body, opts);
+export const del = (path, opts) => request('DELETE', path, undefined, opts);
+
+// download(PATH, FILENAME): fetches with the session and saves the bytes.
+export async function download(path, filename) {
+	const r = await request('GET', path, undefined, { raw: true });
+	const blob = await r.blob();
+	const url = URL.createObjectURL(blob);
+	const a = document.createElement('a');
+	a.href = url;
+	a.download = filename;
+	document.body.appendChild(a);
+	a.click();
+	a.remove();
+	setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+// Sessions (POST /v1/sessions, GET/DELETE /v1/session).
+export async function signIn(user, password) {
+	const s = await request('POST', '/v1/sessions', { user, password }, { quiet: true });
+	setSession(s);
+	return s;
+}
+
+// TEMPORARY until the session API lands: a bearer token put in sessionStorage
+// by the browser tests (suanli.dev_token, suanli.dev_me).
+function devToken() { try { return sessionStorage.getItem('suanli.dev_token'); } catch (_) { return null; } }
+
+export async function whoami() {
+	if (devToken()) { const s = JSON.parse(sessionStorage.getItem('suanli.dev_me')); setSession(s); return s; }
+	const s = await request('GET', '/v1/session', undefined, { quiet: true });
+	if (!s.csrf) s.csrf = csrf();
+	setSession(s);
+	return s;
+}
+
+export async function signOut() {
+	try { await request('DELETE', '/v1/session', undefined, { quiet: true }); } finally { setSession(null); }
+}
+
+// Every page of a paged list (?limit=&after=): the items in order.
+export async function all(path, limit = 500) {
+	const out = [];
+	let after = null;
+	for (let i = 0; i < 1000; i++) {
+		const sep = path.includes('?') ? '&' : '?';
+		const page = await get(path + sep + 'limit=' + limit + (after ? '&after=' + encodeURIComponent(after) : ''));
+		if (Array.isArray(page)) return out.concat(page);
+		out.push(...page.items);
+		if (!page.next) break;
+		after = page.next;
+	}
+	return out;
+}
+
+export const enc = encodeURIComponent;
