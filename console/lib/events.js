@@ -1,41 +1,66 @@
 // events.js - live updates. Screens subscribe with onLive(fn) and reload what
-// they show when fn is called. The controller's GET /v1/events is used as
-// server-sent events when it answers text/event-stream; otherwise (or when it
-// fails) the console polls: fn is called every POLL_MS.
+// they show when fn is called: at once on each state change the controller
+// reports on its long poll (GET /v1/events?since=SEQ&wait=S: leases, nodes,
+// jobs), and every SLOW_MS besides, for what it does not report (usage
+// growing, an agent's progress). A controller without /v1/events is polled
+// every POLL_MS.
 const POLL_MS = 2000;
+const SLOW_MS = 5000;
+const WAIT_S = 25;
 const subs = new Set();
-let source = null;
+let running = false;
 let timer = null;
+let abort = null;
 
 function emit(ev) { for (const fn of subs) { try { fn(ev); } catch (e) { console.error(e); } } }
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-function poll() {
-	if (timer) return;
-	timer = setInterval(() => emit({ type: 'tick' }), POLL_MS);
+async function longPoll() {
+	let since = 0;
+	let fails = 0;
+	while (running) {
+		abort = new AbortController();
+		try {
+			const r = await fetch('/v1/events?since=' + since + '&wait=' + (since ? WAIT_S : 0), {
+				credentials: 'same-origin', cache: 'no-store', signal: abort.signal,
+				headers: { Accept: 'application/json', ...devAuth() },
+			});
+			if (r.status === 404 || r.status === 405) return ticks(POLL_MS);
+			if (!r.ok) throw new Error('events: ' + r.status);
+			const a = await r.json();
+			const first = since === 0;
+			since = a.seq;
+			fails = 0;
+			if (!first && (a.reset || (a.events && a.events.length))) emit({ type: 'events', events: a.events || [], reset: !!a.reset });
+		} catch (e) {
+			if (!running) return;
+			fails++;
+			await sleep(Math.min(10000, 1000 * fails));
+		}
+	}
+}
+
+// TEMPORARY (api.js): the browser tests' bearer token before sessions.
+function devAuth() {
+	try { const t = sessionStorage.getItem('suanli.dev_token'); return t ? { Authorization: 'Bearer ' + t } : {}; } catch (_) { return {}; }
+}
+
+function ticks(ms) {
+	if (timer) clearInterval(timer);
+	timer = setInterval(() => emit({ type: 'tick' }), ms);
 }
 
 function start() {
-	if (source || timer) return;
-	if (typeof EventSource !== 'function') return poll();
-	source = new EventSource('/v1/events', { withCredentials: true });
-	source.onmessage = (m) => {
-		let data = null;
-		try { data = JSON.parse(m.data); } catch (_) { data = m.data; }
-		emit({ type: 'event', data });
-	};
-	source.onerror = () => {
-		// closed for good (404, not an event stream): poll instead
-		if (source && source.readyState === EventSource.CLOSED) {
-			source = null;
-			poll();
-		}
-	};
+	if (running) return;
+	running = true;
+	ticks(SLOW_MS);
+	longPoll();
 }
 
 export function stopLive() {
-	if (source) source.close();
+	running = false;
+	if (abort) abort.abort();
 	if (timer) clearInterval(timer);
-	source = null;
 	timer = null;
 }
 
