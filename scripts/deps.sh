@@ -8,6 +8,9 @@
 # skipped, not passed. podman (with runc for hybrid and v1 cgroup hosts, crun for
 # cgroup v2, catatonit for --init) runs every tenant container; the image is built
 # from installed packages (scripts/build-image.py), so no registry is ever asked.
+# The console's browser tests (tests/browser) drive Debian's chromium with node
+# (npm ci installs playwright-core there; it never downloads a browser);
+# fonts-noto-cjk draws the Chinese screens.
 set -euo pipefail
 pkgs=(
   build-essential binutils python3 cmake pkg-config                  # build
@@ -18,6 +21,7 @@ pkgs=(
   postgresql                                                         # HA store tests
   prometheus                                                         # promtool: rules, /metrics
   podman runc crun catatonit                                         # containers
+  nodejs npm chromium fonts-noto-cjk                                 # console browser tests
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,25 +1,24 @@
-// billing.js - the tenant's invoices by month (with the CSV), its ledger
-// (GET /v1/tenants/T/ledger where the controller has it) and its top-ups,
-// credits and credit-line changes (from its audit entries).
+// billing.js - the tenant's invoices by month (with the CSV), its balance,
+// and its ledger (GET /v1/tenants/T/ledger): every posting, and the top-ups,
+// credits and credit-line changes among them.
 import { html, useState } from '../lib/html.js';
 import { t, tw } from '../lib/i18n.js';
-import { get, enc, download } from '../lib/api.js';
+import { get, all, enc, download } from '../lib/api.js';
 import { useLoad } from '../lib/hooks.js';
 import { Page, Card, Table, Money, Time, Loaded, Field, Select, Action, ErrorBox } from '../lib/ui.js';
 import { monthOf, monthsBack, monthName, num } from '../lib/fmt.js';
 
-const MONEY_ACTIONS = ['topup', 'credit', 'credit_line', 'credit-line', 'billing.topup', 'billing.credit'];
+const PAID_IN = ['topup', 'credit', 'refund', 'credit_line_up', 'credit_line_down'];
 
 async function load(tenant, month) {
 	const base = '/v1/tenants/' + enc(tenant);
-	const [invoice, balance, ledger, audit] = await Promise.all([
+	const [invoice, balance, ledger] = await Promise.all([
 		get(base + '/invoices/' + enc(month)),
 		get(base + '/balance'),
-		get(base + '/ledger').catch((e) => (e.status === 404 || e.status === 405 ? null : Promise.reject(e))),
-		get('/v1/audit/log?tenant=' + enc(tenant) + '&limit=1000').catch(() => []),
+		all(base + '/ledger'),
 	]);
-	const money = audit.filter((a) => MONEY_ACTIONS.includes(a.action)).reverse();
-	return { invoice, balance, ledger, money };
+	const postings = ledger.slice().reverse();
+	return { invoice, balance, postings, paidIn: postings.filter((p) => PAID_IN.includes(p.type)) };
 }
 
 function Invoice({ inv }) {
@@ -34,6 +33,14 @@ function Invoice({ inv }) {
 	]} />
 	<p class="price-now" data-testid="invoice-total">${t('billing.total')}: <${Money} fen=${inv.total} /> ${inv.complete ? '' : html`<span class="muted">(${t('billing.as_of')} <${Time} at=${inv.as_of} />)</span>`}</p>`;
 }
+
+const postingCols = () => [
+	{ label: t('common.time'), render: (p) => html`<${Time} at=${p.at} />` },
+	{ label: t('billing.kind'), render: (p) => tw('posting', p.type) + (p.plan ? ' · ' + tw('plan', p.plan) : '') },
+	{ label: t('billing.amount'), num: true, render: (p) => html`<${Money} fen=${p.amount} />` },
+	{ label: t('billing.reason'), render: (p) => p.reason || '—' },
+	{ label: t('billing.posting'), key: 'id' },
+];
 
 export default function Billing({ session }) {
 	const tenant = session.tenant;
@@ -62,22 +69,11 @@ export default function Billing({ session }) {
 				</dl>
 			<//>
 			<${Card} title=${t('billing.topups')} id="bill-topups">
-				<${Table} testid="topups" empty=${t('billing.no_topups')} rows=${d.money} cols=${[
-					{ label: t('common.time'), render: (a) => html`<${Time} at=${a.time} />` },
-					{ label: t('billing.kind'), render: (a) => tw('action', a.action) },
-					{ label: t('audit.outcome'), key: 'outcome' },
-					{ label: t('audit.seq'), key: 'seq', num: true },
-				]} />
+				<${Table} testid="topups" empty=${t('billing.no_topups')} rows=${d.paidIn} cols=${postingCols()} />
 			<//>
 			</div>
 			<${Card} title=${t('billing.ledger')} id="bill-ledger">
-				${d.ledger === null ? html`<p class="muted">${t('billing.ledger_from_invoice')}</p>` : html`<${Table} testid="ledger" rows=${d.ledger.postings || d.ledger} cols=${[
-					{ label: t('common.time'), render: (p) => html`<${Time} at=${p.at || p.time} />` },
-					{ label: t('billing.posting'), key: 'id' },
-					{ label: t('billing.kind'), render: (p) => tw('line', p.kind) },
-					{ label: t('billing.amount'), num: true, render: (p) => html`<${Money} fen=${p.amount} />` },
-					{ label: t('billing.reason'), key: 'reason' },
-				]} />`}
+				<${Table} testid="ledger" rows=${d.postings} cols=${postingCols()} />
 			<//>`}<//>
 	<//>`;
 }
