@@ -1,8 +1,9 @@
 // api.js - every request the console makes: same-origin JSON with the session
 // cookie, and the session's CSRF token on each state-changing method (the same
 // API the CLI uses; nothing private to the browser).
+// The CSRF token is kept in memory only; after a reload GET /v1/session
+// gives it again.
 const STATE = { me: null, csrf: null, onUnauthorized: null };
-const CSRF_KEY = 'suanli.csrf';
 
 export class ApiError extends Error {
 	constructor(status, code, message, hint) {
@@ -18,18 +19,9 @@ export function me() { return STATE.me; }
 export function setSession(s) {
 	STATE.me = s;
 	STATE.csrf = (s && s.csrf) || null;
-	try {
-		if (STATE.csrf) sessionStorage.setItem(CSRF_KEY, STATE.csrf);
-		else if (!s) sessionStorage.removeItem(CSRF_KEY);
-	} catch (_) { /* storage refused: the token stays in memory */ }
 }
 
 export function onUnauthorized(fn) { STATE.onUnauthorized = fn; }
-
-function csrf() {
-	if (STATE.csrf) return STATE.csrf;
-	try { return sessionStorage.getItem(CSRF_KEY); } catch (_) { return null; }
-}
 
 async function errorOf(r) {
 	let e = {};
@@ -41,12 +33,9 @@ async function errorOf(r) {
 // Response). A 401 outside quiet calls the sign-in handler before throwing.
 export async function request(method, path, body, opts = {}) {
 	const headers = { Accept: 'application/json' };
-	const dev = devToken();
-	if (dev) headers.Authorization = 'Bearer ' + dev;
 	if (body !== undefined) headers['Content-Type'] = 'application/json';
 	if (method !== 'GET' && method !== 'HEAD') {
-		const t = csrf();
-		if (t) headers['X-CSRF-Token'] = t;
+		if (STATE.csrf) headers['X-CSRF-Token'] = STATE.csrf;
 	}
 	const r = await fetch(path, {
 		method, headers, credentials: 'same-origin', cache: 'no-store',
@@ -87,14 +76,8 @@ export async function signIn(user, password) {
 	return s;
 }
 
-// TEMPORARY until the session API lands: a bearer token put in sessionStorage
-// by the browser tests (suanli.dev_token, suanli.dev_me).
-function devToken() { try { return sessionStorage.getItem('suanli.dev_token'); } catch (_) { return null; } }
-
 export async function whoami() {
-	if (devToken()) { const s = JSON.parse(sessionStorage.getItem('suanli.dev_me')); setSession(s); return s; }
 	const s = await request('GET', '/v1/session', undefined, { quiet: true });
-	if (!s.csrf) s.csrf = csrf();
 	setSession(s);
 	return s;
 }

@@ -23,7 +23,7 @@ async function longPoll() {
 		try {
 			const r = await fetch('/v1/events?since=' + since + '&wait=' + (since ? WAIT_S : 0), {
 				credentials: 'same-origin', cache: 'no-store', signal: abort.signal,
-				headers: { Accept: 'application/json', ...devAuth() },
+				headers: { Accept: 'application/json' },
 			});
 			if (r.status === 404 || r.status === 405) return ticks(POLL_MS);
 			if (!r.ok) throw new Error('events: ' + r.status);
@@ -38,11 +38,6 @@ async function longPoll() {
 			await sleep(Math.min(10000, 1000 * fails));
 		}
 	}
-}
-
-// TEMPORARY (api.js): the browser tests' bearer token before sessions.
-function devAuth() {
-	try { const t = sessionStorage.getItem('suanli.dev_token'); return t ? { Authorization: 'Bearer ' + t } : {}; } catch (_) { return {}; }
 }
 
 function ticks(ms) {

@@ -65,7 +65,7 @@ export default function Audit() {
 				<${Field} id="af-to" label=${t('audit.to')}><input id="af-to" type="datetime-local" value=${f.to} onInput=${set('to')} /><//>
 				<button type="submit">${t('audit.filter')}</button>
 			</form>
-			<${Loaded} st=${st}>${(rows) => html`<${Table} testid="audit-entries" rows=${rows.slice(0, 200)} rowKey=${(a) => a.seq} cols=${[
+			<${Loaded} st=${st}>${(rows) => html`<${Table} testid="audit-entries" rows=${rows.slice(0, 100)} rowKey=${(a) => a.seq} cols=${[
 				{ label: t('audit.seq'), key: 'seq', num: true },
 				{ label: t('common.time'), render: (a) => html`<${Time} at=${a.time} />` },
 				{ label: t('audit.actor'), render: (a) => a.actor + ' (' + tw('role', a.role) + ')' },

@@ -13,13 +13,13 @@ import { priceFor } from './prices_lib.js';
 
 const PLANS = ['hourly', 'spot', 'monthly'];
 
-async function load() {
-	const [catalog, fleet, nodes, prices, images, keys] = await Promise.all([
-		get('/v1/catalog'), get('/v1/fleet'), get('/v1/nodes'), get('/v1/prices'),
+async function load(tenant) {
+	const [tenantDoc, fleet, nodes, prices, images, keys] = await Promise.all([
+		get('/v1/tenants/' + encodeURIComponent(tenant)).catch(() => ({})), get('/v1/fleet'), get('/v1/nodes'), get('/v1/prices'),
 		get('/v1/images').catch(() => []),
 		get('/v1/ssh-keys').catch(() => []),
 	]);
-	return { catalog, fleet, nodes, prices, images, keys };
+	return { tenant: tenantDoc, fleet, nodes, prices, images, keys };
 }
 
 // Free GPUs by model in a region ('' any) on nodes that take new leases.
@@ -63,10 +63,13 @@ function Preview({ req }) {
 
 function Form({ d }) {
 	const fleetModels = Object.keys(d.fleet.gpus_by_model || {});
-	const regions = [...new Set((d.fleet.site_list || []).map((s) => s.region))];
+	// the tenant's regions (it must name one when it has several), else the fleet's
+	const mine = d.tenant.regions || [];
+	const regions = mine.length ? mine : [...new Set((d.fleet.site_list || []).map((s) => s.region))];
+	const anyRegion = mine.length <= 1;
 	const [model, setModel] = useState(fleetModels[0] || '');
 	const [count, setCount] = useState(1);
-	const [region, setRegion] = useState('');
+	const [region, setRegion] = useState(anyRegion ? '' : regions[0]);
 	const [plan, setPlan] = useState('hourly');
 	const [image, setImage] = useState('');
 	const [key, setKey] = useState(d.keys.length ? d.keys[0].name : '');
@@ -108,7 +111,7 @@ function Form({ d }) {
 					<input id="launch-count" type="number" min="1" max="1024" value=${count} onInput=${(e) => setCount(e.target.value)} />
 				<//>
 				<${Field} id="launch-region" label=${t('launch.region')}>
-					<${Select} id="launch-region" value=${region} onChange=${setRegion} options=${[{ value: '', label: t('launch.any_region') }, ...regions.map((r) => ({ value: r, label: r }))]} />
+					<${Select} id="launch-region" value=${region} onChange=${setRegion} options=${[...(anyRegion ? [{ value: '', label: t('launch.any_region') }] : []), ...regions.map((r) => ({ value: r, label: r }))]} />
 				<//>
 				<${Field} id="launch-plan" label=${t('launch.plan')}>
 					<${Select} id="launch-plan" value=${plan} onChange=${setPlan} options=${PLANS.map((p) => ({ value: p, label: tw('plan', p) }))} />
@@ -139,7 +142,7 @@ function Form({ d }) {
 	</form>`;
 }
 
-export default function Launch() {
-	const st = useLoad(load, []);
+export default function Launch({ session }) {
+	const st = useLoad(() => load(session.tenant), [session.tenant]);
 	return html`<${Page} title=${t('launch.title')}><${Loaded} st=${st}>${(d) => html`<${Form} d=${d} />`}<//><//>`;
 }

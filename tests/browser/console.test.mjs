@@ -40,8 +40,13 @@ async function renter(lang) {
 		await L.axe(page, `sign-in (${lang})`);
 		await L.shot(page, lang, 'signin');
 	}
-	const how = await L.signIn(page, people.alice);
-	await L.check(`${lang}: signed in as alice (${how})`, async () => {
+	await page.goto(URL + '/');
+	await page.fill('#signin-user', 'alice');
+	await page.fill('#signin-password', 'not her password');
+	await page.click('[data-testid=signin-submit]');
+	await L.check(`${lang}: a wrong password is refused with a message`, () => page.locator('.signin [role=alert]', { hasText: T['signin.wrong'] }).waitFor({ timeout: 5000 }));
+	await L.signIn(page, people.alice);
+	await L.check(`${lang}: signed in as alice`, async () => {
 		const who = await text(page, '[data-testid=whoami]');
 		if (!who.includes('alice') || !who.includes('acme')) throw new Error('whoami: ' + who);
 	});
@@ -90,6 +95,8 @@ async function renter(lang) {
 			});
 			await L.axe(page, `instance (${lang})`);
 			await L.shot(page, lang, 'instance');
+			await page.reload(); // the CSRF token comes again from GET /v1/session
+			await state.getByText(T['state.running'], { exact: true }).waitFor({ timeout: 10000 });
 			await page.click('[data-testid=stop]');
 			await L.check(`${lang}: ${id} stops`, () => state.getByText(T['state.stopped'], { exact: true }).waitFor({ timeout: 30000 }));
 			await page.click('[data-testid=start]');
@@ -166,10 +173,7 @@ async function isolation(lang) {
 		L.expectTrue(`${lang}: and nothing of acme's`, !(await page.content()).includes('acme'));
 	}
 	const probe = await page.evaluate(async ([inst, lease]) => {
-		const h = {};
-		const tok = sessionStorage.getItem('suanli.dev_token');
-		if (tok) h.Authorization = 'Bearer ' + tok;
-		const st = async (p) => (await fetch(p, { headers: h, credentials: 'same-origin' })).status;
+		const st = async (p) => (await fetch(p, { credentials: 'same-origin' })).status;
 		return {
 			inst: inst ? await st('/v1/instances/' + inst) : 404,
 			lease: lease ? await st('/v1/leases/' + lease) : 404,
@@ -198,16 +202,27 @@ async function isolation(lang) {
 
 // With the session cookie, a state change without X-CSRF-Token is refused.
 async function csrf(lang, alice) {
-	if (!(await L.hasSessions())) return L.skipPart(`${lang}: CSRF (this controller has no sessions yet)`);
 	const r = await alice.evaluate(async () => {
-		const before = (await (await fetch('/v1/leases', { credentials: 'same-origin' })).json()).length;
-		const bare = await fetch('/v1/leases', { method: 'POST', credentials: 'same-origin', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ gpus: 1, models: ['h100-sxm'] }) });
-		const wrong = await fetch('/v1/leases', { method: 'POST', credentials: 'same-origin', headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': 'x' + sessionStorage.getItem('suanli.csrf') }, body: JSON.stringify({ gpus: 1, models: ['h100-sxm'] }) });
-		const after = (await (await fetch('/v1/leases', { credentials: 'same-origin' })).json()).length;
-		return { bare: bare.status, wrong: wrong.status, before, after };
+		const json = { 'Content-Type': 'application/json' };
+		const body = JSON.stringify({ gpus: 1, models: ['h100-sxm'], region: 'cn-east' });
+		const count = async () => (await (await fetch('/v1/leases', { credentials: 'same-origin' })).json()).length;
+		const before = await count();
+		const bare = await fetch('/v1/leases', { method: 'POST', credentials: 'same-origin', headers: json, body });
+		const code = ((await bare.json()).error || {}).code;
+		const wrong = await fetch('/v1/leases', { method: 'POST', credentials: 'same-origin', headers: { ...json, 'X-CSRF-Token': 'not-the-token' }, body });
+		const after = await count();
+		// the same request with the session's token goes through (then is undone)
+		const csrf = (await (await fetch('/v1/session', { credentials: 'same-origin' })).json()).csrf;
+		const right = await fetch('/v1/leases', { method: 'POST', credentials: 'same-origin', headers: { ...json, 'X-CSRF-Token': csrf }, body });
+		const id = (await right.json()).id;
+		const undo = await fetch('/v1/leases/' + id + '/release', { method: 'POST', credentials: 'same-origin', headers: { ...json, 'X-CSRF-Token': csrf }, body: '{}' });
+		return { bare: bare.status, code, wrong: wrong.status, before, after, right: right.status, undo: undo.status };
 	});
 	L.expectEq(`${lang}: POST without the CSRF token`, r.bare, 403);
+	L.expectEq(`${lang}: refused as csrf`, r.code, 'csrf');
 	L.expectEq(`${lang}: POST with a wrong CSRF token`, r.wrong, 403);
+	L.expectEq(`${lang}: the same POST with the session's token`, r.right, 201);
+	L.expectEq(`${lang}: and its release`, r.undo, 200);
 	L.expectEq(`${lang}: and no lease was made`, r.after, r.before);
 }
 
@@ -244,6 +259,12 @@ async function langSwitch() {
 	await L.check('the switch turns the console Chinese', () => page.getByRole('link', { name: dicts['zh-CN']['nav.billing'] }).waitFor({ timeout: 5000 }));
 	await page.reload();
 	await L.check('and the choice is kept (localStorage)', () => page.getByRole('link', { name: dicts['zh-CN']['nav.billing'] }).waitFor({ timeout: 5000 }));
+	await page.click('[data-testid=sign-out]');
+	await L.check('signing out shows the sign-in form', () => page.locator('#signin-user').waitFor({ timeout: 5000 }));
+	await L.check('and the session has ended', async () => {
+		const s = await page.evaluate(async () => (await fetch('/v1/session', { credentials: 'same-origin' })).status);
+		if (s !== 401) throw new Error('GET /v1/session: ' + s);
+	});
 	await ctx.close();
 }
 

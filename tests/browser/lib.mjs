@@ -3,8 +3,7 @@
 // that print one line each (as tests/e2e/lib.sh), and screenshots.
 import { chromium } from 'playwright-core';
 import { AxeBuilder } from '@axe-core/playwright';
-import { readFile, mkdir } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 
 export const ROOT = process.env.SL_ROOT || path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
@@ -34,25 +33,6 @@ export async function launch() {
 	});
 }
 
-// The static files from the worktree when the controller does not serve them
-// itself, with the CSP the controller sends (TEMPORARY until con-api's static
-// serving is merged).
-const CSP = "default-src 'self'; img-src 'self' data: blob:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
-const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.json': 'application/json; charset=utf-8', '.svg': 'image/svg+xml' };
-export async function shimStatic(context) {
-	const serve = async (route) => {
-		const resp = await route.fetch().catch(() => null);
-		if (resp && resp.status() !== 404) return route.fulfill({ response: resp });
-		const u = new URL(route.request().url());
-		const rel = u.pathname === '/' ? 'index.html' : u.pathname.replace(/^\/console\//, '');
-		const file = path.join(ROOT, 'console', path.normalize(rel).replace(/^(\.\.[/\\])+/, ''));
-		if (!existsSync(file)) return route.fulfill({ status: 404, body: 'not found' });
-		return route.fulfill({ status: 200, headers: { 'content-type': TYPES[path.extname(file)] || 'application/octet-stream', 'content-security-policy': CSP }, body: await readFile(file) });
-	};
-	await context.route(URL_ + '/', serve);
-	await context.route(URL_ + '/console/**', serve);
-}
-
 // A browser context in LANG with clipboard permission; console errors and
 // CSP violations are collected in ctx.problems.
 export async function newContext(browser, lang) {
@@ -62,7 +42,6 @@ export async function newContext(browser, lang) {
 	});
 	await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: URL_ });
 	context.problems = [];
-	await shimStatic(context);
 	return context;
 }
 
@@ -71,34 +50,14 @@ export function watch(page) {
 	page.on('pageerror', (e) => page.context().problems.push(String(e)));
 }
 
-// Signs in through the form (POST /v1/sessions), or, where the controller has
-// no sessions yet, with a bearer token in sessionStorage (TEMPORARY).
+// Signs in through the form (POST /v1/sessions).
 export async function signIn(page, who) {
 	watch(page);
-	if (who.token && !(await hasSessions())) {
-		await page.addInitScript(([tok, me]) => {
-			sessionStorage.setItem('suanli.dev_token', tok);
-			sessionStorage.setItem('suanli.dev_me', me);
-		}, [who.token, JSON.stringify({ user: who.user, tenant: who.tenant || '', role: who.role })]);
-		await page.goto(URL_ + '/');
-		await page.locator('[data-testid=whoami]').waitFor();
-		return 'token';
-	}
 	await page.goto(URL_ + '/');
 	await page.fill('#signin-user', who.user);
 	await page.fill('#signin-password', who.password);
 	await page.click('[data-testid=signin-submit]');
 	await page.locator('[data-testid=whoami]').waitFor();
-	return 'session';
-}
-
-let sessions = null;
-export async function hasSessions() {
-	if (sessions === null) {
-		const r = await fetch(URL_ + '/v1/sessions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
-		sessions = r.status !== 404 && r.status !== 405;
-	}
-	return sessions;
 }
 
 // Runs axe-core on the page; serious or critical violations fail.

@@ -122,15 +122,10 @@ for spec in alice:acme:tenant bob:globex:tenant oscar::operator audrey::auditor;
 	printf '%s\n' "$pw" >"$TMP/pw-$name"
 	targs=()
 	[ -n "$tenant" ] && targs=(--tenant "$tenant")
-	if sl user create "${targs[@]}" --name "$name" --role "$role" --password-file "$TMP/pw-$name" >/dev/null 2>"$TMP/user.err"; then
-		tok=""
-	else
-		# TEMPORARY: a controller without users yet; the tests sign in with a token
-		tok=$(sl token create --role "$role" "${targs[@]}" --user "$name" --json | jq -r .token)
-		pw=""
-	fi
-	people+=("$(jq -nc --arg u "$name" --arg t "$tenant" --arg r "$role" --arg p "$pw" --arg k "$tok" \
-		'{user: $u, tenant: $t, role: $r, password: $p, token: $k}')")
+	sl user create "${targs[@]}" --name "$name" --role "$role" --password-file "$TMP/pw-$name" \
+		>/dev/null || die "user create $name"
+	people+=("$(jq -nc --arg u "$name" --arg t "$tenant" --arg r "$role" --arg p "$pw" \
+		'{user: $u, tenant: $t, role: $r, password: $p}')")
 done
 printf '%s\n' "${people[@]}" | jq -s 'map({(.user): .}) | add' >"$PEOPLE"
 
