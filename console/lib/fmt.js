@@ -34,14 +34,19 @@ export function num(n, digits = 0) {
 	return new Intl.NumberFormat(currentLang(), { maximumFractionDigits: digits }).format(n);
 }
 
+// An instant in the console's zone: 2026-12-02 07:53:25 in English (a date
+// no one misreads), the language's own form otherwise (2026/12/02 07:53:25).
 export function time(iso) {
 	if (!iso) return '—';
 	const d = new Date(iso);
 	if (isNaN(d)) return String(iso);
-	return new Intl.DateTimeFormat(currentLang(), {
+	const opts = {
 		timeZone: zone(), year: 'numeric', month: '2-digit', day: '2-digit',
-		hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false,
-	}).format(d);
+		hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23',
+	};
+	if (currentLang() !== 'en') return new Intl.DateTimeFormat(currentLang(), opts).format(d);
+	const p = Object.fromEntries(new Intl.DateTimeFormat('en-CA', opts).formatToParts(d).map((x) => [x.type, x.value]));
+	return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second}`;
 }
 
 // The month (YYYY-MM) of an instant in the console's zone.
