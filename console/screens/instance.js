@@ -3,7 +3,7 @@
 // CLI gives when the GPUs were taken: wait, no GPU, migrate), jobs and logs.
 import { html, useState } from '../lib/html.js';
 import { t, tw } from '../lib/i18n.js';
-import { get, post, request, enc } from '../lib/api.js';
+import { get, post, enc } from '../lib/api.js';
 import { useLoad } from '../lib/hooks.js';
 import { Page, Card, Table, State, Money, Time, Loaded, ErrorBox, CopyButton, Action } from '../lib/ui.js';
 
@@ -11,8 +11,7 @@ async function load(id) {
 	const inst = await get('/v1/instances/' + enc(id));
 	const [jobs, logs] = await Promise.all([
 		inst.lease ? get('/v1/jobs?lease=' + enc(inst.lease)).catch(() => []) : [],
-		request('GET', '/v1/instances/' + enc(id) + '/logs', undefined, { raw: true, quiet: true })
-			.then((r) => r.text(), () => ''),
+		get('/v1/instances/' + enc(id) + '/logs', { quiet: true }).then((r) => (r && r.log) || '', () => ''),
 	]);
 	return { inst, jobs, logs };
 }

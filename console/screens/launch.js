@@ -61,7 +61,32 @@ function Preview({ req }) {
 	</div>`;
 }
 
-function Form({ d }) {
+// A public key pasted here becomes one of the user's keys (POST /v1/ssh-keys).
+function AddKey({ onAdded }) {
+	const [name, setName] = useState('');
+	const [key, setKey] = useState('');
+	const [error, setError] = useState(null);
+	const add = async () => {
+		setError(null);
+		try {
+			const k = await post('/v1/ssh-keys', { name: name.trim(), key: key.trim() });
+			setName('');
+			setKey('');
+			onAdded(k.name);
+		} catch (e) { setError(e); }
+	};
+	return html`<details class="addkey" data-testid="add-key">
+		<summary>${t('launch.add_key')}</summary>
+		<div class="form-row">
+			<${Field} id="key-name" label=${t('launch.key_name')}><input id="key-name" value=${name} maxlength="64" onInput=${(e) => setName(e.target.value)} /><//>
+			<${Field} id="key-text" label=${t('launch.key_text')}><textarea id="key-text" rows="2" cols="60" value=${key} placeholder="ssh-ed25519 AAAA… you@laptop" onInput=${(e) => setKey(e.target.value)}></textarea><//>
+			<button type="button" class="secondary" data-testid="add-key-submit" disabled=${!name.trim() || !key.trim()} onClick=${add}>${t('launch.key_add')}</button>
+		</div>
+		<${ErrorBox} error=${error} />
+	</details>`;
+}
+
+function Form({ d, reload }) {
 	const fleetModels = Object.keys(d.fleet.gpus_by_model || {});
 	// the tenant's regions (it must name one when it has several), else the fleet's
 	const mine = d.tenant.regions || [];
@@ -73,6 +98,7 @@ function Form({ d }) {
 	const [plan, setPlan] = useState('hourly');
 	const [image, setImage] = useState('');
 	const [key, setKey] = useState(d.keys.length ? d.keys[0].name : '');
+	const keyAdded = async (name) => { await reload(); setKey(name); };
 	const [volume, setVolume] = useState(0);
 	const [ports, setPorts] = useState('');
 	const [error, setError] = useState(null);
@@ -129,6 +155,7 @@ function Form({ d }) {
 				<${Field} id="launch-key" label=${t('launch.ssh_key')} hint=${d.keys.length ? null : t('launch.no_keys')}>
 					<${Select} id="launch-key" value=${key} onChange=${setKey} describedby=${d.keys.length ? undefined : 'launch-key-hint'} options=${[{ value: '', label: t('launch.no_key') }, ...d.keys.map((k) => ({ value: k.name, label: k.name }))]} />
 				<//>
+				<${AddKey} onAdded=${keyAdded} />
 				<${Field} id="launch-volume" label=${t('launch.volume')} hint=${t('launch.volume_hint')}>
 					<input id="launch-volume" type="number" min="0" max="100000" value=${volume} aria-describedby="launch-volume-hint" onInput=${(e) => setVolume(e.target.value)} />
 				<//>
@@ -144,5 +171,5 @@ function Form({ d }) {
 
 export default function Launch({ session }) {
 	const st = useLoad(() => load(session.tenant), [session.tenant]);
-	return html`<${Page} title=${t('launch.title')}><${Loaded} st=${st}>${(d) => html`<${Form} d=${d} />`}<//><//>`;
+	return html`<${Page} title=${t('launch.title')}><${Loaded} st=${st}>${(d) => html`<${Form} d=${d} reload=${st.reload} />`}<//><//>`;
 }

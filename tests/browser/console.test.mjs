@@ -69,6 +69,8 @@ async function renter(lang) {
 	await page.selectOption('#launch-plan', 'spot');
 	await L.check(`${lang}: the price follows the plan`, () => page.locator('[data-testid=price]', { hasText: '¥24.00' }).waitFor({ timeout: 5000 }));
 	await page.selectOption('#launch-plan', 'hourly');
+	await page.fill('#launch-count', '4');
+	await L.check(`${lang}: the preview shows where 4 GPUs would go and their NVLink bottleneck`, () => page.locator('[data-testid=bottleneck]', { hasText: '900' }).waitFor({ timeout: 5000 }));
 	await page.fill('#launch-count', '1');
 	await L.check(`${lang}: availability counts free h100-sxm GPUs`, async () => {
 		const a = await text(page, '[data-testid=availability]');
