@@ -47,6 +47,7 @@ GET /v1/reservations admin,operator,tenant-admin,tenant,auditor -
 GET /v1/prices admin,operator,tenant-admin,tenant,auditor -
 POST /v1/prices admin,operator {}
 GET /v1/tenants/{name}/balance admin,operator,tenant-admin,tenant,auditor -
+GET /v1/tenants/{name}/ledger admin,operator,tenant-admin,tenant,auditor -
 POST /v1/tenants/{name}/topups admin,operator {}
 POST /v1/tenants/{name}/credits admin,operator {}
 POST /v1/tenants/{name}/credit-line admin,operator {}
