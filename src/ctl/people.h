@@ -31,6 +31,7 @@ struct ctl_call;
 #define PEOPLE_PASSWORD_MAX 1024            /* bytes */
 #define PEOPLE_MAX_USERS 100000
 #define PEOPLE_MAX_SESSIONS 100000
+#define PEOPLE_SESSIONS_PER_USER 64         /* a sign-in past it ends the user's oldest */
 
 struct people_opts {
 	int64_t idle_s;   /* 0: PEOPLE_IDLE_DEFAULT_S */

@@ -314,6 +314,13 @@ sleep 4
 r=$(capi "$TMP/jar_c" - GET /v1/session)
 expect_eq "a session unused past --session-idle is over (401)" "$(status_of "$r")" 401
 expect_eq "... saying so" "$(body_of "$r" | jq -r .error.message)" "the session has ended or expired"
+signin carol carol-password "$TMP/jar_c2" >/dev/null
+for _ in 1 2 3 4 5; do sleep 1; capi "$TMP/jar_c2" - GET /v1/leases >/dev/null; done
+r=$(capi "$TMP/jar_c2" - GET /v1/session)
+expect_eq "a session in use outlives --session-idle" "$(status_of "$r")" 200
+for _ in 1 2 3 4; do sleep 1; capi "$TMP/jar_c2" - GET '/v1/events?since=0' >/dev/null; done
+r=$(capi "$TMP/jar_c2" - GET /v1/session)
+expect_eq "event polls alone do not keep it alive" "$(status_of "$r")" 401
 
 stop_daemon
 expect_eq "daemon stops cleanly" "$?" 0
