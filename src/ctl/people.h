@@ -21,6 +21,10 @@ struct ctl_call;
 
 #define PEOPLE_COOKIE "suanli_session"
 #define PEOPLE_CSRF_HEADER "X-CSRF-Token"
+/* A request with this header (any value) made with the cookie is not use: a
+ * page refreshing itself on a timer sends it, so the idle time still ends an
+ * unattended tab. */
+#define PEOPLE_BACKGROUND_HEADER "X-Suanli-Background"
 #define PEOPLE_IDLE_DEFAULT_S (12 * 3600)   /* a session unused this long ends */
 #define PEOPLE_MAX_DEFAULT_S (7 * 86400)    /* a session ends this long after sign-in */
 #define PEOPLE_SESSION_MAX_S (366LL * 86400) /* bound on both flags */

@@ -351,9 +351,10 @@ int people_auth_cookie(struct ctl_call *call)
 		}
 	}
 	sodium_memzero(cookie, sizeof(cookie));
-	/* A page left open polls for events all day: that is not use, so an
-	 * unattended tab still ends after the idle time. */
-	if (call->route && !strcmp(call->route->label, "events"))
+	/* A page left open polls for events and refreshes itself all day: that
+	 * is not use, so an unattended tab still ends after the idle time. */
+	if ((call->route && !strcmp(call->route->label, "events")) ||
+	    http_request_header(call->req, PEOPLE_BACKGROUND_HEADER))
 		return 1;
 	s->seen_ns = c->now_ns;
 	int64_t every = p->o.idle_s * NS / 4 < SEEN_WRITE_NS ? p->o.idle_s * NS / 4 : SEEN_WRITE_NS;

@@ -318,9 +318,13 @@ signin carol carol-password "$TMP/jar_c2" >/dev/null
 for _ in 1 2 3 4 5; do sleep 1; capi "$TMP/jar_c2" - GET /v1/leases >/dev/null; done
 r=$(capi "$TMP/jar_c2" - GET /v1/session)
 expect_eq "a session in use outlives --session-idle" "$(status_of "$r")" 200
-for _ in 1 2 3 4; do sleep 1; capi "$TMP/jar_c2" - GET '/v1/events?since=0' >/dev/null; done
+for _ in 1 2 3 4; do
+	sleep 1
+	capi "$TMP/jar_c2" - GET '/v1/events?since=0' >/dev/null
+	curl -s -o /dev/null -b "$TMP/jar_c2" -H 'X-Suanli-Background: 1' "$URL/v1/leases"
+done
 r=$(capi "$TMP/jar_c2" - GET /v1/session)
-expect_eq "event polls alone do not keep it alive" "$(status_of "$r")" 401
+expect_eq "event polls and background refreshes do not keep it alive" "$(status_of "$r")" 401
 
 stop_daemon
 expect_eq "daemon stops cleanly" "$?" 0
