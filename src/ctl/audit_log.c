@@ -28,6 +28,7 @@
 #include "buf.h"
 #include "ctl_int.h"
 #include "file.h"
+#include "instances.h"
 #include "jobs.h"
 #include "log.h"
 
@@ -500,6 +501,10 @@ static bool hidden_object(struct ctl_call *call)
 		const char *t = jobs_tenant(c, p);
 		return t && strcmp(t, mine);
 	}
+	if (!strncmp(pat, "/v1/instances/", 14)) {
+		const char *t = instances_tenant(c, p);
+		return t && strcmp(t, mine);
+	}
 	if (!strncmp(pat, "/v1/tenants/", 12))
 		return ctl_tenant_find(c, p) && strcmp(p, mine);
 	if (!strncmp(pat, "/v1/nodes/", 10)) {
@@ -546,6 +551,10 @@ static void subject_of(struct ctl_call *call, int status, const char *body, size
 				snprintf(tenant, AUDIT_TENANT_MAX + 1, "%s", t->tenant);
 		} else if (!tenant[0] && !strncmp(pat, "/v1/jobs/", 9)) {
 			const char *t = jobs_tenant(c, p);
+			if (t)
+				snprintf(tenant, AUDIT_TENANT_MAX + 1, "%s", t);
+		} else if (!tenant[0] && !strncmp(pat, "/v1/instances/", 14)) {
+			const char *t = instances_tenant(c, p);
 			if (t)
 				snprintf(tenant, AUDIT_TENANT_MAX + 1, "%s", t);
 		} else if (!tenant[0] && !strncmp(pat, "/v1/tenants/", 12)) {

@@ -51,6 +51,8 @@ struct ctl_opts {
 					allows; < 0: none at all (tests: a queue
 					that cannot grow, as when out of memory) */
 	const char *placement;       /* "frag" (NULL: the default) or "bestfit" */
+	int64_t instance_retention_s; /* a stopped instance whose tenant stays below
+					 zero is released after; 0: 15 days */
 };
 #define CTL_MAX_NOTICE_S (7LL * 86400) /* bound on --preempt-notice */
 #define CTL_MAX_GRACE_S (30 * 86400)   /* bound on --grace */

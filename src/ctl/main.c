@@ -19,6 +19,7 @@
 #include "ctl.h"
 #include "file.h"
 #include "http.h"
+#include "instances.h"
 #include "leader.h"
 #include "log.h"
 #include "store.h"
@@ -43,6 +44,7 @@ static const char usage[] =
 	"                     [--grace SECS] [--heartbeat SECS] [--unreachable-after SECS]\n"
 	"                     [--down-after SECS] [--max-connections N]\n"
 	"                     [--placement frag|bestfit] [--tls | --no-tls]\n"
+	"                     [--instance-retention DURATION]\n"
 	"       suanlid store copy --from DIR --to postgres://...\n"
 	"       suanlid routes --json\n\n"
 	"The suanli controller. 'init' creates a data directory with its store and\n"
@@ -95,6 +97,9 @@ static const char usage[] =
 	"                     Asia/Shanghai, UTC+08:00)\n"
 	"  --grace SECS       how long leases keep running once a tenant's balance\n"
 	"                     runs out (default 600; 0: none)\n"
+	"  --instance-retention DURATION  a stopped instance whose tenant's balance\n"
+	"                     stays below zero is released (data deleted) after this\n"
+	"                     (default 15d; 90s, 30m, 12h, 15d)\n"
 	"  --heartbeat SECS   interval agents are told to report at (default 5)\n"
 	"  --unreachable-after SECS  a node whose agent is silent this long takes no\n"
 	"                     new leases (default 15)\n"
@@ -133,6 +138,7 @@ struct settings {
 	char *maxconn;                 /* HTTP */
 	char *store, *advertise, *lease, *from, *to; /* HA (docs/ha.md) */
 	char *placement;               /* frag | bestfit */
+	char *retention;               /* instances (docs/instances.md) */
 	int simulate; /* -1 unset */
 	int tls;      /* 0 auto, 1 --tls, -1 --no-tls */
 	struct ctl_tls_init ti;
@@ -145,6 +151,7 @@ static void settings_free(struct settings *s)
 	free(s->hb), free(s->unreach), free(s->down), free(s->maxconn);
 	free(s->store), free(s->advertise), free(s->lease), free(s->from), free(s->to);
 	free(s->placement);
+	free(s->retention);
 }
 
 static char *trim(char *s)
@@ -212,7 +219,8 @@ static int read_config(const char *path, struct settings *s)
 			      !strcmp(k, "store") ? &s->store :
 			      !strcmp(k, "advertise") ? &s->advertise :
 			      !strcmp(k, "lease") ? &s->lease :
-			      !strcmp(k, "placement") ? &s->placement : NULL;
+			      !strcmp(k, "placement") ? &s->placement :
+			      !strcmp(k, "instance-retention") ? &s->retention : NULL;
 		if (slot) {
 			if (!*slot && !(*slot = strdup(v)))
 				rc = -1;
@@ -225,7 +233,7 @@ static int read_config(const char *path, struct settings *s)
 				s->simulate = b;
 			}
 		} else {
-			fprintf(stderr, "suanlid: %s:%d: unknown key '%s'\n  hint: keys are data, listen, fleet, simulate, log-level, preempt-notice, keep-ended, currency, billing-zone, grace, heartbeat, unreachable-after, down-after, max-connections, store, advertise, lease, placement\n",
+			fprintf(stderr, "suanlid: %s:%d: unknown key '%s'\n  hint: keys are data, listen, fleet, simulate, log-level, preempt-notice, keep-ended, currency, billing-zone, grace, heartbeat, unreachable-after, down-after, max-connections, store, advertise, lease, placement, instance-retention\n",
 				path, line, k);
 			rc = -1;
 		}
@@ -461,6 +469,19 @@ static int cmd_serve(struct settings *s)
 		}
 		o.grace_s = v ? v : -1;
 	}
+	if (s->retention) {
+		/* a number of seconds, or with one unit: 90s, 30m, 12h, 15d */
+		char *end;
+		long long v = strtoll(s->retention, &end, 10);
+		long long mul = !*end ? 1 : !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60
+				: !strcmp(end, "h") ? 3600 : !strcmp(end, "d") ? 86400 : 0;
+		if (end == s->retention || !mul || v < 1 || v > INSTANCES_RETENTION_MAX_S / mul) {
+			fprintf(stderr, "suanlid: --instance-retention must be a duration such as 15d, 12h or 3600 (seconds), at most 3650d\n");
+			close(sfd);
+			return 2;
+		}
+		o.instance_retention_s = v * mul;
+	}
 	/* Agents' lifecycle (docs/agents.md). */
 	const char *const anames[3] = {"--heartbeat", "--unreachable-after", "--down-after"};
 	const char *const avals[3] = {s->hb, s->unreach, s->down};
@@ -610,6 +631,7 @@ int main(int argc, char **argv)
 		{"from", required_argument, NULL, 'F'},
 		{"to", required_argument, NULL, 'T'},
 		{"placement", required_argument, NULL, 'P'},
+		{"instance-retention", required_argument, NULL, 'R'},
 		{"tls", no_argument, NULL, OPT_TLS},          {"no-tls", no_argument, NULL, OPT_NO_TLS},
 		{"tls-san", required_argument, NULL, OPT_TLS_SAN},
 		{"tls-cert", required_argument, NULL, OPT_TLS_CERT},
@@ -660,6 +682,7 @@ int main(int argc, char **argv)
 		case 'N': slot = &s.notice; break;
 		case 'K': slot = &s.keep; break;
 		case 'P': slot = &s.placement; break;
+		case 'R': slot = &s.retention; break;
 		case 'C': slot = &s.currency; break;
 		case 'Z': slot = &s.zone; break;
 		case 'G': slot = &s.grace; break;
