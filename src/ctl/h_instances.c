@@ -182,20 +182,20 @@ void h_instance_create(struct ctl_call *call)
 	}
 	struct sl_diag d;
 	sl_diag_clear(&d);
+	/* In the table first: the lease's start (billing's hook) must know it
+	 * is an instance's. Taken out again when it cannot be placed. */
+	if (!inst_add(c, in)) {
+		inst_free(in);
+		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
+		return;
+	}
 	enum sl_err e = inst_place(c, in, IW_ANY, call->tok->user, &d);
 	if (e) {
-		inst_free(in);
+		inst_drop_last(c, in);
 		if (e == SL_ENOSPACE && !d.hint[0])
 			sl_diag_hint(&d, "an instance starts at once or not at all: try fewer GPUs, another "
 					 "model or region, or later ('suanli nodes' shows what is free)");
 		ctl_answer_diag(call, e, &d);
-		return;
-	}
-	if (!inst_add(c, in)) {
-		/* cannot happen after inst_new (same bound): keep the lease released */
-		inst_lease_release(c, in, "out of memory");
-		inst_free(in);
-		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
 		return;
 	}
 	inst_bill_disk_on(c, in, c->now_ns);

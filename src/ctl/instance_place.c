@@ -189,6 +189,14 @@ enum sl_err inst_place(struct ctl *c, struct instance *in, enum inst_where w, co
 	if (!c->sched)
 		return sl_diag_set(d, SL_EIO, "the scheduler is not running");
 	const char *site = w == IW_ANY ? in->site : home_site_name(c, in);
+	/* The image's driver need as the catalog says now (an operator may
+	 * correct it); kept as it was when the image left the catalog. */
+	char drv[sizeof(in->min_driver)];
+	char ref[IMAGE_REF_MAX + 1], used[IMAGE_NAME_MAX + 1];
+	if (in->image[0] && images_resolve(c, in->image, ref, used) == SL_OK) {
+		images_min_driver(c, in->image, drv, sizeof(drv));
+		snprintf(in->min_driver, sizeof(in->min_driver), "%s", drv);
+	}
 	json_t *doc = lease_doc(in, site);
 	struct lease_req r;
 	enum sl_err e = doc ? lease_req_parse(doc, &r, d) : sl_diag_set(d, SL_ENOMEM, "out of memory");

@@ -110,6 +110,14 @@ struct instance *inst_new(struct ctl *c)
 	return in;
 }
 
+void inst_drop_last(struct ctl *c, struct instance *in)
+{
+	struct ctl_instances *is = c->instances;
+	if (is->n > 0 && is->v[is->n - 1] == in)
+		is->v[--is->n] = NULL;
+	inst_free(in);
+}
+
 bool inst_add(struct ctl *c, struct instance *in)
 {
 	struct ctl_instances *is = c->instances;

@@ -24,7 +24,7 @@
 #define INST_REASON_MAX 320
 #define INST_VOLUME_MAX_GIB 65536
 #define INST_STOP_GRACE_S 10
-#define INST_IDLE_MIN_S 60           /* --auto-stop-idle bounds */
+#define INST_IDLE_MIN_S 10           /* --auto-stop-idle bounds */
 #define INST_IDLE_MAX_S (30 * 86400)
 #define INST_IDLE_UTIL_PCT 1         /* idle: every GPU below this */
 #define INST_NOGPU_CPUS 2            /* a no-GPU start's container */
@@ -162,6 +162,9 @@ void inst_free(struct instance *in);
 /* A new instance record with the next id (not yet in the table). */
 struct instance *inst_new(struct ctl *c);
 bool inst_add(struct ctl *c, struct instance *in);
+/* Takes in, the last one added, out of the table again and frees it (a
+ * create that could not be placed: nothing of it was written). */
+void inst_drop_last(struct ctl *c, struct instance *in);
 
 /* instance_place.c */
 /* Places in's lease now: on nodes allowed by mode (home: exactly the home
