@@ -29,10 +29,13 @@ async function errorOf(r) {
 	return new ApiError(r.status, e.code || 'http_' + r.status, e.message || r.statusText, e.hint);
 }
 
-// request(METHOD, PATH, BODY?, {raw, quiet}) : the parsed JSON answer (raw: the
-// Response). A 401 outside quiet calls the sign-in handler before throwing.
+// request(METHOD, PATH, BODY?, {raw, quiet, background}) : the parsed JSON
+// answer (raw: the Response). A 401 outside quiet calls the sign-in handler
+// before throwing; background marks a refresh no person asked for.
 export async function request(method, path, body, opts = {}) {
 	const headers = { Accept: 'application/json' };
+	// a timer's refresh is not the user's use of the session (idle expiry)
+	if (opts.background) headers['X-Suanli-Background'] = '1';
 	if (body !== undefined) headers['Content-Type'] = 'application/json';
 	if (method !== 'GET' && method !== 'HEAD') {
 		if (STATE.csrf) headers['X-CSRF-Token'] = STATE.csrf;
@@ -87,12 +90,12 @@ export async function signOut() {
 }
 
 // Every page of a paged list (?limit=&after=): the items in order.
-export async function all(path, limit = 500) {
+export async function all(path, opts, limit = 500) {
 	const out = [];
 	let after = null;
 	for (let i = 0; i < 1000; i++) {
 		const sep = path.includes('?') ? '&' : '?';
-		const page = await get(path + sep + 'limit=' + limit + (after ? '&after=' + encodeURIComponent(after) : ''));
+		const page = await get(path + sep + 'limit=' + limit + (after ? '&after=' + encodeURIComponent(after) : ''), opts);
 		if (Array.isArray(page)) return out.concat(page);
 		out.push(...page.items);
 		if (!page.next) break;

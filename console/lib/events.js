@@ -23,7 +23,7 @@ async function longPoll() {
 		try {
 			const r = await fetch('/v1/events?since=' + since + '&wait=' + (since ? WAIT_S : 0), {
 				credentials: 'same-origin', cache: 'no-store', signal: abort.signal,
-				headers: { Accept: 'application/json' },
+				headers: { Accept: 'application/json', 'X-Suanli-Background': '1' },
 			});
 			if (r.status === 404 || r.status === 405) return ticks(POLL_MS);
 			if (!r.ok) throw new Error('events: ' + r.status);

@@ -11,7 +11,7 @@ import { saveProof } from './proof_lib.js';
 import { checkProof } from './merkle.js';
 
 function Checkpoint() {
-	const st = useLoad(() => get('/v1/audit/checkpoint').catch((e) => (e.status === 404 ? null : Promise.reject(e))), []);
+	const st = useLoad((o) => get('/v1/audit/checkpoint', o).catch((e) => (e.status === 404 ? null : Promise.reject(e))), []);
 	const [verify, setVerify] = useState(null);
 	const [error, setError] = useState(null);
 	return html`<${Card} title=${t('audit.checkpoint')} id="audit-cp">
@@ -44,11 +44,11 @@ export default function Audit() {
 	const [f, setF] = useState({ tenant: '', action: '', from: '', to: '' });
 	const [applied, setApplied] = useState(f);
 	const [error, setError] = useState(null);
-	const st = useLoad(async () => {
+	const st = useLoad(async (o) => {
 		const q = ['limit=1000'];
 		if (applied.tenant) q.push('tenant=' + enc(applied.tenant));
 		if (applied.action) q.push('action=' + enc(applied.action));
-		const rows = await get('/v1/audit/log?' + q.join('&'));
+		const rows = await get('/v1/audit/log?' + q.join('&'), o);
 		const lo = applied.from ? Date.parse(applied.from) : -Infinity;
 		const hi = applied.to ? Date.parse(applied.to) : Infinity;
 		return rows.filter((r) => { const x = Date.parse(r.time); return x >= lo && x <= hi; }).reverse();

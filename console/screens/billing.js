@@ -10,12 +10,12 @@ import { monthOf, monthsBack, monthName, num } from '../lib/fmt.js';
 
 const PAID_IN = ['topup', 'credit', 'refund', 'credit_line_up', 'credit_line_down'];
 
-async function load(tenant, month) {
+async function load(tenant, month, o) {
 	const base = '/v1/tenants/' + enc(tenant);
 	const [invoice, balance, ledger] = await Promise.all([
-		get(base + '/invoices/' + enc(month)),
-		get(base + '/balance'),
-		all(base + '/ledger'),
+		get(base + '/invoices/' + enc(month), o),
+		get(base + '/balance', o),
+		all(base + '/ledger', o),
 	]);
 	const postings = ledger.slice().reverse();
 	return { invoice, balance, postings, paidIn: postings.filter((p) => PAID_IN.includes(p.type)) };
@@ -47,7 +47,7 @@ export default function Billing({ session }) {
 	const months = monthsBack(monthOf(), 12);
 	const [month, setMonth] = useState(months[0]);
 	const [error, setError] = useState(null);
-	const st = useLoad(() => load(tenant, month), [tenant, month]);
+	const st = useLoad((o) => load(tenant, month, o), [tenant, month]);
 	const csv = () => download('/v1/tenants/' + enc(tenant) + '/invoices/' + enc(month) + '?format=csv', 'invoice-' + tenant + '-' + month + '.csv');
 	return html`<${Page} title=${t('billing.title')}>
 		<div class="toolbar">

@@ -8,10 +8,10 @@ const cache = new Map();
 
 const sig = (n) => [n.state, n.free_gpus, n.reason].join('|');
 
-async function detail(n, now) {
+async function detail(n, now, o) {
 	const c = cache.get(n.name);
 	if (c && c.sig === sig(n) && now - c.at < DETAIL_MAX_MS) return c.detail;
-	const d = await get('/v1/nodes/' + enc(n.name)).catch(() => null);
+	const d = await get('/v1/nodes/' + enc(n.name), o).catch(() => null);
 	cache.set(n.name, { sig: sig(n), at: now, detail: d });
 	return d;
 }
@@ -41,10 +41,10 @@ export function gpuStates(n, d) {
 	return out;
 }
 
-export async function loadFleet() {
-	const nodes = await get('/v1/nodes');
+export async function loadFleet(o) {
+	const nodes = await get('/v1/nodes', o);
 	const now = Date.now();
-	const details = await each(nodes, 8, (n) => detail(n, now));
+	const details = await each(nodes, 8, (n) => detail(n, now, o));
 	const sites = new Map();
 	const models = new Map();
 	nodes.forEach((n, i) => {

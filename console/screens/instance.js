@@ -7,11 +7,11 @@ import { get, post, enc } from '../lib/api.js';
 import { useLoad } from '../lib/hooks.js';
 import { Page, Card, Table, State, Money, Time, Loaded, ErrorBox, CopyButton, Action } from '../lib/ui.js';
 
-async function load(id) {
-	const inst = await get('/v1/instances/' + enc(id));
+async function load(id, o) {
+	const inst = await get('/v1/instances/' + enc(id), o);
 	const [jobs, logs] = await Promise.all([
-		inst.lease ? get('/v1/jobs?lease=' + enc(inst.lease)).catch(() => []) : [],
-		get('/v1/instances/' + enc(id) + '/logs', { quiet: true }).then((r) => (r && r.log) || '', () => ''),
+		inst.lease ? get('/v1/jobs?lease=' + enc(inst.lease), o).catch(() => []) : [],
+		get('/v1/instances/' + enc(id) + '/logs', { ...o, quiet: true }).then((r) => (r && r.log) || '', () => ''),
 	]);
 	return { inst, jobs, logs };
 }
@@ -133,7 +133,7 @@ function Detail({ d, reload }) {
 
 export default function Instance({ params }) {
 	const id = params[0] || '';
-	const st = useLoad(() => load(id), [id]);
+	const st = useLoad((o) => load(id, o), [id]);
 	return html`<${Page} title=${t('instance.title', { id })}>
 		<${Loaded} st=${st}>${(d) => html`<${Detail} d=${d} reload=${st.reload} />`}<//>
 	<//>`;

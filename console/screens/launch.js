@@ -13,11 +13,11 @@ import { priceFor } from './prices_lib.js';
 
 const PLANS = ['hourly', 'spot', 'monthly'];
 
-async function load(tenant) {
+async function load(tenant, o) {
 	const [tenantDoc, fleet, nodes, prices, images, keys] = await Promise.all([
-		get('/v1/tenants/' + encodeURIComponent(tenant)).catch(() => ({})), get('/v1/fleet'), get('/v1/nodes'), get('/v1/prices'),
-		get('/v1/images').catch(() => []),
-		get('/v1/ssh-keys').catch(() => []),
+		get('/v1/tenants/' + encodeURIComponent(tenant), o).catch(() => ({})), get('/v1/fleet', o), get('/v1/nodes', o), get('/v1/prices', o),
+		get('/v1/images', o).catch(() => []),
+		get('/v1/ssh-keys', o).catch(() => []),
 	]);
 	return { tenant: tenantDoc, fleet, nodes, prices, images, keys };
 }
@@ -170,6 +170,6 @@ function Form({ d, reload }) {
 }
 
 export default function Launch({ session }) {
-	const st = useLoad(() => load(session.tenant), [session.tenant]);
+	const st = useLoad((o) => load(session.tenant, o), [session.tenant]);
 	return html`<${Page} title=${t('launch.title')}><${Loaded} st=${st}>${(d) => html`<${Form} d=${d} reload=${st.reload} />`}<//><//>`;
 }

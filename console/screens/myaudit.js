@@ -9,10 +9,10 @@ import { saveProof } from './proof_lib.js';
 
 export default function MyAudit({ session }) {
 	const [error, setError] = useState(null);
-	const st = useLoad(async () => {
+	const st = useLoad(async (o) => {
 		const [log, cp] = await Promise.all([
-			get('/v1/audit/log?limit=200&tenant=' + encodeURIComponent(session.tenant)),
-			get('/v1/audit/checkpoint').catch(() => null),
+			get('/v1/audit/log?limit=200&tenant=' + encodeURIComponent(session.tenant), o),
+			get('/v1/audit/checkpoint', o).catch(() => null),
 		]);
 		return { log: log.slice().reverse(), cp };
 	}, [session.tenant]);

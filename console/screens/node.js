@@ -51,7 +51,7 @@ function gpuRows(n) {
 
 export default function Node({ params }) {
 	const name = params[0] || '';
-	const st = useLoad(() => get('/v1/nodes/' + enc(name)), [name]);
+	const st = useLoad((o) => get('/v1/nodes/' + enc(name), o), [name]);
 	return html`<${Page} title=${t('node.title', { node: name })}>
 		<${Loaded} st=${st}>${(n) => {
 			const leases = [...new Set((n.gpu_state || []).map((g) => g.lease).filter(Boolean))];

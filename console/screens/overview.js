@@ -8,11 +8,11 @@ import { useLoad } from '../lib/hooks.js';
 import { Page, Card, Table, State, Money, Time, Loaded, Stat } from '../lib/ui.js';
 import { duration } from '../lib/fmt.js';
 
-async function load(tenant) {
+async function load(tenant, o) {
 	const [usage, instances, leases] = await Promise.all([
-		get('/v1/usage'),
-		get('/v1/instances').catch((e) => (e.status === 404 ? null : Promise.reject(e))),
-		get('/v1/leases'),
+		get('/v1/usage', o),
+		get('/v1/instances', o).catch((e) => (e.status === 404 ? null : Promise.reject(e))),
+		get('/v1/leases', o),
 	]);
 	const mine = (usage.tenants || []).find((x) => x.tenant === tenant) || { running: [], month_to_date: {}, balance: {} };
 	return { usage, mine, instances, leases };
@@ -30,7 +30,7 @@ function InstanceTable({ rows }) {
 }
 
 export default function Overview({ session }) {
-	const st = useLoad(() => load(session.tenant), [session.tenant]);
+	const st = useLoad((o) => load(session.tenant, o), [session.tenant]);
 	return html`<${Page} title=${t('overview.title')} actions=${html`<a class="button-link" href=${href('launch')}>${t('overview.launch')}</a>`}>
 		<${Loaded} st=${st}>${(d) => {
 			const b = d.mine.balance || {};

@@ -36,8 +36,8 @@ function SetPrice({ models, onDone }) {
 }
 
 export default function Prices() {
-	const st = useLoad(async () => {
-		const [book, fleet] = await Promise.all([get('/v1/prices?history=true'), get('/v1/fleet')]);
+	const st = useLoad(async (o) => {
+		const [book, fleet] = await Promise.all([get('/v1/prices?history=true', o), get('/v1/fleet', o)]);
 		return { book, models: Object.keys(fleet.gpus_by_model || {}) };
 	}, []);
 	const now = Date.now();

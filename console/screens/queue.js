@@ -8,7 +8,7 @@ import { Page, Table, State, Time, Loaded } from '../lib/ui.js';
 import { duration } from '../lib/fmt.js';
 
 export default function Queue() {
-	const st = useLoad(() => get('/v1/queue'), []);
+	const st = useLoad((o) => get('/v1/queue', o), []);
 	return html`<${Page} title=${t('queue.title')}>
 		<${Loaded} st=${st}>${(q) => html`<${Table} testid="queue" empty=${t('queue.empty')} rows=${q} rowKey=${(r) => r.lease} cols=${[
 			{ label: t('queue.position'), key: 'position', num: true },

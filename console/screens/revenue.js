@@ -47,7 +47,7 @@ function Chart({ months, data, by }) {
 export default function Revenue() {
 	const [by, setBy] = useState('region');
 	const months = monthsBack(monthOf(), 6);
-	const st = useLoad(() => Promise.all(months.map((m) => get('/v1/revenue/' + enc(m)))), []);
+	const st = useLoad((o) => Promise.all(months.map((m) => get('/v1/revenue/' + enc(m), o))), []);
 	return html`<${Page} title=${t('revenue.title')}>
 		<div class="toolbar"><${Field} id="rev-by" label=${t('revenue.group_by')}>
 			<${Select} id="rev-by" value=${by} onChange=${setBy} options=${BY.map((b) => ({ value: b, label: t('revenue.by_' + b) }))} />

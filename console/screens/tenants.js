@@ -5,12 +5,12 @@ import { get, enc } from '../lib/api.js';
 import { useLoad } from '../lib/hooks.js';
 import { Page, Table, Money, State, Loaded } from '../lib/ui.js';
 
-async function load() {
-	const tenants = await get('/v1/tenants');
+async function load(o) {
+	const tenants = await get('/v1/tenants', o);
 	return Promise.all(tenants.map(async (x) => {
 		const [show, bal] = await Promise.all([
-			get('/v1/tenants/' + enc(x.name)).catch(() => x),
-			get('/v1/tenants/' + enc(x.name) + '/balance').catch(() => null),
+			get('/v1/tenants/' + enc(x.name), o).catch(() => x),
+			get('/v1/tenants/' + enc(x.name) + '/balance', o).catch(() => null),
 		]);
 		return { ...x, usage: show.usage || {}, bal };
 	}));
