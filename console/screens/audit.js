@@ -10,6 +10,8 @@ import { Page, Card, Table, Time, Loaded, Field, Action, ErrorBox } from '../lib
 import { saveProof } from './proof_lib.js';
 import { checkProof } from './merkle.js';
 
+const SHOWN = 50; // the newest entries shown; the filter narrows, the export has all
+
 function Checkpoint() {
 	const st = useLoad((o) => get('/v1/audit/checkpoint', o).catch((e) => (e.status === 404 ? null : Promise.reject(e))), []);
 	const [verify, setVerify] = useState(null);
@@ -65,7 +67,8 @@ export default function Audit() {
 				<${Field} id="af-to" label=${t('audit.to')}><input id="af-to" type="datetime-local" value=${f.to} onInput=${set('to')} /><//>
 				<button type="submit">${t('audit.filter')}</button>
 			</form>
-			<${Loaded} st=${st}>${(rows) => html`<${Table} testid="audit-entries" rows=${rows.slice(0, 100)} rowKey=${(a) => a.seq} cols=${[
+			<${Loaded} st=${st}>${(rows) => html`<p class="muted" role="status">${t('audit.showing', { shown: Math.min(rows.length, SHOWN), total: rows.length })}</p>
+			<${Table} testid="audit-entries" rows=${rows.slice(0, SHOWN)} rowKey=${(a) => a.seq} cols=${[
 				{ label: t('audit.seq'), key: 'seq', num: true },
 				{ label: t('common.time'), render: (a) => html`<${Time} at=${a.time} />` },
 				{ label: t('audit.actor'), render: (a) => a.actor + ' (' + tw('role', a.role) + ')' },

@@ -30,6 +30,56 @@ async function screen(page, lang, hash, name) {
 	});
 }
 
+const agentInstances = process.env.AGENT_INSTANCES === '1';
+const pubkey = process.env.SSH_PUBKEY || '';
+
+// Launch from the form (with a key added there), then, where the agents run
+// instances: running, the SSH command copied, reload, stop, start.
+async function instance(page, lang) {
+	const T = dicts[lang];
+	await page.selectOption('#launch-model', 'h100-sxm');
+	await page.fill('#launch-count', '1');
+	if (pubkey) {
+		const name = 'laptop-' + lang;
+		await page.click('[data-testid=add-key] summary');
+		await page.fill('#key-name', name);
+		await page.fill('#key-text', pubkey);
+		await page.click('[data-testid=add-key-submit]');
+		await L.check(`${lang}: an SSH key added on the launch screen is chosen`, () =>
+			page.waitForFunction((n) => document.querySelector('#launch-key').value === n, name, { timeout: 5000 }));
+	}
+	await page.fill('#launch-ports', '8888');
+	await page.click('[data-testid=launch-submit]');
+	if (!(await L.check(`${lang}: create goes to the new instance`, () => page.waitForURL(/#\/instance\/in-/, { timeout: 10000 })))) return;
+	const id = decodeURIComponent(page.url().split('/').pop());
+	created[lang] = id;
+	const state = page.locator('[data-testid=instance-state]');
+	await L.check(`${lang}: ${id} shows its state`, () => state.locator('.badge').waitFor({ timeout: 10000 }));
+	if (!agentInstances) {
+		L.skipPart(`${lang}: ${id} running, SSH, stop and start (these agents run no instances${process.env.IMAGE_WHY ? ': ' + process.env.IMAGE_WHY : ''})`);
+		return;
+	}
+	const running = () => state.getByText(T['state.running'], { exact: true }).waitFor({ timeout: 60000 });
+	if (!(await L.check(`${lang}: ${id} runs`, running))) return;
+	await L.check(`${lang}: the SSH command is shown and copied`, async () => {
+		const cmd = await text(page, '[data-testid=ssh-command]');
+		if (!/^ssh -p \d+ root@\S+$/.test(cmd)) throw new Error('command: ' + cmd);
+		await page.click('[data-testid=copy-ssh]');
+		await page.locator('[data-testid=copy-ssh]', { hasText: T['common.copied'] }).waitFor();
+		const clip = await page.evaluate(() => navigator.clipboard.readText());
+		if (clip !== cmd) throw new Error(`clipboard '${clip}', command '${cmd}'`);
+	});
+	await L.check(`${lang}: the port 8888 is published`, () => page.locator('[data-testid=ports] td', { hasText: '8888' }).first().waitFor({ timeout: 5000 }));
+	await L.axe(page, `instance (${lang})`);
+	await L.shot(page, lang, 'instance');
+	await page.reload(); // the CSRF token comes again from GET /v1/session
+	if (!(await L.check(`${lang}: still running after a reload`, running))) return;
+	await page.click('[data-testid=stop]');
+	if (!(await L.check(`${lang}: ${id} stops`, () => state.getByText(T['state.stopped'], { exact: true }).waitFor({ timeout: 60000 })))) return;
+	await page.click('[data-testid=start]');
+	await L.check(`${lang}: ${id} starts again`, running);
+}
+
 async function renter(lang) {
 	const T = dicts[lang];
 	const ctx = await L.newContext(browser, lang);
@@ -80,30 +130,9 @@ async function renter(lang) {
 	if (!hasInstances) {
 		L.skipPart(`${lang}: launch, SSH, stop and start (this controller has no /v1/instances)`);
 	} else {
-		await timed('instance lifecycle', async () => {
-			await page.click('[data-testid=launch-submit]');
-			await page.waitForURL(/#\/instance\/in-/, { timeout: 10000 });
-			const id = decodeURIComponent(page.url().split('/').pop());
-			created[lang] = id;
-			const state = page.locator('[data-testid=instance-state]');
-			await L.check(`${lang}: ${id} runs`, () => state.getByText(T['state.running'], { exact: true }).waitFor({ timeout: 60000 }));
-			await L.check(`${lang}: the SSH command is shown and copied`, async () => {
-				const cmd = await text(page, '[data-testid=ssh-command]');
-				if (!/^ssh -p \d+ root@\S+$/.test(cmd)) throw new Error('command: ' + cmd);
-				await page.click('[data-testid=copy-ssh]');
-				await page.locator('[data-testid=copy-ssh]', { hasText: T['common.copied'] }).waitFor();
-				const clip = await page.evaluate(() => navigator.clipboard.readText());
-				if (clip !== cmd) throw new Error(`clipboard '${clip}', command '${cmd}'`);
-			});
-			await L.axe(page, `instance (${lang})`);
-			await L.shot(page, lang, 'instance');
-			await page.reload(); // the CSRF token comes again from GET /v1/session
-			await state.getByText(T['state.running'], { exact: true }).waitFor({ timeout: 10000 });
-			await page.click('[data-testid=stop]');
-			await L.check(`${lang}: ${id} stops`, () => state.getByText(T['state.stopped'], { exact: true }).waitFor({ timeout: 30000 }));
-			await page.click('[data-testid=start]');
-			await L.check(`${lang}: ${id} starts again`, () => state.getByText(T['state.running'], { exact: true }).waitFor({ timeout: 60000 }));
-		});
+		await timed('instance lifecycle', () => instance(page, lang));
+		await screen(page, lang, 'overview', 'overview'); // now with its instance
+		if (created[lang]) await L.check(`${lang}: the overview lists ${created[lang]}`, () => page.locator(`[data-testid="instance-link-${created[lang]}"]`).waitFor({ timeout: 5000 }));
 	}
 	await screen(page, lang, 'billing', 'billing');
 	await L.check(`${lang}: the invoice's CSV downloads`, async () => {

@@ -77,8 +77,17 @@ sl() { SUANLI_SERVER=$URL SUANLI_TOKEN=$ADMIN "$SUANLI" "$@"; }
 AGARGS=()
 IMAGE=""
 if [ "$(id -u)" = 0 ] && command -v podman >/dev/null 2>&1; then
-	IMAGE=$("$SL_ROOT/scripts/build-image.py" base base-files bash coreutils dash findutils grep \
-		sed procps libc-bin python3 2>"$TMP/build-image.log") || IMAGE=""
+	# make run's demo image: sshd for instances, Python
+	IMAGE=$("$SL_ROOT/scripts/build-image.py" demo base-files bash coreutils dash findutils grep \
+		sed procps libc-bin python3 openssh-server 2>"$TMP/build-image.log") || IMAGE=""
+fi
+# Agents that run instances (contracts/instances.md: they take --port-range)
+AGENT_INSTANCES=0
+[ -n "$IMAGE" ] && "$SUANLI_AGENT" run --help 2>&1 | grep -q -- '--port-range' && AGENT_INSTANCES=1
+# alice's key, added through the launch screen
+SSH_PUBKEY=""
+if command -v ssh-keygen >/dev/null 2>&1 && ssh-keygen -q -t ed25519 -N '' -C alice@browser-test -f "$TMP/alice_key" >/dev/null 2>&1; then
+	SSH_PUBKEY=$(cat "$TMP/alice_key.pub")
 fi
 JOIN=$(sl agent-token create --json | jq -r .token) || die "agent-token create"
 mapfile -t NODES < <(sl nodes --json | jq -r '.[] | "\(.name) \(.type)"')
@@ -129,10 +138,11 @@ for spec in alice:acme:tenant bob:globex:tenant oscar::operator audrey::auditor;
 done
 printf '%s\n' "${people[@]}" | jq -s 'map({(.user): .}) | add' >"$PEOPLE"
 
-CONSOLE_URL=$URL PEOPLE=$PEOPLE ADMIN_TOKEN=$ADMIN SUANLI_IMAGE=$IMAGE CHROMIUM=$CHROMIUM \
+CONSOLE_URL=$URL PEOPLE=$PEOPLE ADMIN_TOKEN=$ADMIN CHROMIUM=$CHROMIUM \
+	AGENT_INSTANCES=$AGENT_INSTANCES SSH_PUBKEY=$SSH_PUBKEY IMAGE_WHY="$([ -z "$IMAGE" ] && tail -1 "$TMP/build-image.log" 2>/dev/null)" \
 	node "$HERE/console.test.mjs"
 rc=$?
 if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
-	for f in "$TMP"/suanlid.log; do echo "---- $(basename "$f") (tail)"; tail -n 15 "$f"; done
+	for f in "$TMP"/suanlid.log "$TMP"/agent-fza-h100-01.log; do echo "---- $(basename "$f") (tail)"; tail -n 15 "$f"; done
 fi
 exit $rc
