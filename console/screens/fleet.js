@@ -39,8 +39,7 @@ export default function Fleet() {
 	const [picked, setPicked] = useState(null);
 	return html`<${Page} title=${t('fleet.title')}>
 		<${Loaded} st=${st}>${(d) => {
-			const p = picked && d.nodes.find((n) => n.name === picked);
-			const pn = p && d.sites.flatMap((s) => [...s.leaves.values()].flat()).find((n) => n.name === picked);
+			const pn = picked && d.sites.flatMap((s) => [...s.leaves.values()].flat()).find((n) => n.name === picked);
 			return html`
 			<${Legend} />
 			<p class="muted">${t('fleet.counts_explained')}</p>
@@ -54,12 +53,12 @@ export default function Fleet() {
 			<${Card} title=${t('fleet.by_model')} id="fleet-models">
 				<${Table} testid="by-model" rows=${d.models} cols=${[
 					{ label: t('fleet.model'), key: 'model' },
-					{ label: t('gpu.leased'), key: 'leased', num: true },
+					{ label: t('fleet.col_leased'), key: 'leased', num: true },
 					{ label: t('fleet.healthy'), key: 'healthy', num: true },
 					{ label: t('fleet.total'), key: 'total', num: true },
-					{ label: t('gpu.free'), key: 'free', num: true },
-					{ label: t('gpu.draining'), key: 'draining', num: true },
-					{ label: t('gpu.unhealthy'), key: 'unhealthy', num: true },
+					{ label: t('fleet.col_free'), key: 'free', num: true },
+					{ label: t('fleet.col_draining'), key: 'draining', num: true },
+					{ label: t('fleet.col_unhealthy'), key: 'unhealthy', num: true },
 				]} />
 			<//>`;
 		}}<//>

@@ -59,7 +59,7 @@ die() {
 "$SUANLID" init --data "$TMP/data" >/dev/null || die "suanlid init"
 ADMIN=$(cat "$TMP/data/admin.token")
 "$SUANLID" serve --data "$TMP/data" --listen 127.0.0.1:0 --fleet "$HERE/fleet.yaml" \
-	--billing-zone Asia/Shanghai --heartbeat 1 2>"$TMP/suanlid.log" &
+	--billing-zone Asia/Shanghai --heartbeat 1 --console "$SL_ROOT/console" 2>"$TMP/suanlid.log" &
 CTL_PID=$!
 PORT=""
 for _ in $(seq 1 200); do
