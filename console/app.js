@@ -111,7 +111,7 @@ function App() {
 				<button type="button" class="link" data-testid="sign-out" onClick=${out}>${t('nav.sign_out')}</button>
 			</div>
 		</header>
-		<main id="main" tabindex="-1"><${Screen} route=${route} session=${session} /></main>
+		<main id="main" tabindex="-1" data-route=${[route.name, ...route.params].join('/')}><${Screen} route=${route} session=${session} /></main>
 	</div>`;
 }
 

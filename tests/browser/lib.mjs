@@ -74,9 +74,11 @@ export async function shot(page, lang, name) {
 	await page.screenshot({ path: path.join(SHOTS, `${name}.${lang}.png`), fullPage: true });
 }
 
-// Goes to a screen and waits for its title and for loading to end.
+// Goes to a screen (by its hash, as a link does: no reload when the console
+// is open already) and waits for its title and for loading to end.
 export async function open(page, hash) {
-	await page.goto(URL_ + '/#/' + hash);
-	await page.locator('#page-title').waitFor();
+	if (page.url().startsWith(URL_ + '/')) await page.evaluate((h) => { location.hash = '#/' + h; }, hash);
+	else await page.goto(URL_ + '/#/' + hash);
+	await page.locator(`main[data-route="${hash}"] #page-title`).waitFor();
 	await page.waitForFunction(() => !document.querySelector('main .loading'), null, { timeout: 15000 });
 }

@@ -121,6 +121,8 @@ sl credit-line --tenant acme --amount 100000 >/dev/null
 sl topup --tenant globex --amount 100000 >/dev/null
 # globex holds two GPUs (so the fleet map shows leased ones, and revenue grows)
 sl lease create --tenant globex --gpus 2 --model h100-sxm >/dev/null || die "lease globex"
+# the operator's catalog: the demo image, the default of instances and jobs
+[ -n "$IMAGE" ] && { sl image add demo --ref "$IMAGE" --default >/dev/null || die "image add"; }
 sl audit checkpoint >/dev/null
 
 PEOPLE="$TMP/people.json"
