@@ -36,7 +36,9 @@ export default function Overview({ session }) {
 			const b = d.mine.balance || {};
 			const running = d.mine.running || [];
 			const cost = Object.fromEntries(running.map((r) => [r.lease, r]));
-			const live = (d.leases || []).filter((l) => ['active', 'pending', 'preempting'].includes(l.state));
+			// an instance's lease is shown (and billed) as the instance
+			const held = new Set((d.instances || []).map((i) => i.lease).filter(Boolean));
+			const live = (d.leases || []).filter((l) => ['active', 'pending', 'preempting'].includes(l.state) && !held.has(l.id));
 			return html`
 			<div class="stats">
 				<${Stat} label=${t('overview.balance')} testid="balance"><${Money} fen=${b.balance} /><//>
