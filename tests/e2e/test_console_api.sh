@@ -325,6 +325,17 @@ for _ in 1 2 3 4; do
 done
 r=$(capi "$TMP/jar_c2" - GET /v1/session)
 expect_eq "event polls and background refreshes do not keep it alive" "$(status_of "$r")" 401
+BURST=()
+# Ten wrong passwords at once (checked off the loop, in parallel with the
+# loop): the limit (5, the default) counts the ones in flight too.
+for i in $(seq 10); do
+	curl -s -o /dev/null -w '%{http_code}\n' -H 'Content-Type: application/json' \
+		--data-binary '{"user":"carol","password":"wrong-password"}' "$URL/v1/sessions" >"$TMP/burst.$i" &
+	BURST+=($!)
+done
+wait "${BURST[@]}"
+expect_eq "a burst of 10 wrong passwords: 5 are checked (401), 5 refused (429)" \
+	"$(cat "$TMP"/burst.* | sort | uniq -c | awk '{print $2 "x" $1}' | paste -sd, -)" "401x5,429x5"
 
 stop_daemon
 expect_eq "daemon stops cleanly" "$?" 0
