@@ -19,6 +19,7 @@
 #include "audit_log.h"
 #include "billing.h"
 #include "buf.h"
+#include "events.h"
 #include "instances_int.h"
 #include "jobs.h"
 #include "job_env.h"
@@ -169,6 +170,7 @@ bool inst_event(struct ctl *c, struct instance *in, enum inst_event e, const cha
 		    in->tenant, inst_state_name(to), inst_event_name(e), in->reason);
 	inst_save(c, in);
 	inst_bump(c, in);
+	events_emit(c, "instance", in->id, inst_state_name(to), in->tenant); /* events.h */
 	return true;
 }
 
