@@ -23,6 +23,7 @@ int cmd_nodes(int argc, char **argv);
 int cmd_node(int argc, char **argv);
 int cmd_tenant(int argc, char **argv);
 int cmd_token(int argc, char **argv);
+int cmd_user(int argc, char **argv); /* cmd_user.c: console users */
 /* `suanli image add|list` (cmd_image.c). */
 int cmd_image(int argc, char **argv);
 int cmd_agent_token(int argc, char **argv); /* cmd_agent_token.c */
@@ -40,6 +41,7 @@ int cmd_topup(int argc, char **argv);
 int cmd_credit_line(int argc, char **argv);
 int cmd_credit(int argc, char **argv);
 int cmd_balance(int argc, char **argv);
+int cmd_ledger(int argc, char **argv);
 int cmd_invoice(int argc, char **argv);
 int cmd_usage(int argc, char **argv);
 int cmd_revenue(int argc, char **argv);

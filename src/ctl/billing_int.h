@@ -96,6 +96,10 @@ bool bill_usage_push(struct bill_usage *u, int64_t at, enum rating_ev kind, int 
 void bill_usage_save(struct ctl *c, const struct bill_usage *u);
 void bill_post_charge(struct ctl *c, struct bill_usage *u);
 /* Milliseconds of ns. */
+/* The tenant named in the path and visible to the caller (h_billing.c);
+ * NULL after answering 404, also for another tenant's. */
+const struct ctl_tenant *billing_path_tenant(struct ctl_call *call, const char *name);
+
 static inline int64_t billing_ms(int64_t ns) { return ns / 1000000; }
 
 #endif

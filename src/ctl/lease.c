@@ -12,6 +12,7 @@
 #include "billing.h"
 #include "buf.h"
 #include "ctl_int.h"
+#include "events.h"
 #include "instances.h"
 #include "jobs.h"
 #include "log.h"
@@ -393,11 +394,18 @@ static void hook_instances(struct ctl *c, const struct lease_change *ch)
  *    a node lost, a release from the lease API) stops, its GPU time ending
  *    at the lease's end; billing (2.) meters none of an instance's lease,
  *    whose GPU time the instance meters from "running". */
+/* The console's live views and --watch (events.h). */
+static void hook_events(struct ctl *c, const struct lease_change *ch)
+{
+	events_emit(c, "lease", ch->lease->id, lease_state_name(ch->lease->state), ch->lease->tenant);
+}
+
 static const struct lease_hook lease_hooks[] = {
 	{"audit", hook_audit},
 	{"billing", hook_billing},
 	{"jobs", hook_jobs},
 	{"instances", hook_instances},
+	{"events", hook_events},
 };
 
 const struct lease_hook *ctl_lease_hooks(size_t *n)
