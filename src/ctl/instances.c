@@ -18,6 +18,7 @@
 #include "agents.h"
 #include "audit_log.h"
 #include "billing.h"
+#include "events.h"
 #include "buf.h"
 #include "instances_int.h"
 #include "jobs.h"
@@ -169,6 +170,7 @@ bool inst_event(struct ctl *c, struct instance *in, enum inst_event e, const cha
 		    in->tenant, inst_state_name(to), inst_event_name(e), in->reason);
 	inst_save(c, in);
 	inst_bump(c, in);
+	events_emit(c, "instance", in->id, inst_state_name(to), in->tenant); /* the console */
 	return true;
 }
 
@@ -417,6 +419,10 @@ void instances_lease_changed(struct ctl *c, struct ctl_lease *l)
 	if (in->state == IS_STARTING || in->state == IS_RUNNING) {
 		do_stop(c, in, l->ended_ns ? l->ended_ns : c->now_ns, why);
 		audit_log_system(c, "instance.stop", in->tenant, in->id, why);
+		/* A node it used failed: its agent may never answer; the node is
+		 * told to stop it whenever it comes back (disks kept). */
+		if (l->state == LS_FAILED && in->state == IS_STOPPING)
+			inst_event(c, in, IE_STOPPED, why);
 	} else {
 		inst_save(c, in);
 	}
@@ -679,6 +685,16 @@ void instances_tick(struct ctl *c)
 				continue;
 			/* simulated nodes answer at once */
 			eval(c, in);
+			/* A stop no agent confirmed (a node down or gone): stopped
+			 * anyway after the grace and a slack; the node is still told
+			 * to stop it. */
+			int64_t stop_at = in->nhist ? in->hist[in->nhist - 1].at_ns : 0;
+			if (in->state == IS_STOPPING &&
+			    c->now_ns - stop_at > (int64_t)(INST_STOP_GRACE_S + INST_STOP_SLACK_S) * 1000000000) {
+				snprintf(why, sizeof(why), "%.200s; no agent confirmed the stop in time (the node is "
+					 "told to stop it when it reports)", in->reason);
+				inst_event(c, in, IE_STOPPED, why);
+			}
 			if (in->state == IS_RUNNING && in->mode == IM_GPU && in->auto_stop_idle_s > 0) {
 				int64_t since = 0;
 				bool idle = in->nnodes > 0;
