@@ -393,7 +393,8 @@ static void hook_instances(struct ctl *c, const struct lease_change *ch)
  * 4. instances: an instance whose lease ended (a balance stop, preemption,
  *    a node lost, a release from the lease API) stops, its GPU time ending
  *    at the lease's end; billing (2.) meters none of an instance's lease,
- *    whose GPU time the instance meters from "running". */
+ *    whose GPU time the instance meters from "running".
+ * 5. events: the console's live views and --watch see the change last. */
 /* The console's live views and --watch (events.h). */
 static void hook_events(struct ctl *c, const struct lease_change *ch)
 {
