@@ -45,6 +45,23 @@ const char *instances_tenant(struct ctl *c, const char *id)
 	return in ? in->tenant : NULL;
 }
 
+enum sl_err instances_job_lease(struct ctl *c, const char *id, const char *tenant, char *lease,
+				size_t n, struct sl_diag *d)
+{
+	const struct instance *in = inst_find(c, id);
+	if (!in || (tenant && strcmp(tenant, in->tenant))) {
+		sl_diag_hint(d, "'suanli instance list' lists yours");
+		return sl_diag_set(d, SL_ENOTFOUND, "no instance with id '%.64s'", id);
+	}
+	if (in->state != IS_RUNNING || in->mode != IM_GPU || !in->lease[0]) {
+		sl_diag_hint(d, "start it (suanli instance start %s) and wait until it runs", in->id);
+		return sl_diag_set(d, SL_ECONFLICT, "instance %s is %s%s; jobs run inside a running instance with GPUs",
+				   in->id, inst_state_name(in->state), in->mode == IM_NOGPU ? " without GPUs" : "");
+	}
+	snprintf(lease, n, "%s", in->lease);
+	return SL_OK;
+}
+
 struct instance *inst_path(struct ctl_call *call)
 {
 	struct instance *in = inst_find(call->ctl, call->param[0]);
