@@ -8,6 +8,9 @@
 # skipped, not passed. podman (with runc for hybrid and v1 cgroup hosts, crun for
 # cgroup v2, catatonit for --init) runs every tenant container; the image is built
 # from installed packages (scripts/build-image.py), so no registry is ever asked.
+# Instances (issue 14) run the image's sshd (openssh-server, copied into the image
+# from the host), the agent makes their host keys with ssh-keygen and their data
+# disks with mkfs.ext4 (e2fsprogs); the tests log in with the real ssh client.
 set -euo pipefail
 pkgs=(
   build-essential binutils python3 cmake pkg-config                  # build
@@ -18,6 +21,7 @@ pkgs=(
   postgresql                                                         # HA store tests
   prometheus                                                         # promtool: rules, /metrics
   podman runc crun catatonit                                         # containers
+  openssh-server openssh-client e2fsprogs                           # instances: sshd, ssh, data disks
 )
 missing=()
 for p in "${pkgs[@]}"; do

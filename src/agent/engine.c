@@ -351,6 +351,7 @@ const char *engine_cgroups(const struct engine *e) { return e ? e->cgroups : "no
 const char *engine_default_image(const struct engine *e) { return e ? e->image : ""; }
 const char *engine_name(const struct engine *e) { return e ? e->node : ""; }
 const char *engine_uid_dir(const struct engine *e) { return e ? e->uid_dir : UID_RANGES_DIR; }
+const char *engine_podman(const struct engine *e) { return e && e->podman[0] ? e->podman : "podman"; }
 
 uint32_t engine_uid_base(const char *lease)
 {

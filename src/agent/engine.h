@@ -69,6 +69,7 @@ const char *engine_cgroups(const struct engine *e);  /* "v2" | "hybrid" | "v1" |
 const char *engine_default_image(const struct engine *e); /* "" when none */
 const char *engine_name(const struct engine *e);  /* engine_opts.name (or the node's) */
 const char *engine_uid_dir(const struct engine *e); /* engine_opts.uid_dir (uid_ranges.h) */
+const char *engine_podman(const struct engine *e);  /* podman's path ("podman" when unknown) */
 
 /* The container of one rank: fills r (borrowing name, image and the item's
  * argv) with this host's runtime and limits, the lease's share of the node
