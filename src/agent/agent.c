@@ -96,6 +96,11 @@ static bool epoch_ok(struct agent *a, uint64_t epoch, const char *what)
 			sl_log_info("following a new leader", "epoch=%llu", (unsigned long long)epoch);
 		a->epoch_max = epoch;
 		a->version = 0;
+		struct sl_diag d = {0};
+		if (state_epoch_save(a->o->state_dir, epoch, &d) != SL_OK)
+			sl_log_warn("cannot keep the controller epoch; a restart of this agent "
+				    "would obey a deposed leader until it hears the new one",
+				    "error=%s", d.msg);
 	}
 	return true;
 }
@@ -788,6 +793,8 @@ enum sl_err agent_run(const struct agent_opts *o, struct sl_diag *d)
 		a.rng = (a.rng ^ (uint64_t)(unsigned char)*p) * UINT64_C(1099511628211);
 	if ((e = state_dir_init(o->state_dir, d)) != SL_OK ||
 	    (e = state_lock(o->state_dir, &a.lock_fd, d)) != SL_OK)
+		goto out;
+	if ((e = state_epoch_load(o->state_dir, &a.epoch_max, d)) != SL_OK)
 		goto out;
 	e = state_credential_load(o->state_dir, a.cred, sizeof(a.cred), d);
 	if (e == SL_ENOTFOUND) {

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +164,45 @@ enum sl_err state_credential_save(const char *dir, const char *cred, struct sl_d
 	if (e != SL_OK)
 		return e;
 	return state_write_atomic(p, cred, strlen(cred), 0600, d);
+}
+
+enum sl_err state_epoch_load(const char *dir, uint64_t *epoch, struct sl_diag *d)
+{
+	char p[STATE_PATH_MAX];
+	char *text = NULL, *end = NULL;
+	size_t len = 0;
+	enum sl_err e;
+
+	*epoch = 0;
+	if ((e = state_path(p, sizeof(p), dir, d, "controller-epoch")) != SL_OK)
+		return e;
+	if (access(p, F_OK) != 0 && errno == ENOENT)
+		return SL_OK;
+	if ((e = sl_read_file(p, 32, &text, &len, d)) != SL_OK)
+		return e;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	bool bad = errno || end == text || !(text[0] >= '0' && text[0] <= '9') ||
+		   strspn(end, " \n") != strlen(end);
+	free(text);
+	if (bad) {
+		sl_diag_hint(d, "delete %s: the agent then follows the first controller that "
+				"answers and remembers its epoch again", p);
+		return sl_diag_set(d, SL_EINVAL, "%s does not hold a controller epoch (a decimal "
+						 "number)", p);
+	}
+	*epoch = v;
+	return SL_OK;
+}
+
+enum sl_err state_epoch_save(const char *dir, uint64_t epoch, struct sl_diag *d)
+{
+	char p[STATE_PATH_MAX], text[32];
+	enum sl_err e = state_path(p, sizeof(p), dir, d, "controller-epoch");
+	if (e != SL_OK)
+		return e;
+	int n = snprintf(text, sizeof(text), "%llu\n", (unsigned long long)epoch);
+	return state_write_atomic(p, text, (size_t)n, 0600, d);
 }
 
 enum sl_err state_lock(const char *dir, int *fd, struct sl_diag *d)

@@ -13,6 +13,7 @@
 #define SL_AGENT_STATE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "err.h"
 
@@ -46,6 +47,14 @@ enum sl_err state_credential_load(const char *dir, char *buf, size_t n,
 /* Writes the credential (mode 0600, atomically). SL_EIO. */
 enum sl_err state_credential_save(const char *dir, const char *cred,
 				  struct sl_diag *d) SL_MUST_USE;
+
+/* The newest controller epoch this node has obeyed (docs/ha.md), kept in
+ * STATE_DIR/controller-epoch so that a restarted agent still refuses a
+ * deposed leader. *epoch is 0 when the file is absent; SL_EINVAL when it
+ * holds anything but a decimal number (the hint says to delete it), SL_EIO. */
+enum sl_err state_epoch_load(const char *dir, uint64_t *epoch, struct sl_diag *d) SL_MUST_USE;
+/* Writes it (0600, atomically). SL_EIO. */
+enum sl_err state_epoch_save(const char *dir, uint64_t epoch, struct sl_diag *d) SL_MUST_USE;
 
 /* Takes STATE_DIR/agent.lock (flock, released when the process ends) so that
  * two agents never manage the same work; *fd is the caller's to keep open

@@ -37,6 +37,7 @@ int cmd_topup(int argc, char **argv);
 int cmd_credit_line(int argc, char **argv);
 int cmd_credit(int argc, char **argv);
 int cmd_balance(int argc, char **argv);
+int cmd_ledger(int argc, char **argv);
 int cmd_invoice(int argc, char **argv);
 int cmd_usage(int argc, char **argv);
 int cmd_revenue(int argc, char **argv);

@@ -40,6 +40,7 @@ static const struct {
 	{"credit-line", cmd_credit_line, "set how far below zero a tenant may go (operator)"},
 	{"credit", cmd_credit, "give a tenant a credit, e.g. an SLA refund (operator)"},
 	{"balance", cmd_balance, "a tenant's balance, credit line and grace state"},
+	{"ledger", cmd_ledger, "a tenant's postings: top-ups, charges, credits"},
 	{"invoice", cmd_invoice, "a tenant's invoice for a month (JSON or CSV)"},
 	{"usage", cmd_usage, "running and month-to-date usage"},
 	{"revenue", cmd_revenue, "revenue of a month by region, model and plan (operator)"},

@@ -79,6 +79,7 @@ void h_topup(struct ctl_call *c);
 void h_credit(struct ctl_call *c);
 void h_credit_line(struct ctl_call *c);
 void h_balance(struct ctl_call *c);
+void h_ledger(struct ctl_call *c);
 void h_invoice(struct ctl_call *c);
 void h_usage(struct ctl_call *c);
 void h_revenue(struct ctl_call *c);

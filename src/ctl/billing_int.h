@@ -85,6 +85,10 @@ void billing_next_id(struct ctl *c, const char *prefix, char *buf, size_t n);
 enum sl_err billing_price_add(struct ctl *c, const struct price_entry *e,
 			      struct sl_diag *d) SL_MUST_USE;
 /* Milliseconds of ns. */
+/* The tenant named in the path and visible to the caller (h_billing.c);
+ * NULL after answering 404, also for another tenant's. */
+const struct ctl_tenant *billing_path_tenant(struct ctl_call *call, const char *name);
+
 static inline int64_t billing_ms(int64_t ns) { return ns / 1000000; }
 
 #endif

@@ -19,8 +19,7 @@
 #include "invoice.h"
 #include "log.h"
 
-/* The tenant named in the path and visible to the caller; NULL after a 404. */
-static const struct ctl_tenant *path_tenant(struct ctl_call *call, const char *name)
+const struct ctl_tenant *billing_path_tenant(struct ctl_call *call, const char *name)
 {
 	const char *own = ctl_call_tenant(call);
 	const struct ctl_tenant *t = ctl_tenant_find(call->ctl, name);
@@ -253,7 +252,7 @@ static bool money_request(struct ctl_call *call, const struct ctl_field *fields,
 	bool bad = false;
 	if (!ctl_check_fields(call, call->body, fields, n, what))
 		return false;
-	*t = path_tenant(call, call->param[0]);
+	*t = billing_path_tenant(call, call->param[0]);
 	if (!*t || !amount_field(call, "amount", zero_ok, amount))
 		return false;
 	*reason = ctl_str_field(call, call->body, "reason", LEDGER_REASON_MAX - 1, &bad);
@@ -308,7 +307,7 @@ void h_credit_line(struct ctl_call *call)
 
 void h_balance(struct ctl_call *call)
 {
-	const struct ctl_tenant *t = path_tenant(call, call->param[0]);
+	const struct ctl_tenant *t = billing_path_tenant(call, call->param[0]);
 	if (t)
 		ctl_answer_json(call, 200, balance_json(call->ctl, t->name));
 }
@@ -357,7 +356,7 @@ static void invoice_input(struct ctl *c, struct invoice_input *in, const char *t
 void h_invoice(struct ctl_call *call)
 {
 	struct ctl *c = call->ctl;
-	const struct ctl_tenant *t = path_tenant(call, call->param[0]);
+	const struct ctl_tenant *t = billing_path_tenant(call, call->param[0]);
 	struct cal_month m;
 	if (!t || !month_param(call, call->param[1], &m))
 		return;
@@ -454,7 +453,7 @@ void h_usage(struct ctl_call *call)
 	struct cal_month m;
 	struct sl_diag d;
 	sl_diag_clear(&d);
-	if (want && !path_tenant(call, want))
+	if (want && !billing_path_tenant(call, want))
 		return;
 	if (cal_month_of(&b->zone, billing_ms(c->now_ns), &m, &d)) {
 		ctl_answer_diag(call, SL_EIO, &d);

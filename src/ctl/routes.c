@@ -89,6 +89,8 @@ static const struct ctl_route routes[] = {
 	{"POST", "/v1/prices", "price_set", true, R_PROVIDER, true, true, h_price_set},
 	{"GET", "/v1/tenants/{name}/balance", "balance", true, R_AUDIT | R_TENANTS, false, false,
 	 h_balance},
+	{"GET", "/v1/tenants/{name}/ledger", "ledger", true, R_AUDIT | R_TENANTS, false, false,
+	 h_ledger},
 	{"POST", "/v1/tenants/{name}/topups", "topup", true, R_PROVIDER, true, true, h_topup},
 	{"POST", "/v1/tenants/{name}/credits", "credit", true, R_PROVIDER, true, true, h_credit},
 	{"POST", "/v1/tenants/{name}/credit-line", "credit_line", true, R_PROVIDER, true, true,

@@ -105,6 +105,16 @@ expect_eq "balance --json after the top-up" "$(printf '%s' "$out" | jq -c '[.bal
 	'[100000,"CNY","ok"]'
 r=$(api "$BETA" GET /v1/tenants/acme/balance)
 expect_eq "another tenant's balance is 404" "$(status_of "$r")" 404
+out=$(cli_as "$ACME" ledger --tenant acme --json)
+expect_eq "the ledger lists the top-up with its reason" \
+	"$(printf '%s' "$out" | jq -c '[.[] | [.type, .amount, .reason]]')" '[["topup",100000,"bank transfer 42"]]'
+out=$(cli_as "$ACME" ledger --tenant acme --type charge --json)
+expect_eq "... --type keeps one kind" "$(printf '%s' "$out" | jq length)" 0
+out=$(cli_as "$ACME" ledger --tenant acme --type cash 2>&1)
+expect_match "... an unknown type is refused with the list" "$out" "no posting type 'cash'"
+expect_match "... and a hint naming the types" "$out" 'hint: use topup, charge'
+r=$(api "$BETA" GET /v1/tenants/acme/ledger)
+expect_eq "another tenant's ledger is 404" "$(status_of "$r")" 404
 
 # ---- a metered lease and its invoice line ----
 out=$(cli_sub "$ACME" lease create --gpus 8 --model h100-sxm --json)
