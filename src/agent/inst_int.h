@@ -139,6 +139,23 @@ bool inst_ports_assign(struct inst_sup *s, struct inst *in);
 int inst_export_main(struct inst_sup *s, struct inst *in, int errfd);
 int inst_import_main(struct inst_sup *s, struct inst *in, int errfd);
 
+/* In the op child (inst_ops.c): podman's common words (podman --runtime R
+ * --cgroup-manager cgroupfs), the op's failure (its reason to op.err and the
+ * log; returns 1), what it does now (op.progress), the data disk made and
+ * mounted (its mount point into mnt, "" without one; 0 or 1). */
+#define PODMAN(s, ...)                                                                   \
+	{ (char *)engine_podman(s->eng), "--runtime", (char *)engine_runtime(s->eng),      \
+	  "--cgroup-manager", "cgroupfs", __VA_ARGS__, NULL }
+extern int inst_op_errfd;
+int inst_fail(const struct inst_sup *s, const struct inst *in, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void inst_progress(const struct inst_sup *s, const struct inst *in, const char *text);
+int inst_disk_up(const struct inst_sup *s, const struct inst *in, char *mnt, size_t n);
+bool inst_mounted(const char *mnt, const char *parent);
+/* localhost/suanli-instance/ENGINE-ID:system, the image of its system disk
+ * (the engine's name in it: agents sharing a host never touch each other's). */
+void inst_sys_image(const struct inst_sup *s, const struct inst *in, char *buf, size_t n);
+
 /* The data disk (inst_ops.c): STORAGE/ID.img mounted at STORAGE/ID. */
 enum sl_err inst_disk_paths(const struct inst_sup *s, const struct inst *in, char *img,
 			    char *mnt, size_t n, struct sl_diag *d) SL_MUST_USE;

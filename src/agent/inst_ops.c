@@ -50,9 +50,9 @@ void inst_ctr_name(const struct inst_sup *s, const struct inst *in, char *buf, s
 	snprintf(buf, n, "sl-%s-%s", engine_name(s->eng), in->spec.id);
 }
 
-static void sys_image(const struct inst *in, char *buf, size_t n)
+void inst_sys_image(const struct inst_sup *s, const struct inst *in, char *buf, size_t n)
 {
-	snprintf(buf, n, "localhost/suanli-instance/%s:system", in->spec.id);
+	snprintf(buf, n, "localhost/suanli-instance/%s-%s:system", engine_name(s->eng), in->spec.id);
 }
 
 enum sl_err inst_disk_paths(const struct inst_sup *s, const struct inst *in, char *img,
@@ -124,11 +124,6 @@ int inst_run(char *const argv[], char *out, size_t n, int errfd)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* podman's common words: podman --runtime R --cgroup-manager cgroupfs. */
-#define PODMAN(s, ...)                                                                   \
-	{ (char *)engine_podman(s->eng), "--runtime", (char *)engine_runtime(s->eng),      \
-	  "--cgroup-manager", "cgroupfs", __VA_ARGS__, NULL }
-
 bool inst_inspect(const struct inst_sup *s, const struct inst *in, char *status, size_t n,
 		  pid_t *conmon, char *cfg, size_t cn)
 {
@@ -152,20 +147,18 @@ bool inst_inspect(const struct inst_sup *s, const struct inst *in, char *status,
 
 /* ---- in the op child --------------------------------------------------- */
 
-static int errfd_g = -1;
+int inst_op_errfd = -1;
 
-static void progress(const struct inst_sup *s, const struct inst *in, const char *text)
+void inst_progress(const struct inst_sup *s, const struct inst *in, const char *text)
 {
 	char path[STATE_PATH_MAX];
 	if (inst_path(s, in, path, sizeof(path), "op.progress") == SL_OK)
 		if (state_write_atomic(path, text, strlen(text), 0600, NULL) != SL_OK)
-			dprintf(errfd_g, "suanli-agent: cannot write %s\n", path);
+			dprintf(inst_op_errfd, "suanli-agent: cannot write %s\n", path);
 }
 
 /* The op failed: the reason to op.err; returns 1 (the child's status). */
-static int fail(const struct inst_sup *s, const struct inst *in, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fail(const struct inst_sup *s, const struct inst *in, const char *fmt, ...)
+int inst_fail(const struct inst_sup *s, const struct inst *in, const char *fmt, ...)
 {
 	char msg[INST_ERROR_MAX], path[STATE_PATH_MAX];
 	va_list ap;
@@ -174,8 +167,8 @@ static int fail(const struct inst_sup *s, const struct inst *in, const char *fmt
 	va_end(ap);
 	if (inst_path(s, in, path, sizeof(path), "op.err") == SL_OK)
 		if (state_write_atomic(path, msg, strlen(msg), 0600, NULL) != SL_OK)
-			dprintf(errfd_g, "suanli-agent: cannot write %s\n", path);
-	dprintf(errfd_g, "suanli-agent: %s\n", msg);
+			dprintf(inst_op_errfd, "suanli-agent: cannot write %s\n", path);
+	dprintf(inst_op_errfd, "suanli-agent: %s\n", msg);
 	return 1;
 }
 
@@ -194,7 +187,7 @@ static void podman_error(const struct inst_sup *s, const struct inst *in, char *
 		fclose(f);
 }
 
-static bool mounted(const char *mnt, const char *parent)
+bool inst_mounted(const char *mnt, const char *parent)
 {
 	struct stat a, b;
 	return stat(mnt, &a) == 0 && stat(parent, &b) == 0 && a.st_dev != b.st_dev;
@@ -202,7 +195,7 @@ static bool mounted(const char *mnt, const char *parent)
 
 /* The data disk: STORAGE/ID.img (sparse, ext4, root owned by container
  * root) loop-mounted at STORAGE/ID. Made once; mounted when it is not. */
-static int disk_up(const struct inst_sup *s, const struct inst *in, char *mnt, size_t n)
+int inst_disk_up(const struct inst_sup *s, const struct inst *in, char *mnt, size_t n)
 {
 	char img[STATE_PATH_MAX], own[64], size[32];
 	struct sl_diag d;
@@ -212,8 +205,8 @@ static int disk_up(const struct inst_sup *s, const struct inst *in, char *mnt, s
 		return 0;
 	if (inst_disk_paths(s, in, img, mnt, n, &d) != SL_OK ||
 	    state_mkdirs(s->storage, 0700, &d) != SL_OK || state_mkdirs(mnt, 0700, &d) != SL_OK)
-		return fail(s, in, "data disk: %s", d.msg);
-	if (mounted(mnt, s->storage))
+		return inst_fail(s, in, "data disk: %s", d.msg);
+	if (inst_mounted(mnt, s->storage))
 		return 0;
 	if (access(img, F_OK) != 0) {
 		char tmp[STATE_PATH_MAX + 8];
@@ -222,17 +215,17 @@ static int disk_up(const struct inst_sup *s, const struct inst *in, char *mnt, s
 		snprintf(own, sizeof(own), "root_owner=%u:%u", in->uid_base, in->uid_base);
 		char *trunc[] = {"truncate", "-s", size, tmp, NULL};
 		char *mkfs[] = {"mkfs.ext4", "-q", "-F", "-m", "0", "-E", own, tmp, NULL};
-		progress(s, in, "creating the data disk");
-		if (inst_run(trunc, NULL, 0, errfd_g) != 0 || inst_run(mkfs, NULL, 0, errfd_g) != 0 ||
+		inst_progress(s, in, "creating the data disk");
+		if (inst_run(trunc, NULL, 0, inst_op_errfd) != 0 || inst_run(mkfs, NULL, 0, inst_op_errfd) != 0 ||
 		    rename(tmp, img) != 0) {
 			(void)unlink(tmp);
-			return fail(s, in, "cannot make the %lld GiB data disk %s (truncate and "
+			return inst_fail(s, in, "cannot make the %lld GiB data disk %s (truncate and "
 					   "mkfs.ext4; see op.log)", (long long)in->spec.volume_gib, img);
 		}
 	}
 	char *mount[] = {"mount", "-o", "loop,nosuid,nodev", img, mnt, NULL};
-	if (inst_run(mount, NULL, 0, errfd_g) != 0)
-		return fail(s, in, "cannot mount the data disk %s at %s (loop devices?)", img, mnt);
+	if (inst_run(mount, NULL, 0, inst_op_errfd) != 0)
+		return inst_fail(s, in, "cannot mount the data disk %s at %s (loop devices?)", img, mnt);
 	return 0;
 }
 
@@ -247,21 +240,21 @@ static int op_up(struct inst_sup *s, struct inst *in)
 
 	sl_diag_clear(&d);
 	if (!engine_ok(s->eng))
-		return fail(s, in, "no container engine on this node: %s", engine_reason(s->eng));
+		return inst_fail(s, in, "no container engine on this node: %s", engine_reason(s->eng));
 	inst_ctr_name(s, in, name, sizeof(name));
 	snprintf(image, sizeof(image), "%s",
 		 in->spec.w.image[0] ? in->spec.w.image : engine_default_image(s->eng));
 	if (!image[0])
-		return fail(s, in, "no image: the instance names none and the agent has no --image");
-	sys_image(in, sys, sizeof(sys));
-	progress(s, in, "creating");
+		return inst_fail(s, in, "no image: the instance names none and the agent has no --image");
+	inst_sys_image(s, in, sys, sizeof(sys));
+	inst_progress(s, in, "creating");
 	if (inst_ssh_prepare(s, in, &d) != SL_OK)
-		return fail(s, in, "ssh: %s", d.msg);
-	if (disk_up(s, in, data, sizeof(data)) != 0)
+		return inst_fail(s, in, "ssh: %s", d.msg);
+	if (inst_disk_up(s, in, data, sizeof(data)) != 0)
 		return 1;
 	if (in->spec.migrate_from[0] && !in->imported) {
-		progress(s, in, "importing");
-		if (inst_import_main(s, in, errfd_g) != 0)
+		inst_progress(s, in, "importing");
+		if (inst_import_main(s, in, inst_op_errfd) != 0)
 			return 1;
 	}
 	inst_cfg_key(s, in, cfg, sizeof(cfg));
@@ -271,14 +264,14 @@ static int op_up(struct inst_sup *s, struct inst *in)
 	if (exists && strcmp(have, cfg) != 0) {
 		/* another config (GPUs, ports, id range): keep the system disk
 		 * through an image of it, then make the container anew */
-		progress(s, in, "creating (keeping the system disk)");
+		inst_progress(s, in, "creating (keeping the system disk)");
 		char *commit[] = PODMAN(s, "commit", "--quiet", name, sys);
 		char *rm[] = PODMAN(s, "rm", "--force", "--time", "0", name);
-		if (inst_run(commit, NULL, 0, errfd_g) != 0)
-			return fail(s, in, "cannot keep the system disk (podman commit %s failed)",
+		if (inst_run(commit, NULL, 0, inst_op_errfd) != 0)
+			return inst_fail(s, in, "cannot keep the system disk (podman commit %s failed)",
 				    name);
-		if (inst_run(rm, NULL, 0, errfd_g) != 0)
-			return fail(s, in, "cannot replace the container %s (podman rm failed)", name);
+		if (inst_run(rm, NULL, 0, inst_op_errfd) != 0)
+			return inst_fail(s, in, "cannot replace the container %s (podman rm failed)", name);
 		exists = false;
 		has_sys = true;
 	}
@@ -288,17 +281,17 @@ static int op_up(struct inst_sup *s, struct inst *in)
 		if (inst_run(ex, NULL, 0, -1) != 0) {
 			char msg[WORK_IMAGE_MAX + 32];
 			snprintf(msg, sizeof(msg), "pulling %s", from);
-			progress(s, in, msg);
+			inst_progress(s, in, msg);
 			char *pull[] = PODMAN(s, "pull", "--quiet", (char *)from);
-			if (inst_run(pull, NULL, 0, errfd_g) != 0) {
+			if (inst_run(pull, NULL, 0, inst_op_errfd) != 0) {
 				podman_error(s, in, err, sizeof(err));
-				return fail(s, in, "image %s is not on this node and cannot be pulled; "
+				return inst_fail(s, in, "image %s is not on this node and cannot be pulled; "
 						   "add a ref it has (suanli image add) or build one "
 						   "(scripts/build-image.py)%s%s",
 					    from, err[0] ? "; podman: " : "", err);
 			}
 		}
-		progress(s, in, "creating");
+		inst_progress(s, in, "creating");
 		struct podman_run r;
 		engine_fill(s->eng, name, from, NULL, 0, in->spec.w.gpus, in->spec.id, devs, devp, &r);
 		r.uid_base = in->uid_base;
@@ -307,7 +300,7 @@ static int op_up(struct inst_sup *s, struct inst *in)
 		r.host_network = in->spec.host_network;
 		if (!r.host_network) {
 			if (engine_lease_net(s->eng, in->spec.id, net, sizeof(net), &d) != SL_OK)
-				return fail(s, in, "%s", d.msg);
+				return inst_fail(s, in, "%s", d.msg);
 			r.network = net;
 		}
 		int pub[INST_PORTS_MAX + 1][2];
@@ -319,26 +312,26 @@ static int op_up(struct inst_sup *s, struct inst *in)
 			pub[np++][1] = in->spec.ports[i];
 		}
 		if (inst_path(s, in, ssh, sizeof(ssh), "ssh") != SL_OK)
-			return fail(s, in, "state directory path too long");
+			return inst_fail(s, in, "state directory path too long");
 		snprintf(label, sizeof(label), "suanli.cfg=%s", cfg);
 		struct podman_inst x = {(const int(*)[2])pub, np, ssh, data, label, in->spec.id};
 		char **argv = NULL;
 		if (podman_create_argv(&r, &x, &argv, &d) != SL_OK)
-			return fail(s, in, "%s", d.msg);
-		int rc = inst_run(argv, NULL, 0, errfd_g);
+			return inst_fail(s, in, "%s", d.msg);
+		int rc = inst_run(argv, NULL, 0, inst_op_errfd);
 		podman_argv_free(argv);
 		if (rc != 0) {
 			podman_error(s, in, err, sizeof(err));
-			return fail(s, in, "podman create %s failed (exit %d)%s%s", name, rc,
+			return inst_fail(s, in, "podman create %s failed (exit %d)%s%s", name, rc,
 				    err[0] ? ": " : "", err);
 		}
 	}
-	progress(s, in, "starting");
+	inst_progress(s, in, "starting");
 	char *start[] = PODMAN(s, "start", name);
-	int rc = inst_run(start, NULL, 0, errfd_g);
+	int rc = inst_run(start, NULL, 0, inst_op_errfd);
 	if (rc != 0) {
 		podman_error(s, in, err, sizeof(err));
-		return fail(s, in, "podman start %s failed (exit %d)%s%s", name, rc,
+		return inst_fail(s, in, "podman start %s failed (exit %d)%s%s", name, rc,
 			    err[0] ? ": " : "", err);
 	}
 	return 0;
@@ -351,14 +344,14 @@ static int op_down(struct inst_sup *s, struct inst *in)
 	snprintf(grace, sizeof(grace), "%d", g);
 	inst_ctr_name(s, in, name, sizeof(name));
 	char *stop[] = PODMAN(s, "stop", "--time", grace, name);
-	progress(s, in, "stopping");
-	if (inst_run(stop, NULL, 0, errfd_g) != 0) {
+	inst_progress(s, in, "stopping");
+	if (inst_run(stop, NULL, 0, inst_op_errfd) != 0) {
 		char st[64], cfg[INST_CFG_MAX];
 		pid_t c;
 		if (!inst_inspect(s, in, st, sizeof(st), &c, cfg, sizeof(cfg)))
 			return 0; /* no container: stopped */
 		podman_error(s, in, err, sizeof(err));
-		return fail(s, in, "podman stop %s failed%s%s", name, err[0] ? ": " : "", err);
+		return inst_fail(s, in, "podman stop %s failed%s%s", name, err[0] ? ": " : "", err);
 	}
 	return 0;
 }
@@ -369,43 +362,43 @@ static int op_remove(struct inst_sup *s, struct inst *in)
 	struct sl_diag d;
 	sl_diag_clear(&d);
 	inst_ctr_name(s, in, name, sizeof(name));
-	sys_image(in, sys, sizeof(sys));
-	progress(s, in, "removing");
+	inst_sys_image(s, in, sys, sizeof(sys));
+	inst_progress(s, in, "removing");
 	char *rm[] = PODMAN(s, "rm", "--force", "--time", "0", name);
 	char *rmi[] = PODMAN(s, "rmi", "--force", sys);
 	if (engine_ok(s->eng)) {
-		(void)inst_run(rm, NULL, 0, errfd_g);
+		(void)inst_run(rm, NULL, 0, inst_op_errfd);
 		char st[64], cfg[INST_CFG_MAX];
 		pid_t c;
 		if (inst_inspect(s, in, st, sizeof(st), &c, cfg, sizeof(cfg)))
-			return fail(s, in, "cannot remove the container %s (podman rm failed; see "
+			return inst_fail(s, in, "cannot remove the container %s (podman rm failed; see "
 					   "op.log)", name);
 		char *ex[] = PODMAN(s, "image", "exists", sys);
 		if (inst_run(ex, NULL, 0, -1) == 0)
-			(void)inst_run(rmi, NULL, 0, errfd_g);
+			(void)inst_run(rmi, NULL, 0, inst_op_errfd);
 		char net[256];
 		snprintf(net, sizeof(net), "sl-%s-%s", engine_name(s->eng), in->spec.id);
 		char *nrm[] = PODMAN(s, "network", "rm", "--force", net);
 		(void)inst_run(nrm, NULL, 0, -1);
 	}
 	if (inst_disk_paths(s, in, img, mnt, sizeof(img), &d) == SL_OK) {
-		if (mounted(mnt, s->storage)) {
+		if (inst_mounted(mnt, s->storage)) {
 			char *um[] = {"umount", mnt, NULL};
-			if (inst_run(um, NULL, 0, errfd_g) != 0)
-				return fail(s, in, "cannot unmount the data disk at %s", mnt);
+			if (inst_run(um, NULL, 0, inst_op_errfd) != 0)
+				return inst_fail(s, in, "cannot unmount the data disk at %s", mnt);
 		}
 		(void)rmdir(mnt);
 		if (unlink(img) != 0 && errno != ENOENT)
-			return fail(s, in, "cannot delete the data disk %s: %s", img, strerror(errno));
+			return inst_fail(s, in, "cannot delete the data disk %s: %s", img, strerror(errno));
 	}
 	if (inst_path(s, in, dir, sizeof(dir), "ssh") == SL_OK) {
 		char *rmrf[] = {"rm", "-rf", "--", dir, NULL};
-		if (inst_run(rmrf, NULL, 0, errfd_g) != 0)
-			return fail(s, in, "cannot delete the host keys in %s", dir);
+		if (inst_run(rmrf, NULL, 0, inst_op_errfd) != 0)
+			return inst_fail(s, in, "cannot delete the host keys in %s", dir);
 	}
 	if (inst_path(s, in, dir, sizeof(dir), "migrate") == SL_OK) {
 		char *rmrf[] = {"rm", "-rf", "--", dir, NULL};
-		(void)inst_run(rmrf, NULL, 0, errfd_g);
+		(void)inst_run(rmrf, NULL, 0, inst_op_errfd);
 	}
 	return 0;
 }
@@ -440,7 +433,7 @@ bool inst_op_spawn(struct inst_sup *s, struct inst *in, enum inst_op op)
 		if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
 			for (int k = 3; k < 1024; k++)
 				(void)close(k);
-		errfd_g = 2;
+		inst_op_errfd = 2;
 		static const char *const names[] = {"", "up", "down", "remove", "export"};
 		dprintf(2, "suanli-agent: instance %s epoch %lld: %s\n", in->spec.id,
 			(long long)in->spec.epoch, names[op]);

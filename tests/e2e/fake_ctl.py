@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """fake_ctl.py - the controller's agent protocol, as small as the agent's
 instance tests need it (tests/e2e/test_instance_agent.sh): the test drives the
-desired state by writing DIR/instances.json, and reads what the agent reports
-from DIR/heartbeat.json (the last heartbeat body). Migration parts are stored
+desired state by writing DIR/instances.json (or DIR/instances-NODE.json for
+one node), and reads what the agent reports from DIR/heartbeat.json (the last
+heartbeat body; DIR/heartbeat-NODE.json per node). Migration parts are stored
 under DIR/migrations/ID/PART like the real controller does (contract
 instances.md). Not a controller: no auth, no store, loopback only.
 
@@ -21,16 +22,22 @@ DIR = sys.argv[1]
 lock = threading.Lock()
 
 
-def version():
+def wanted(node):
+    """DIR/instances-NODE.json when there is one, else DIR/instances.json."""
+    p = os.path.join(DIR, f"instances-{node}.json")
+    return p if node and os.path.exists(p) else os.path.join(DIR, "instances.json")
+
+
+def version(node=""):
     try:
-        return os.stat(os.path.join(DIR, "instances.json")).st_mtime_ns // 1000
+        return os.stat(wanted(node)).st_mtime_ns // 1000
     except FileNotFoundError:
         return 1
 
 
-def instances():
+def instances(node=""):
     try:
-        with open(os.path.join(DIR, "instances.json")) as f:
+        with open(wanted(node)) as f:
             return json.load(f)
     except (FileNotFoundError, ValueError):
         return []
@@ -57,6 +64,11 @@ class H(BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(n) if n else b""
 
+    def node(self):
+        # the credential names the node: "Bearer sl_NODE"
+        a = self.headers.get("Authorization") or ""
+        return a[len("Bearer sl_"):] if a.startswith("Bearer sl_") else ""
+
     def part(self, u):
         # /v1/agent/migrations/ID/PART[/done]
         p = u.path.split("/")
@@ -68,16 +80,19 @@ class H(BaseHTTPRequestHandler):
         data = self.body()
         if u.path == "/v1/agent/register":
             b = json.loads(data)
-            self.send(200, {"node": b["node"], "state": "ready", "credential": "sl_fake",
-                            "heartbeat_s": 1, "work_version": version()})
+            self.send(200, {"node": b["node"], "state": "ready",
+                            "credential": "sl_" + b["node"], "heartbeat_s": 1,
+                            "work_version": version(b["node"])})
         elif u.path == "/v1/agent/heartbeat":
+            n = self.node()
             with lock:
-                tmp = os.path.join(DIR, "heartbeat.json.tmp")
-                with open(tmp, "wb") as f:
-                    f.write(data)
-                os.rename(tmp, os.path.join(DIR, "heartbeat.json"))
-            self.send(200, {"node": "n", "state": "ready", "heartbeat_s": 1,
-                            "work_version": version()})
+                for name in ("heartbeat.json", f"heartbeat-{n}.json"):
+                    tmp = os.path.join(DIR, name + ".tmp")
+                    with open(tmp, "wb") as f:
+                        f.write(data)
+                    os.rename(tmp, os.path.join(DIR, name))
+            self.send(200, {"node": n, "state": "ready", "heartbeat_s": 1,
+                            "work_version": version(n)})
         elif u.path == "/v1/agent/logs":
             self.send(200, {"size": int(q["offset"][0]) + len(data)})
         elif u.path.startswith("/v1/agent/migrations/"):
@@ -113,12 +128,13 @@ class H(BaseHTTPRequestHandler):
         u = urlparse(self.path)
         q = parse_qs(u.query)
         if u.path == "/v1/agent/work":
+            n = self.node()
             have = int(q.get("version", ["0"])[0])
             wait = min(int(q.get("wait", ["0"])[0]), 5)
             end = time.time() + wait
-            while version() == have and time.time() < end:
+            while version(n) == have and time.time() < end:
                 time.sleep(0.1)
-            self.send(200, {"version": version(), "work": [], "instances": instances()})
+            self.send(200, {"version": version(n), "work": [], "instances": instances(n)})
         elif u.path.startswith("/v1/agent/migrations/"):
             inst, part, _ = self.part(u)
             path = os.path.join(DIR, "migrations", inst, part)

@@ -36,7 +36,7 @@ cleanup() {
 	local ids m
 	ids=$(podman ps -a -q --filter "name=sl-$CDI-" 2>/dev/null)
 	[ -n "$ids" ] && podman rm -f -t 0 $ids >/dev/null 2>&1
-	podman rmi -f localhost/suanli-instance/in-000001:system >/dev/null 2>&1
+	podman rmi -f "localhost/suanli-instance/$CDI-in-000001:system" >/dev/null 2>&1
 	ids=$(podman network ls --format '{{.Name}}' 2>/dev/null | grep -F -- "sl-$CDI-")
 	[ -n "$ids" ] && podman network rm -f $ids >/dev/null 2>&1
 	grep -lF -- "$CDI " /run/suanli/uid-ranges/* 2>/dev/null | xargs -r rm -f
