@@ -369,15 +369,21 @@ static bool start_up(struct inst_sup *s, struct inst *in)
 {
 	struct sl_diag d;
 	sl_diag_clear(&d);
-	if (!in->uid_base && s->eng &&
-	    uid_range_take(engine_uid_dir(s->eng), engine_name(s->eng), in->spec.id, &in->uid_base,
-			   &d) != SL_OK) {
+	/* its range again (the table is a tmpfs: a reboot empties it) */
+	uint32_t base = 0;
+	if (s->eng && uid_range_take_at(engine_uid_dir(s->eng), engine_name(s->eng), in->spec.id,
+					in->uid_base, &base, &d) != SL_OK) {
 		in->phase = PH_FAILED;
 		in->failed_epoch = in->spec.epoch;
 		snprintf(in->error, sizeof(in->error), "%s", d.msg);
 		mark(s, in);
 		return true;
 	}
+	if (in->uid_base && base != in->uid_base)
+		sl_log_warn("an instance's id range was taken by someone else; its files keep the "
+			    "old owners", "instance=%s old=%u new=%u", in->spec.id, in->uid_base, base);
+	if (s->eng)
+		in->uid_base = base;
 	if (!inst_ports_assign(s, in)) {
 		in->phase = PH_FAILED;
 		in->failed_epoch = in->spec.epoch;
