@@ -537,7 +537,8 @@ static bool check_gpus(struct ctl_call *call, const json_t *gpus, int ngpus)
 	static const struct ctl_field gf[] = {
 		{"index", FT_INT, true},    {"temp_c", FT_INT, false},    {"power_w", FT_INT, false},
 		{"ecc_sbe", FT_INT, false}, {"ecc_dbe", FT_INT, false},   {"nvlink_up", FT_INT, false},
-		{"xid", FT_ARRAY, false},   {"healthy", FT_BOOL, false}, {"uuid", FT_STRING, false}};
+		{"xid", FT_ARRAY, false},   {"healthy", FT_BOOL, false}, {"uuid", FT_STRING, false},
+		{"util_pct", FT_INT, false}};
 	static const struct ctl_field xf[] = {{"code", FT_INT, true}, {"at", FT_STRING, false}};
 	char where[64], msg[SL_DIAG_MSG];
 	unsigned seen = 0;
