@@ -12,6 +12,7 @@
 #     created with --auto-stop-idle, with its reason;
 #   - --migrate to the other node (its own node taken by another lease): the
 #     data and the system disk checked after the copy;
+#   - start --no-gpu: made anew without GPUs, both disks kept;
 #   - release: the node's container and disk are gone.
 # Skipped (77) where podman, sshd or root are missing.
 set -u
@@ -151,6 +152,15 @@ gone() { [ "$(podman ps -a -q --filter "name=sl-$home-$NS_TAG-$ID" | wc -l)" = 0
 	[ ! -e "$TMP/agents/$home/volumes/$ID.img" ]; }
 wait_until 60 gone && ok "the old node's copy is removed once the new one runs" ||
 	bad "the old node's copy is removed"
+
+# --no-gpu: the same container made anew without GPUs (a new config), the
+# system disk kept through a commit of it, the data disk there
+as "$ACME" instance stop "$ID" >/dev/null
+wait_until 30 istate "$ID" stopped || bad "stopped before --no-gpu" "$(ishow "$ID" .state)"
+as "$ACME" instance start "$ID" --no-gpu >/dev/null
+wait_until 60 istate "$ID" running || bad "start --no-gpu runs it" "$(ishow "$ID" '[.state, .reason] | join(": ")')"
+expect_eq "--no-gpu: no GPU device, /data and /root kept" \
+	"$(on "$ID" alice 'ls /dev | grep -c nvidia; cat /data/f /root/g' | tr '\n' ' ')" "0 data-ok root-ok "
 
 as "$ACME" instance release "$ID" >/dev/null
 gone2() { [ "$(podman ps -a -q --filter "name=sl-$new-$NS_TAG-$ID" | wc -l)" = 0 ] &&
