@@ -59,7 +59,7 @@ enum sl_err podman_run_argv(const struct podman_run *r, char ***out, struct sl_d
 	addf(&w, "--runtime=%s", r->runtime);
 	addf(&w, "--cgroup-manager=%s", r->cgroup_manager);
 	addf(&w, "--hooks-dir=%s", r->hooks_dir);
-	addf(&w, "run");
+	addf(&w, "%s", r->create ? "create" : "run");
 	addf(&w, "--rm");
 	addf(&w, "--name=%s", r->name);
 	addf(&w, "--pull=missing");
