@@ -8,6 +8,7 @@
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,6 +179,9 @@ static int run_io(char *const argv[], const char *in, char *out, size_t outn, bo
 		return -1;
 	pid_t pid = fork();
 	if (pid == 0) {
+		sigset_t none;
+		sigemptyset(&none);
+		(void)sigprocmask(SIG_SETMASK, &none, NULL);
 		int null_fd = open("/dev/null", O_RDONLY);
 		(void)dup2(in ? pin[0] : null_fd, 0);
 		if (out)
@@ -373,6 +377,16 @@ int fabric_ctr_start_main(int argc, char **argv)
 		fprintf(stderr, "suanli-agent ctr-start: no podman create --name=... command\n");
 		return 2;
 	}
+	/* a stop while the network is set up waits for the end of the setup (no
+	 * half-moved interface is left on the node), then ends us before the
+	 * start; the agent removes the container */
+	sigset_t stops, old;
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGTERM);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGHUP);
+	sigaddset(&stops, SIGQUIT);
+	(void)sigprocmask(SIG_BLOCK, &stops, &old);
 	int rc = run_io(pv, NULL, NULL, 0, true); /* it prints the container's id */
 	if (rc != 0)
 		return rc < 0 ? 125 : rc;
@@ -397,6 +411,7 @@ int fabric_ctr_start_main(int argc, char **argv)
 		return 126;
 	}
 	tail[0] = "start", tail[1] = "--attach", tail[2] = name, tail[3] = NULL;
+	(void)sigprocmask(SIG_SETMASK, &old, NULL);
 	execvp(cmd[0], cmd);
 	fprintf(stderr, "suanli-agent ctr-start: cannot run %s: %s\n", cmd[0], strerror(errno));
 	memcpy(tail, rm, sizeof(rm));
