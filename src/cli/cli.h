@@ -23,6 +23,7 @@ int cmd_nodes(int argc, char **argv);
 int cmd_node(int argc, char **argv);
 int cmd_tenant(int argc, char **argv);
 int cmd_token(int argc, char **argv);
+int cmd_user(int argc, char **argv); /* cmd_user.c: console users */
 /* `suanli image add|list` (cmd_image.c). */
 int cmd_image(int argc, char **argv);
 int cmd_agent_token(int argc, char **argv); /* cmd_agent_token.c */

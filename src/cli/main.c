@@ -28,6 +28,7 @@ static const struct {
 	{"node", cmd_node, "one node: show, drain, resume"},
 	{"tenant", cmd_tenant, "tenants: create, list, show"},
 	{"token", cmd_token, "access tokens: create, list, revoke"},
+	{"user", cmd_user, "console users (people with passwords): create, list, remove, passwd"},
 	{"image", cmd_image, "the image catalog jobs run in: add, list"},
 	{"agent-token", cmd_agent_token, "join tokens for node agents: create"},
 	{"lease", cmd_lease, "leases: create, list, show, release, extend, scale"},

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "events.h"
 #include "jobs_int.h"
 #include "log.h"
 
@@ -406,6 +407,7 @@ void job_set_state(struct ctl *c, struct job *j, enum job_state s, const char *r
 		cancel_deadline(c, j->cancel_ns + ((int64_t)j->stop_grace_s + JOB_CANCEL_SLACK_S) * 1000000000);
 	sl_log_info("job state", "job=%s lease=%s state=%s reason=%s", j->id, j->lease,
 		    job_state_name(s), j->reason);
+	events_emit(c, "job", j->id, job_state_name(s), j->tenant);
 }
 
 /* A rank that ended for good: exited 0 without restart "always". */

@@ -12,6 +12,7 @@
 #include "billing.h"
 #include "buf.h"
 #include "ctl_int.h"
+#include "events.h"
 #include "jobs.h"
 #include "log.h"
 
@@ -383,10 +384,17 @@ static void hook_jobs(struct ctl *c, const struct lease_change *ch)
  *    jobs are cancelled; it only reads the lease, so nothing above depends
  *    on it. New observers (instances, the console) go after it unless they
  *    must see the change before money or work does. */
+/* The console's live views and --watch (events.h). */
+static void hook_events(struct ctl *c, const struct lease_change *ch)
+{
+	events_emit(c, "lease", ch->lease->id, lease_state_name(ch->lease->state), ch->lease->tenant);
+}
+
 static const struct lease_hook lease_hooks[] = {
 	{"audit", hook_audit},
 	{"billing", hook_billing},
 	{"jobs", hook_jobs},
+	{"events", hook_events},
 };
 
 const struct lease_hook *ctl_lease_hooks(size_t *n)

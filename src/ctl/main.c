@@ -21,12 +21,14 @@
 #include "http.h"
 #include "leader.h"
 #include "log.h"
+#include "people.h"
 #include "store.h"
 #include "store_copy.h"
 #include "tls.h"
 
 /* Long options without a one-letter form. */
-enum { OPT_TLS = 0x100, OPT_NO_TLS, OPT_TLS_SAN, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA };
+enum { OPT_TLS = 0x100, OPT_NO_TLS, OPT_TLS_SAN, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA,
+       OPT_CONSOLE, OPT_SES_IDLE, OPT_SES_MAX, OPT_FAILS_USER, OPT_FAILS_SRC };
 
 #define CONFIG_MAX_FILE (64u << 10) /* bound on a config file */
 #define CONFIG_MAX_LINE 1024        /* bound on one config line */
@@ -43,6 +45,8 @@ static const char usage[] =
 	"                     [--grace SECS] [--heartbeat SECS] [--unreachable-after SECS]\n"
 	"                     [--down-after SECS] [--max-connections N]\n"
 	"                     [--placement frag|bestfit] [--tls | --no-tls]\n"
+	"                     [--console DIR] [--session-idle SECS] [--session-max SECS]\n"
+	"                     [--signin-fails N] [--signin-fails-source N]\n"
 	"       suanlid store copy --from DIR --to postgres://...\n"
 	"       suanlid routes --json\n\n"
 	"The suanli controller. 'init' creates a data directory with its store and\n"
@@ -84,6 +88,14 @@ static const char usage[] =
 	"                     preempt-notice, keep-ended, currency, billing-zone,\n"
 	"                     grace, heartbeat, unreachable-after, down-after,\n"
 	"                     max-connections, placement); command-line options win\n"
+	"  --console DIR      the web console's files, served at / and /console/\n"
+	"                     (default: the source tree's console/ when there, else\n"
+	"                     the installed share/suanli/console; docs/console.md)\n"
+	"  --session-idle SECS  a console session unused this long ends (default\n"
+	"                     43200, 12 h)\n"
+	"  --session-max SECS  ... and this long after sign-in (default 604800, 7 d)\n"
+	"  --signin-fails N   failed sign-ins per user per minute before 429 (default 5)\n"
+	"  --signin-fails-source N  ... per source address (default 20)\n"
 	"  --placement POLICY  frag (default: fragmentation-aware, for the workload\n"
 	"                     learned from recent requests) or bestfit\n"
 	"  --log-level LEVEL  debug, info, warn or error (default info)\n"
@@ -133,6 +145,7 @@ struct settings {
 	char *maxconn;                 /* HTTP */
 	char *store, *advertise, *lease, *from, *to; /* HA (docs/ha.md) */
 	char *placement;               /* frag | bestfit */
+	char *console, *ses_idle, *ses_max, *fails_user, *fails_src; /* the console */
 	int simulate; /* -1 unset */
 	int tls;      /* 0 auto, 1 --tls, -1 --no-tls */
 	struct ctl_tls_init ti;
@@ -145,6 +158,7 @@ static void settings_free(struct settings *s)
 	free(s->hb), free(s->unreach), free(s->down), free(s->maxconn);
 	free(s->store), free(s->advertise), free(s->lease), free(s->from), free(s->to);
 	free(s->placement);
+	free(s->console), free(s->ses_idle), free(s->ses_max), free(s->fails_user), free(s->fails_src);
 }
 
 static char *trim(char *s)
@@ -212,7 +226,12 @@ static int read_config(const char *path, struct settings *s)
 			      !strcmp(k, "store") ? &s->store :
 			      !strcmp(k, "advertise") ? &s->advertise :
 			      !strcmp(k, "lease") ? &s->lease :
-			      !strcmp(k, "placement") ? &s->placement : NULL;
+			      !strcmp(k, "placement") ? &s->placement :
+			      !strcmp(k, "console") ? &s->console :
+			      !strcmp(k, "session-idle") ? &s->ses_idle :
+			      !strcmp(k, "session-max") ? &s->ses_max :
+			      !strcmp(k, "signin-fails") ? &s->fails_user :
+			      !strcmp(k, "signin-fails-source") ? &s->fails_src : NULL;
 		if (slot) {
 			if (!*slot && !(*slot = strdup(v)))
 				rc = -1;
@@ -225,7 +244,7 @@ static int read_config(const char *path, struct settings *s)
 				s->simulate = b;
 			}
 		} else {
-			fprintf(stderr, "suanlid: %s:%d: unknown key '%s'\n  hint: keys are data, listen, fleet, simulate, log-level, preempt-notice, keep-ended, currency, billing-zone, grace, heartbeat, unreachable-after, down-after, max-connections, store, advertise, lease, placement\n",
+			fprintf(stderr, "suanlid: %s:%d: unknown key '%s'\n  hint: keys are data, listen, fleet, simulate, log-level, preempt-notice, keep-ended, currency, billing-zone, grace, heartbeat, unreachable-after, down-after, max-connections, store, advertise, lease, placement, console, session-idle, session-max, signin-fails, signin-fails-source\n",
 				path, line, k);
 			rc = -1;
 		}
@@ -498,6 +517,28 @@ static int cmd_serve(struct settings *s)
 		close(sfd);
 		return 2;
 	}
+	/* The console (docs/console.md). */
+	o.console_dir = s->console;
+	const char *const pnames[4] = {"--session-idle", "--session-max", "--signin-fails",
+				       "--signin-fails-source"};
+	const char *const pvals[4] = {s->ses_idle, s->ses_max, s->fails_user, s->fails_src};
+	const long long pmax[4] = {PEOPLE_SESSION_MAX_S, PEOPLE_SESSION_MAX_S, 100000, 100000};
+	long long pv[4] = {0, 0, 0, 0};
+	for (int i = 0; i < 4; i++) {
+		char *end;
+		if (!pvals[i])
+			continue;
+		pv[i] = strtoll(pvals[i], &end, 10);
+		if (end == pvals[i] || *end || pv[i] < 1 || pv[i] > pmax[i]) {
+			fprintf(stderr, "suanlid: %s must be 1..%lld\n", pnames[i], pmax[i]);
+			close(sfd);
+			return 2;
+		}
+	}
+	o.session_idle_s = pv[0];
+	o.session_max_s = pv[1];
+	o.signin_fails_user = (int)pv[2];
+	o.signin_fails_source = (int)pv[3];
 	raise_fd_limit(o.max_connections ? o.max_connections : HTTP_MAX_CONNECTIONS);
 	struct leader_cfg lc = {0};
 	char name[STORE_MAX_ID + 1], adv[STORE_MAX_LEADER_URL + 1];
@@ -615,6 +656,11 @@ int main(int argc, char **argv)
 		{"tls-cert", required_argument, NULL, OPT_TLS_CERT},
 		{"tls-key", required_argument, NULL, OPT_TLS_KEY},
 		{"tls-ca", required_argument, NULL, OPT_TLS_CA},
+		{"console", required_argument, NULL, OPT_CONSOLE},
+		{"session-idle", required_argument, NULL, OPT_SES_IDLE},
+		{"session-max", required_argument, NULL, OPT_SES_MAX},
+		{"signin-fails", required_argument, NULL, OPT_FAILS_USER},
+		{"signin-fails-source", required_argument, NULL, OPT_FAILS_SRC},
 		{"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0}};
 	struct settings s = {.simulate = -1};
@@ -686,6 +732,11 @@ int main(int argc, char **argv)
 		case OPT_TLS_CERT: s.ti.cert = optarg; break;
 		case OPT_TLS_KEY: s.ti.key = optarg; break;
 		case OPT_TLS_CA: s.ti.ca = optarg; break;
+		case OPT_CONSOLE: slot = &s.console; break;
+		case OPT_SES_IDLE: slot = &s.ses_idle; break;
+		case OPT_SES_MAX: slot = &s.ses_max; break;
+		case OPT_FAILS_USER: slot = &s.fails_user; break;
+		case OPT_FAILS_SRC: slot = &s.fails_src; break;
 		case 'c': config = optarg; break;
 		case 'j': break;
 		case 'h':

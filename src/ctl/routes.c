@@ -23,6 +23,9 @@
 #include "jobs.h"
 #include "json_limits.h"
 #include "log.h"
+#include "console_static.h"
+#include "events.h"
+#include "people.h"
 
 #define R_ALL_BUT_AGENT                                                                     \
 	(CTL_ROLE_BIT(CTL_ROLE_ADMIN) | CTL_ROLE_BIT(CTL_ROLE_OPERATOR) |                   \
@@ -56,6 +59,21 @@ static const struct ctl_route routes[] = {
 	 false, false, h_token_list},
 	{"DELETE", "/v1/tokens/{id}", "token_revoke", true,
 	 R_PROVIDER | CTL_ROLE_BIT(CTL_ROLE_TENANT_ADMIN), true, false, h_token_revoke},
+	/* people who sign in (people.h, users.c, sessions.c; docs/console.md) */
+	{"POST", "/v1/users", "user_create", true, R_PROVIDER | CTL_ROLE_BIT(CTL_ROLE_TENANT_ADMIN),
+	 true, true, h_user_create},
+	{"GET", "/v1/users", "user_list", true, R_AUDIT | CTL_ROLE_BIT(CTL_ROLE_TENANT_ADMIN), false,
+	 false, h_user_list},
+	{"DELETE", "/v1/users/{name}", "user_remove", true,
+	 R_PROVIDER | CTL_ROLE_BIT(CTL_ROLE_TENANT_ADMIN), true, false, h_user_remove},
+	{"POST", "/v1/users/{name}/password", "user_passwd", true, R_ALL_BUT_AGENT, true, true,
+	 h_user_passwd},
+	{"POST", "/v1/sessions", "session_create", false, 0, true, true, h_session_create},
+	{"GET", "/v1/session", "session_show", true, R_ALL_BUT_AGENT, false, false, h_session_show},
+	{"DELETE", "/v1/session", "session_delete", true, R_ALL_BUT_AGENT, true, false,
+	 h_session_delete},
+	/* state changes as a long poll (events.h) */
+	{"GET", "/v1/events", "events", true, R_ALL_BUT_AGENT, false, false, h_events},
 	{"POST", "/v1/leases", "lease_create", true, R_LEASE_WRITE, true, true, h_lease_create},
 	{"GET", "/v1/leases", "lease_list", true, R_ALL_BUT_AGENT, false, false, h_lease_list},
 	{"GET", "/v1/leases/{id}", "lease_show", true, R_ALL_BUT_AGENT, false, false, h_lease_show},
@@ -274,6 +292,8 @@ void ctl_dispatch(struct ctl *c, struct http_request *req)
 	memset(&call, 0, sizeof(call));
 	call.ctl = c;
 	call.req = req;
+	if (console_serve(c, req))
+		return; /* the console's files (console_static.c) */
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
 		if (!match(routes[i].pattern, path, &call))
 			continue;
@@ -294,17 +314,23 @@ void ctl_dispatch(struct ctl *c, struct http_request *req)
 	}
 	http_request_set_route(req, call.route->label);
 	if (call.route->auth) {
-		call.tok = auth_lookup(c, http_request_header(req, "Authorization"));
-		if (!call.tok) {
+		/* A bearer token wins; without one, a session cookie (people.h). */
+		const char *authz = http_request_header(req, "Authorization");
+		int by_cookie = authz ? 0 : people_auth_cookie(&call);
+		if (by_cookie < 0)
+			return; /* answered: an ended session, or no CSRF token */
+		if (!by_cookie && !(call.tok = auth_lookup(c, authz))) {
 			ctl_answer_error(&call, SL_EUNAUTH,
-					 http_request_header(req, "Authorization")
-						 ? "the bearer token is unknown or revoked"
-						 : "this API needs a bearer token",
-					 "send 'Authorization: Bearer sl_...'");
+					 authz ? "the bearer token is unknown or revoked"
+					       : "this API needs a bearer token or a session cookie",
+					 "send 'Authorization: Bearer sl_...', or sign in (POST "
+					 "/v1/sessions)");
 			return;
 		}
-		call.tok_copy = *call.tok; /* see struct ctl_call */
-		call.tok = &call.tok_copy;
+		if (!by_cookie) {
+			call.tok_copy = *call.tok; /* see struct ctl_call */
+			call.tok = &call.tok_copy;
+		} /* else call.tok is &call.tok_copy already */
 		if (!(call.route->roles & CTL_ROLE_BIT(call.tok->role))) {
 			char msg[SL_DIAG_MSG];
 			snprintf(msg, sizeof(msg), "role %s may not %s %s", ctl_role_name(call.tok->role),

@@ -39,6 +39,8 @@ static const char *const kind_names[STORE_KIND__COUNT] = {
 	[STORE_AGENTS] = "agents",
 	[STORE_JOBS] = "jobs",
 	[STORE_IMAGES] = "images",
+	[STORE_USERS] = "users",
+	[STORE_SESSIONS] = "sessions",
 };
 
 const char *store_kind_name(enum store_kind k)

@@ -8,7 +8,9 @@
 #   (nothing lost, nothing done twice), and no GPU is in two active leases;
 #   top-ups sent beside them (each with its own key, to whichever controller
 #   answers) land exactly once: every acknowledged one is in the ledger, and
-#   after every key is sent once more the balance is exactly their sum;
+#   after every key is sent once more the balance is exactly their sum; job
+#   submissions likewise: every acknowledged one is there once, and its retry
+#   answers the same job;
 # - SIGSTOP the leader past its lease: the standby takes over; a write sent to
 #   the stopped one never lands, and after SIGCONT it steps down by itself;
 # - the standby answers 503 not_leader naming the leader; /healthz and
@@ -91,7 +93,21 @@ traffic() {
 			--duration 2h --idempotency-key "k$i" 2>>"$TMP/traffic.err" | jq -r '.id // empty')
 		[ -n "$id" ] && echo "k$i $id" >>"$TMP/acked"
 		topup "t$i" && echo "t$i" >>"$TMP/paid"
+		id=$(post_any /v1/jobs "{\"lease\": \"$JL\", \"argv\": [\"true\"]}" "j$i")
+		[ -n "$id" ] && echo "j$i $id" >>"$TMP/jobs"
 	done
+}
+# post_any PATH BODY KEY : a POST with Idempotency-Key KEY, tried on each
+# controller in turn; prints the answer's id once one acknowledged it.
+post_any() {
+	local u out
+	for u in "${U[@]}"; do
+		out=$(curl -s --max-time 5 -X POST "$u$1" -H "Authorization: Bearer $SUANLI_TOKEN" \
+			-H 'Content-Type: application/json' -H "Idempotency-Key: $3" --data-binary "$2" 2>/dev/null |
+			jq -r '.id // empty' 2>/dev/null)
+		[ -n "$out" ] && { printf '%s' "$out"; return 0; }
+	done
+	return 1
 }
 # topup KEY : a top-up of 100 fen with Idempotency-Key KEY, tried on each
 # controller in turn as a client with the URL list does; true once one
@@ -110,6 +126,9 @@ topup() {
 
 : >"$TMP/acked"
 : >"$TMP/paid"
+: >"$TMP/jobs"
+JL=$("$SUANLI" --server "$BOTH" --json lease create --gpus 8 --tenant acme --duration 2h 2>/dev/null | jq -r '.id // empty')
+expect_match "a lease for the jobs" "$JL" '^ls-'
 n=0
 takeover_ok=0
 for c in $(seq 1 "$CYCLES"); do
@@ -183,6 +202,24 @@ for i in $(seq 1 "$n"); do topup "t$i" || again=$((again + 1)); done
 expect_eq "every top-up key sent once more is acknowledged" "$again" 0
 bal=$("$SUANLI" --server "$BOTH" --json balance --tenant acme 2>/dev/null | jq -r .balance)
 expect_eq "... and the balance is exactly one top-up per key (fen)" "$bal" "$((n * 100))"
+
+"$SUANLI" --server "$BOTH" --json job list >"$TMP/jobs.json" 2>/dev/null
+jn=$(wc -l <"$TMP/jobs")
+[ "$jn" -gt 0 ] && ok "jobs acknowledged during the kills ($jn of $n)" || bad "no job was acknowledged"
+lost=0
+while read -r key id; do
+	jq -e --arg id "$id" 'any(.[]; .id == $id)' "$TMP/jobs.json" >/dev/null || lost=$((lost + 1))
+done <"$TMP/jobs"
+expect_eq "no acknowledged job lost" "$lost" 0
+dup=0
+while read -r key id; do
+	[ "$(post_any /v1/jobs "{\"lease\": \"$JL\", \"argv\": [\"true\"]}" "$key")" = "$id" ] || dup=$((dup + 1))
+done <"$TMP/jobs"
+expect_eq "a retry of each acknowledged job answers the same job" "$dup" 0
+for i in $(seq 1 "$n"); do post_any /v1/jobs "{\"lease\": \"$JL\", \"argv\": [\"true\"]}" "j$i" >/dev/null; done
+"$SUANLI" --server "$BOTH" --json job list >"$TMP/jobs.json" 2>/dev/null
+expect_eq "after every job key is sent once more, exactly one job per key" \
+	"$(jq --arg l "$JL" '[.[] | select(.lease == $l)] | length' "$TMP/jobs.json")" "$n"
 
 # ---- SIGSTOP past the lease ----
 L=$(leader)
