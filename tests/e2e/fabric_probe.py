@@ -46,7 +46,13 @@ def listener(port):
 def main():
     mode, rank = sys.argv[1], int(os.environ["NODE_RANK"])
     master = os.environ["MASTER_ADDR"]
-    print("ip=%s master=%s ifname=%s" % (my_ip(), master, os.environ.get("GLOO_SOCKET_IFNAME")),
+    try:
+        with open("/proc/net/if_inet6") as f:
+            inet6 = len(f.readlines())
+    except OSError:
+        inet6 = 0
+    print("ip=%s master=%s ifname=%s inet6=%d" % (my_ip(), master,
+                                                  os.environ.get("GLOO_SOCKET_IFNAME"), inet6),
           flush=True)
     if mode == "hold":
         s = listener(7100)

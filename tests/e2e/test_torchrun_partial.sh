@@ -104,6 +104,16 @@ A0=$(logs "$JH" 0 | sed -n 's/^ip=\([0-9.]*\) .*/\1/p' | head -1)
 A1=$(logs "$JH" 1 | sed -n 's/^ip=\([0-9.]*\) .*/\1/p' | head -1)
 expect_match "its ranks have fabric addresses from their nodes' pools ($A0, $A1)" "$A0 $A1" '^10\.77\.0\.(1[3-5][0-9]) 10\.77\.0\.(1[6-9][0-9])$'
 expect_eq "the lease's rank 1 reaches rank 0 on its fabric address" "$(logs "$JH" 1 | grep -m1 '^peer ')" "peer REACHED"
+expect_eq "neither has an IPv6 address" "$(logs "$JH" 0 | grep -o 'inet6=[0-9]*' | head -1) $(logs "$JH" 1 | grep -o 'inet6=[0-9]*' | head -1)" "inet6=0 inet6=0"
+# the firewall in rank 0's namespace, as the agent installed it: the lease's
+# two blocks (/30: 4 addresses per GPU of a /27) and nothing else gets in
+blk() { printf '%s.%d/30' "${1%.*}" $((${1##*.} & ~3)); }
+cid=$(podman ps -q --filter "name=-$JH-r0-")
+cpid=$(podman inspect --format '{{.State.Pid}}' "$cid" 2>/dev/null)
+fw=$(nsenter --net="/proc/$cpid/ns/net" iptables -S INPUT 2>&1)
+expect_match "rank 0's input policy is DROP" "$fw" '^-P INPUT DROP'
+expect_eq "and it accepts new connections only from the lease's blocks" \
+	"$(printf '%s\n' "$fw" | sed -n 's/^-A INPUT -s \([0-9./]*\) -i eth0 -j ACCEPT$/\1/p' | tr '\n' ' ')" "$(blk "$A0") $(blk "$A1") "
 JX=$(sl job run --lease "$LB" --stop-grace 2 --env "NS_TAG=$NS_TAG" --env "PROBE=$PROBE" \
 	--env "TARGETS=$A0,$A1" --json -- \
 	sh -c 'printf "%s\n" "$PROBE" > /work/p.py && exec python3 -u /work/p.py try' | jq -r .id)
@@ -127,6 +137,17 @@ except OSError as e:
     print("no", e)' "$A0")" '^no'
 acc=$(logs "$JH" 0 | sed -n 's/^accepted from //p' | sort -u | tr '\n' ' ')
 expect_eq "the lease's rank 0 accepted only its own rank 1" "$acc" "$A1 "
+# a job of the same lease whose number agrees with the holder's modulo the
+# block size (4) would get the holder's addresses: its ranks fail at start
+n=$((10#${JH#job-}))
+for _ in 1 2 3 4; do
+	JN=$(sl job run --lease "$LB" --json -- true | jq -r .id)
+	[ $((10#${JN#job-} % 4)) = $(((n + 3) % 4)) ] && break
+done
+JC=$(sl job run --lease "$LA" --json -- true | jq -r .id)
+wait_until 30 ended "$JC" || bad "the clashing job ends" "$(job_field "$JC" .state)"
+expect_match "a job of the lease that would reuse a running rank's address fails, saying so" \
+	"$(job_field "$JC" '[.state, .reason] | join(" ")')" "^failed rank [01] on e2e-h100-0[12]: cannot start: fabric address ($A0|$A1) is in use by job $JH rank [01] of the same lease"
 sl job cancel "$JH" >/dev/null
 wait_until 30 job_is "$JH" cancelled || bad "the holder is cancelled" "$(job_field "$JH" .state)"
 gone() { [ -z "$(podman ps -a -q --filter "name=$NS_TAG")" ]; }
