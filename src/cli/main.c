@@ -33,6 +33,8 @@ static const struct {
 	{"agent-token", cmd_agent_token, "join tokens for node agents: create"},
 	{"lease", cmd_lease, "leases: create, list, show, release, extend, scale"},
 	{"job", cmd_job, "jobs on a lease's nodes: run, list, show, logs, cancel"},
+	{"instance", cmd_instance, "instances: GPUs with an image, SSH, ports, a data disk; stop/start"},
+	{"ssh-key", cmd_ssh_key, "your SSH public keys, for instances: add, list, remove"},
 	{"queue", cmd_queue, "leases waiting for capacity, and why"},
 	{"status", cmd_status, "each controller: leader or standby, epoch, last renewal"},
 	{"reservation", cmd_reservation, "capacity held for a tenant: create, list"},

@@ -272,6 +272,13 @@ const char *agents_node_lease_net(const struct ctl *c, int node)
 	return r && r->lease_net[0] ? r->lease_net : NULL;
 }
 
+const char *agents_node_driver(const struct ctl *c, int node)
+{
+	const struct agent_rec *r = node_rec(c, node);
+	const char *v = r ? json_string_value(json_object_get(r->discovery, "driver")) : NULL;
+	return v ? v : "";
+}
+
 const char *agents_node_host_tenant(const struct ctl *c, int node)
 {
 	const struct agent_rec *r = node_rec(c, node);

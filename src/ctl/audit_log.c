@@ -29,6 +29,7 @@
 #include "ctl_int.h"
 #include "events.h"
 #include "file.h"
+#include "instances.h"
 #include "jobs.h"
 #include "log.h"
 
@@ -514,6 +515,10 @@ static bool hidden_object(struct ctl_call *call)
 		const char *t = jobs_tenant(c, p);
 		return t && strcmp(t, mine);
 	}
+	if (!strncmp(pat, "/v1/instances/", 14)) {
+		const char *t = instances_tenant(c, p);
+		return t && strcmp(t, mine);
+	}
 	if (!strncmp(pat, "/v1/tenants/", 12))
 		return ctl_tenant_find(c, p) && strcmp(p, mine);
 	if (!strncmp(pat, "/v1/nodes/", 10)) {
@@ -562,6 +567,10 @@ static void subject_of(struct ctl_call *call, int status, const char *body, size
 			const char *t = jobs_tenant(c, p);
 			if (t)
 				snprintf(tenant, AUDIT_TENANT_MAX + 1, "%s", t);
+		} else if (!tenant[0] && !strncmp(pat, "/v1/instances/", 14)) {
+			const char *t = instances_tenant(c, p);
+			if (t)
+				snprintf(tenant, AUDIT_TENANT_MAX + 1, "%s", t);
 		} else if (!tenant[0] && !strncmp(pat, "/v1/tenants/", 12)) {
 			snprintf(tenant, AUDIT_TENANT_MAX + 1, "%s", p);
 		}
@@ -590,7 +599,8 @@ static void subject_of(struct ctl_call *call, int status, const char *body, size
 
 static bool is_telemetry(const struct ctl_route *r)
 {
-	return !strcmp(r->label, "agent_heartbeat") || !strcmp(r->label, "agent_logs");
+	return !strcmp(r->label, "agent_heartbeat") || !strcmp(r->label, "agent_logs") ||
+	       !strcmp(r->label, "agent_migration_put"); /* 1 MiB pieces; "done" is audited */
 }
 
 void audit_log_answer(struct ctl_call *call, int status, const char *body, size_t len)

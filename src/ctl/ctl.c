@@ -29,6 +29,7 @@
 #include "events.h"
 #include "ctl_workload.h"
 #include "images.h"
+#include "instances.h"
 #include "jobs.h"
 #include "file.h"
 #include "leader.h"
@@ -742,6 +743,10 @@ static enum sl_err ctl_load(struct ctl *c, const struct ctl_opts *o, struct sl_d
 			return e;
 	}
 	ctl_leases_trim(c);
+	/* Instances before billing: billing leaves their leases' GPU time to them. */
+	struct instances_opts io = {o->instance_retention_s};
+	if ((e = instances_start(c, &io, d)))
+		return e;
 	/* Billing before the scheduler, whose first pass may start leases. */
 	struct billing_opts bo = {o->currency, o->billing_zone,
 				  o->grace_s == 0 ? -1 : o->grace_s < 0 ? 0 : o->grace_s};
@@ -853,6 +858,7 @@ void ctl_free(struct ctl *c)
 		ctl_tls_unload();
 	ctl_sched_stop(c);
 	jobs_free(c);
+	instances_free(c);
 	images_free(c);
 	people_free(c);
 	events_free(c);
@@ -962,6 +968,7 @@ enum sl_err ctl_run(struct ctl *c, int stop_fd, struct sl_diag *d)
 		c->next_deadline = audit_log_tick(c, ctl_expire(c));
 		billing_tick(c);
 		agents_tick(c);
+		instances_tick(c);
 		jobs_tick(c);
 		people_tick(c);
 		events_tick(c);

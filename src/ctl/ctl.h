@@ -57,6 +57,8 @@ struct ctl_opts {
 	const char *console_dir;
 	int64_t session_idle_s, session_max_s;
 	int signin_fails_user, signin_fails_source;
+	int64_t instance_retention_s; /* a stopped instance whose tenant stays below
+					 zero is released after; 0: 15 days */
 };
 #define CTL_MAX_NOTICE_S (7LL * 86400) /* bound on --preempt-notice */
 #define CTL_MAX_GRACE_S (30 * 86400)   /* bound on --grace */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "agents.h"
+#include "instances.h"
 #include "jobs_int.h"
 #include "log.h"
 
@@ -97,8 +98,10 @@ json_t *job_work_doc(struct ctl *c, struct job_node *n)
 	const struct job *j;
 	for (int k = 0; items && (j = jobs_live_next(c, &k));)
 		job_items(c, j, n->name, items);
-	return json_pack("{s:I, s:o}", "version", (json_int_t)n->version, "work",
-			 items ? items : json_array());
+	/* Instances (instances.h): the containers this node keeps. */
+	json_t *inst = instances_work_items(c, n->name);
+	return json_pack("{s:I, s:o, s:o}", "version", (json_int_t)n->version, "work",
+			 items ? items : json_array(), "instances", inst ? inst : json_array());
 }
 
 static void answer_req(struct ctl *c, struct job_node *n, struct http_request *req)

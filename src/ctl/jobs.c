@@ -331,6 +331,12 @@ void jobs_bump(struct ctl *c, const char *node)
 	js->dirty[js->ndirty++] = (int)(n - js->nodes);
 }
 
+void jobs_node_changed(struct ctl *c, const char *node)
+{
+	if (c->jobs)
+		jobs_bump(c, node);
+}
+
 /* ---- assignment and the state machine ---- */
 
 bool job_assign(struct ctl *c, struct job *j, const struct ctl_lease *l)

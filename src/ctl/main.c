@@ -19,6 +19,7 @@
 #include "ctl.h"
 #include "file.h"
 #include "http.h"
+#include "instances.h"
 #include "leader.h"
 #include "log.h"
 #include "people.h"
@@ -47,6 +48,7 @@ static const char usage[] =
 	"                     [--placement frag|bestfit] [--tls | --no-tls]\n"
 	"                     [--console DIR] [--session-idle SECS] [--session-max SECS]\n"
 	"                     [--signin-fails N] [--signin-fails-source N]\n"
+	"                     [--instance-retention DURATION]\n"
 	"       suanlid store copy --from DIR --to postgres://...\n"
 	"       suanlid routes --json\n\n"
 	"The suanli controller. 'init' creates a data directory with its store and\n"
@@ -107,6 +109,9 @@ static const char usage[] =
 	"                     Asia/Shanghai, UTC+08:00)\n"
 	"  --grace SECS       how long leases keep running once a tenant's balance\n"
 	"                     runs out (default 600; 0: none)\n"
+	"  --instance-retention DURATION  a stopped instance whose tenant's balance\n"
+	"                     stays below zero is released (data deleted) after this\n"
+	"                     (default 15d; 90s, 30m, 12h, 15d)\n"
 	"  --heartbeat SECS   interval agents are told to report at (default 5)\n"
 	"  --unreachable-after SECS  a node whose agent is silent this long takes no\n"
 	"                     new leases (default 15)\n"
@@ -146,6 +151,7 @@ struct settings {
 	char *store, *advertise, *lease, *from, *to; /* HA (docs/ha.md) */
 	char *placement;               /* frag | bestfit */
 	char *console, *ses_idle, *ses_max, *fails_user, *fails_src; /* the console */
+	char *retention;               /* instances (docs/instances.md) */
 	int simulate; /* -1 unset */
 	int tls;      /* 0 auto, 1 --tls, -1 --no-tls */
 	struct ctl_tls_init ti;
@@ -159,6 +165,7 @@ static void settings_free(struct settings *s)
 	free(s->store), free(s->advertise), free(s->lease), free(s->from), free(s->to);
 	free(s->placement);
 	free(s->console), free(s->ses_idle), free(s->ses_max), free(s->fails_user), free(s->fails_src);
+	free(s->retention);
 }
 
 static char *trim(char *s)
@@ -231,7 +238,8 @@ static int read_config(const char *path, struct settings *s)
 			      !strcmp(k, "session-idle") ? &s->ses_idle :
 			      !strcmp(k, "session-max") ? &s->ses_max :
 			      !strcmp(k, "signin-fails") ? &s->fails_user :
-			      !strcmp(k, "signin-fails-source") ? &s->fails_src : NULL;
+			      !strcmp(k, "signin-fails-source") ? &s->fails_src :
+			      !strcmp(k, "instance-retention") ? &s->retention : NULL;
 		if (slot) {
 			if (!*slot && !(*slot = strdup(v)))
 				rc = -1;
@@ -244,7 +252,7 @@ static int read_config(const char *path, struct settings *s)
 				s->simulate = b;
 			}
 		} else {
-			fprintf(stderr, "suanlid: %s:%d: unknown key '%s'\n  hint: keys are data, listen, fleet, simulate, log-level, preempt-notice, keep-ended, currency, billing-zone, grace, heartbeat, unreachable-after, down-after, max-connections, store, advertise, lease, placement, console, session-idle, session-max, signin-fails, signin-fails-source\n",
+			fprintf(stderr, "suanlid: %s:%d: unknown key '%s'\n  hint: keys are data, listen, fleet, simulate, log-level, preempt-notice, keep-ended, currency, billing-zone, grace, heartbeat, unreachable-after, down-after, max-connections, store, advertise, lease, placement, console, session-idle, session-max, signin-fails, signin-fails-source, instance-retention\n",
 				path, line, k);
 			rc = -1;
 		}
@@ -480,6 +488,19 @@ static int cmd_serve(struct settings *s)
 		}
 		o.grace_s = v ? v : -1;
 	}
+	if (s->retention) {
+		/* a number of seconds, or with one unit: 90s, 30m, 12h, 15d */
+		char *end;
+		long long v = strtoll(s->retention, &end, 10);
+		long long mul = !*end ? 1 : !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60
+				: !strcmp(end, "h") ? 3600 : !strcmp(end, "d") ? 86400 : 0;
+		if (end == s->retention || !mul || v < 1 || v > INSTANCES_RETENTION_MAX_S / mul) {
+			fprintf(stderr, "suanlid: --instance-retention must be a duration such as 15d, 12h or 3600 (seconds), at most 3650d\n");
+			close(sfd);
+			return 2;
+		}
+		o.instance_retention_s = v * mul;
+	}
 	/* Agents' lifecycle (docs/agents.md). */
 	const char *const anames[3] = {"--heartbeat", "--unreachable-after", "--down-after"};
 	const char *const avals[3] = {s->hb, s->unreach, s->down};
@@ -651,6 +672,7 @@ int main(int argc, char **argv)
 		{"from", required_argument, NULL, 'F'},
 		{"to", required_argument, NULL, 'T'},
 		{"placement", required_argument, NULL, 'P'},
+		{"instance-retention", required_argument, NULL, 'R'},
 		{"tls", no_argument, NULL, OPT_TLS},          {"no-tls", no_argument, NULL, OPT_NO_TLS},
 		{"tls-san", required_argument, NULL, OPT_TLS_SAN},
 		{"tls-cert", required_argument, NULL, OPT_TLS_CERT},
@@ -706,6 +728,7 @@ int main(int argc, char **argv)
 		case 'N': slot = &s.notice; break;
 		case 'K': slot = &s.keep; break;
 		case 'P': slot = &s.placement; break;
+		case 'R': slot = &s.retention; break;
 		case 'C': slot = &s.currency; break;
 		case 'Z': slot = &s.zone; break;
 		case 'G': slot = &s.grace; break;

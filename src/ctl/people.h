@@ -21,6 +21,10 @@ struct ctl_call;
 
 #define PEOPLE_COOKIE "suanli_session"
 #define PEOPLE_CSRF_HEADER "X-CSRF-Token"
+/* A request with this header (any value) made with the cookie is not use: a
+ * page refreshing itself on a timer sends it, so the idle time still ends an
+ * unattended tab. */
+#define PEOPLE_BACKGROUND_HEADER "X-Suanli-Background"
 #define PEOPLE_IDLE_DEFAULT_S (12 * 3600)   /* a session unused this long ends */
 #define PEOPLE_MAX_DEFAULT_S (7 * 86400)    /* a session ends this long after sign-in */
 #define PEOPLE_SESSION_MAX_S (366LL * 86400) /* bound on both flags */
@@ -31,6 +35,7 @@ struct ctl_call;
 #define PEOPLE_PASSWORD_MAX 1024            /* bytes */
 #define PEOPLE_MAX_USERS 100000
 #define PEOPLE_MAX_SESSIONS 100000
+#define PEOPLE_SESSIONS_PER_USER 64         /* a sign-in past it ends the user's oldest */
 
 struct people_opts {
 	int64_t idle_s;   /* 0: PEOPLE_IDLE_DEFAULT_S */

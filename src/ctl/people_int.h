@@ -41,6 +41,13 @@ struct ctl_people {
 	char dummy_hash[crypto_pwhash_STRBYTES]; /* verified for unknown users */
 };
 
+/* What the store scans at start load into (store_scan_fn's arg). */
+struct people_load {
+	struct ctl *c;
+	struct sl_diag *d;
+};
+enum sl_err people_load_user(void *arg, const char *id, const char *tenant, const char *json);
+
 struct ctl_user *people_user_find(struct ctl *c, const char *name);
 /* Ends every session of user except the one with hash keep (NULL: all). */
 void people_end_sessions(struct ctl *c, const char *user, const char *keep);

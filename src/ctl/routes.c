@@ -20,6 +20,7 @@
 #include "billing.h"
 #include "ctl_int.h"
 #include "images.h"
+#include "instances.h"
 #include "jobs.h"
 #include "json_limits.h"
 #include "log.h"
@@ -88,6 +89,29 @@ static const struct ctl_route routes[] = {
 	{"GET", "/v1/jobs/{id}", "job_show", true, R_ALL_BUT_AGENT, false, false, h_job_show},
 	{"POST", "/v1/jobs/{id}/cancel", "job_cancel", true, R_LEASE_WRITE, true, true, h_job_cancel},
 	{"GET", "/v1/jobs/{id}/logs", "job_logs", true, R_ALL_BUT_AGENT, false, false, h_job_logs},
+	/* instances (instances.h, h_instances.c, ssh_keys.c, instance_migrate.c) */
+	{"POST", "/v1/instances", "instance_create", true, R_LEASE_WRITE, true, true, h_instance_create},
+	{"GET", "/v1/instances", "instance_list", true, R_ALL_BUT_AGENT, false, false, h_instance_list},
+	{"GET", "/v1/instances/{id}", "instance_show", true, R_ALL_BUT_AGENT, false, false,
+	 h_instance_show},
+	{"POST", "/v1/instances/{id}/stop", "instance_stop", true, R_LEASE_WRITE, true, true,
+	 h_instance_stop},
+	{"POST", "/v1/instances/{id}/start", "instance_start", true, R_LEASE_WRITE, true, true,
+	 h_instance_start},
+	{"POST", "/v1/instances/{id}/release", "instance_release", true, R_LEASE_WRITE, true, true,
+	 h_instance_release},
+	{"GET", "/v1/instances/{id}/logs", "instance_logs", true, R_ALL_BUT_AGENT, false, false,
+	 h_instance_logs},
+	{"POST", "/v1/ssh-keys", "ssh_key_add", true, R_ALL_BUT_AGENT, true, true, h_ssh_key_add},
+	{"GET", "/v1/ssh-keys", "ssh_key_list", true, R_ALL_BUT_AGENT, false, false, h_ssh_key_list},
+	{"DELETE", "/v1/ssh-keys/{name}", "ssh_key_remove", true, R_ALL_BUT_AGENT, true, false,
+	 h_ssh_key_remove},
+	{"POST", "/v1/agent/migrations/{id}/{part}", "agent_migration_put", true, R_AGENT, true, false,
+	 h_migration_put},
+	{"POST", "/v1/agent/migrations/{id}/{part}/done", "agent_migration_done", true, R_AGENT, true,
+	 true, h_migration_done},
+	{"GET", "/v1/agent/migrations/{id}/{part}", "agent_migration_get", true, R_AGENT, false, false,
+	 h_migration_get},
 	{"POST", "/v1/images", "image_add", true, R_PROVIDER, true, true, h_image_add},
 	{"GET", "/v1/images", "image_list", true, R_ALL_BUT_AGENT, false, false, h_image_list},
 	{"POST", "/v1/agent-tokens", "agent_token_create", true, R_PROVIDER, true, true,

@@ -120,6 +120,28 @@ void people_end_sessions(struct ctl *c, const char *user, const char *keep)
 	}
 }
 
+/* Ends user's oldest sessions until at most keep remain, so one password
+ * cannot fill the table. */
+static void end_oldest_beyond(struct ctl *c, const char *user, int keep)
+{
+	struct ctl_people *p = c->people;
+	for (;;) {
+		int n = 0, oldest = -1;
+		for (int i = 0; i < p->nsessions; i++) {
+			if (strcmp(p->sessions[i].user, user))
+				continue;
+			n++;
+			if (oldest < 0 || p->sessions[i].created_ns < p->sessions[oldest].created_ns)
+				oldest = i;
+		}
+		if (n <= keep)
+			return;
+		sl_log_info("session ended for a newer one", "user=%s session=%s", user,
+			    p->sessions[oldest].id);
+		session_end(c, &p->sessions[oldest]);
+	}
+}
+
 const char *people_call_user(const struct ctl_call *call)
 {
 	if (!call->session[0])
@@ -130,17 +152,10 @@ const char *people_call_user(const struct ctl_call *call)
 
 /* ---- start, stop, tick ---- */
 
-enum sl_err people_load_user(void *arg, const char *id, const char *tenant, const char *json);
-
-struct load_ctx {
-	struct ctl *c;
-	struct sl_diag *d;
-	int dropped;
-};
 
 static enum sl_err load_session(void *arg, const char *id, const char *tenant, const char *json)
 {
-	struct load_ctx *a = arg;
+	struct people_load *a = arg;
 	struct ctl_session s;
 	(void)tenant;
 	json_t *o = json_loads(json, 0, NULL);
@@ -182,9 +197,8 @@ enum sl_err people_start(struct ctl *c, const struct people_opts *o, struct sl_d
 	p->fails = json_object();
 	if (!p->user_by_name || !p->session_by_hash || !p->fails)
 		return sl_diag_set(d, SL_ENOMEM, "out of memory");
-	void *ua[2] = {c, d};
-	struct load_ctx la = {c, d, 0};
-	enum sl_err e = store_scan(c->store, STORE_USERS, people_load_user, ua, d);
+	struct people_load la = {c, d};
+	enum sl_err e = store_scan(c->store, STORE_USERS, people_load_user, &la, d);
 	if (!e)
 		e = store_scan(c->store, STORE_SESSIONS, load_session, &la, d);
 	return e;
@@ -337,6 +351,11 @@ int people_auth_cookie(struct ctl_call *call)
 		}
 	}
 	sodium_memzero(cookie, sizeof(cookie));
+	/* A page left open polls for events and refreshes itself all day: that
+	 * is not use, so an unattended tab still ends after the idle time. */
+	if ((call->route && !strcmp(call->route->label, "events")) ||
+	    http_request_header(call->req, PEOPLE_BACKGROUND_HEADER))
+		return 1;
 	s->seen_ns = c->now_ns;
 	int64_t every = p->o.idle_s * NS / 4 < SEEN_WRITE_NS ? p->o.idle_s * NS / 4 : SEEN_WRITE_NS;
 	if (s->seen_ns - s->stored_seen_ns >= every)
@@ -392,10 +411,8 @@ static bool fail_count(struct ctl *c, const char *key, int limit)
 /* ---- handlers ---- */
 
 static json_t *session_answer(struct ctl *c, const struct ctl_session *s,
-			      const struct ctl_user *u, const char *cookie_or_null,
-			      const char *csrf)
+			      const struct ctl_user *u, const char *csrf)
 {
-	(void)cookie_or_null;
 	return json_pack("{s:s, s:o, s:s, s:s, s:s, s:o, s:o, s:o}", "user", u->name, "tenant",
 			 u->tenant[0] ? json_string(u->tenant) : json_null(), "role",
 			 ctl_role_name(u->role), "csrf", csrf, "session", s->id, "created_at",
@@ -469,6 +486,7 @@ void h_session_create(struct ctl_call *call)
 		return;
 	}
 	json_object_del(p->fails, ukey);
+	end_oldest_beyond(c, u->name, PEOPLE_SESSIONS_PER_USER - 1);
 	unsigned char rnd[COOKIE_RANDOM];
 	char cookie[COOKIE_MAX], b64[sodium_base64_ENCODED_LEN(COOKIE_RANDOM,
 							       sodium_base64_VARIANT_URLSAFE_NO_PADDING)];
@@ -495,7 +513,7 @@ void h_session_create(struct ctl_call *call)
 	set_cookie(call, cookie);
 	audit_signin(c, u->name, u, "session.create", s.id, "ok");
 	sl_log_info("signed in", "user=%s session=%s from=%s", u->name, s.id, addr);
-	json_t *o = session_answer(c, &s, u, cookie, csrf);
+	json_t *o = session_answer(c, &s, u, csrf);
 	sodium_memzero(cookie, sizeof(cookie));
 	sodium_memzero(b64, sizeof(b64));
 	sodium_memzero(rnd, sizeof(rnd));
@@ -523,7 +541,7 @@ void h_session_show(struct ctl_call *call)
 	}
 	csrf_of(cookie, csrf);
 	sodium_memzero(cookie, sizeof(cookie));
-	ctl_answer_json(call, 200, session_answer(c, s, u, NULL, csrf));
+	ctl_answer_json(call, 200, session_answer(c, s, u, csrf));
 }
 
 void h_session_delete(struct ctl_call *call)

@@ -90,11 +90,10 @@ static void user_drop(struct ctl *c, struct ctl_user *u)
 	p->nusers--;
 }
 
-enum sl_err people_load_user(void *arg, const char *id, const char *tenant, const char *json);
 enum sl_err people_load_user(void *arg, const char *id, const char *tenant, const char *json)
 {
-	struct ctl *c = ((void **)arg)[0];
-	struct sl_diag *d = ((void **)arg)[1];
+	struct ctl *c = ((struct people_load *)arg)->c;
+	struct sl_diag *d = ((struct people_load *)arg)->d;
 	struct ctl_user u;
 	(void)tenant;
 	json_t *o = json_loads(json, 0, NULL);

@@ -176,6 +176,33 @@ expect_eq "a since from before this run says reset" "$(body_of "$r" | jq -r .res
 r=$(capi "$TMP/jar_a" - GET '/v1/events?since=0&wait=99')
 expect_eq "wait is bounded (400 past 60)" "$(status_of "$r")" 400
 
+# ---- the CLI's --watch ----
+: >"$TMP/watch"
+: >"$TMP/watch_n"
+"$SUANLI" lease list --watch >"$TMP/watch" 2>&1 &
+WATCH=$!
+"$SUANLI" nodes --watch --state drained >"$TMP/watch_n" 2>&1 &
+WATCH_N=$!
+wait_until 20 grep -q "$LEASE_B" "$TMP/watch" || bad "lease list --watch prints the list" "$(cat "$TMP/watch")"
+wait_until 20 grep -q "No nodes match" "$TMP/watch_n" || bad "nodes --watch prints the list" "$(cat "$TMP/watch_n")"
+r=$(api "$ADMIN" POST /v1/leases '{"gpus":2,"tenant":"beta"}')
+LEASE_W=$(body_of "$r" | jq -r .id)
+if wait_until 20 grep -q "$LEASE_W" "$TMP/watch"; then
+	ok "lease list --watch prints again when a lease changes"
+else
+	bad "lease list --watch prints again when a lease changes" "$(cat "$TMP/watch")"
+fi
+expect_eq "... after a time line" "$(grep -c '^--- [0-9:]* ---$' "$TMP/watch")" 1
+api "$ADMIN" POST /v1/nodes/fza-h100-002/drain '{"reason":"watch test"}' >/dev/null
+if wait_until 20 grep -q "fza-h100-002" "$TMP/watch_n"; then
+	ok "nodes --watch prints again when a node is drained"
+else
+	bad "nodes --watch prints again when a node is drained" "$(cat "$TMP/watch_n")"
+fi
+kill "$WATCH" "$WATCH_N" 2>/dev/null
+wait "$WATCH" "$WATCH_N" 2>/dev/null
+api "$ADMIN" POST /v1/nodes/fza-h100-002/resume '{}' >/dev/null
+
 # ---- signing out ----
 r=$(signin alice alice-password-1 "$TMP/jar_a2")
 A2_CSRF=$(body_of "$r" | jq -r .csrf)
@@ -287,6 +314,17 @@ sleep 4
 r=$(capi "$TMP/jar_c" - GET /v1/session)
 expect_eq "a session unused past --session-idle is over (401)" "$(status_of "$r")" 401
 expect_eq "... saying so" "$(body_of "$r" | jq -r .error.message)" "the session has ended or expired"
+signin carol carol-password "$TMP/jar_c2" >/dev/null
+for _ in 1 2 3 4 5; do sleep 1; capi "$TMP/jar_c2" - GET /v1/leases >/dev/null; done
+r=$(capi "$TMP/jar_c2" - GET /v1/session)
+expect_eq "a session in use outlives --session-idle" "$(status_of "$r")" 200
+for _ in 1 2 3 4; do
+	sleep 1
+	capi "$TMP/jar_c2" - GET '/v1/events?since=0' >/dev/null
+	curl -s -o /dev/null -b "$TMP/jar_c2" -H 'X-Suanli-Background: 1' "$URL/v1/leases"
+done
+r=$(capi "$TMP/jar_c2" - GET /v1/session)
+expect_eq "event polls and background refreshes do not keep it alive" "$(status_of "$r")" 401
 
 stop_daemon
 expect_eq "daemon stops cleanly" "$?" 0
@@ -299,5 +337,17 @@ if [ -f "$SL_ROOT/console/index.html" ]; then
 	stop_daemon
 else
 	skip_part "the repository has no console/index.html"
+fi
+# Over HTTPS the cookie is Secure too.
+if start_daemon "$TMP/log3" --data "$DATA" --simulate --tls; then
+	code=$(curl -s -D "$TMP/hdr" -o /dev/null -w '%{http_code}' --cacert "$DATA/tls/ca.pem" \
+		-H 'Content-Type: application/json' --data-binary '{"user":"bob","password":"bob-password-22"}' \
+		"https://127.0.0.1:$PORT/v1/sessions")
+	expect_eq "bob signs in over HTTPS" "$code" 201
+	expect_match "... and the cookie is Secure" "$(grep -i '^set-cookie:' "$TMP/hdr" | tr -d '\r')" \
+		"HttpOnly; SameSite=Strict; Secure$"
+	stop_daemon
+else
+	bad "daemon starts with --tls" "$(cat "$TMP/log3")"
 fi
 finish

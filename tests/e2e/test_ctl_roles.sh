@@ -66,6 +66,19 @@ GET /v1/jobs admin,operator,tenant-admin,tenant,auditor -
 GET /v1/jobs/{id} admin,operator,tenant-admin,tenant,auditor -
 POST /v1/jobs/{id}/cancel admin,operator,tenant-admin,tenant {}
 GET /v1/jobs/{id}/logs admin,operator,tenant-admin,tenant,auditor -
+POST /v1/instances admin,operator,tenant-admin,tenant {}
+GET /v1/instances admin,operator,tenant-admin,tenant,auditor -
+GET /v1/instances/{id} admin,operator,tenant-admin,tenant,auditor -
+POST /v1/instances/{id}/stop admin,operator,tenant-admin,tenant {}
+POST /v1/instances/{id}/start admin,operator,tenant-admin,tenant {}
+POST /v1/instances/{id}/release admin,operator,tenant-admin,tenant {}
+GET /v1/instances/{id}/logs admin,operator,tenant-admin,tenant,auditor -
+POST /v1/ssh-keys admin,operator,tenant-admin,tenant,auditor {}
+GET /v1/ssh-keys admin,operator,tenant-admin,tenant,auditor -
+DELETE /v1/ssh-keys/{name} admin,operator,tenant-admin,tenant,auditor -
+POST /v1/agent/migrations/{id}/{part} agent -
+POST /v1/agent/migrations/{id}/{part}/done agent {}
+GET /v1/agent/migrations/{id}/{part} agent -
 POST /v1/images admin,operator {}
 GET /v1/images admin,operator,tenant-admin,tenant,auditor -
 POST /v1/agent-tokens admin,operator {}
@@ -130,6 +143,9 @@ while read -r method path roles body; do
 	/v1/users/*) p=${path//\{name\}/nobody} ;;
 	/v1/leases/*) p=${path//\{id\}/ls-999999} ;;
 	/v1/jobs/*) p=${path//\{id\}/job-999999} ;;
+	/v1/instances/*) p=${path//\{id\}/in-999999} ;;
+	/v1/ssh-keys/*) p=/v1/ssh-keys/nokey ;;
+	/v1/agent/migrations/*) p=${path//\{id\}/in-999999}; p=${p//\{part\}/system} ;;
 	/v1/agent/work) p="$path?wait=0" ;; # else a long poll
 	*) p=$path ;;
 	esac
