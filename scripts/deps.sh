@@ -17,7 +17,7 @@ pkgs=(
   libyaml-dev libjansson-dev libcmocka-dev libsqlite3-dev libmicrohttpd-dev
   libcurl4-openssl-dev libsodium-dev libpq-dev libgnutls28-dev linux-libc-dev # libraries
   jq curl sqlite3 faketime libfaketime python3-yaml wrk python3-torch # tests
-  iproute2 iptables                                                  # netns hosts
+  iproute2 iptables                                                  # netns hosts; --lease-net (ip, iptables-restore)
   postgresql                                                         # HA store tests
   prometheus                                                         # promtool: rules, /metrics
   podman runc crun catatonit                                         # containers
