@@ -239,6 +239,21 @@ enum sl_err si_topo_line(struct imp *m, const char *file, int line, struct words
 	}
 	if (!w->v[0] || !*w->v[0] || strlen(w->v[0]) >= NAME_MAX_LEN)
 		return sl_diag_set(m->d, SL_EPARSE, "%s:%d: %s without a usable name", file, line, k);
+	if (!fleet_name_valid(w->v[0])) {
+		/* Switch and block names become leaf, fabric and domain names. */
+		si_note(m, file, line, true, "%s '%.64s' is not a valid suanli name (A-Z a-z 0-9 . _ -); "
+		     "line ignored", k, w->v[0]);
+		return SL_OK;
+	}
+	if (block) {
+		enum sl_err be = strmap_add(m->blk_by_name, w->v[0], m->nsws);
+		if (be == SL_EEXIST) {
+			si_note(m, file, line, true, "block %s defined again; ignored", w->v[0]);
+			return SL_OK;
+		}
+		if (be)
+			return sl_diag_set(m->d, be, "out of memory");
+	}
 	enum sl_err ge = sl_grow(&m->sws, &m->capsws, m->nsws + 1, SLURM_MAX_SWITCHES);
 	if (ge)
 		return sl_diag_set(m->d, ge, "%s:%d: more than %d switches, or out of memory", file,
@@ -399,6 +414,11 @@ void si_write_fleet(struct imp *m, struct sl_buf *b)
 	     in->topo.name ? ", " : "", in->topo.name ? in->topo.name : "", site,
 	     in->region ? in->region : "unknown");
 	int nleaves = m->nsws ? m->nsws + 1 : 1; /* + "unswitched" */
+	/* The fabric of nodes under no switch: "fabric-1", or the first
+	 * "fabric-N" no switch of topology.conf is called. */
+	char nofab[32] = "fabric-1";
+	for (int k = 2; strmap_get(m->sw_by_name, nofab, -1) >= 0; k++)
+		snprintf(nofab, sizeof(nofab), "fabric-%d", k);
 	for (int f = -1; f < m->nsws; f++) {
 		/* f: a root switch, or -1 for the fabric of nodes under no switch. */
 		if (f >= 0 && (m->sws[f].parent != -1 || m->sws[f].fabric != f))
@@ -418,7 +438,7 @@ void si_write_fleet(struct imp *m, struct sl_buf *b)
 					continue;
 				if (!opened) {
 					sl_buf_addf(b, "      - name: %s\n        kind: %s\n        gbps: %d\n        "
-					     "leaves:\n", f >= 0 ? m->sws[f].name : "fabric-1",
+					     "leaves:\n", f >= 0 ? m->sws[f].name : nofab,
 					     in->fabric_kind ? in->fabric_kind : "infiniband",
 					     in->fabric_gbps > 0 ? in->fabric_gbps : 400);
 					opened = true;
@@ -453,18 +473,44 @@ struct dom_ctx {
 	struct sl_buf *b;
 	int n;
 	int blk;
+	const struct gpu_model *gpu; /* of the block's first node */
+	int gpus;
 };
 
+/* Writes node name into block c->blk when the fleet's domain rules (fleet.h:
+ * one GPU model with multi-node NVLink domains, at most its domain_gpus GPUs,
+ * a node in one domain only) let it; a note says why not otherwise. */
 static enum sl_err dom_node(struct imp *m, void *arg, const char *name)
 {
 	struct dom_ctx *c = arg;
+	const char *tf = m->in->topo.name, *bn = m->sws[c->blk].name;
+	int line = m->sws[c->blk].line;
 	int i = strmap_get(m->node_by_name, name, -1);
 	if (i < 0 || m->nodes[i].type < 0) {
-		si_note(m, m->in->topo.name, m->sws[c->blk].line, true, "block %s: node %s is %s", m->sws[c->blk].name,
-		     name, i < 0 ? "not in slurm.conf" : "not translated");
+		si_note(m, tf, line, true, "block %s: node %s is %s", bn, name,
+			i < 0 ? "not in slurm.conf" : "not translated");
 		return SL_OK;
 	}
-	sl_buf_addf(c->b, "%s%s", c->n++ ? ", " : "", name);
+	struct snode *n = &m->nodes[i];
+	const struct gpu_model *g = m->types[n->type].t.gpu;
+	if (n->block) {
+		si_note(m, tf, line, true, "block %s: node %s is already in block %s; left out", bn, name,
+			m->sws[n->block - 1].name);
+	} else if (g->domain_gpus <= 0) {
+		si_note(m, tf, line, true, "block %s: node %s has %s GPUs, which have no multi-node "
+			"NVLink domains; left out of the block", bn, name, g->name);
+	} else if (c->gpu && g != c->gpu) {
+		si_note(m, tf, line, true, "block %s: node %s has %s GPUs, the block %s; left out (one "
+			"GPU model per NVLink domain)", bn, name, g->name, c->gpu->name);
+	} else if (c->gpus + m->types[n->type].t.ngpus > g->domain_gpus) {
+		si_note(m, tf, line, true, "block %s: node %s left out: a %s NVLink domain holds at "
+			"most %d GPUs", bn, name, g->name, g->domain_gpus);
+	} else {
+		c->gpu = g;
+		c->gpus += m->types[n->type].t.ngpus;
+		n->block = c->blk + 1;
+		sl_buf_addf(c->b, "%s%s", c->n++ ? ", " : "", name);
+	}
 	return SL_OK;
 }
 
@@ -475,7 +521,7 @@ enum sl_err si_write_domains(struct imp *m, struct sl_buf *b)
 		if (m->sws[s].parent != -2 || !m->sws[s].nodes)
 			continue;
 		struct sl_buf one = SL_BUF_INIT(FLEET_MAX_FILE);
-		struct dom_ctx c = {&one, 0, s};
+		struct dom_ctx c = {&one, 0, s, NULL, 0};
 		enum sl_err e = si_hl_expand(m, m->in->topo.name, m->sws[s].line, m->sws[s].nodes, dom_node, &c);
 		if (e == SL_OK && c.n > 0 && sl_buf_err(&one) == SL_OK) {
 			if (!open)
