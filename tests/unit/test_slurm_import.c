@@ -287,13 +287,34 @@ static void test_block_rules(void **state)
 	drop(&s);
 }
 
+/* Found by fuzz_slurm: a custom one-GPU type was written with "links:" and
+ * no list, which the fleet file refuses. */
+static void test_one_gpu_type(void **state)
+{
+	(void)state;
+	static const char conf[] = "NodeName=g[1-2] Gres=gpu:a100:1 CPUs=128 RealMemory=1031000\n";
+	struct site s;
+	memset(&s, 0, sizeof(s));
+	s.in.slurm = (struct slurm_text){"slurm.conf", conf, sizeof(conf) - 1};
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	assert_int_equal(slurm_import(&s.in, &s.r, &d), SL_OK);
+	assert_int_equal(s.r.custom_types, 1);
+	assert_int_equal(fleet_init(&s.f), SL_OK);
+	if (fleet_load_yaml(&s.f, s.r.yaml, s.r.len, "imported", &d))
+		fail_msg("the imported fleet does not load: %d:%d %s\n%s", d.line, d.col, d.msg,
+			 s.r.yaml);
+	assert_int_equal(s.f.nnodes, 2);
+	drop(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_gpu_models), cmocka_unit_test(test_flat_campus),
 		cmocka_unit_test(test_h200_tree),  cmocka_unit_test(test_nvl72_blocks),
 		cmocka_unit_test(test_mixed_site), cmocka_unit_test(test_errors),
-		cmocka_unit_test(test_block_rules),
+		cmocka_unit_test(test_block_rules), cmocka_unit_test(test_one_gpu_type),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -370,7 +370,8 @@ static void put_type(struct sl_buf *b, const struct node_type *t)
 	sl_buf_addf(b, "    numa: [");
 	for (int i = 0; i < t->ngpus; i++)
 		sl_buf_addf(b, "%s%d", i ? ", " : "", t->numa[i]);
-	sl_buf_addf(b, "]\n    links:\n");
+	/* One GPU has no pairs: an empty list, not an empty value. */
+	sl_buf_addf(b, "]\n    links:%s\n", t->ngpus < 2 ? " []" : "");
 	for (int i = 0; i < t->ngpus; i++)
 		for (int j = i + 1; j < t->ngpus; j++) {
 			const struct topo_link *l = &t->link[i][j];
