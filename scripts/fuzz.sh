@@ -10,9 +10,12 @@
 # target. Runs niced (FUZZ_NICE, default 19) and FUZZ_JOBS at once (default
 # 1). HARNESS: names like fuzz_http or http (default: all of tests/fuzz).
 #
+# Afterwards the grown corpus is replayed once (-runs=0) so that
+# LeakSanitizer's check at a normal exit runs too; its leaks count.
 # Each harness's figures go to build/fuzz/rows/NAME; bench/results/fuzz.md
 # is written from the rows of every harness of tests/fuzz that has one, so
-# harnesses can be run in several calls. Exit 1 when a harness crashed or
+# harnesses can be run in several calls (FUZZ_REPORT_ONLY=1 just writes it;
+# FUZZ_NO_BUILD=1 skips the build). Exit 1 when a harness crashed or
 # leaked (its reproducer is in build/fuzz/artifacts/NAME/); exit 77 when
 # clang or libFuzzer is missing.
 set -u
@@ -35,7 +38,7 @@ if ! clang -fsanitize=fuzzer "$t/f.c" -o "$t/f" 2>/dev/null; then
 	exit 77
 fi
 rm -rf "$t"
-if [ -z "${FUZZ_NO_BUILD:-}" ]; then
+if [ -z "${FUZZ_NO_BUILD:-}${FUZZ_REPORT_ONLY:-}" ]; then
 	CC=clang nice -n "$NICE" cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSL_FUZZ=ON >/dev/null || exit 1
 	nice -n "$NICE" cmake --build "$B" -j "$(nproc)" --target fuzz_all >/dev/null || exit 1
 fi
@@ -67,11 +70,16 @@ run_one() {
 	local seeds load0 start
 	seeds=$(ls tests/fuzz/corpus/"$c" | wc -l)
 	load0=$(cut -d' ' -f1 /proc/loadavg)
-	echo "fuzz: $name to ${CPU} CPU-seconds (nice $NICE)..."
+	# A harness may add libFuzzer flags in a comment line "fuzz-flags: ..."
+	# (later flags win over the defaults here).
+	local flags
+	flags=$(sed -n 's/^ \* fuzz-flags: *//p' "tests/fuzz/$name.c" | head -1)
+	echo "fuzz: $name to ${CPU} CPU-seconds (nice $NICE) ${flags}..."
 	start=$(date +%s)
+	# shellcheck disable=SC2086
 	ASAN_OPTIONS=detect_leaks=1 nice -n "$NICE" "$B/$name" -max_total_time="$WALL_MAX" \
 		-print_final_stats=1 -artifact_prefix="$B/artifacts/$c/" -rss_limit_mb=2048 \
-		-timeout=10 "$B/corpus/$c" >"$log" 2>&1 &
+		-timeout=10 $flags "$B/corpus/$c" >"$log" 2>&1 &
 	local pid=$! used=0 u
 	while kill -0 "$pid" 2>/dev/null; do
 		u=$(cpu_of "$pid")
@@ -85,6 +93,14 @@ run_one() {
 	wait "$pid"
 	local st=$?
 	local took=$(( $(date +%s) - start ))
+	# Leaks at exit: the grown corpus replayed once, ending normally (a
+	# stopped fuzzer exits without LeakSanitizer's final check, and a harness
+	# with a long-lived server checks its leaks only there).
+	local rlog="$B/$name.replay.log" rst
+	# shellcheck disable=SC2086
+	ASAN_OPTIONS=detect_leaks=1 nice -n "$NICE" "$B/$name" -runs=0 $flags \
+		-artifact_prefix="$B/artifacts/$c/" "$B/corpus/$c" >"$rlog" 2>&1
+	rst=$?
 	local execs speed last cov ft corp crashes leaks load1
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 	speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
@@ -93,18 +109,20 @@ run_one() {
 	ft=$(echo "$last" | sed -n 's/.* ft: \([0-9]*\).*/\1/p')
 	corp=$(echo "$last" | sed -n 's/.* corp: \([0-9]*\).*/\1/p')
 	crashes=$(ls "$B/artifacts/$c" | wc -l)
-	leaks=$(grep -c 'LeakSanitizer: detected' "$log")
+	leaks=$(cat "$log" "$rlog" | grep -c 'LeakSanitizer: detected')
 	load1=$(cut -d' ' -f1 /proc/loadavg)
 	# exec/s per CPU-second: libFuzzer's own figure is per wall second.
 	local cpus=""
 	[ "$used" -gt 0 ] && [ -n "$execs" ] && cpus=$((execs / used))
 	echo "| $name | $used s | $took s | $load0 → $load1 | ${execs:-?} | ${cpus:-?} | ${cov:-?} | ${ft:-?} | $seeds → ${corp:-?} | $crashes | $leaks | $(date -u +%H:%MZ) |" >"$B/rows/$name"
-	echo "fuzz: $name: exit $st, $used CPU-s in $took s, ${execs:-?} runs, cov ${cov:-?}, $crashes crashes, $leaks leaks"
-	[ "$st" -eq 0 ] && [ "$crashes" -eq 0 ] && [ "$leaks" -eq 0 ]
+	echo "fuzz: $name: exit $st (replay $rst), $used CPU-s in $took s, ${execs:-?} runs, cov ${cov:-?}, $crashes crashes, $leaks leaks"
+	[ "$st" -eq 0 ] && [ "$rst" -eq 0 ] && [ "$crashes" -eq 0 ] && [ "$leaks" -eq 0 ]
 }
 
 rc=0
 pids=()
+# FUZZ_REPORT_ONLY=1: runs nothing, writes fuzz.md from the rows there are.
+[ -n "${FUZZ_REPORT_ONLY:-}" ] && names=()
 for name in "${names[@]}"; do
 	[ -x "$B/$name" ] || { echo "fuzz: $B/$name is not built"; rc=1; continue; }
 	rm -f "$B/rows/$name"
@@ -124,7 +142,7 @@ done
 	echo
 	echo "- written: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 	echo "- machine: $(uname -srm), $(nproc) online cores, shared with other work; load average when written: $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "- compiler: $(clang --version | head -1); libFuzzer with ASan + UBSan (leak checks on), everything instrumented (-fsanitize=fuzzer-no-link)"
+	echo "- compiler: $(clang --version | head -1); libFuzzer with ASan + UBSan (leak checks on, and a replay of the grown corpus with LeakSanitizer at exit), everything instrumented (-fsanitize=fuzzer-no-link)"
 	echo "- target per harness: ${CPU} CPU-seconds (goal: 600 = 10 CPU-minutes each), measured as the fuzzer's utime + stime, all threads; run under nice $NICE, $JOBS at a time"
 	echo
 	echo "| harness | CPU time | wall time | load (start → end) | executions | exec per CPU-s | coverage (edges) | features | corpus (seeds → after) | crashes | leaks | ended |"
