@@ -139,7 +139,21 @@ static void exchange(const void *req, size_t len, int quiet_ms, bool hang_up, st
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	int one = 1;
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	FUZZ_CHECK(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	int cr = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	if (cr && errno == EINTR) {
+		/* libFuzzer's timer signal: the connection goes on; wait for it. */
+		struct pollfd pf = {.fd = fd, .events = POLLOUT};
+		int err = 0;
+		socklen_t el = sizeof(err);
+		while (poll(&pf, 1, ANSWER_BOUND_MS) < 0 && errno == EINTR)
+			;
+		cr = getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) || err ? -1 : 0;
+		if (err)
+			errno = err;
+	}
+	if (cr)
+		fprintf(stderr, "fuzz_http: connect: %s\n", strerror(errno));
+	FUZZ_CHECK(cr == 0);
 	const char *p = req;
 	size_t left = len;
 	while (left) {

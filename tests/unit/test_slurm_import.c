@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "buf.h"
 #include "place.h"
 #include "slurm_import.h"
 #include "testdata.h"
@@ -308,6 +309,34 @@ static void test_one_gpu_type(void **state)
 	drop(&s);
 }
 
+/* Found by fuzz_slurm: the import must stay inside the fleet file's bounds -
+ * CPUs and memory of a node type, and the number of node types - leaving a
+ * node out with a note rather than writing a file that does not load. */
+static void test_fleet_bounds(void **state)
+{
+	(void)state;
+	struct sl_buf b = SL_BUF_INIT(1u << 20);
+	sl_buf_addf(&b, "NodeName=big Gres=gpu:h100:8 CPUs=84000 RealMemory=1000000\n");
+	for (int i = 0; i < 300; i++) /* 300 shapes: more custom types than a fleet holds */
+		sl_buf_addf(&b, "NodeName=n%d Gres=gpu:h100:8 CPUs=%d RealMemory=1000000\n", i, 100 + i);
+	assert_int_equal(sl_buf_err(&b), SL_OK);
+	struct site s;
+	memset(&s, 0, sizeof(s));
+	s.in.slurm = (struct slurm_text){"slurm.conf", sl_buf_str(&b), b.len};
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	assert_int_equal(slurm_import(&s.in, &s.r, &d), SL_OK);
+	assert_int_equal(fleet_init(&s.f), SL_OK);
+	if (fleet_load_yaml(&s.f, s.r.yaml, s.r.len, "imported", &d))
+		fail_msg("the imported fleet does not load: %d:%d %s", d.line, d.col, d.msg);
+	assert_true(s.f.ntypes <= FLEET_MAX_TYPES);
+	assert_true(s.r.nodes > 100 && s.r.nodes < 300);
+	assert_non_null(find_note(&s, "slurm.conf", 1, "more than a fleet file takes"));
+	assert_non_null(find_note(&s, "slurm.conf", 301, "one node type more"));
+	drop(&s);
+	sl_buf_release(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -315,6 +344,7 @@ int main(void)
 		cmocka_unit_test(test_h200_tree),  cmocka_unit_test(test_nvl72_blocks),
 		cmocka_unit_test(test_mixed_site), cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_block_rules), cmocka_unit_test(test_one_gpu_type),
+		cmocka_unit_test(test_fleet_bounds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -109,11 +109,19 @@ static int find_builtin(const char *model, int gpus, struct node_type *out)
 	return -1;
 }
 
+/* The type with signature sig, added when new: its index, -2 out of memory,
+ * -3 when the fleet file could not hold another custom type (FLEET_MAX_TYPES
+ * counts the built-in ones too). */
 static int type_add(struct imp *m, const char *sig, const struct node_type *t, bool builtin)
 {
-	for (int i = 0; i < m->ntypes; i++)
+	int custom = 0;
+	for (int i = 0; i < m->ntypes; i++) {
 		if (!strcmp(m->types[i].sig, sig))
 			return i;
+		custom += !m->types[i].builtin;
+	}
+	if (!builtin && custom + topo_builtin_count() >= FLEET_MAX_TYPES)
+		return -3;
 	if (sl_grow(&m->types, &m->captypes, m->ntypes + 1, SLURM_MAX_TYPES))
 		return -2;
 	struct ntype *x = &m->types[m->ntypes];
@@ -121,6 +129,14 @@ static int type_add(struct imp *m, const char *sig, const struct node_type *t, b
 	x->t = *t;
 	x->builtin = builtin;
 	return m->ntypes++;
+}
+
+static enum sl_err too_many_types(struct imp *m, const struct snode *n)
+{
+	si_note(m, m->in->slurm.name, n->line, true, "node %s: its shape would be one node type "
+		"more than a fleet file holds (%d, built-in ones included); left out", n->name,
+		FLEET_MAX_TYPES);
+	return SL_OK;
 }
 
 enum sl_err si_judge_node(struct imp *m, struct snode *n)
@@ -149,8 +165,15 @@ enum sl_err si_judge_node(struct imp *m, struct snode *n)
 	bool have_links = node_links(m, n, links, numa, &have_numa);
 	struct node_type b;
 	int bi = find_builtin(model, n->gpus, &b);
-	int mem_gib = n->mem_mib >= 0 ? (int)(n->mem_mib / 1024) : -1;
+	int64_t mem64 = n->mem_mib >= 0 ? n->mem_mib / 1024 : -1;
 	int cpus = n->cpus;
+	if (cpus > FLEET_MAX_CPUS || mem64 > FLEET_MAX_MEM_GIB) {
+		si_note(m, sf, n->line, true, "node %s: %d CPUs, %lld GiB: more than a fleet file "
+		     "takes (%d CPUs, %d GiB); left out", n->name, cpus, (long long)mem64,
+		     FLEET_MAX_CPUS, FLEET_MAX_MEM_GIB);
+		return SL_OK;
+	}
+	int mem_gib = (int)mem64;
 	if (bi >= 0 && cpus <= 0) {
 		si_note(m, sf, n->line, false, "node %s: no CPUs given; %s's %d taken", n->name, b.name, b.cpus);
 		cpus = b.cpus;
@@ -187,6 +210,8 @@ enum sl_err si_judge_node(struct imp *m, struct snode *n)
 		int ti = type_add(m, sig, &t, same);
 		if (ti == -2)
 			return sl_diag_set(m->d, SL_ENOMEM, "out of memory");
+		if (ti == -3)
+			return too_many_types(m, n);
 		if (!same && ti == m->ntypes - 1)
 			si_note(m, sf, n->line, false, "node %s: %d CPUs and %d GiB differ from built-in %s "
 			     "(%d, %d): custom type %s keeps %s's GPU topology", n->name, cpus, mem_gib,
@@ -214,6 +239,8 @@ enum sl_err si_judge_node(struct imp *m, struct snode *n)
 	int ti = type_add(m, sig, &t, false);
 	if (ti == -2)
 		return sl_diag_set(m->d, SL_ENOMEM, "out of memory");
+	if (ti == -3)
+		return too_many_types(m, n);
 	if (ti == before && have_links)
 		si_note(m, m->in->gres.name, 0, false, "node %s: type %s built from gres.conf Links=%s "
 		     "(no NIC rails are known; add nics: for rail-aligned gangs)", n->name, t.name,
