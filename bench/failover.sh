@@ -11,7 +11,10 @@
 #   stepped down;
 # then the history is checked as in tests/e2e/test_ha_failover.sh: every
 # acknowledged create is there, a retry with its key answers the same lease,
-# no GPU is in two active leases. Figures go to bench/results/failover.md (or
+# no GPU is in two active leases; every acknowledged top-up is in the ledger
+# once and, after every key is sent again, the balance is one top-up per key;
+# every acknowledged job submission is there and, after every key is sent
+# again, there is one job per key. Figures go to bench/results/failover.md (or
 # $1); the checks are reported, never timed.
 # env: SUANLID, SUANLI (binaries; default build/release), CYCLES, STOP_CYCLES, LEASE
 set -u
@@ -72,6 +75,30 @@ wait_role 0 leader 30 || { echo "failover: no leader" >&2; exit 1; }
 start_ctl 1
 wait_role 1 standby 30 || { echo "failover: no standby" >&2; exit 1; }
 "$SUANLI" --server "$BOTH" tenant create acme >/dev/null
+JL=$("$SUANLI" --server "$BOTH" --json lease create --gpus 8 --tenant acme --duration 24h | jq -r .id)
+
+# post_any PATH BODY KEY : a POST with Idempotency-Key KEY to each controller
+# in turn, as a client with the URL list does; prints the answer's id (or
+# "ok" for an answer without one) once one acknowledged it.
+post_any() {
+	local u out
+	for u in "${U[@]}"; do
+		out=$(curl -s --max-time 5 -X POST "$u$1" -H "Authorization: Bearer $SUANLI_TOKEN" \
+			-H 'Content-Type: application/json' -H "Idempotency-Key: $3" --data-binary "$2" 2>/dev/null |
+			jq -r 'if .error then empty else (.id // .posting.id // "ok") end' 2>/dev/null)
+		[ -n "$out" ] && { printf '%s' "$out"; return 0; }
+	done
+	return 1
+}
+topup() { post_any /v1/tenants/acme/topups "{\"amount\": 100, \"reason\": \"$1\"}" "$1" >/dev/null; }
+# job KEY : submits a job with that key and cancels it (a lease holds at
+# most 64 jobs not yet ended; in --simulate no agent ends them); prints its id.
+job() {
+	local id
+	id=$(post_any /v1/jobs "{\"lease\": \"$JL\", \"argv\": [\"true\"]}" "$1") || return 1
+	post_any "/v1/jobs/$id/cancel" '{}' "c$1" >/dev/null
+	printf '%s' "$id"
+}
 
 # Background traffic: creates (and releases of every second one) until told to stop.
 traffic() {
@@ -85,8 +112,13 @@ traffic() {
 			"$SUANLI" --server "$BOTH" lease release "$id" >/dev/null 2>&1 &&
 				echo "$id" >>"$TMP/released"
 		fi
+		topup "t$i" && echo "t$i" >>"$TMP/paid"
+		id=$(job "j$i") && echo "j$i $id" >>"$TMP/jobs"
+		echo "$i" >"$TMP/sent"
 	done
 }
+: >"$TMP/paid"
+: >"$TMP/jobs"
 : >"$TMP/acked"
 : >"$TMP/released"
 traffic &
@@ -145,6 +177,27 @@ done <"$TMP/acked"
 "$SUANLI" --server "$BOTH" --json lease list >"$TMP/list.json"
 twice=$(jq -r '[.[] | select(.state == "active") | .placement[] | .node as $n | .gpus[] | "\($n)/\(.)"]
 	| group_by(.) | map(select(length > 1)) | length' "$TMP/list.json")
+sent=$(cat "$TMP/sent")
+"$SUANLI" --server "$BOTH" --json ledger --tenant acme --type topup >"$TMP/ledger.json"
+paid=$(wc -l <"$TMP/paid")
+paylost=0
+while read -r key; do
+	jq -e --arg k "$key" 'any(.[]; .reason == $k)' "$TMP/ledger.json" >/dev/null || paylost=$((paylost + 1))
+done <"$TMP/paid"
+paytwice=$(jq -r '.[].reason' "$TMP/ledger.json" | sort | uniq -d | wc -l)
+for i in $(seq 1 "$sent"); do topup "t$i"; done
+balance=$("$SUANLI" --server "$BOTH" --json balance --tenant acme | jq -r .balance)
+"$SUANLI" --server "$BOTH" --json job list >"$TMP/jobs.json"
+jobs=$(wc -l <"$TMP/jobs")
+joblost=0
+jobdiff=0
+while read -r key id; do
+	jq -e --arg id "$id" 'any(.[]; .id == $id)' "$TMP/jobs.json" >/dev/null || joblost=$((joblost + 1))
+	[ "$(job "$key")" = "$id" ] || jobdiff=$((jobdiff + 1))
+done <"$TMP/jobs"
+for i in $(seq 1 "$sent"); do job "j$i" >/dev/null; done
+"$SUANLI" --server "$BOTH" --json job list >"$TMP/jobs.json"
+njobs=$(jq --arg l "$JL" '[.[] | select(.lease == $l)] | length' "$TMP/jobs.json")
 notreleased=0
 while read -r id; do
 	st=$(jq -r --arg id "$id" '.[] | select(.id == $id) | .state' "$TMP/list.json")
@@ -161,7 +214,7 @@ row() { printf '| %s | %d | %s | %s | %s |\n' "$1" "$(wc -l <"$2")" "$(pct "$2" 
 	echo "- machine: $(uname -srm), $(nproc) online cores"
 	echo "- load average when written (other work on the machine skews figures): $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "- two suanlid (Release) on one PostgreSQL $("$(pg_config --bindir)/postgres" --version | awk '{print $3}') (scripts/pg-test.sh, unix socket, fsync=on), --lease $LEASE s, \`--simulate\` demo fleet"
-	echo "- lease traffic from the CLI throughout (\`--server A,B\`, an Idempotency-Key per create, every second lease released)"
+	echo "- traffic throughout: lease creates from the CLI (\`--server A,B\`, an Idempotency-Key per create, every second lease released), and with each a top-up of 100 fen and a job submission (curl, an Idempotency-Key each, to whichever controller answers)"
 	echo
 	echo "| event | cycles | p50 ms | p99 ms | max ms |"
 	echo "|---|---:|---:|---:|---:|"
@@ -170,7 +223,7 @@ row() { printf '| %s | %d | %s | %s | %s |\n' "$1" "$(wc -l <"$2")" "$(pct "$2" 
 	row "SIGSTOP leader -> standby leads (bounded below by the lease)" "$TMP/stop.ms"
 	row "SIGCONT -> the old leader has stepped down (standby)" "$TMP/stepdown.ms"
 	echo
-	echo "History over the whole run: $acked lease creates acknowledged, $lost lost, $dup answered differently on a retry with their key, $twice GPUs in two active leases, $notreleased acknowledged releases undone."
+	echo "History over the whole run: $acked lease creates acknowledged, $lost lost, $dup answered differently on a retry with their key, $twice GPUs in two active leases, $notreleased acknowledged releases undone. Top-ups: $paid of $sent acknowledged, $paylost lost, $paytwice in the ledger twice; after every key was sent again the balance is $balance fen (one top-up per key: $((sent * 100))). Jobs: $jobs of $sent acknowledged, $joblost lost, $jobdiff answered differently on a retry; after every key was sent again $njobs jobs (one per key: $sent)."
 	echo
 	echo "A killed leader's session ends with its process, PostgreSQL drops its advisory lock at once and the standby, polling every 250 ms, takes over without waiting for the lease; it then loads the state from the database. A stopped leader keeps its session, so the standby waits for the lease to run out and then terminates that session (aborting its open transaction). Goal: standby leads within 10 s each time (not asserted)."
 } >"$OUT"

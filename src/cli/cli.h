@@ -23,10 +23,14 @@ int cmd_nodes(int argc, char **argv);
 int cmd_node(int argc, char **argv);
 int cmd_tenant(int argc, char **argv);
 int cmd_token(int argc, char **argv);
+int cmd_user(int argc, char **argv); /* cmd_user.c: console users */
 /* `suanli image add|list` (cmd_image.c). */
 int cmd_image(int argc, char **argv);
 int cmd_agent_token(int argc, char **argv); /* cmd_agent_token.c */
 int cmd_lease(int argc, char **argv);
+/* `suanli instance ...` (cmd_instance.c), `suanli ssh-key ...` (cmd_ssh_key.c). */
+int cmd_instance(int argc, char **argv);
+int cmd_ssh_key(int argc, char **argv);
 int cmd_job(int argc, char **argv);
 int cmd_queue(int argc, char **argv);
 int cmd_status(int argc, char **argv);

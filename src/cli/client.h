@@ -120,6 +120,14 @@ struct client_sub {
 int client_dispatch(const char *group, const char *intro, const struct client_sub *subs,
 		    size_t nsubs, int argc, char **argv);
 
+/* --watch (client_watch.c): with *seq 0, fetches where the controller's
+ * event stream stands into *seq and returns at once; else waits (GET
+ * /v1/events, long polls) until an event of one of kinds ("lease",
+ * "node,lease") or a reset comes, printing a time line between lists.
+ * CLI_EXIT_OK: print the list (again); CLI_EXIT_FAIL after printing the
+ * error. cl must be open and stays so. */
+int client_watch_wait(struct client *cl, const char *kinds, long long *seq);
+
 /* Frees what client_open made; safe on an unopened client. */
 void client_close(struct client *cl);
 

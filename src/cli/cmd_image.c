@@ -10,19 +10,26 @@ static const char add_help[] =
 	"usage: suanli image add NAME --ref REF [--default] [OPTIONS]\n\n"
 	"Adds image NAME to the catalog (admin, operator), or replaces its reference.\n"
 	"REF is a podman reference the nodes have (agents never pull from a registry).\n"
-	"--default makes it the image of jobs that name none.\n\n"
+	"--default makes it the image of jobs and instances that name none.\n\n"
 	"  --ref REF          the podman image reference\n"
-	"  --default          the default image\n" CLIENT_HELP_OPTS
+	"  --default          the default image\n"
+	"  --description T    one line a renter chooses by\n"
+	"  --cuda V           the CUDA version inside, e.g. 12.4\n"
+	"  --min-driver V     the NVIDIA driver it needs, e.g. 550.54.14: nodes with an\n"
+	"                     older one are refused at placement\n" CLIENT_HELP_OPTS
 	"\nExample:\n  suanli image add base --ref localhost/suanli/base:1c978e250f10dfcf --default\n";
 
 static int image_add(int argc, char **argv)
 {
 	static const struct option opts[] = {{"ref", required_argument, NULL, 'r'},
 					     {"default", no_argument, NULL, 'd'},
+					     {"description", required_argument, NULL, 'D'},
+					     {"cuda", required_argument, NULL, 'C'},
+					     {"min-driver", required_argument, NULL, 'M'},
 					     CLIENT_LONG_OPTS,
 					     {0, 0, 0, 0}};
 	struct client cl;
-	const char *ref = NULL;
+	const char *ref = NULL, *desc = NULL, *cuda = NULL, *drv = NULL;
 	int c, rc, dflt = 0;
 	json_t *body, *ans = NULL;
 
@@ -35,6 +42,9 @@ static int image_add(int argc, char **argv)
 		case 'h': fputs(add_help, stdout); return CLI_EXIT_OK;
 		case 'r': ref = optarg; break;
 		case 'd': dflt = 1; break;
+		case 'D': desc = optarg; break;
+		case 'C': cuda = optarg; break;
+		case 'M': drv = optarg; break;
 		default: return client_getopt_error(cl.cmd, c, argv);
 		}
 	}
@@ -45,6 +55,12 @@ static int image_add(int argc, char **argv)
 	body = json_pack("{s:s, s:s}", "name", argv[optind], "ref", ref);
 	if (dflt)
 		json_object_set_new(body, "default", json_true());
+	if (desc)
+		json_object_set_new(body, "description", json_string(desc));
+	if (cuda)
+		json_object_set_new(body, "cuda", json_string(cuda));
+	if (drv)
+		json_object_set_new(body, "min_driver", json_string(drv));
 	if ((rc = client_open(&cl)) == CLI_EXIT_OK &&
 	    (rc = client_call(&cl, "POST", "/v1/images", body, NULL, &ans)) == CLI_EXIT_OK && ans)
 		printf("Image %s is %s%s.\n", out_str(ans, "name", "?"), out_str(ans, "ref", "?"),
@@ -63,15 +79,17 @@ static const char list_help[] =
 static void image_row(struct out_table *tab, const json_t *im, const void *ctx)
 {
 	(void)ctx;
+	const char *cuda = out_str(im, "cuda", ""), *drv = out_str(im, "min_driver", "");
 	const char *row[] = {out_str(im, "name", "?"), out_str(im, "ref", "?"),
 			     json_is_true(json_object_get(im, "default")) ? "yes" : "-",
+			     cuda[0] ? cuda : "-", drv[0] ? drv : "-", out_str(im, "description", ""),
 			     out_str(im, "created_at", "-")};
 	out_table_row(tab, row);
 }
 
 static int image_list(int argc, char **argv)
 {
-	static const char *const head[] = {"NAME", "REF", "DEFAULT", "CREATED"};
+	static const char *const head[] = {"NAME", "REF", "DEFAULT", "CUDA", "MIN DRIVER", "DESCRIPTION", "CREATED"};
 	struct client cl;
 	json_t *arr;
 	int rc;
@@ -80,7 +98,7 @@ static int image_list(int argc, char **argv)
 	if ((rc = client_args(&cl, argc, argv, list_help, 0, "no arguments")) != CLIENT_GO ||
 	    (rc = client_get_list(&cl, "/v1/images", "No images.\n", &arr)) != CLIENT_GO)
 		return rc;
-	rc = out_table_list(stdout, 4, head, arr, image_row, NULL) ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+	rc = out_table_list(stdout, 7, head, arr, image_row, NULL) ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 	json_decref(arr);
 	return rc;
 }

@@ -254,7 +254,9 @@ static const char list_help[] =
 	"usage: suanli lease list [--state S] [--tenant T] [OPTIONS]\n\n"
 	"Lists the leases you may see (a tenant sees its own), newest last.\n\n"
 	"  --state S          only leases in state S (pending, active, released, ...)\n"
-	"  --tenant T         only tenant T's leases\n" CLIENT_HELP_OPTS "\nExample:\n"
+	"  --tenant T         only tenant T's leases\n"
+	"  --watch            print the list again whenever a lease changes (until ^C)\n"
+	CLIENT_HELP_OPTS "\nExample:\n"
 	"  suanli lease list --state active\n";
 
 /* The models a lease asked for, or its placed node types. */
@@ -292,6 +294,7 @@ static int lease_list(int argc, char **argv)
 {
 	static const struct option opts[] = {{"state", required_argument, NULL, OPT_STATE},
 					     {"tenant", required_argument, NULL, OPT_TENANT},
+					     {"watch", no_argument, NULL, 'w'},
 					     CLIENT_LONG_OPTS,
 					     {0, 0, 0, 0}};
 	static const char *const head[] = {"ID",    "TENANT", "STATE", "PLAN",
@@ -301,7 +304,9 @@ static int lease_list(int argc, char **argv)
 	char path[CLIENT_PATH_MAX] = "/v1/leases";
 	time_t now;
 	json_t *arr;
-	int c, rc;
+	int c, rc, watch = 0;
+	long long seq = 0;
+	struct client wc;
 
 	client_init(&cl, "lease list");
 	optind = 0;
@@ -312,6 +317,7 @@ static int lease_list(int argc, char **argv)
 		case 'h': fputs(list_help, stdout); return CLI_EXIT_OK;
 		case OPT_STATE: state = optarg; break;
 		case OPT_TENANT: tenant = optarg; break;
+		case 'w': watch = 1; break;
 		default: return client_getopt_error(cl.cmd, c, argv);
 		}
 	}
@@ -320,11 +326,21 @@ static int lease_list(int argc, char **argv)
 	if (client_query_add(path, sizeof(path), "state", state) ||
 	    client_query_add(path, sizeof(path), "tenant", tenant))
 		return cli_usage_error(cl.cmd, "--state or --tenant is too long");
-	if ((rc = client_get_list(&cl, path, "No leases.\n", &arr)) != CLIENT_GO)
+	wc = cl; /* the watch's own connection, with the same options */
+	if (watch && (rc = client_open(&wc)) != CLI_EXIT_OK)
 		return rc;
-	now = time(NULL);
-	rc = out_table_list(stdout, 8, head, arr, lease_row, &now) ? CLI_EXIT_FAIL : CLI_EXIT_OK;
-	json_decref(arr);
+	do {
+		struct client lc = cl;
+		if (watch && (rc = client_watch_wait(&wc, "lease", &seq)) != CLI_EXIT_OK)
+			break;
+		if ((rc = client_get_list(&lc, path, "No leases.\n", &arr)) != CLIENT_GO)
+			continue;
+		now = time(NULL);
+		rc = out_table_list(stdout, 8, head, arr, lease_row, &now) ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+		json_decref(arr);
+		fflush(stdout);
+	} while (watch);
+	client_close(&wc);
 	return rc;
 }
 

@@ -18,7 +18,8 @@ static const char nodes_help[] =
 	"Lists the nodes the controller knows, with their state and free GPUs (a tenant\n"
 	"does not see other tenants' colocated nodes), following the controller's pages.\n"
 	"The filters match exactly: --state (ready, leased, draining, ...), --model,\n"
-	"--site, --leaf, --tenant (the owner of colocated nodes).\n\n" CLIENT_HELP_OPTS
+	"--site, --leaf, --tenant (the owner of colocated nodes). --watch prints the\n"
+	"list again whenever a node or a lease changes (until ^C).\n\n" CLIENT_HELP_OPTS
 	"\nExample:\n  suanli nodes --server http://10.0.0.5:7400\n";
 
 static void node_row(struct out_table *t, const json_t *n, const void *ctx)
@@ -52,13 +53,16 @@ int cmd_nodes(int argc, char **argv)
 					     {"site", required_argument, NULL, 0x302},
 					     {"leaf", required_argument, NULL, 0x303},
 					     {"tenant", required_argument, NULL, 0x304},
+					     {"watch", no_argument, NULL, 'w'},
 					     CLIENT_LONG_OPTS,
 					     {0, 0, 0, 0}};
 	struct client cl;
 	json_t *arr;
-	int rc, c;
+	int rc, c, watch = 0;
+	long long seq = 0;
 	const char *fval[5] = {NULL};
 	char path[CLIENT_PATH_MAX] = "/v1/nodes";
+	struct client wc;
 
 	client_init(&cl, "nodes");
 	optind = 0;
@@ -68,6 +72,10 @@ int cmd_nodes(int argc, char **argv)
 		if (c == 'h') {
 			fputs(nodes_help, stdout);
 			return CLI_EXIT_OK;
+		}
+		if (c == 'w') {
+			watch = 1;
+			continue;
 		}
 		if (c >= 0x300 && c <= 0x304) {
 			fval[c - 0x300] = optarg;
@@ -81,11 +89,21 @@ int cmd_nodes(int argc, char **argv)
 		if (client_query_add(path, sizeof(path), fkeys[i], fval[i]))
 			return cli_usage_error(cl.cmd, "--%s is too long", fkeys[i]);
 	bool filtered = strchr(path, '?') != NULL;
-	if ((rc = client_get_pages(&cl, path, filtered ? "No nodes match.\n" :
-				   "No nodes: the controller has no fleet yet.\n", &arr)) != CLIENT_GO)
+	wc = cl; /* the watch's own connection, with the same options */
+	if (watch && (rc = client_open(&wc)) != CLI_EXIT_OK)
 		return rc;
-	rc = out_table_list(stdout, 8, head, arr, node_row, NULL) ? CLI_EXIT_FAIL : CLI_EXIT_OK;
-	json_decref(arr);
+	do {
+		struct client lc = cl;
+		if (watch && (rc = client_watch_wait(&wc, "node,lease", &seq)) != CLI_EXIT_OK)
+			break;
+		if ((rc = client_get_pages(&lc, path, filtered ? "No nodes match.\n" :
+					   "No nodes: the controller has no fleet yet.\n", &arr)) != CLIENT_GO)
+			continue;
+		rc = out_table_list(stdout, 8, head, arr, node_row, NULL) ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+		json_decref(arr);
+		fflush(stdout);
+	} while (watch);
+	client_close(&wc);
 	return rc;
 }
 

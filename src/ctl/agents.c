@@ -262,6 +262,13 @@ bool agents_node_addr(const struct ctl *c, int node, char *buf, size_t n)
 	return true;
 }
 
+const char *agents_node_driver(const struct ctl *c, int node)
+{
+	const struct agent_rec *r = node_rec(c, node);
+	const char *v = r ? json_string_value(json_object_get(r->discovery, "driver")) : NULL;
+	return v ? v : "";
+}
+
 const char *agents_node_host_tenant(const struct ctl *c, int node)
 {
 	const struct agent_rec *r = node_rec(c, node);

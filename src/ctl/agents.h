@@ -51,6 +51,9 @@ bool agents_node_addr(const struct ctl *c, int node, char *buf, size_t n);
  * --host-processes, the operator's permission); NULL: containers, or no agent.
  * Borrowed until the agent registers again. */
 const char *agents_node_host_tenant(const struct ctl *c, int node);
+/* The GPU driver version node's agent discovered ("550.54.14"), "" when
+ * unknown or no agent registered it. Borrowed until it registers again. */
+const char *agents_node_driver(const struct ctl *c, int node);
 /* True when node's agent is registered and its heartbeats are current (or
  * the controller simulates nodes without agents). */
 bool agents_node_ready(const struct ctl *c, int node);

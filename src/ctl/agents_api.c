@@ -23,6 +23,7 @@
 #include "tls.h"
 #include "audit_log.h"
 #include "discovery.h"
+#include "instances.h"
 #include "jobs.h"
 #include "log.h"
 
@@ -537,7 +538,8 @@ static bool check_gpus(struct ctl_call *call, const json_t *gpus, int ngpus)
 	static const struct ctl_field gf[] = {
 		{"index", FT_INT, true},    {"temp_c", FT_INT, false},    {"power_w", FT_INT, false},
 		{"ecc_sbe", FT_INT, false}, {"ecc_dbe", FT_INT, false},   {"nvlink_up", FT_INT, false},
-		{"xid", FT_ARRAY, false},   {"healthy", FT_BOOL, false}, {"uuid", FT_STRING, false}};
+		{"xid", FT_ARRAY, false},   {"healthy", FT_BOOL, false}, {"uuid", FT_STRING, false},
+		{"util_pct", FT_INT, false}};
 	static const struct ctl_field xf[] = {{"code", FT_INT, true}, {"at", FT_STRING, false}};
 	char where[64], msg[SL_DIAG_MSG];
 	unsigned seen = 0;
@@ -660,18 +662,21 @@ static bool apply_gpus(struct ctl *c, struct agent_rec *r, const json_t *gpus, b
 void h_agent_heartbeat(struct ctl_call *call)
 {
 	static const struct ctl_field fields[] = {
-		{"boot_id", FT_STRING, true}, {"gpus", FT_ARRAY, false}, {"work", FT_ARRAY, false}};
+		{"boot_id", FT_STRING, true}, {"gpus", FT_ARRAY, false}, {"work", FT_ARRAY, false},
+		{"instances", FT_ARRAY, false}};
 	struct ctl *c = call->ctl;
 	bool bad = false;
-	if (!ctl_check_fields(call, call->body, fields, 3, "a heartbeat"))
+	if (!ctl_check_fields(call, call->body, fields, sizeof(fields) / sizeof(fields[0]), "a heartbeat"))
 		return;
 	const char *boot = ctl_str_field(call, call->body, "boot_id", AGENT_BOOT_ID_MAX, &bad);
 	if (bad)
 		return;
 	const json_t *work = json_object_get(call->body, "work");
 	json_t *gpus = json_object_get(call->body, "gpus");
-	if (json_array_size(work) > AGENT_MAX_WORK) {
-		bad_field(call, SL_ELIMIT, "work", "too many items", NULL);
+	const json_t *insts = json_object_get(call->body, "instances");
+	if (json_array_size(work) > AGENT_MAX_WORK || json_array_size(insts) > AGENT_MAX_WORK) {
+		bad_field(call, SL_ELIMIT, json_array_size(work) > AGENT_MAX_WORK ? "work" : "instances",
+			  "too many items", NULL);
 		return;
 	}
 	int idx = agents_call_node(call);
@@ -707,6 +712,7 @@ void h_agent_heartbeat(struct ctl_call *call)
 	json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:[]}", "node", r->name, "state", state,
 			      "reason", why ? why : "", "heartbeat_s", (json_int_t)c->agents->hb_s,
 			      "work_version", (json_int_t)jobs_work_version(c, idx), "stop");
+	instances_on_heartbeat(c, idx, insts, gpus);
 	if (o)
 		jobs_on_heartbeat(c, idx, work, o);
 	ctl_answer_json(call, 200, o);

@@ -71,6 +71,10 @@ void audit_log_lease_state(struct ctl *c, const struct ctl_lease *l, int from);
 /* Records a system entry (actor "system"). false (turn fatal) on failure. */
 bool audit_log_system(struct ctl *c, const char *action, const char *tenant,
 		      const char *target, const char *outcome);
+/* Records an entry for an actor that is not a request's token (a sign-in:
+ * the source address or the user's name). false (turn fatal) on failure. */
+bool audit_log_actor(struct ctl *c, const char *actor, const char *role, const char *tenant,
+		     const char *action, const char *target, const char *outcome);
 /* Issues a checkpoint when one is due (CTL_AUDIT_PERIOD_S) and returns the
  * earlier of next_deadline (0: none) and the next time one falls due. */
 int64_t audit_log_tick(struct ctl *c, int64_t next_deadline);

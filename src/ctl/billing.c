@@ -29,6 +29,7 @@
 #include "buf.h"
 #include "catalog.h"
 #include "ctl_int.h"
+#include "instances.h"
 #include "log.h"
 
 #define BILL_MAX_TENANTS LEDGER_MAX_ACCOUNTS /* tenants billed */
@@ -61,7 +62,7 @@ struct bill_tenant *billing_tenant(struct ctl *c, const char *tenant, bool creat
 	return t;
 }
 
-static struct bill_usage *usage_add(struct ctl *c, const char *lease)
+struct bill_usage *bill_usage_add(struct ctl *c, const char *lease)
 {
 	struct ctl_billing *b = c->billing;
 	if (sl_grow(&b->u, &b->capu, b->nu + 1, BILL_MAX_USAGE))
@@ -74,7 +75,7 @@ static struct bill_usage *usage_add(struct ctl *c, const char *lease)
 	return u;
 }
 
-static bool live_add(struct ctl_billing *b, int idx)
+bool bill_live_add(struct ctl_billing *b, int idx)
 {
 	if (sl_grow(&b->live, &b->caplive, b->nlive + 1, BILL_MAX_USAGE))
 		return false;
@@ -82,7 +83,7 @@ static bool live_add(struct ctl_billing *b, int idx)
 	return true;
 }
 
-static void live_del(struct ctl_billing *b, int idx)
+void bill_live_del(struct ctl_billing *b, int idx)
 {
 	for (int k = 0; k < b->nlive; k++)
 		if (b->live[k] == idx) {
@@ -91,7 +92,7 @@ static void live_del(struct ctl_billing *b, int idx)
 		}
 }
 
-static bool usage_push(struct bill_usage *u, int64_t at, enum rating_ev kind, int gpus,
+bool bill_usage_push(struct bill_usage *u, int64_t at, enum rating_ev kind, int gpus,
 		       enum rating_end end)
 {
 	if (sl_grow(&u->ev, &u->cap, u->nev + 1, RATING_MAX_EVENTS))
@@ -178,7 +179,7 @@ static json_t *usage_json(const struct bill_usage *u)
 			 "term_months", u->term_months, "gpus", u->gpus);
 }
 
-static void usage_save(struct ctl *c, const struct bill_usage *u)
+void bill_usage_save(struct ctl *c, const struct bill_usage *u)
 {
 	ctl_put(c, STORE_USAGE, u->lease, u->tenant, usage_json(u));
 }
@@ -211,7 +212,7 @@ static enum sl_err load_usage(void *arg, const char *id, const char *tenant, con
 		json_decref(o);
 		return SL_EPARSE;
 	}
-	struct bill_usage *u = o ? usage_add(c, id) : NULL;
+	struct bill_usage *u = o ? bill_usage_add(c, id) : NULL;
 	if (!u) {
 		json_decref(o);
 		return SL_EPARSE;
@@ -238,7 +239,7 @@ static enum sl_err load_usage(void *arg, const char *id, const char *tenant, con
 				     : !strcmp(end, "expired")        ? RATING_END_EXPIRED
 				     : !strcmp(end, "preempted")      ? RATING_END_PREEMPTED
 								      : RATING_END_FAILED;
-		if (!usage_push(u, json_integer_value(json_object_get(e, "at_ms")), kind,
+		if (!bill_usage_push(u, json_integer_value(json_object_get(e, "at_ms")), kind,
 				(int)json_integer_value(json_object_get(e, "gpus")), re)) {
 			json_decref(o);
 			return SL_ENOMEM;
@@ -249,7 +250,7 @@ static enum sl_err load_usage(void *arg, const char *id, const char *tenant, con
 	 * charges move it on (billing_start). Left at 0, every running lease would
 	 * be charged at the first tick after each restart. */
 	u->last_post_ms = u->nev ? u->ev[0].at_ms : u->bought_ms;
-	if (!u->ended && !live_add(c->billing, (int)(u - c->billing->u)))
+	if (!u->ended && !bill_live_add(c->billing, (int)(u - c->billing->u)))
 		return SL_ENOMEM;
 	return SL_OK;
 }
@@ -404,7 +405,7 @@ enum sl_err billing_post(struct ctl *c, struct ledger_posting *p, bool *applied,
 }
 
 /* Posts u's rated usage up to now that is not posted yet. */
-static void post_charge(struct ctl *c, struct bill_usage *u)
+void bill_post_charge(struct ctl *c, struct bill_usage *u)
 {
 	int64_t now = billing_ms(c->now_ns);
 	int64_t acc = billing_accrued(c, u, now);
@@ -447,7 +448,7 @@ static bool priced_at(struct ctl *c, const struct bill_usage *u, int64_t at)
 	struct price_quote q;
 	struct sl_diag d;
 	sl_diag_clear(&d);
-	return (u->model[0] || u->plan == PLAN_HOSTING) &&
+	return (u->model[0] || !plan_has_model(u->plan)) &&
 	       pricebook_at(c->billing->prices, &k, at, &q, &d) == SL_OK;
 }
 
@@ -479,15 +480,15 @@ static struct bill_usage *usage_start(struct ctl *c, const struct ctl_lease *l, 
 	int64_t term = l->req.duration_s ? (l->req.duration_s + month_s - 1) / month_s : 1;
 	t.term_months = (int)(term < 1 ? 1 : term > RATING_MAX_TERM_MONTHS ? RATING_MAX_TERM_MONTHS : term);
 	t.last_post_ms = at;
-	struct bill_usage *u = usage_add(c, l->id);
+	struct bill_usage *u = bill_usage_add(c, l->id);
 	if (!u) {
 		*oom = true;
 		return NULL;
 	}
 	snprintf(t.lease, sizeof(t.lease), "%s", u->lease);
 	*u = t;
-	if (!usage_push(u, at, RATING_STARTED, l->gpus, RATING_END_RELEASED) ||
-	    !live_add(c->billing, (int)(u - c->billing->u))) {
+	if (!bill_usage_push(u, at, RATING_STARTED, l->gpus, RATING_END_RELEASED) ||
+	    !bill_live_add(c->billing, (int)(u - c->billing->u))) {
 		*oom = true;
 		return NULL;
 	}
@@ -503,16 +504,16 @@ void billing_lease_outage(struct ctl *c, struct ctl_lease *l, int64_t from_ns, i
 	int held = u->ev[u->nev - 1].gpus;
 	if (from >= to)
 		return;
-	if (!usage_push(u, from, RATING_SCALED, held > lost ? held - lost : 0, RATING_END_RELEASED) ||
-	    !usage_push(u, to, RATING_SCALED, held, RATING_END_RELEASED))
+	if (!bill_usage_push(u, from, RATING_SCALED, held > lost ? held - lost : 0, RATING_END_RELEASED) ||
+	    !bill_usage_push(u, to, RATING_SCALED, held, RATING_END_RELEASED))
 		c->fatal = true;
-	usage_save(c, u);
+	bill_usage_save(c, u);
 }
 
 void billing_lease_changed(struct ctl *c, struct ctl_lease *l)
 {
-	if (!c->billing)
-		return;
+	if (!c->billing || instances_own_lease(c, l))
+		return; /* an instance meters its lease's GPUs from "running" */
 	bool live = l->state == LS_ACTIVE || l->state == LS_PREEMPTING;
 	bool ended = l->state == LS_RELEASED || l->state == LS_EXPIRED ||
 		     l->state == LS_PREEMPTED || l->state == LS_FAILED;
@@ -520,7 +521,7 @@ void billing_lease_changed(struct ctl *c, struct ctl_lease *l)
 	if (live && !u) {
 		bool oom;
 		if ((u = usage_start(c, l, &oom)))
-			usage_save(c, u);
+			bill_usage_save(c, u);
 		else if (oom)
 			c->fatal = true;
 		return;
@@ -528,18 +529,18 @@ void billing_lease_changed(struct ctl *c, struct ctl_lease *l)
 	if (!u || u->ended)
 		return;
 	if (live && u->ev[u->nev - 1].gpus != l->gpus) {
-		if (!usage_push(u, billing_ms(c->now_ns), RATING_SCALED, l->gpus, RATING_END_RELEASED))
+		if (!bill_usage_push(u, billing_ms(c->now_ns), RATING_SCALED, l->gpus, RATING_END_RELEASED))
 			c->fatal = true;
-		usage_save(c, u);
+		bill_usage_save(c, u);
 	} else if (ended) {
 		int last = u->ev[u->nev - 1].gpus;
-		if (!usage_push(u, billing_ms(l->ended_ns ? l->ended_ns : c->now_ns), RATING_ENDED, last,
+		if (!bill_usage_push(u, billing_ms(l->ended_ns ? l->ended_ns : c->now_ns), RATING_ENDED, last,
 				end_of(l->state)))
 			c->fatal = true;
 		u->ended = true;
-		live_del(c->billing, (int)(u - c->billing->u));
-		post_charge(c, u);
-		usage_save(c, u);
+		bill_live_del(c->billing, (int)(u - c->billing->u));
+		bill_post_charge(c, u);
+		bill_usage_save(c, u);
 	}
 }
 
@@ -671,6 +672,7 @@ static void tenant_rules(struct ctl *c, const char *tenant, int64_t now)
 	case ACCT_STOP:
 		tenant_save(c, t);
 		tenant_leases(c, tenant, "stopped: balance exhausted and the grace period ended", true);
+		instances_balance_stop(c, tenant, "stopped: balance exhausted and the grace period ended; disks kept");
 		sl_log_info("leases stopped for balance", "tenant=%s", tenant);
 		break;
 	}
@@ -698,12 +700,12 @@ static void hosting_sync(struct ctl *c)
 		const char *owner = n >= 0 && f->nodes[n].owner >= 0 ? f->owners[f->nodes[n].owner] : NULL;
 		if (acct_hosting_continues(owner, u->tenant))
 			continue;
-		if (!usage_push(u, now, RATING_ENDED, 1, RATING_END_RELEASED))
+		if (!bill_usage_push(u, now, RATING_ENDED, 1, RATING_END_RELEASED))
 			c->fatal = true;
 		u->ended = true;
-		live_del(b, (int)(u - b->u));
-		post_charge(c, u);
-		usage_save(c, u);
+		bill_live_del(b, (int)(u - b->u));
+		bill_post_charge(c, u);
+		bill_usage_save(c, u);
 	}
 	for (int n = 0; n < f->nnodes; n++) {
 		const struct fleet_node *fn = &f->nodes[n];
@@ -722,7 +724,7 @@ static void hosting_sync(struct ctl *c)
 		t.plan = PLAN_HOSTING;
 		if (!priced_at(c, &t, now))
 			continue;
-		struct bill_usage *u = usage_add(c, id);
+		struct bill_usage *u = bill_usage_add(c, id);
 		if (!u) {
 			c->fatal = true;
 			return;
@@ -732,12 +734,12 @@ static void hosting_sync(struct ctl *c)
 		t.gpus = 1;
 		t.bought_ms = t.last_post_ms = now;
 		*u = t;
-		if (!usage_push(u, now, RATING_STARTED, 1, RATING_END_RELEASED) ||
-		    !live_add(b, (int)(u - b->u))) {
+		if (!bill_usage_push(u, now, RATING_STARTED, 1, RATING_END_RELEASED) ||
+		    !bill_live_add(b, (int)(u - b->u))) {
 			c->fatal = true;
 			return;
 		}
-		usage_save(c, u);
+		bill_usage_save(c, u);
 		sl_log_info("hosting metered", "node=%s tenant=%s", fn->name, u->tenant);
 	}
 }
@@ -783,7 +785,7 @@ void billing_tick(struct ctl *c)
 		for (int k = 0; k < b->nlive; k++) {
 			struct bill_usage *u = &b->u[b->live[k]];
 			if (!u->ended && u->priced && acct_charge_due(u->last_post_ms, now))
-				post_charge(c, u);
+				bill_post_charge(c, u);
 		}
 		for (int i = 0; i < c->tenants.ntenants && !c->fatal; i++)
 			if (tenant_running(c, c->tenants.tenants[i].name))

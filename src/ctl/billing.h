@@ -62,6 +62,41 @@ void billing_lease_outage(struct ctl *c, struct ctl_lease *l, int64_t from_ns, i
 enum sl_err billing_can_start(struct ctl *c, const char *tenant, const struct lease_req *r,
 			      struct sl_diag *d) SL_MUST_USE;
 
+/* ---- meters (billing_meter.c): usage that is not a lease's own, for
+ * instances (docs/instances.md): GPU time from running to stop, no-GPU
+ * time, the data disk from creation to release. One usage record per meter
+ * id; a pause is 0 units from its instant on, so every run of an instance is
+ * one record and its invoice lines are their own (lease = the meter id). */
+struct billing_meter {
+	const char *id;                    /* "in-000001.gpu", ".nogpu", ".disk" */
+	const char *tenant, *site, *region; /* price lookup like a lease's */
+	const char *model;                 /* "" for no-gpu and storage */
+	enum plan plan;
+	int units;                         /* GPUs; 1 (no-gpu); GiB (storage) */
+};
+/* Starts metering m at at_ns, or resumes a paused meter (m->units from at_ns
+ * on). False when no price applies at at_ns (nothing is recorded: it runs
+ * free, like a lease no price applies to) or the meter ended; a store
+ * failure marks the turn fatal. */
+bool billing_meter_on(struct ctl *c, const struct billing_meter *m, int64_t at_ns);
+/* Pauses meter id from at_ns on (0 units); nothing when absent or paused. */
+void billing_meter_off(struct ctl *c, const char *id, int64_t at_ns);
+/* Ends meter id at at_ns for good and posts its charge. */
+void billing_meter_end(struct ctl *c, const char *id, int64_t at_ns);
+/* The meter's rated amount up to now in minor units (0: no such meter). */
+int64_t billing_meter_amount(struct ctl *c, const char *id);
+/* Whether meter id counts units now (started, not paused or ended). */
+bool billing_meter_running(struct ctl *c, const char *id);
+/* What m would cost per day at today's price (storage: in the current
+ * calendar month of the billing zone); 0 when no price applies. */
+int64_t billing_meter_per_day(struct ctl *c, const struct billing_meter *m);
+/* The tenant's balance now plus its credit line (INT64_MAX without billing). */
+int64_t billing_available(struct ctl *c, const char *tenant);
+/* When the tenant's grace period ends (ns), 0 when it is not in one. */
+int64_t billing_grace_end_ns(struct ctl *c, const char *tenant);
+/* The billing currency's code. */
+const char *billing_currency(const struct ctl *c);
+
 /* Runs the balance rules and the hourly postings when due; lowers
  * c->next_deadline to its own next check. */
 void billing_tick(struct ctl *c);

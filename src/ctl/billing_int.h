@@ -84,6 +84,17 @@ void billing_next_id(struct ctl *c, const char *prefix, char *buf, size_t n);
 /* Adds price e (refused before now) and stores it. */
 enum sl_err billing_price_add(struct ctl *c, const struct price_entry *e,
 			      struct sl_diag *d) SL_MUST_USE;
+/* The record-keeping steps of billing.c, shared with billing_meter.c (the
+ * instances' meters): a new usage record for id (not yet in the live set),
+ * the live set, one more event (never before the last: clock steps), the
+ * record's row, and the charge of what is rated and not yet posted. */
+struct bill_usage *bill_usage_add(struct ctl *c, const char *id);
+bool bill_live_add(struct ctl_billing *b, int idx);
+void bill_live_del(struct ctl_billing *b, int idx);
+bool bill_usage_push(struct bill_usage *u, int64_t at, enum rating_ev kind, int gpus,
+		     enum rating_end end);
+void bill_usage_save(struct ctl *c, const struct bill_usage *u);
+void bill_post_charge(struct ctl *c, struct bill_usage *u);
 /* Milliseconds of ns. */
 /* The tenant named in the path and visible to the caller (h_billing.c);
  * NULL after answering 404, also for another tenant's. */

@@ -40,6 +40,9 @@ struct ctl_call {
 	 * (token create, agent registration), and the answer's audit entry
 	 * still reads the caller's. */
 	struct ctl_token tok_copy;
+	/* The SHA-256 hex of the session cookie that authenticated the call
+	 * (people.h); "" when a bearer token did. */
+	char session[CTL_HASH_HEX + 1];
 	const char *param[CTL_MAX_PARAMS];
 	char parambuf[CTL_MAX_PARAMS][STORE_MAX_ID + 1];
 	json_t *body; /* the JSON body object for json_body routes */
@@ -69,6 +72,9 @@ bool ctl_put(struct ctl *c, enum store_kind k, const char *id, const char *tenan
 bool ctl_put_text(struct ctl *c, enum store_kind k, const char *id, const char *tenant,
 		  const char *text);
 bool ctl_meta_set(struct ctl *c, const char *key, const char *value);
+/* Deletes row id of kind k in the turn's transaction (a missing row is no
+ * error). */
+bool ctl_delete(struct ctl *c, enum store_kind k, const char *id);
 
 /* ---- body validation ---- */
 enum ctl_ftype { FT_STRING, FT_INT, FT_BOOL, FT_ARRAY, FT_OBJECT };

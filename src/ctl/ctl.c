@@ -24,13 +24,17 @@
 #include "audit_log.h"
 #include "billing.h"
 #include "buf.h"
+#include "console_static.h"
 #include "ctl_int.h"
+#include "events.h"
 #include "ctl_workload.h"
 #include "images.h"
+#include "instances.h"
 #include "jobs.h"
 #include "file.h"
 #include "leader.h"
 #include "log.h"
+#include "people.h"
 #include "tls.h"
 
 #define CTL_MAX_ANSWERS (1 << 20)    /* answers queued in one turn */
@@ -175,6 +179,22 @@ bool ctl_meta_set(struct ctl *c, const char *key, const char *value)
 		return false;
 	if (store_meta_set(c->store, key, value, &d)) {
 		sl_log_error("store write failed", "meta=%s error=%s", key, d.msg);
+		c->fatal = true;
+		return false;
+	}
+	return true;
+}
+
+bool ctl_delete(struct ctl *c, enum store_kind k, const char *id)
+{
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	if (!tx_ensure(c))
+		return false;
+	enum sl_err e = store_delete(c->store, k, id, &d);
+	if (e && e != SL_ENOTFOUND) {
+		sl_log_error("store delete failed", "kind=%s id=%s error=%s", store_kind_name(k), id,
+			     d.msg);
 		c->fatal = true;
 		return false;
 	}
@@ -662,6 +682,8 @@ static void gone_cb(struct http_request *req, void *ctx)
 		if (c->answers[i].req == req)
 			return;
 	jobs_request_gone(c, req); /* a waiting work poll: forgotten before it is freed */
+	events_request_gone(c, req);
+	people_request_gone(c, req); /* a sign-in being checked */
 	http_respond_error(req, SL_EIO, "the controller is stopping", NULL);
 }
 
@@ -722,13 +744,21 @@ static enum sl_err ctl_load(struct ctl *c, const struct ctl_opts *o, struct sl_d
 			return e;
 	}
 	ctl_leases_trim(c);
+	/* Instances before billing: billing leaves their leases' GPU time to them. */
+	struct instances_opts io = {o->instance_retention_s};
+	if ((e = instances_start(c, &io, d)))
+		return e;
 	/* Billing before the scheduler, whose first pass may start leases. */
 	struct billing_opts bo = {o->currency, o->billing_zone,
 				  o->grace_s == 0 ? -1 : o->grace_s < 0 ? 0 : o->grace_s};
 	if ((e = billing_start(c, &bo, d)))
 		return e;
 	struct agents_opts ao = {o->heartbeat_s, o->unreachable_after_s, o->down_after_s};
-	if ((e = agents_start(c, &ao, d)) || (e = jobs_start(c, d)) || (e = images_start(c, d)))
+	struct people_opts po = {o->session_idle_s, o->session_max_s, o->signin_fails_user,
+				 o->signin_fails_source};
+	if ((e = agents_start(c, &ao, d)) || (e = jobs_start(c, d)) || (e = images_start(c, d)) ||
+	    (e = people_start(c, &po, d)) || (e = events_start(c, d)) ||
+	    (e = console_start(c, o->console_dir, d)))
 		return e;
 	/* The scheduler may start waiting leases at once: that is a change to
 	 * commit like any other. */
@@ -829,7 +859,11 @@ void ctl_free(struct ctl *c)
 		ctl_tls_unload();
 	ctl_sched_stop(c);
 	jobs_free(c);
+	instances_free(c);
 	images_free(c);
+	people_free(c);
+	events_free(c);
+	console_free(c);
 	agents_free(c);
 	billing_free(c);
 	for (int i = 0; i < c->nanswers; i++)
@@ -935,7 +969,10 @@ enum sl_err ctl_run(struct ctl *c, int stop_fd, struct sl_diag *d)
 		c->next_deadline = audit_log_tick(c, ctl_expire(c));
 		billing_tick(c);
 		agents_tick(c);
+		instances_tick(c);
 		jobs_tick(c);
+		people_tick(c);
+		events_tick(c);
 		flush = c->nanswers > 0;
 		/* a leader past its fence deadline (stopped, stalled) answers nobody */
 		if ((e = leader_check(c, d)))

@@ -51,6 +51,14 @@ struct ctl_opts {
 					allows; < 0: none at all (tests: a queue
 					that cannot grow, as when out of memory) */
 	const char *placement;       /* "frag" (NULL: the default) or "bestfit" */
+	/* The console (docs/console.md): its files (NULL: found, console_static.h),
+	 * sessions' idle and absolute lifetimes (0: 12 h, 7 d) and failed sign-ins
+	 * allowed per minute per user and per source address (0: 5, 20). */
+	const char *console_dir;
+	int64_t session_idle_s, session_max_s;
+	int signin_fails_user, signin_fails_source;
+	int64_t instance_retention_s; /* a stopped instance whose tenant stays below
+					 zero is released after; 0: 15 days */
 };
 #define CTL_MAX_NOTICE_S (7LL * 86400) /* bound on --preempt-notice */
 #define CTL_MAX_GRACE_S (30 * 86400)   /* bound on --grace */

@@ -73,7 +73,11 @@ struct ctl {
 	struct ctl_billing *billing; /* prices, usage, ledger (billing.h); NULL until started */
 	struct ctl_agents *agents;   /* node agents (agents.h); NULL until started */
 	struct ctl_jobs *jobs;       /* jobs on leases (jobs.h); NULL until started */
+	struct ctl_instances *instances; /* instances and SSH keys (instances.h); NULL until started */
 	struct ctl_leader *leader;   /* leadership on a shared store (leader.h); NULL: none */
+	struct ctl_people *people;   /* users and sessions (people.h); NULL until started */
+	struct ctl_events *events;   /* the long poll of state changes (events.h) */
+	char *console_dir;           /* the console's files (console_static.h); NULL: none */
 };
 
 /* Lease at index i (seq - 1), NULL when evicted. Live leases are never evicted. */

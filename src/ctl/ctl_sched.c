@@ -182,6 +182,31 @@ enum sl_err ctl_sched_submit(struct ctl *c, struct ctl_lease *l, struct sl_diag 
 	return ctl_sched_check(c, e, "sched_submit");
 }
 
+enum sl_err ctl_sched_place_now(struct ctl *c, struct ctl_lease *l, const struct placement *pl,
+				struct sl_diag *d)
+{
+	struct place_request pr;
+	struct sched_spec sp;
+	spec_of(l, &pr, &sp);
+	/* A running lease from now with this placement: what a restore does
+	 * (claimed here, counted in fair share; no pass, no events), then the
+	 * start as the STARTED event would apply it. */
+	struct sched_restore r = {&sp, c->now_ns, pl, c->now_ns, 0};
+	enum sl_err e = sched_restore(c->sched, l->seq, &r, d);
+	if (e)
+		return e;
+	struct sched_event ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.type = SCHED_EV_STARTED;
+	ev.id = l->seq;
+	ev.at_ns = c->now_ns;
+	ev.placement = *pl; /* borrowed: ev_started copies it */
+	ev.gpus = l->gpus;
+	ev_started(c, l, &ev);
+	ctl_lease_save(c, l);
+	return SL_OK;
+}
+
 static enum sl_err set_quotas(struct ctl *c, const struct ctl_tenant *t, struct sl_diag *d)
 {
 	const char *model;

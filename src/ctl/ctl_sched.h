@@ -26,6 +26,14 @@ void ctl_sched_events(struct ctl *c);
 enum sl_err ctl_sched_check(struct ctl *c, enum sl_err e, const char *what);
 /* Submits lease l (SL_OK: started or queued, events applied). */
 enum sl_err ctl_sched_submit(struct ctl *c, struct ctl_lease *l, struct sl_diag *d) SL_MUST_USE;
+/* Starts lease l (pending, not yet known to the scheduler) now on placement
+ * pl, which the caller chose (an instance pinned to its home nodes): claimed
+ * and counted like any running lease, then started as a STARTED event
+ * would (history, hooks, row). Quotas are not checked (sched_restore).
+ * Errors: nothing changed. */
+struct placement;
+enum sl_err ctl_sched_place_now(struct ctl *c, struct ctl_lease *l, const struct placement *pl,
+				struct sl_diag *d) SL_MUST_USE;
 enum sl_err ctl_sched_tenant(struct ctl *c, const struct ctl_tenant *t, struct sl_diag *d) SL_MUST_USE;
 enum sl_err ctl_sched_reserve(struct ctl *c, const struct ctl_resv *r, struct sl_diag *d) SL_MUST_USE;
 /* Position and reason of a pending lease in the scheduler's queue. */

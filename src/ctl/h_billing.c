@@ -16,6 +16,7 @@
 #include "billing_int.h"
 #include "catalog.h"
 #include "ctl_int.h"
+#include "instances.h"
 #include "invoice.h"
 #include "log.h"
 
@@ -121,10 +122,13 @@ void h_price_set(struct ctl_call *call)
 		ctl_answer_error(call, SL_EINVAL, msg, "suanlid serve --currency sets it");
 		return;
 	}
-	if (plan == PLAN_HOSTING) {
+	if (!plan_has_model(plan)) {
 		if (model) {
-			ctl_answer_error(call, SL_EINVAL, "a hosting fee is per server, not per GPU model",
-					 "leave out 'model' with plan hosting");
+			snprintf(msg, sizeof(msg), "a %s price is per %s, not per GPU model",
+				 plan_name(plan), plan == PLAN_HOSTING ? "server"
+						  : plan == PLAN_STORAGE ? "GiB-month of data disk"
+									 : "instance-hour");
+			ctl_answer_error(call, SL_EINVAL, msg, "leave out 'model' with this plan");
 			return;
 		}
 		model = "";
@@ -308,8 +312,15 @@ void h_credit_line(struct ctl_call *call)
 void h_balance(struct ctl_call *call)
 {
 	const struct ctl_tenant *t = billing_path_tenant(call, call->param[0]);
-	if (t)
-		ctl_answer_json(call, 200, balance_json(call->ctl, t->name));
+	if (!t)
+		return;
+	json_t *o = balance_json(call->ctl, t->name);
+	/* What its instances still cost, stopped ones included (instances.h). */
+	json_t *in = o ? instances_balance_json(call->ctl, t->name) : NULL;
+	if (in)
+		json_object_update(o, in);
+	json_decref(in);
+	ctl_answer_json(call, 200, o);
 }
 
 /* ---- invoices, usage, revenue ---- */

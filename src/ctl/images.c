@@ -14,6 +14,9 @@
 struct ctl_image {
 	char name[IMAGE_NAME_MAX + 1];
 	char ref[IMAGE_REF_MAX + 1];
+	char description[IMAGE_DESC_MAX + 1]; /* what a renter chooses by ("": none) */
+	char cuda[IMAGE_VERSION_MAX + 1];     /* CUDA version inside ("12.4", "": unknown) */
+	char min_driver[IMAGE_VERSION_MAX + 1]; /* the NVIDIA driver it needs ("": any) */
 	bool dflt;
 	int64_t created_ns;
 };
@@ -36,8 +39,38 @@ static bool ref_ok(const char *s)
 
 static json_t *image_json(const struct ctl_image *im)
 {
-	return json_pack("{s:s, s:s, s:b, s:o}", "name", im->name, "ref", im->ref, "default",
-			 im->dflt, "created_at", ctl_time_json(im->created_ns));
+	return json_pack("{s:s, s:s, s:b, s:s, s:s, s:s, s:o}", "name", im->name, "ref", im->ref,
+			 "default", im->dflt, "description", im->description, "cuda", im->cuda,
+			 "min_driver", im->min_driver, "created_at", ctl_time_json(im->created_ns));
+}
+
+/* "12.4", "550.54.14": digits and dots, starting and ending with a digit. */
+static bool version_ok(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	if (n == 0 || n > IMAGE_VERSION_MAX || s[0] == '.' || s[n - 1] == '.')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!(s[i] >= '0' && s[i] <= '9') && !(s[i] == '.' && s[i + 1] != '.'))
+			return false;
+	return true;
+}
+
+static bool text_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n > IMAGE_DESC_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < ' ' || s[i] == 0x7f)
+			return false;
+	return true;
+}
+
+static void copy_field(char *dst, size_t n, const json_t *o, const char *k)
+{
+	const char *v = json_string_value(json_object_get(o, k));
+	snprintf(dst, n, "%s", v ? v : "");
 }
 
 static struct ctl_image *find(const struct ctl_images *is, const char *name)
@@ -71,6 +104,9 @@ static enum sl_err load_row(void *arg, const char *id, const char *tenant, const
 		snprintf(im->name, sizeof(im->name), "%s", name);
 		snprintf(im->ref, sizeof(im->ref), "%s", ref);
 		im->dflt = json_is_true(json_object_get(o, "default"));
+		copy_field(im->description, sizeof(im->description), o, "description");
+		copy_field(im->cuda, sizeof(im->cuda), o, "cuda");
+		copy_field(im->min_driver, sizeof(im->min_driver), o, "min_driver");
 		if (!at || !ctl_time_parse(at, &im->created_ns))
 			im->created_ns = 0;
 	}
@@ -108,14 +144,37 @@ enum sl_err images_resolve(const struct ctl *c, const char *name, char *ref, cha
 	return name && name[0] ? SL_ENOTFOUND : SL_OK;
 }
 
+void images_min_driver(const struct ctl *c, const char *name, char *out, size_t n)
+{
+	const struct ctl_images *is = c->images;
+	const struct ctl_image *im = is && name ? find(is, name) : NULL;
+	snprintf(out, n, "%s", im ? im->min_driver : "");
+}
+
 void h_image_add(struct ctl_call *call)
 {
 	static const struct ctl_field fields[] = {
-		{"name", FT_STRING, true}, {"ref", FT_STRING, true}, {"default", FT_BOOL, false}};
+		{"name", FT_STRING, true},         {"ref", FT_STRING, true},
+		{"default", FT_BOOL, false},       {"description", FT_STRING, false},
+		{"cuda", FT_STRING, false},        {"min_driver", FT_STRING, false}};
 	struct ctl *c = call->ctl;
 	struct ctl_images *is = c->images;
-	if (!ctl_check_fields(call, call->body, fields, 3, "an image"))
+	if (!ctl_check_fields(call, call->body, fields, sizeof(fields) / sizeof(fields[0]), "an image"))
 		return;
+	const char *desc = json_string_value(json_object_get(call->body, "description"));
+	const char *cuda = json_string_value(json_object_get(call->body, "cuda"));
+	const char *drv = json_string_value(json_object_get(call->body, "min_driver"));
+	if (desc && !text_ok(desc)) {
+		ctl_answer_error(call, SL_EINVAL, "field 'description' must be one line of at most 200 characters", NULL);
+		return;
+	}
+	if ((cuda && !version_ok(cuda)) || (drv && !version_ok(drv))) {
+		ctl_answer_error(call, SL_EINVAL,
+				 cuda && !version_ok(cuda) ? "field 'cuda' must be a version such as 12.4"
+							  : "field 'min_driver' must be a driver version such as 550.54.14",
+				 "digits and dots; nvidia-smi shows a node's driver version");
+		return;
+	}
 	const char *name = json_string_value(json_object_get(call->body, "name"));
 	const char *ref = json_string_value(json_object_get(call->body, "ref"));
 	bool dflt = json_is_true(json_object_get(call->body, "default"));
@@ -149,6 +208,12 @@ void h_image_add(struct ctl_call *call)
 		im->created_ns = c->now_ns;
 	}
 	snprintf(im->ref, sizeof(im->ref), "%s", ref);
+	if (desc)
+		snprintf(im->description, sizeof(im->description), "%s", desc);
+	if (cuda)
+		snprintf(im->cuda, sizeof(im->cuda), "%s", cuda);
+	if (drv)
+		snprintf(im->min_driver, sizeof(im->min_driver), "%s", drv);
 	im->dflt = dflt || (im->dflt && !json_object_get(call->body, "default"));
 	ctl_put(c, STORE_IMAGES, im->name, NULL, image_json(im));
 	sl_log_info("image added", "image=%s ref=%s default=%d by=%s", im->name, im->ref,

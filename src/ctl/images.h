@@ -11,12 +11,15 @@
 #define SL_CTL_IMAGES_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "err.h"
 
 #define IMAGES_MAX 256          /* catalog entries */
 #define IMAGE_NAME_MAX 63       /* [A-Za-z0-9._-], like tenant names */
 #define IMAGE_REF_MAX 511       /* a podman reference: printable, no spaces */
+#define IMAGE_DESC_MAX 200      /* one line a renter chooses by */
+#define IMAGE_VERSION_MAX 31    /* "12.4", "550.54.14" */
 
 struct ctl;
 struct ctl_call;
@@ -31,6 +34,9 @@ void images_free(struct ctl *c);
  * SL_ENOTFOUND for an unknown name; SL_OK with ref "" when no name was given
  * and there is no default (the agent's own --image then decides). */
 enum sl_err images_resolve(const struct ctl *c, const char *name, char *ref, char *used) SL_MUST_USE;
+
+/* The driver version image name needs ("" none, or no such image) into out. */
+void images_min_driver(const struct ctl *c, const char *name, char *out, size_t n);
 
 void h_image_add(struct ctl_call *call);
 void h_image_list(struct ctl_call *call);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "agents.h"
+#include "instances.h"
 #include "jobs_int.h"
 #include "log.h"
 
@@ -71,7 +72,11 @@ static void job_items(struct ctl *c, const struct job *j, const char *node, json
 					 "state", state, "argv", j->argv, "env", env, "gpus", gpus, "nics",
 					 nics, "restart", job_restart_name(j->restart), "stop_grace_s",
 					 j->stop_grace_s);
-		if (item && j->image_ref[0])
+		/* inside an instance: the agent runs it in the instance's
+		 * container on this node (podman exec), not a container of its own */
+		if (item && j->instance[0])
+			json_object_set_new(item, "instance", json_string(j->instance));
+		if (item && j->image_ref[0] && !j->instance[0])
 			json_object_set_new(item, "image", json_string(j->image_ref));
 		json_array_append_new(items, item);
 	}
@@ -85,8 +90,10 @@ json_t *job_work_doc(struct ctl *c, struct job_node *n)
 	const struct job *j;
 	for (int k = 0; items && (j = jobs_live_next(c, &k));)
 		job_items(c, j, n->name, items);
-	return json_pack("{s:I, s:o}", "version", (json_int_t)n->version, "work",
-			 items ? items : json_array());
+	/* Instances (instances.h): the containers this node keeps. */
+	json_t *inst = instances_work_items(c, n->name);
+	return json_pack("{s:I, s:o, s:o}", "version", (json_int_t)n->version, "work",
+			 items ? items : json_array(), "instances", inst ? inst : json_array());
 }
 
 static void answer_req(struct ctl *c, struct job_node *n, struct http_request *req)

@@ -37,6 +37,9 @@ struct http_request;
 void jobs_request_gone(struct ctl *c, struct http_request *req);
 /* The tenant of job id (for the audit), NULL when there is no such job. */
 const char *jobs_tenant(struct ctl *c, const char *id);
+/* Something node is told besides jobs (instances) changed: a new work
+ * version, its waiting polls answered this turn. */
+void jobs_node_changed(struct ctl *c, const char *node);
 /* The node's work version (for the register answer). */
 int64_t jobs_work_version(const struct ctl *c, int node);
 

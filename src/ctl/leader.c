@@ -8,13 +8,19 @@
  * - a standby polls every LEADER_POLL_MS: it takes over at once when the
  *   leader's session has ended (killed process: the server drops its lock),
  *   and after L when the leader stopped renewing while its session lives.
- * The standby's answers are built here and sent at once: it has no state. */
+ * The standby's answers are built here and sent at once: it has no state.
+ * Its steps (connecting, trying to lead) run on a worker thread, one at a
+ * time, on a copy of the standby's state: a connection attempt that hangs (up
+ * to the URL's connect_timeout) never holds up its answers, /healthz
+ * included. The loop takes the step's result back when the worker is done. */
 #include "leader.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,6 +161,55 @@ static enum sl_err standby_step(struct standby *sb, bool *won, struct sl_diag *d
 	return SL_OK;
 }
 
+/* One standby step on the worker thread (see the head of this file). */
+struct step_job {
+	struct standby w; /* the standby's state, the worker's while it runs */
+	bool won, busy;
+	enum sl_err e;
+	struct sl_diag d;
+	int wake[2]; /* the worker writes a byte to wake[1] when done */
+	pthread_t t;
+};
+
+static void *step_run(void *arg)
+{
+	struct step_job *j = arg;
+	j->won = false;
+	sl_diag_clear(&j->d);
+	j->e = standby_step(&j->w, &j->won, &j->d);
+	char one = 1;
+	while (write(j->wake[1], &one, 1) < 0 && errno == EINTR)
+		;
+	return NULL;
+}
+
+/* Starts a step on a copy of sb. SL_EIO when no thread can be started. */
+static enum sl_err step_start(struct step_job *j, const struct standby *sb, struct sl_diag *d)
+{
+	j->w = *sb;
+	int r = pthread_create(&j->t, NULL, step_run, j);
+	if (r)
+		return sl_diag_set(d, SL_EIO, "cannot start the standby's worker thread: %s", strerror(r));
+	j->busy = true;
+	return SL_OK;
+}
+
+/* The worker woke the loop: takes its state back into sb. */
+static void step_finish(struct step_job *j, struct standby *sb, bool *won, enum sl_err *e,
+			struct sl_diag *d)
+{
+	char buf[16];
+	while (read(j->wake[0], buf, sizeof(buf)) < 0 && errno == EINTR)
+		;
+	pthread_join(j->t, NULL);
+	j->busy = false;
+	*sb = j->w;
+	*won = j->won;
+	*e = j->e;
+	if (j->e)
+		*d = j->d;
+}
+
 /* stop_fd is readable: true to stop (SIGTERM, SIGINT); SIGHUP reloads the
  * TLS certificate, as on a leader (ctl_stop_or_reload). */
 static bool standby_stop_or_reload(bool tls, int stop_fd)
@@ -200,18 +255,30 @@ enum sl_err leader_standby(const struct leader_cfg *cfg, const struct ctl_opts *
 		store_close(sb.store);
 		return e;
 	}
+	struct step_job job = {.wake = {-1, -1}};
+	if (pipe(job.wake) || fcntl(job.wake[0], F_SETFL, O_NONBLOCK) ||
+	    fcntl(job.wake[0], F_SETFD, FD_CLOEXEC) || fcntl(job.wake[1], F_SETFD, FD_CLOEXEC)) {
+		e = sl_diag_set(d, SL_EIO, "pipe: %s", strerror(errno));
+		http_server_free(h);
+		store_close(sb.store);
+		return e;
+	}
 	int64_t next = mono_ns() + (int64_t)LEADER_POLL_MS * 1000000, watched = mono_ns();
 	while (!e && !won) {
-		struct pollfd p[2] = {{http_server_fd(h), POLLIN, 0}, {stop_fd, POLLIN, 0}};
+		struct pollfd p[3] = {{http_server_fd(h), POLLIN, 0},
+				      {job.wake[0], POLLIN, 0},
+				      {stop_fd, POLLIN, 0}};
 		int64_t ms = (next - mono_ns()) / 1000000 + 1;
 		int tmo = http_server_timeout_ms(h);
-		if (tmo < 0 || ms < tmo)
-			tmo = ms < 0 ? 0 : (int)ms;
-		if (poll(p, stop_fd >= 0 ? 2 : 1, tmo) < 0 && errno != EINTR) {
+		if (job.busy)
+			ms = -1; /* the worker's byte wakes us */
+		if (ms >= 0 && (tmo < 0 || ms < tmo))
+			tmo = (int)ms;
+		if (poll(p, stop_fd >= 0 ? 3 : 2, tmo) < 0 && errno != EINTR) {
 			e = sl_diag_set(d, SL_EIO, "poll: %s", strerror(errno));
 			break;
 		}
-		if (stop_fd >= 0 && (p[1].revents & POLLIN) && standby_stop_or_reload(tls, stop_fd))
+		if (stop_fd >= 0 && (p[2].revents & POLLIN) && standby_stop_or_reload(tls, stop_fd))
 			break;
 		if (http_server_run(h))
 			sl_log_error("http server error (standby)", NULL);
@@ -219,11 +286,27 @@ enum sl_err leader_standby(const struct leader_cfg *cfg, const struct ctl_opts *
 			watched = mono_ns();
 			(void)ctl_tls_reload_if_changed(); /* a renewed certificate (tls renew) */
 		}
-		if (mono_ns() >= next) {
-			e = standby_step(&sb, &won, d);
+		if (job.busy && (p[1].revents & POLLIN)) {
+			step_finish(&job, &sb, &won, &e, d);
 			next = mono_ns() + (int64_t)(sb.store ? LEADER_POLL_MS : LEADER_RECONNECT_MS) * 1000000;
+		} else if (!job.busy && mono_ns() >= next) {
+			e = step_start(&job, &sb, d);
 		}
 	}
+	if (job.busy) {
+		/* stopping while a step runs: wait for it (at most the URL's
+		 * connect_timeout), so its store is ours to close */
+		enum sl_err se;
+		bool w;
+		struct pollfd p = {job.wake[0], POLLIN, 0};
+		while (poll(&p, 1, -1) < 0 && errno == EINTR)
+			;
+		step_finish(&job, &sb, &w, &se, d);
+		/* asked to stop: even a step that won does not lead (closing its
+		 * store below ends the session, which frees the lock) */
+	}
+	close(job.wake[0]);
+	close(job.wake[1]);
 	http_server_free(h);
 	if (won && !e) {
 		*out = sb.store;

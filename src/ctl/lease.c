@@ -12,6 +12,8 @@
 #include "billing.h"
 #include "buf.h"
 #include "ctl_int.h"
+#include "events.h"
+#include "instances.h"
 #include "jobs.h"
 #include "log.h"
 
@@ -371,6 +373,11 @@ static void hook_jobs(struct ctl *c, const struct lease_change *ch)
 	jobs_lease_changed(c, ch->lease); /* ranks stop where the lease no longer runs */
 }
 
+static void hook_instances(struct ctl *c, const struct lease_change *ch)
+{
+	instances_lease_changed(c, ch->lease); /* an instance whose lease ended stops */
+}
+
 /* Who hears of a lease change, in this order. Why the order:
  * 1. audit: the scheduler's own change is recorded first, so in the turn's
  *    transaction its entry comes before the rows its consequences write, and
@@ -381,12 +388,25 @@ static void hook_jobs(struct ctl *c, const struct lease_change *ch)
  *    failed write makes the turn fatal, which the hooks after it check.
  * 3. jobs: ranks on GPUs the lease no longer holds stop and an ended lease's
  *    jobs are cancelled; it only reads the lease, so nothing above depends
- *    on it. New observers (instances, the console) go after it unless they
- *    must see the change before money or work does. */
+ *    on it. New observers (the console) go after it unless they must see
+ *    the change before money or work does.
+ * 4. instances: an instance whose lease ended (a balance stop, preemption,
+ *    a node lost, a release from the lease API) stops, its GPU time ending
+ *    at the lease's end; billing (2.) meters none of an instance's lease,
+ *    whose GPU time the instance meters from "running".
+ * 5. events: the console's live views and --watch see the change last. */
+/* The console's live views and --watch (events.h). */
+static void hook_events(struct ctl *c, const struct lease_change *ch)
+{
+	events_emit(c, "lease", ch->lease->id, lease_state_name(ch->lease->state), ch->lease->tenant);
+}
+
 static const struct lease_hook lease_hooks[] = {
 	{"audit", hook_audit},
 	{"billing", hook_billing},
 	{"jobs", hook_jobs},
+	{"instances", hook_instances},
+	{"events", hook_events},
 };
 
 const struct lease_hook *ctl_lease_hooks(size_t *n)

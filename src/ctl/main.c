@@ -19,14 +19,17 @@
 #include "ctl.h"
 #include "file.h"
 #include "http.h"
+#include "instances.h"
 #include "leader.h"
 #include "log.h"
+#include "people.h"
 #include "store.h"
 #include "store_copy.h"
 #include "tls.h"
 
 /* Long options without a one-letter form. */
-enum { OPT_TLS = 0x100, OPT_NO_TLS, OPT_TLS_SAN, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA };
+enum { OPT_TLS = 0x100, OPT_NO_TLS, OPT_TLS_SAN, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA,
+       OPT_CONSOLE, OPT_SES_IDLE, OPT_SES_MAX, OPT_FAILS_USER, OPT_FAILS_SRC };
 
 #define CONFIG_MAX_FILE (64u << 10) /* bound on a config file */
 #define CONFIG_MAX_LINE 1024        /* bound on one config line */
@@ -43,6 +46,9 @@ static const char usage[] =
 	"                     [--grace SECS] [--heartbeat SECS] [--unreachable-after SECS]\n"
 	"                     [--down-after SECS] [--max-connections N]\n"
 	"                     [--placement frag|bestfit] [--tls | --no-tls]\n"
+	"                     [--console DIR] [--session-idle SECS] [--session-max SECS]\n"
+	"                     [--signin-fails N] [--signin-fails-source N]\n"
+	"                     [--instance-retention DURATION]\n"
 	"       suanlid store copy --from DIR --to postgres://...\n"
 	"       suanlid routes --json\n\n"
 	"The suanli controller. 'init' creates a data directory with its store and\n"
@@ -84,6 +90,14 @@ static const char usage[] =
 	"                     preempt-notice, keep-ended, currency, billing-zone,\n"
 	"                     grace, heartbeat, unreachable-after, down-after,\n"
 	"                     max-connections, placement); command-line options win\n"
+	"  --console DIR      the web console's files, served at / and /console/\n"
+	"                     (default: the source tree's console/ when there, else\n"
+	"                     the installed share/suanli/console; docs/console.md)\n"
+	"  --session-idle SECS  a console session unused this long ends (default\n"
+	"                     43200, 12 h)\n"
+	"  --session-max SECS  ... and this long after sign-in (default 604800, 7 d)\n"
+	"  --signin-fails N   failed sign-ins per user per minute before 429 (default 5)\n"
+	"  --signin-fails-source N  ... per source address (default 20)\n"
 	"  --placement POLICY  frag (default: fragmentation-aware, for the workload\n"
 	"                     learned from recent requests) or bestfit\n"
 	"  --log-level LEVEL  debug, info, warn or error (default info)\n"
@@ -95,6 +109,9 @@ static const char usage[] =
 	"                     Asia/Shanghai, UTC+08:00)\n"
 	"  --grace SECS       how long leases keep running once a tenant's balance\n"
 	"                     runs out (default 600; 0: none)\n"
+	"  --instance-retention DURATION  a stopped instance whose tenant's balance\n"
+	"                     stays below zero is released (data deleted) after this\n"
+	"                     (default 15d; 90s, 30m, 12h, 15d)\n"
 	"  --heartbeat SECS   interval agents are told to report at (default 5)\n"
 	"  --unreachable-after SECS  a node whose agent is silent this long takes no\n"
 	"                     new leases (default 15)\n"
@@ -133,6 +150,8 @@ struct settings {
 	char *maxconn;                 /* HTTP */
 	char *store, *advertise, *lease, *from, *to; /* HA (docs/ha.md) */
 	char *placement;               /* frag | bestfit */
+	char *console, *ses_idle, *ses_max, *fails_user, *fails_src; /* the console */
+	char *retention;               /* instances (docs/instances.md) */
 	int simulate; /* -1 unset */
 	int tls;      /* 0 auto, 1 --tls, -1 --no-tls */
 	struct ctl_tls_init ti;
@@ -145,6 +164,8 @@ static void settings_free(struct settings *s)
 	free(s->hb), free(s->unreach), free(s->down), free(s->maxconn);
 	free(s->store), free(s->advertise), free(s->lease), free(s->from), free(s->to);
 	free(s->placement);
+	free(s->console), free(s->ses_idle), free(s->ses_max), free(s->fails_user), free(s->fails_src);
+	free(s->retention);
 }
 
 static char *trim(char *s)
@@ -212,7 +233,13 @@ static int read_config(const char *path, struct settings *s)
 			      !strcmp(k, "store") ? &s->store :
 			      !strcmp(k, "advertise") ? &s->advertise :
 			      !strcmp(k, "lease") ? &s->lease :
-			      !strcmp(k, "placement") ? &s->placement : NULL;
+			      !strcmp(k, "placement") ? &s->placement :
+			      !strcmp(k, "console") ? &s->console :
+			      !strcmp(k, "session-idle") ? &s->ses_idle :
+			      !strcmp(k, "session-max") ? &s->ses_max :
+			      !strcmp(k, "signin-fails") ? &s->fails_user :
+			      !strcmp(k, "signin-fails-source") ? &s->fails_src :
+			      !strcmp(k, "instance-retention") ? &s->retention : NULL;
 		if (slot) {
 			if (!*slot && !(*slot = strdup(v)))
 				rc = -1;
@@ -225,7 +252,7 @@ static int read_config(const char *path, struct settings *s)
 				s->simulate = b;
 			}
 		} else {
-			fprintf(stderr, "suanlid: %s:%d: unknown key '%s'\n  hint: keys are data, listen, fleet, simulate, log-level, preempt-notice, keep-ended, currency, billing-zone, grace, heartbeat, unreachable-after, down-after, max-connections, store, advertise, lease, placement\n",
+			fprintf(stderr, "suanlid: %s:%d: unknown key '%s'\n  hint: keys are data, listen, fleet, simulate, log-level, preempt-notice, keep-ended, currency, billing-zone, grace, heartbeat, unreachable-after, down-after, max-connections, store, advertise, lease, placement, console, session-idle, session-max, signin-fails, signin-fails-source, instance-retention\n",
 				path, line, k);
 			rc = -1;
 		}
@@ -461,6 +488,19 @@ static int cmd_serve(struct settings *s)
 		}
 		o.grace_s = v ? v : -1;
 	}
+	if (s->retention) {
+		/* a number of seconds, or with one unit: 90s, 30m, 12h, 15d */
+		char *end;
+		long long v = strtoll(s->retention, &end, 10);
+		long long mul = !*end ? 1 : !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60
+				: !strcmp(end, "h") ? 3600 : !strcmp(end, "d") ? 86400 : 0;
+		if (end == s->retention || !mul || v < 1 || v > INSTANCES_RETENTION_MAX_S / mul) {
+			fprintf(stderr, "suanlid: --instance-retention must be a duration such as 15d, 12h or 3600 (seconds), at most 3650d\n");
+			close(sfd);
+			return 2;
+		}
+		o.instance_retention_s = v * mul;
+	}
 	/* Agents' lifecycle (docs/agents.md). */
 	const char *const anames[3] = {"--heartbeat", "--unreachable-after", "--down-after"};
 	const char *const avals[3] = {s->hb, s->unreach, s->down};
@@ -498,6 +538,28 @@ static int cmd_serve(struct settings *s)
 		close(sfd);
 		return 2;
 	}
+	/* The console (docs/console.md). */
+	o.console_dir = s->console;
+	const char *const pnames[4] = {"--session-idle", "--session-max", "--signin-fails",
+				       "--signin-fails-source"};
+	const char *const pvals[4] = {s->ses_idle, s->ses_max, s->fails_user, s->fails_src};
+	const long long pmax[4] = {PEOPLE_SESSION_MAX_S, PEOPLE_SESSION_MAX_S, 100000, 100000};
+	long long pv[4] = {0, 0, 0, 0};
+	for (int i = 0; i < 4; i++) {
+		char *end;
+		if (!pvals[i])
+			continue;
+		pv[i] = strtoll(pvals[i], &end, 10);
+		if (end == pvals[i] || *end || pv[i] < 1 || pv[i] > pmax[i]) {
+			fprintf(stderr, "suanlid: %s must be 1..%lld\n", pnames[i], pmax[i]);
+			close(sfd);
+			return 2;
+		}
+	}
+	o.session_idle_s = pv[0];
+	o.session_max_s = pv[1];
+	o.signin_fails_user = (int)pv[2];
+	o.signin_fails_source = (int)pv[3];
 	raise_fd_limit(o.max_connections ? o.max_connections : HTTP_MAX_CONNECTIONS);
 	struct leader_cfg lc = {0};
 	char name[STORE_MAX_ID + 1], adv[STORE_MAX_LEADER_URL + 1];
@@ -610,11 +672,17 @@ int main(int argc, char **argv)
 		{"from", required_argument, NULL, 'F'},
 		{"to", required_argument, NULL, 'T'},
 		{"placement", required_argument, NULL, 'P'},
+		{"instance-retention", required_argument, NULL, 'R'},
 		{"tls", no_argument, NULL, OPT_TLS},          {"no-tls", no_argument, NULL, OPT_NO_TLS},
 		{"tls-san", required_argument, NULL, OPT_TLS_SAN},
 		{"tls-cert", required_argument, NULL, OPT_TLS_CERT},
 		{"tls-key", required_argument, NULL, OPT_TLS_KEY},
 		{"tls-ca", required_argument, NULL, OPT_TLS_CA},
+		{"console", required_argument, NULL, OPT_CONSOLE},
+		{"session-idle", required_argument, NULL, OPT_SES_IDLE},
+		{"session-max", required_argument, NULL, OPT_SES_MAX},
+		{"signin-fails", required_argument, NULL, OPT_FAILS_USER},
+		{"signin-fails-source", required_argument, NULL, OPT_FAILS_SRC},
 		{"json", no_argument, NULL, 'j'},         {"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0}};
 	struct settings s = {.simulate = -1};
@@ -660,6 +728,7 @@ int main(int argc, char **argv)
 		case 'N': slot = &s.notice; break;
 		case 'K': slot = &s.keep; break;
 		case 'P': slot = &s.placement; break;
+		case 'R': slot = &s.retention; break;
 		case 'C': slot = &s.currency; break;
 		case 'Z': slot = &s.zone; break;
 		case 'G': slot = &s.grace; break;
@@ -686,6 +755,11 @@ int main(int argc, char **argv)
 		case OPT_TLS_CERT: s.ti.cert = optarg; break;
 		case OPT_TLS_KEY: s.ti.key = optarg; break;
 		case OPT_TLS_CA: s.ti.ca = optarg; break;
+		case OPT_CONSOLE: slot = &s.console; break;
+		case OPT_SES_IDLE: slot = &s.ses_idle; break;
+		case OPT_SES_MAX: slot = &s.ses_max; break;
+		case OPT_FAILS_USER: slot = &s.fails_user; break;
+		case OPT_FAILS_SRC: slot = &s.fails_src; break;
 		case 'c': config = optarg; break;
 		case 'j': break;
 		case 'h':

@@ -20,9 +20,13 @@
 #include "billing.h"
 #include "ctl_int.h"
 #include "images.h"
+#include "instances.h"
 #include "jobs.h"
 #include "json_limits.h"
 #include "log.h"
+#include "console_static.h"
+#include "events.h"
+#include "people.h"
 
 #define R_ALL_BUT_AGENT                                                                     \
 	(CTL_ROLE_BIT(CTL_ROLE_ADMIN) | CTL_ROLE_BIT(CTL_ROLE_OPERATOR) |                   \
@@ -56,6 +60,21 @@ static const struct ctl_route routes[] = {
 	 false, false, h_token_list},
 	{"DELETE", "/v1/tokens/{id}", "token_revoke", true,
 	 R_PROVIDER | CTL_ROLE_BIT(CTL_ROLE_TENANT_ADMIN), true, false, h_token_revoke},
+	/* people who sign in (people.h, users.c, sessions.c; docs/console.md) */
+	{"POST", "/v1/users", "user_create", true, R_PROVIDER | CTL_ROLE_BIT(CTL_ROLE_TENANT_ADMIN),
+	 true, true, h_user_create},
+	{"GET", "/v1/users", "user_list", true, R_AUDIT | CTL_ROLE_BIT(CTL_ROLE_TENANT_ADMIN), false,
+	 false, h_user_list},
+	{"DELETE", "/v1/users/{name}", "user_remove", true,
+	 R_PROVIDER | CTL_ROLE_BIT(CTL_ROLE_TENANT_ADMIN), true, false, h_user_remove},
+	{"POST", "/v1/users/{name}/password", "user_passwd", true, R_ALL_BUT_AGENT, true, true,
+	 h_user_passwd},
+	{"POST", "/v1/sessions", "session_create", false, 0, true, true, h_session_create},
+	{"GET", "/v1/session", "session_show", true, R_ALL_BUT_AGENT, false, false, h_session_show},
+	{"DELETE", "/v1/session", "session_delete", true, R_ALL_BUT_AGENT, true, false,
+	 h_session_delete},
+	/* state changes as a long poll (events.h) */
+	{"GET", "/v1/events", "events", true, R_ALL_BUT_AGENT, false, false, h_events},
 	{"POST", "/v1/leases", "lease_create", true, R_LEASE_WRITE, true, true, h_lease_create},
 	{"GET", "/v1/leases", "lease_list", true, R_ALL_BUT_AGENT, false, false, h_lease_list},
 	{"GET", "/v1/leases/{id}", "lease_show", true, R_ALL_BUT_AGENT, false, false, h_lease_show},
@@ -70,6 +89,29 @@ static const struct ctl_route routes[] = {
 	{"GET", "/v1/jobs/{id}", "job_show", true, R_ALL_BUT_AGENT, false, false, h_job_show},
 	{"POST", "/v1/jobs/{id}/cancel", "job_cancel", true, R_LEASE_WRITE, true, true, h_job_cancel},
 	{"GET", "/v1/jobs/{id}/logs", "job_logs", true, R_ALL_BUT_AGENT, false, false, h_job_logs},
+	/* instances (instances.h, h_instances.c, ssh_keys.c, instance_migrate.c) */
+	{"POST", "/v1/instances", "instance_create", true, R_LEASE_WRITE, true, true, h_instance_create},
+	{"GET", "/v1/instances", "instance_list", true, R_ALL_BUT_AGENT, false, false, h_instance_list},
+	{"GET", "/v1/instances/{id}", "instance_show", true, R_ALL_BUT_AGENT, false, false,
+	 h_instance_show},
+	{"POST", "/v1/instances/{id}/stop", "instance_stop", true, R_LEASE_WRITE, true, true,
+	 h_instance_stop},
+	{"POST", "/v1/instances/{id}/start", "instance_start", true, R_LEASE_WRITE, true, true,
+	 h_instance_start},
+	{"POST", "/v1/instances/{id}/release", "instance_release", true, R_LEASE_WRITE, true, true,
+	 h_instance_release},
+	{"GET", "/v1/instances/{id}/logs", "instance_logs", true, R_ALL_BUT_AGENT, false, false,
+	 h_instance_logs},
+	{"POST", "/v1/ssh-keys", "sshkey_add", true, R_ALL_BUT_AGENT, true, true, h_ssh_key_add},
+	{"GET", "/v1/ssh-keys", "sshkey_list", true, R_ALL_BUT_AGENT, false, false, h_ssh_key_list},
+	{"DELETE", "/v1/ssh-keys/{name}", "sshkey_remove", true, R_ALL_BUT_AGENT, true, false,
+	 h_ssh_key_remove},
+	{"POST", "/v1/agent/migrations/{id}/{part}", "agent_migration_put", true, R_AGENT, true, false,
+	 h_migration_put},
+	{"POST", "/v1/agent/migrations/{id}/{part}/done", "agent_migration_done", true, R_AGENT, true,
+	 true, h_migration_done},
+	{"GET", "/v1/agent/migrations/{id}/{part}", "agent_migration_get", true, R_AGENT, false, false,
+	 h_migration_get},
 	{"POST", "/v1/images", "image_add", true, R_PROVIDER, true, true, h_image_add},
 	{"GET", "/v1/images", "image_list", true, R_ALL_BUT_AGENT, false, false, h_image_list},
 	{"POST", "/v1/agent-tokens", "agent_token_create", true, R_PROVIDER, true, true,
@@ -274,6 +316,8 @@ void ctl_dispatch(struct ctl *c, struct http_request *req)
 	memset(&call, 0, sizeof(call));
 	call.ctl = c;
 	call.req = req;
+	if (console_serve(c, req))
+		return; /* the console's files (console_static.c) */
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
 		if (!match(routes[i].pattern, path, &call))
 			continue;
@@ -294,17 +338,23 @@ void ctl_dispatch(struct ctl *c, struct http_request *req)
 	}
 	http_request_set_route(req, call.route->label);
 	if (call.route->auth) {
-		call.tok = auth_lookup(c, http_request_header(req, "Authorization"));
-		if (!call.tok) {
+		/* A bearer token wins; without one, a session cookie (people.h). */
+		const char *authz = http_request_header(req, "Authorization");
+		int by_cookie = authz ? 0 : people_auth_cookie(&call);
+		if (by_cookie < 0)
+			return; /* answered: an ended session, or no CSRF token */
+		if (!by_cookie && !(call.tok = auth_lookup(c, authz))) {
 			ctl_answer_error(&call, SL_EUNAUTH,
-					 http_request_header(req, "Authorization")
-						 ? "the bearer token is unknown or revoked"
-						 : "this API needs a bearer token",
-					 "send 'Authorization: Bearer sl_...'");
+					 authz ? "the bearer token is unknown or revoked"
+					       : "this API needs a bearer token or a session cookie",
+					 "send 'Authorization: Bearer sl_...', or sign in (POST "
+					 "/v1/sessions)");
 			return;
 		}
-		call.tok_copy = *call.tok; /* see struct ctl_call */
-		call.tok = &call.tok_copy;
+		if (!by_cookie) {
+			call.tok_copy = *call.tok; /* see struct ctl_call */
+			call.tok = &call.tok_copy;
+		} /* else call.tok is &call.tok_copy already */
 		if (!(call.route->roles & CTL_ROLE_BIT(call.tok->role))) {
 			char msg[SL_DIAG_MSG];
 			snprintf(msg, sizeof(msg), "role %s may not %s %s", ctl_role_name(call.tok->role),

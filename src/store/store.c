@@ -39,6 +39,10 @@ static const char *const kind_names[STORE_KIND__COUNT] = {
 	[STORE_AGENTS] = "agents",
 	[STORE_JOBS] = "jobs",
 	[STORE_IMAGES] = "images",
+	[STORE_USERS] = "users",
+	[STORE_SESSIONS] = "sessions",
+	[STORE_INSTANCES] = "instances",
+	[STORE_SSH_KEYS] = "ssh_keys",
 };
 
 const char *store_kind_name(enum store_kind k)
@@ -55,7 +59,7 @@ enum sl_err store_kind_parse(const char *name, enum store_kind *out, struct sl_d
 		}
 	}
 	sl_diag_set(d, SL_EINVAL, "unknown store kind '%.64s'", name ? name : "(null)");
-	sl_diag_hint(d, "kinds are tenants, tokens, leases, reservations, nodes, fleets, idempotency, prices, postings, usage, billing, agents, jobs");
+	sl_diag_hint(d, "kinds are tenants, tokens, leases, reservations, nodes, fleets, idempotency, prices, postings, usage, billing, agents, jobs, images, instances, ssh_keys");
 	return SL_EINVAL;
 }
 

@@ -59,6 +59,10 @@ enum store_kind {
 	STORE_AGENTS,      /* agents: per-node registration (discovery, address, GPU health) */
 	STORE_JOBS,        /* jobs run on leases by agents (src/ctl/jobs.c) */
 	STORE_IMAGES,      /* the operator's image catalog (src/ctl/images.c) */
+	STORE_USERS,       /* people who sign in with a password (src/ctl/users.c) */
+	STORE_SESSIONS,    /* signed-in sessions, keyed by the SHA-256 of the cookie */
+	STORE_INSTANCES,   /* instances (src/ctl/instances.c) */
+	STORE_SSH_KEYS,    /* users' SSH public keys (src/ctl/ssh_keys.c) */
 	STORE_KIND__COUNT
 };
 

@@ -113,10 +113,31 @@ static const char sq_migration_5[] =
 	" updated_ns INTEGER NOT NULL);\n"
 	"CREATE INDEX images_tenant ON images(tenant);\n";
 
+/* v6: the console's people (src/ctl/users.c): users with password hashes
+ * and their sessions (keyed by the SHA-256 of the session cookie, never the
+ * cookie itself), object tables like v1's. */
+static const char sq_migration_6[] =
+	"CREATE TABLE users (id TEXT PRIMARY KEY, tenant TEXT, body TEXT NOT NULL,"
+	" updated_ns INTEGER NOT NULL);\n"
+	"CREATE INDEX users_tenant ON users(tenant);\n"
+	"CREATE TABLE sessions (id TEXT PRIMARY KEY, tenant TEXT, body TEXT NOT NULL,"
+	" updated_ns INTEGER NOT NULL);\n"
+	"CREATE INDEX sessions_tenant ON sessions(tenant);\n";
+
+/* v7: instances and users' SSH keys (src/ctl/instances.c, ssh_keys.c). */
+static const char sq_migration_7[] =
+	"CREATE TABLE instances (id TEXT PRIMARY KEY, tenant TEXT, body TEXT NOT NULL,"
+	" updated_ns INTEGER NOT NULL);\n"
+	"CREATE INDEX instances_tenant ON instances(tenant);\n"
+	"CREATE TABLE ssh_keys (id TEXT PRIMARY KEY, tenant TEXT, body TEXT NOT NULL,"
+	" updated_ns INTEGER NOT NULL);\n"
+	"CREATE INDEX ssh_keys_tenant ON ssh_keys(tenant);\n";
+
 /* Shared with the PostgreSQL backend (store_pg.c), which translates the
  * column types, so both backends always have the same schema. */
 const char *const store_migrations[] = {sq_migration_1, sq_migration_2, sq_migration_3,
-					sq_migration_4, sq_migration_5};
+					sq_migration_4, sq_migration_5, sq_migration_6,
+					sq_migration_7};
 #define sq_migrations store_migrations
 #define SQ_SCHEMA_VERSION ((int)(sizeof(sq_migrations) / sizeof(sq_migrations[0])))
 const int store_migrations_count = SQ_SCHEMA_VERSION;

@@ -152,6 +152,39 @@ ns_create() {
 	ip -n "$ns" link set lo up || return 1
 }
 
+# ns_create_slow NAME N MS LOSS : ns_create, but the host's link to the switch
+# delays every frame by MS milliseconds and drops LOSS percent of them, each
+# way (tests/e2e/delay_line.py: two TAP devices and a copier between them, for
+# kernels without tc netem). Loopback mode: as ns_create (no delay).
+ns_create_slow() {
+	local name=$1 n=$2 ms=$3 loss=$4
+	NS_ADDR[$name]="$NS_SUBNET.$n"
+	NS_HOSTS+=("$name")
+	NS_HOST_PIDS[$name]=""
+	[ "$NS_MODE" = netns ] || return 0
+	local ns="${NS_RUN}-$name" tap="t${NS_RUN}-$n" log="$TMP/delay-$name.log"
+	tap=${tap:0:15}
+	NS_NETNS[$name]=$ns
+	NS_VETH[$name]=$tap
+	ip netns add "$ns" || return 1
+	ip -n "$ns" tuntap add dev eth0 mode tap || return 1
+	ip -n "$NS_SWITCH" tuntap add dev "$tap" mode tap || return 1
+	ip -n "$NS_SWITCH" link set "$tap" master br0 up || return 1
+	ip -n "$ns" addr add "${NS_ADDR[$name]}/24" dev eth0 || return 1
+	ip -n "$ns" link set eth0 up || return 1
+	ip -n "$ns" link set lo up || return 1
+	python3 "$SL_ROOT/tests/e2e/delay_line.py" "$ns" eth0 "$NS_SWITCH" "$tap" "$ms" "$loss" >>"$log" 2>&1 &
+	NS_PIDS+=("$!")
+	local i
+	for i in $(seq 1 100); do
+		grep -q 'attached' "$log" 2>/dev/null && return 0
+		kill -0 "$!" 2>/dev/null || break
+		sleep 0.05
+	done
+	cat "$log" >&2
+	return 1
+}
+
 ns_addr() { printf '%s' "${NS_ADDR[$1]}"; }
 
 # ns_exec NAME CMD... : CMD inside the host.

@@ -84,6 +84,15 @@ expect_match "... and the replication lag (-1: no replica)" "$m" 'suanli_store_r
 "$SUANLI" --server "$BOTH" tenant create acme >/dev/null 2>&1
 expect_eq "a tenant through the list of controllers" "$?" 0
 
+# A person signed in on the first leader (docs/console.md): the session is
+# stored by the hash of its cookie, so the failovers below keep it.
+printf 'ha-password-1\n' >"$TMP/pw_hana"
+"$SUANLI" --server "$BOTH" user create --tenant acme --name hana --password-file "$TMP/pw_hana" >/dev/null 2>&1
+HA_CSRF=$(curl -s -c "$TMP/jar_hana" -H 'Content-Type: application/json' \
+	--data-binary '{"user":"hana","password":"ha-password-1"}' "${U[$(leader)]}/v1/sessions" |
+	jq -r '.csrf // empty')
+expect_match "a person signs in on the leader" "$HA_CSRF" '^[A-Za-z0-9_-]{20,}$'
+
 # traffic FROM TO : lease creates with keys kFROM..kTO; "key id" per
 # acknowledged one in $TMP/acked.
 traffic() {
@@ -150,6 +159,11 @@ for c in $(seq 1 "$CYCLES"); do
 	wait_until 20 is_standby "$L"
 done
 expect_eq "after each SIGKILL the standby leads with a higher epoch" "$takeover_ok" "$CYCLES"
+L=$(leader)
+expect_eq "after the failovers hana's session still signs her in" \
+	"$(curl -s -b "$TMP/jar_hana" "${U[$L]}/v1/session" | jq -r '.user // empty')" hana
+expect_eq "... and its CSRF token still works (sign-out)" "$(curl -s -o /dev/null -w '%{http_code}' \
+	-b "$TMP/jar_hana" -H "X-CSRF-Token: $HA_CSRF" -X DELETE "${U[$L]}/v1/session")" 200
 
 # ---- PostgreSQL restarts during traffic: both controllers come back ----
 traffic $((n + 1)) $((n + 12)) &

@@ -14,7 +14,7 @@
 static void test_hook_order(void **state)
 {
 	(void)state;
-	static const char *const want[] = {"audit", "billing", "jobs"};
+	static const char *const want[] = {"audit", "billing", "jobs", "instances", "events"};
 	size_t n = 0;
 	const struct lease_hook *h = ctl_lease_hooks(&n);
 	assert_int_equal(n, sizeof(want) / sizeof(want[0]));

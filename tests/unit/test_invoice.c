@@ -224,7 +224,7 @@ static const char golden_json[] =
 	"\"to\":\"2026-11-15T12:30:00.000+08:00\",\"gpu_ms\":0,"
 	"\"quantity\":1254600000,\"unit\":\"server_ms\",\"unit_price\":300000,"
 	"\"amount\":145208,\"amount_text\":\"1452.08\",\"reason\":\"\"}"
-	"],\"subtotals\":{\"usage\":29086,\"monthly\":0,\"hosting\":145208,"
+	"],\"subtotals\":{\"usage\":29086,\"monthly\":0,\"hosting\":145208,\"no_gpu\":0,\"storage\":0,"
 	"\"credits\":0},\"total\":174294,\"total_text\":\"1742.94\"}\n";
 
 static const char golden_csv[] =

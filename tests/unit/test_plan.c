@@ -31,7 +31,8 @@ static void test_round_trip(void **state)
 static void test_names_and_order_are_fixed(void **state)
 {
 	(void)state;
-	static const char *const want[] = {"hourly", "spot", "monthly", "hosting"};
+	static const char *const want[] = {"hourly", "spot", "monthly", "hosting", "no-gpu",
+					   "storage"};
 	assert_int_equal(PLAN__COUNT, sizeof(want) / sizeof(want[0]));
 	assert_int_equal(PLAN_HOURLY, 0);
 	for (int i = 0; i < PLAN__COUNT; i++)
@@ -52,7 +53,7 @@ static void test_refuses_unknown(void **state)
 		assert_int_equal(plan_parse(bad[i], &p, &d), SL_EINVAL);
 		assert_int_equal(p, PLAN_SPOT); /* untouched */
 		assert_non_null(strstr(d.msg, "unknown plan"));
-		assert_string_equal(d.hint, "plans: hourly, spot, monthly, hosting");
+		assert_string_equal(d.hint, "plans: hourly, spot, monthly, hosting, no-gpu, storage");
 	}
 	enum plan p = PLAN_SPOT;
 	assert_int_equal(plan_parse(NULL, &p, NULL), SL_EINVAL);
@@ -67,6 +68,13 @@ static void test_lease_and_priority(void **state)
 	assert_true(plan_is_lease(PLAN_SPOT));
 	assert_false(plan_is_lease(PLAN_HOSTING));
 	assert_false(plan_is_lease(PLAN__COUNT));
+	assert_false(plan_is_lease(PLAN_NOGPU));
+	assert_false(plan_is_lease(PLAN_STORAGE));
+	/* GPU prices name a model; hosting, no-gpu and storage prices do not. */
+	assert_true(plan_has_model(PLAN_HOURLY) && plan_has_model(PLAN_SPOT) &&
+		    plan_has_model(PLAN_MONTHLY));
+	assert_false(plan_has_model(PLAN_HOSTING) || plan_has_model(PLAN_NOGPU) ||
+		     plan_has_model(PLAN_STORAGE));
 	/* monthly > hourly > spot (DESIGN.md §5); hosting is never scheduled. */
 	assert_true(plan_priority(PLAN_MONTHLY) < plan_priority(PLAN_HOURLY));
 	assert_true(plan_priority(PLAN_HOURLY) < plan_priority(PLAN_SPOT));

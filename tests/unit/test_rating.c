@@ -398,6 +398,52 @@ static void test_hosting(void **state)
 	pricebook_free(pb);
 }
 
+/* An instance's data disk (plan storage): GiB-ms over the calendar month's
+ * ms, like hosting; paused meters (0 units) and no-GPU time (per hour, no
+ * model) rate as the events say. */
+static void test_storage_and_nogpu(void **state)
+{
+	(void)state;
+	struct pricebook *pb = book();
+	struct cal_zone utc;
+	cal_zone_utc(&utc);
+	put(pb, PRICE_GLOBAL, "", "", PLAN_STORAGE, CAL_MIN_MS, 3000); /* 30.00 per GiB-month */
+	put(pb, PRICE_GLOBAL, "", "", PLAN_NOGPU, CAL_MIN_MS, 120);    /* 1.20 per hour */
+	struct rating_event ev[] = {
+		{at("2028-02-01T00:00:00Z"), RATING_STARTED, 10, 0},
+		{at("2028-02-15T12:00:00Z"), RATING_ENDED, 10, 0},
+	};
+	struct rating_lease l = {"in-000001.disk", "t", "s1", "r1", "", PLAN_STORAGE, ev, 2, 0, 0, 0};
+	struct rating_lines out;
+	rating_lines_init(&out);
+	rate_ok(pb, &utc, &l, CAL_MIN_MS, CAL_END_MS, &out);
+	assert_int_equal(out.n, 1);
+	assert_int_equal(out.v[0].quantity, 10 * (14 * DAY + 12 * H));
+	/* 10 GiB * 14.5 days of 29 = 10 * 3000 / 2, exactly */
+	assert_int_equal(out.v[0].amount, 15000);
+	rating_lines_release(&out);
+	struct rating_event nv[] = {
+		{at("2028-02-01T00:00:00Z"), RATING_STARTED, 1, 0},
+		{at("2028-02-01T00:30:00Z"), RATING_SCALED, 0, 0},
+		{at("2028-02-01T05:00:00Z"), RATING_SCALED, 1, 0},
+		{at("2028-02-01T05:15:00Z"), RATING_ENDED, 1, 0},
+	};
+	struct rating_lease nl = {"in-000001.nogpu", "t", "s1", "r1", "", PLAN_NOGPU, nv, 4, 0, 0, 0};
+	rating_lines_init(&out);
+	rate_ok(pb, &utc, &nl, CAL_MIN_MS, CAL_END_MS, &out);
+	assert_int_equal(out.n, 1);
+	assert_int_equal(out.v[0].quantity, 45 * 60000);
+	assert_int_equal(out.v[0].amount, 90); /* 0.75 h * 120 */
+	rating_lines_release(&out);
+	/* a storage price names no model; a GPU price must */
+	struct price_entry e;
+	struct sl_diag d;
+	assert_int_not_equal(price_entry_init(&e, PRICE_GLOBAL, "", "h100-sxm", PLAN_STORAGE, 0, 1, &d) ||
+				     pricebook_restore(pb, &e, &d),
+			     SL_OK);
+	pricebook_free(pb);
+}
+
 static void test_bad_histories(void **state)
 {
 	(void)state;
@@ -822,6 +868,7 @@ int main(void)
 		cmocka_unit_test(test_running_and_zero),
 		cmocka_unit_test(test_monthly),
 		cmocka_unit_test(test_hosting),
+		cmocka_unit_test(test_storage_and_nogpu),
 		cmocka_unit_test(test_bad_histories),
 		cmocka_unit_test(test_first_hour),
 		cmocka_unit_test(test_against_reference),

@@ -29,7 +29,9 @@
 	X(SL_EFORBIDDEN, "forbidden", "this role may not do that", 403)       \
 	X(SL_EQUOTA, "quota", "the tenant's quota does not allow it", 403)    \
 	X(SL_EMETHOD, "method_not_allowed", "method not allowed on this path", 405) \
-	X(SL_EFUNDS, "insufficient_funds", "the balance and credit line do not cover it", 402)
+	X(SL_EFUNDS, "insufficient_funds", "the balance and credit line do not cover it", 402) \
+	X(SL_ECSRF, "csrf", "a request made with the session cookie needs its X-CSRF-Token", 403) \
+	X(SL_ERATE, "rate_limited", "too many attempts; wait and try again", 429)
 
 enum sl_err {
 #define SL_ERR_ENUM(name, code, msg, http) name,

@@ -15,6 +15,8 @@ static const struct {
 	[PLAN_SPOT] = {"spot", true, 2},
 	[PLAN_MONTHLY] = {"monthly", true, 0},
 	[PLAN_HOSTING] = {"hosting", false, 3},
+	[PLAN_NOGPU] = {"no-gpu", false, 3},
+	[PLAN_STORAGE] = {"storage", false, 3},
 };
 
 const char *plan_name(enum plan p)
@@ -30,7 +32,7 @@ enum sl_err plan_parse(const char *s, enum plan *p, struct sl_diag *d)
 			return SL_OK;
 		}
 	enum sl_err e = sl_diag_set(d, SL_EINVAL, "unknown plan '%.32s'", s ? s : "");
-	char list[80] = "";
+	char list[96] = "";
 	size_t n = 0;
 	for (int i = 0; i < PLAN__COUNT && n < sizeof(list); i++)
 		n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "",
@@ -47,4 +49,9 @@ bool plan_is_lease(enum plan p)
 int plan_priority(enum plan p)
 {
 	return (unsigned)p < PLAN__COUNT ? plans[p].priority : PLAN__COUNT;
+}
+
+bool plan_has_model(enum plan p)
+{
+	return p == PLAN_HOURLY || p == PLAN_SPOT || p == PLAN_MONTHLY;
 }

@@ -6,7 +6,8 @@
  * (a colocated server per month), which no lease takes (plan_is_lease).
  *
  * What must not change, because it is stored or sent:
- *  - the names ("hourly", "spot", "monthly", "hosting"): lease, usage, price
+ *  - the names ("hourly", "spot", "monthly", "hosting", "no-gpu",
+ *    "storage"): lease, usage, price
  *    and posting rows, JSON answers and ledger account names carry them;
  *  - the order of the enum: price listings and invoice lines are sorted by
  *    it (hourly, spot, monthly, hosting), and an invoice is reproduced byte for
@@ -26,6 +27,8 @@ enum plan {
 	PLAN_SPOT,    /* per GPU-hour, preemptible */
 	PLAN_MONTHLY, /* per GPU-month, reserved */
 	PLAN_HOSTING, /* per colocated server per month; not a lease plan */
+	PLAN_NOGPU,   /* "no-gpu": an instance started without GPUs, per hour; not a lease plan */
+	PLAN_STORAGE, /* an instance's data disk, per GiB-month; not a lease plan */
 	PLAN__COUNT
 };
 
@@ -43,5 +46,9 @@ bool plan_is_lease(enum plan p);
 /* Scheduling priority, 0 first: monthly 0, hourly 1, spot 2 (DESIGN.md §5);
  * hosting, which is never scheduled, and bad values rank after all. */
 int plan_priority(enum plan p);
+/* Whether a price of plan p names a GPU model: hourly, spot and monthly do;
+ * hosting (per server), no-gpu (per instance) and storage (per GiB) name
+ * none. */
+bool plan_has_model(enum plan p);
 
 #endif

@@ -17,8 +17,8 @@
 
 #define INVOICE_MAX_REVENUE_ROWS INVOICE_MAX_LINES /* (region, model, plan) rows of a summary */
 
-static const char *const kind_names[] = {"usage", "monthly", "hosting",
-					  "credit", "refund"};
+static const char *const kind_names[] = {"usage", "monthly", "hosting", "no-gpu",
+					  "storage", "credit", "refund"};
 
 const char *invoice_kind_name(enum invoice_kind k)
 {
@@ -89,7 +89,9 @@ static int line_cmp(const void *pa, const void *pb)
 static enum invoice_kind kind_of(enum plan p)
 {
 	return p == PLAN_MONTHLY ? INVOICE_MONTHLY
-	       : p == PLAN_HOSTING ? INVOICE_HOSTING : INVOICE_USAGE;
+	       : p == PLAN_HOSTING ? INVOICE_HOSTING
+	       : p == PLAN_NOGPU   ? INVOICE_NOGPU
+	       : p == PLAN_STORAGE ? INVOICE_STORAGE : INVOICE_USAGE;
 }
 
 static enum sl_err add_rated(const struct invoice_input *in, int64_t start,
@@ -164,6 +166,8 @@ static enum sl_err sum_lines(struct invoice *inv, struct sl_diag *d)
 		int64_t *sub = ln->kind == INVOICE_USAGE     ? &inv->usage
 			       : ln->kind == INVOICE_MONTHLY ? &inv->monthly
 			       : ln->kind == INVOICE_HOSTING ? &inv->hosting
+			       : ln->kind == INVOICE_NOGPU   ? &inv->nogpu
+			       : ln->kind == INVOICE_STORAGE ? &inv->storage
 							     : &inv->credits;
 		e = money_add(*sub, ln->amount, sub, d);
 		if (!e)
@@ -380,13 +384,15 @@ static const char *unit_name(const struct invoice_line *ln)
 	case INVOICE_USAGE: return "gpu_ms";
 	case INVOICE_MONTHLY: return "gpu_month";
 	case INVOICE_HOSTING: return "server_ms";
+	case INVOICE_NOGPU: return "instance_ms";
+	case INVOICE_STORAGE: return "gib_ms";
 	default: return "none";
 	}
 }
 
 static bool rated(const struct invoice_line *ln)
 {
-	return ln->kind <= INVOICE_HOSTING;
+	return ln->kind <= INVOICE_STORAGE;
 }
 
 static void json_line(struct sl_buf *b, const struct invoice *inv,
@@ -478,6 +484,10 @@ enum sl_err invoice_json(const struct invoice *inv, char **out, size_t *len,
 	json_key_int(&b, "monthly", inv->monthly);
 	sl_buf_adds(&b, ",");
 	json_key_int(&b, "hosting", inv->hosting);
+	sl_buf_adds(&b, ",");
+	json_key_int(&b, "no_gpu", inv->nogpu);
+	sl_buf_adds(&b, ",");
+	json_key_int(&b, "storage", inv->storage);
 	sl_buf_adds(&b, ",");
 	json_key_int(&b, "credits", inv->credits);
 	sl_buf_adds(&b, "},");

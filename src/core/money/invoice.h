@@ -30,6 +30,8 @@ enum invoice_kind {
 	INVOICE_USAGE,   /* hourly or spot GPU time */
 	INVOICE_MONTHLY, /* a monthly plan's installment */
 	INVOICE_HOSTING, /* a colocated server's fee */
+	INVOICE_NOGPU,   /* an instance run without GPUs (plan no-gpu) */
+	INVOICE_STORAGE, /* an instance's data disk (plan storage) */
 	INVOICE_CREDIT,  /* an operator credit (negative amount) */
 	INVOICE_REFUND,  /* a refund (negative amount) */
 };
@@ -71,7 +73,7 @@ struct invoice {
 	bool complete;            /* the month is over */
 	struct invoice_line *lines;
 	size_t nlines;
-	int64_t usage, monthly, hosting, credits; /* subtotals (credits <= 0) */
+	int64_t usage, monthly, hosting, nogpu, storage, credits; /* subtotals (credits <= 0) */
 	int64_t total;
 };
 
@@ -89,7 +91,7 @@ void invoice_release(struct invoice *inv);
 enum sl_err invoice_build(struct invoice *inv, const struct invoice_input *in,
 			  struct sl_diag *d) SL_MUST_USE;
 
-/* "usage", "monthly", "hosting", "credit", "refund". */
+/* "usage", "monthly", "hosting", "no-gpu", "storage", "credit", "refund". */
 const char *invoice_kind_name(enum invoice_kind k);
 
 /* The invoice as JSON into a new NUL-terminated string *out (length *len),
@@ -100,9 +102,11 @@ const char *invoice_kind_name(enum invoice_kind k);
  *              "from":..,"to":..,"gpu_ms":N,"quantity":N,"unit":..,
  *              "unit_price":N,"amount":N,"amount_text":"12.34",
  *              "reason":..}],
- *    "subtotals":{"usage":N,"monthly":N,"hosting":N,"credits":N},
+ *    "subtotals":{"usage":N,"monthly":N,"hosting":N,"no_gpu":N,"storage":N,
+ *                 "credits":N},
  *    "total":N,"total_text":"12.34"}
- * unit is "gpu_ms", "gpu_month", "server_ms" or "none"; gpu_ms repeats the
+ * unit is "gpu_ms", "gpu_month", "server_ms", "instance_ms" (no-gpu),
+ * "gib_ms" (storage) or "none"; gpu_ms repeats the
  * quantity for usage lines and is 0 otherwise. SL_ELIMIT past
  * INVOICE_MAX_BYTES, SL_ENOMEM. */
 enum sl_err invoice_json(const struct invoice *inv, char **out, size_t *len,

@@ -56,12 +56,12 @@ static enum sl_err entry_check(const struct price_entry *e, struct sl_diag *d)
 				"the global scope has none", PRICE_NAME_MAX - 1);
 		return r;
 	}
-	if (e->plan == PLAN_HOSTING ? e->model[0] != 0 : !name_ok(e->model)) {
+	if (!plan_has_model(e->plan) ? e->model[0] != 0 : !name_ok(e->model)) {
 		enum sl_err r = sl_diag_set(d, SL_EINVAL, "bad GPU model '%.63s' "
 					    "for plan %s", e->model,
 					    plan_name(e->plan));
-		sl_diag_hint(d, "a GPU price names its model; a hosting fee "
-				"names none");
+		sl_diag_hint(d, "a GPU price names its model; a hosting fee, a "
+				"no-gpu or a storage price names none");
 		return r;
 	}
 	if (e->price < 0)

@@ -191,7 +191,7 @@ static enum sl_err rate_usage(const struct pricebook *pb,
 	for (size_t i = base; i < out->n; i++) {
 		struct rating_line *ln = &out->v[i];
 		int64_t div = RATING_MS_PER_HOUR;
-		if (l->plan == PLAN_HOSTING) {
+		if (l->plan == PLAN_HOSTING || l->plan == PLAN_STORAGE) {
 			int64_t ms0, ms1;
 			e = cal_month_start(z, ln->month, &ms0, d);
 			if (!e)
