@@ -3,7 +3,7 @@ BUILD      ?= build/release
 CHECKBUILD ?= build/check
 JOBS       ?= $(shell nproc)
 
-.PHONY: all deps build check run bench fuzz clean
+.PHONY: all deps build check run screenshots bench fuzz clean
 
 all: build
 
@@ -26,6 +26,13 @@ check: build
 # The controller on the demo fleet with one simulated agent per node (scripts/run.sh).
 run: build
 	@scripts/run.sh $(BUILD)
+
+# A PNG of every console screen in English and Chinese into docs/console/, taken
+# by the browser tests (tests/browser/run.sh; 77: some checks could not run here).
+screenshots: build
+	@SUANLID=$(BUILD)/suanlid SUANLI=$(BUILD)/suanli SUANLI_AGENT=$(BUILD)/suanli-agent \
+		SL_ROOT=$(CURDIR) SCREENSHOTS=$(CURDIR)/docs/console tests/browser/run.sh; \
+		rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ]
 
 # Every benchmark; each prints its figures and writes bench/results/<name>.md.
 # bench_api also runs Debian's wrk when installed; bench_crash exits 1 if a
