@@ -18,7 +18,7 @@
 #define JOB_CLI_SETTLE_POLLS 2   /* -f: polls without new output after the job ended */
 #define JOB_CLI_MAX_RANKS 100000 /* ranks followed */
 
-enum { OPT_LEASE = 0x200, OPT_NODES, OPT_RESTART, OPT_ENV, OPT_GRACE, OPT_RANK, OPT_STATE,
+enum { OPT_INSTANCE = 0x180, OPT_LEASE = 0x200, OPT_NODES, OPT_RESTART, OPT_ENV, OPT_GRACE, OPT_RANK, OPT_STATE,
        OPT_IMAGE, OPT_TENANT, OPT_NODE };
 
 static int job_path(const char *cmd, const char *id, const char *suffix, char *path, size_t n)
@@ -34,7 +34,9 @@ static const char run_help[] =
 	"lease's GPUs there and the distributed environment (MASTER_ADDR,\n"
 	"MASTER_PORT, NNODES, NODE_RANK, NPROC_PER_NODE, SUANLI_*; docs/jobs.md),\n"
 	"so `torchrun --nnodes $NNODES --node_rank $NODE_RANK ...` just works.\n\n"
-	"  --lease L          the active lease to run on (required)\n"
+	"  --lease L          the active lease to run on\n"
+	"  --instance ID      instead of --lease: inside a running instance's\n"
+	"                     containers, on its lease's GPUs\n"
 	"  --nodes all|N      every node of the lease (default) or its first N\n"
 	"  --restart P        never (default), on-failure, or always (services)\n"
 	"  --env K=V          an extra variable for every rank (repeatable)\n"
@@ -71,6 +73,7 @@ static int job_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"lease", required_argument, NULL, OPT_LEASE},
+		{"instance", required_argument, NULL, OPT_INSTANCE},
 		{"nodes", required_argument, NULL, OPT_NODES},
 		{"restart", required_argument, NULL, OPT_RESTART},
 		{"env", required_argument, NULL, OPT_ENV},
@@ -92,6 +95,7 @@ static int job_run(int argc, char **argv)
 		switch (c) {
 		case 'h': fputs(run_help, stdout); rc = CLI_EXIT_OK; goto done;
 		case OPT_LEASE: json_object_set_new(req, "lease", json_string(optarg)); break;
+		case OPT_INSTANCE: json_object_set_new(req, "instance", json_string(optarg)); break;
 		case OPT_NODES:
 			if (!strcmp(optarg, "all")) {
 				json_object_set_new(req, "nodes", json_string("all"));
@@ -121,8 +125,8 @@ static int job_run(int argc, char **argv)
 		default: rc = client_getopt_error(cl.cmd, c, argv); goto done;
 		}
 	}
-	if (!json_object_get(req, "lease")) {
-		cli_usage_error(cl.cmd, "--lease L is required");
+	if (!json_object_get(req, "lease") == !json_object_get(req, "instance")) {
+		cli_usage_error(cl.cmd, "give one of --lease L and --instance ID");
 		goto done;
 	}
 	if (optind >= argc) {

@@ -9,12 +9,14 @@
 #include <string.h>
 
 #include "buf.h"
+#include "instances.h"
 #include "jobs_int.h"
 #include "paging.h"
 #include "log.h"
 
 static const struct ctl_field job_fields[] = {
-	{"lease", FT_STRING, true},   {"argv", FT_ARRAY, true},
+	{"lease", FT_STRING, false},  {"argv", FT_ARRAY, true},
+	{"instance", FT_STRING, false}, /* instead of "lease": in the instance's containers */
 	{"env", FT_OBJECT, false},    {"restart", FT_STRING, false},
 	{"stop_grace_s", FT_INT, false}, {"image", FT_STRING, false},
 	/* "nodes" is "all" or an integer: checked by hand */
@@ -85,6 +87,23 @@ void h_job_create(struct ctl_call *call)
 		return;
 	const json_t *body = call->body;
 	const char *lease_id = json_string_value(json_object_get(body, "lease"));
+	const char *inst_id = json_string_value(json_object_get(body, "instance"));
+	if (!lease_id == !inst_id) {
+		ctl_answer_error(call, SL_EINVAL, "give one of 'lease' and 'instance'",
+				 "a job runs on a lease's nodes, or inside an instance's containers");
+		return;
+	}
+	char inst_lease[24];
+	if (inst_id) {
+		sl_diag_clear(&d);
+		enum sl_err ie = instances_job_lease(c, inst_id, ctl_call_tenant(call), inst_lease,
+						     sizeof(inst_lease), &d);
+		if (ie) {
+			ctl_answer_diag(call, ie, &d);
+			return;
+		}
+		lease_id = inst_lease;
+	}
 	const json_t *argv = json_object_get(body, "argv"), *env = json_object_get(body, "env");
 	enum sl_err e;
 	if ((e = job_argv_check(argv, &d)) || (e = job_env_check(env, &d))) {
@@ -155,6 +174,7 @@ void h_job_create(struct ctl_call *call)
 	j->stop_grace_s = (int)grace;
 	snprintf(j->image, sizeof(j->image), "%s", image);
 	snprintf(j->image_ref, sizeof(j->image_ref), "%s", image_ref);
+	snprintf(j->instance, sizeof(j->instance), "%s", inst_id ? inst_id : "");
 	j->created_ns = c->now_ns;
 	j->state = JS_PENDING;
 	if (!j->argv || !j->env || !job_assign(c, j, l)) {

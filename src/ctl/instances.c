@@ -45,6 +45,23 @@ const char *instances_tenant(struct ctl *c, const char *id)
 	return in ? in->tenant : NULL;
 }
 
+enum sl_err instances_job_lease(struct ctl *c, const char *id, const char *tenant, char *lease,
+				size_t n, struct sl_diag *d)
+{
+	const struct instance *in = inst_find(c, id);
+	if (!in || (tenant && strcmp(tenant, in->tenant))) {
+		sl_diag_hint(d, "'suanli instance list' lists yours");
+		return sl_diag_set(d, SL_ENOTFOUND, "no instance with id '%.64s'", id);
+	}
+	if (in->state != IS_RUNNING || in->mode != IM_GPU || !in->lease[0]) {
+		sl_diag_hint(d, "start it (suanli instance start %s) and wait until it runs", in->id);
+		return sl_diag_set(d, SL_ECONFLICT, "instance %s is %s%s; jobs run inside a running instance with GPUs",
+				   in->id, inst_state_name(in->state), in->mode == IM_NOGPU ? " without GPUs" : "");
+	}
+	snprintf(lease, n, "%s", in->lease);
+	return SL_OK;
+}
+
 struct instance *inst_path(struct ctl_call *call)
 {
 	struct instance *in = inst_find(call->ctl, call->param[0]);
@@ -170,7 +187,7 @@ bool inst_event(struct ctl *c, struct instance *in, enum inst_event e, const cha
 		    in->tenant, inst_state_name(to), inst_event_name(e), in->reason);
 	inst_save(c, in);
 	inst_bump(c, in);
-	events_emit(c, "instance", in->id, inst_state_name(to), in->tenant); /* events.h */
+	events_emit(c, "instance", in->id, inst_state_name(to), in->tenant); /* the console */
 	return true;
 }
 
@@ -419,6 +436,10 @@ void instances_lease_changed(struct ctl *c, struct ctl_lease *l)
 	if (in->state == IS_STARTING || in->state == IS_RUNNING) {
 		do_stop(c, in, l->ended_ns ? l->ended_ns : c->now_ns, why);
 		audit_log_system(c, "instance.stop", in->tenant, in->id, why);
+		/* A node it used failed: its agent may never answer; the node is
+		 * told to stop it whenever it comes back (disks kept). */
+		if (l->state == LS_FAILED && in->state == IS_STOPPING)
+			inst_event(c, in, IE_STOPPED, why);
 	} else {
 		inst_save(c, in);
 	}
@@ -681,6 +702,16 @@ void instances_tick(struct ctl *c)
 				continue;
 			/* simulated nodes answer at once */
 			eval(c, in);
+			/* A stop no agent confirmed (a node down or gone): stopped
+			 * anyway after the grace and a slack; the node is still told
+			 * to stop it. */
+			int64_t stop_at = in->nhist ? in->hist[in->nhist - 1].at_ns : 0;
+			if (in->state == IS_STOPPING &&
+			    c->now_ns - stop_at > (int64_t)(INST_STOP_GRACE_S + INST_STOP_SLACK_S) * 1000000000) {
+				snprintf(why, sizeof(why), "%.200s; no agent confirmed the stop in time (the node is "
+					 "told to stop it when it reports)", in->reason);
+				inst_event(c, in, IE_STOPPED, why);
+			}
 			if (in->state == IS_RUNNING && in->mode == IM_GPU && in->auto_stop_idle_s > 0) {
 				int64_t since = 0;
 				bool idle = in->nnodes > 0;

@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -56,6 +57,11 @@ void instances_balance_stop(struct ctl *c, const char *tenant, const char *why);
 /* What GET /v1/tenants/NAME/balance adds: {"instances": [...], "instances_fen_per_day",
  * "notice"}; NULL when the tenant has none. New reference. */
 json_t *instances_balance_json(struct ctl *c, const char *tenant);
+/* The lease a job inside instance id runs on (POST /v1/jobs {"instance"}):
+ * into lease (n bytes). SL_ENOTFOUND for an instance the caller (tenant, NULL:
+ * provider) cannot see, SL_ECONFLICT when it is not running with GPUs. */
+enum sl_err instances_job_lease(struct ctl *c, const char *id, const char *tenant, char *lease,
+				size_t n, struct sl_diag *d) SL_MUST_USE;
 /* The tenant of instance id (audit), NULL when none. */
 const char *instances_tenant(struct ctl *c, const char *id);
 

@@ -24,6 +24,7 @@
 #define INST_REASON_MAX 320
 #define INST_VOLUME_MAX_GIB 65536
 #define INST_STOP_GRACE_S 10
+#define INST_STOP_SLACK_S 60         /* stopping -> stopped without word after grace + this */
 #define INST_IDLE_MIN_S 10           /* --auto-stop-idle bounds */
 #define INST_IDLE_MAX_S (30 * 86400)
 #define INST_IDLE_UTIL_PCT 1         /* idle: every GPU below this */

@@ -72,7 +72,11 @@ static void job_items(struct ctl *c, const struct job *j, const char *node, json
 					 "state", state, "argv", j->argv, "env", env, "gpus", gpus, "nics",
 					 nics, "restart", job_restart_name(j->restart), "stop_grace_s",
 					 j->stop_grace_s);
-		if (item && j->image_ref[0])
+		/* inside an instance: the agent runs it in the instance's
+		 * container on this node (podman exec), not a container of its own */
+		if (item && j->instance[0])
+			json_object_set_new(item, "instance", json_string(j->instance));
+		if (item && j->image_ref[0] && !j->instance[0])
 			json_object_set_new(item, "image", json_string(j->image_ref));
 		json_array_append_new(items, item);
 	}

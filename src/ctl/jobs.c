@@ -172,6 +172,8 @@ json_t *job_to_json(struct ctl *c, const struct job *j, bool store)
 			      job_master_port(j->seq), "stop_grace_s", j->stop_grace_s, "ranks", ranks,
 			      "created_at", ctl_time_json(j->created_ns), "ended_at",
 			      ctl_time_json(j->ended_ns));
+	if (o && j->instance[0])
+		json_object_set_new(o, "instance", json_string(j->instance));
 	if (o && j->image_ref[0]) {
 		json_object_set_new(o, "image", json_string(j->image));
 		json_object_set_new(o, "image_ref", json_string(j->image_ref));
@@ -239,6 +241,8 @@ static struct job *job_from_json(const json_t *o, struct sl_diag *d)
 	const char *ir = json_string_value(json_object_get(o, "image_ref"));
 	snprintf(j->image, sizeof(j->image), "%s", im ? im : "");
 	snprintf(j->image_ref, sizeof(j->image_ref), "%s", ir ? ir : "");
+	const char *jin = json_string_value(json_object_get(o, "instance"));
+	snprintf(j->instance, sizeof(j->instance), "%s", jin ? jin : "");
 	j->epoch = json_integer_value(json_object_get(o, "epoch"));
 	j->created_ns = time_field(o, "created_at");
 	j->ended_ns = time_field(o, "ended_at");

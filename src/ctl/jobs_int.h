@@ -62,6 +62,7 @@ struct job {
 	int stop_grace_s;
 	char image[IMAGE_NAME_MAX + 1];    /* the catalog's name ("": none) */
 	char image_ref[IMAGE_REF_MAX + 1]; /* its reference when the job was made */
+	char instance[24];   /* run inside this instance's containers ("": none) */
 	int64_t epoch;       /* the lease's epoch the ranks were placed with */
 	int nranks;
 	struct job_rank *ranks;
