@@ -51,12 +51,13 @@ bench: build
 	bench/slurm.sh $(BUILD) && \
 	echo "make bench: every benchmark in $$(( $$(date +%s) - start )) s (after the build)"
 
-# Every libFuzzer harness (tests/fuzz) for FUZZ_SECONDS each (default 600);
+# Every libFuzzer harness (tests/fuzz) for FUZZ_CPU_SECONDS of CPU time each
+# (default 600);
 # writes bench/results/fuzz.md. Needs clang (scripts/fuzz-deps.sh).
-FUZZ_SECONDS ?= 600
+FUZZ_CPU_SECONDS ?= 600
 fuzz: deps
 	@scripts/fuzz-deps.sh
-	@scripts/fuzz.sh $(FUZZ_SECONDS)
+	@scripts/fuzz.sh $(FUZZ_CPU_SECONDS)
 
 clean:
 	rm -rf build
