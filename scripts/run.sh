@@ -138,6 +138,7 @@ done
 cat <<MSG
 
 suanlid: $URL   (data in $DATA, fleet $FLEET)
+console: $URL/   (sign in as a user: $B/suanli user create --name olga --role operator --password-file FILE)
 agents:  $n of ${#NODES[@]} nodes, one simulated suanli-agent each ($ready nodes ready)
          (state and logs in $AGDIR/NODE/ and $AGDIR/NODE.log)
 admin token: $ADMIN

@@ -331,6 +331,8 @@ static enum sl_err do_register(struct agent *a, bool *retry, struct sl_diag *d)
 	*retry = false;
 	if (body && o->host_tenant)
 		json_object_set_new(body, "host_processes", json_string(o->host_tenant));
+	if (body && engine_fabric(a->eng))
+		json_object_set_new(body, "lease_net", json_string(engine_fabric(a->eng)->pool));
 	if (body && (o->site || o->leaf || o->type)) {
 		json_t *l = json_object();
 		if (o->site)
@@ -757,11 +759,22 @@ static void agent_release(struct agent *a)
 static enum sl_err probe_engine(struct agent *a, struct sl_diag *d)
 {
 	const struct agent_opts *o = a->o;
+	struct fabric fab;
 	struct engine_opts eo = {o->state_dir, o->node, o->cdi_name, o->disc, o->cdi_dir, o->image,
-				 o->pids_limit, NULL};
-	enum sl_err e = engine_new(&eo, &a->eng, d);
+				 o->pids_limit, NULL, NULL};
+	enum sl_err e;
+	if (o->lease_net) {
+		if ((e = fabric_parse(o->lease_net, &fab, d)) != SL_OK)
+			return e;
+		eo.fabric = &fab;
+	}
+	e = engine_new(&eo, &a->eng, d);
 	if (e != SL_OK)
 		return e;
+	if (engine_fabric(a->eng))
+		sl_log_info("multi-node ranks of partial-node leases get fabric addresses",
+			    "iface=%s pool=%s prefix=%d gateway=%s", fab.iface, fab.pool, fab.prefix,
+			    fab.gw[0] ? fab.gw : "-");
 	if (o->host_tenant)
 		sl_log_warn("tenant work runs as host processes on this server, for its owner only",
 			    "tenant=%s", o->host_tenant);

@@ -17,6 +17,7 @@
 
 #include "agent.h"
 #include "discover.h"
+#include "fabric.h"
 #include "discovery.h"
 #include "http_client.h"
 #include "log.h"
@@ -77,6 +78,11 @@ static void usage(FILE *f)
 	      "  --port-range LO-HI  host ports for instances' sshd and renter ports\n"
 	      "                      (default 30000-32767)\n"
 	      "  --storage-dir DIR   instances' data disks (default STATE_DIR/volumes)\n"
+	      "  --lease-net macvlan:IFACE:POOL  routable addresses for multi-node jobs on\n"
+	      "                      partial-node leases: a macvlan on IFACE per rank, from\n"
+	      "                      POOL (A.B.C.D/N, a free part of IFACE's subnet), with a\n"
+	      "                      firewall that lets in only the lease's own ranks\n"
+	      "                      (docs/isolation.md)\n"
 	      "  --nvidia-smi-topo FILE  discover from saved `nvidia-smi topo -m` output\n"
 	      "  --model M           the GPU model of that output (a catalog name)\n"
 	      "  --state-dir DIR     credential, work.json, job logs (default /var/lib/suanli-agent)\n"
@@ -154,6 +160,8 @@ static int parse_run(int argc, char **argv, struct run_args *r)
 			sp = &r->o.image;
 		else if (!strcmp(f, "--host-processes"))
 			sp = &r->o.host_tenant;
+		else if (!strcmp(f, "--lease-net"))
+			sp = &r->o.lease_net;
 		else if (!strcmp(f, "--cdi-dir"))
 			sp = &r->o.cdi_dir;
 		else if (!strcmp(f, "--cdi-name"))
@@ -327,6 +335,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "discover"))
 		return agent_discover_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "ctr-start")) /* the agent's own, in a rank's shim (fabric.h) */
+		return fabric_ctr_start_main(argc - 1, argv + 1);
 	fprintf(stderr, "suanli-agent: unknown command '%s'\n"
 			"  hint: suanli-agent --help lists the commands\n",
 		argv[1]);

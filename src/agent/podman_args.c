@@ -56,7 +56,7 @@ static void common(struct words *w, const struct podman_run *r, const char *verb
 	addf(w, "--cgroup-manager=%s", r->cgroup_manager);
 	addf(w, "--hooks-dir=%s", r->hooks_dir);
 	addf(w, "%s", verb);
-	if (!strcmp(verb, "run"))
+	if (!strcmp(verb, "run") || r->create) /* a rank's container, run or created to start later */
 		addf(w, "--rm");
 	addf(w, "--name=%s", r->name);
 	addf(w, "--pull=missing");
@@ -111,7 +111,7 @@ enum sl_err podman_run_argv(const struct podman_run *r, char ***out, struct sl_d
 	struct words w = {calloc(PODMAN_ARGV_MAX, sizeof(char *)), 0, 0};
 	if (!w.v)
 		return sl_diag_set(d, SL_ENOMEM, "out of memory");
-	common(&w, r, "run", PODMAN_CAPS);
+	common(&w, r, r->create ? "create" : "run", PODMAN_CAPS);
 	addf(&w, "--log-driver=none");
 	if (!r->host_network && r->network && r->network[0] && r->publish > 0 &&
 	    r->publish < 65536)

@@ -48,6 +48,7 @@ struct podman_run {
 	int host_network;            /* 1: --network host (exclusive whole-node leases) */
 	const char *network;         /* else the lease's own network (NULL or "": none) */
 	int publish;                 /* a TCP port published on the node as the same port (0: none) */
+	int create;                  /* 1: `podman create` (fabric.h starts it) instead of run */
 	const char *workdir;         /* host directory mounted at /work ("" : none) */
 	const char *topo;            /* host file mounted at PODMAN_TOPO ("" : none) */
 	const char *const *devices;  /* CDI device names (without the kind) */

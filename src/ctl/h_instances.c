@@ -284,12 +284,7 @@ void h_instance_stop(struct ctl_call *call)
 			inst_bill_gpu_off(c, in, c->now_ns);
 	}
 	inst_lease_release(c, in, "stopped");
-	if (in->migrate_from[0] && !in->mig_removing) {
-		snprintf(in->nodes[0].node, sizeof(in->nodes[0].node), "%s", in->migrate_from);
-		in->nodes[0].gpus = 0;
-		in->migrate_from[0] = 0;
-		inst_migration_clear(c, in);
-	}
+	inst_mig_abandon(c, in);
 	inst_event(c, in, IE_STOP, why);
 	answer_inst(call, 200, in, NULL);
 }

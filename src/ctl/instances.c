@@ -299,6 +299,22 @@ static void stop_billing(struct ctl *c, struct instance *in, int64_t at)
 		inst_bill_gpu_off(c, in, at);
 }
 
+/* A migration that did not finish: back to the old home, whose copy stays
+ * (the new node is told nothing more about it). */
+void inst_mig_abandon(struct ctl *c, struct instance *in)
+{
+	if (!in->migrate_from[0] || in->mig_removing)
+		return;
+	jobs_node_changed(c, in->nodes[0].node);
+	json_decref(in->nodes[0].ports);
+	json_decref(in->nodes[0].host_keys);
+	memset(&in->nodes[0], 0, sizeof(in->nodes[0]));
+	snprintf(in->nodes[0].node, sizeof(in->nodes[0].node), "%s", in->migrate_from);
+	in->nnodes = 1;
+	in->migrate_from[0] = 0;
+	inst_migration_clear(c, in);
+}
+
 /* The instance stops (stop asked, idle, balance, the guest, its lease ended):
  * billing ends at at, the lease is released, the containers get "stop". */
 static void do_stop(struct ctl *c, struct instance *in, int64_t at, const char *why)
@@ -306,13 +322,7 @@ static void do_stop(struct ctl *c, struct instance *in, int64_t at, const char *
 	if (in->state == IS_RUNNING)
 		stop_billing(c, in, at);
 	inst_lease_release(c, in, why);
-	if (in->migrate_from[0] && !in->mig_removing) {
-		/* A migration that did not finish: back to the old home, whose copy stays. */
-		snprintf(in->nodes[0].node, sizeof(in->nodes[0].node), "%s", in->migrate_from);
-		in->nodes[0].gpus = 0;
-		in->migrate_from[0] = 0;
-		inst_migration_clear(c, in);
-	}
+	inst_mig_abandon(c, in);
 	inst_event(c, in, IE_STOP, why);
 }
 
@@ -383,6 +393,13 @@ static void eval(struct ctl *c, struct instance *in)
 				break;
 			}
 		inst_lease_release(c, in, "the instance could not start");
+		if (in->migrate_from[0] && !in->mig_removing) {
+			char w2[INST_REASON_MAX];
+			snprintf(w2, sizeof(w2), "%.200s; migration abandoned, the disks stay on %s", why,
+				 in->migrate_from);
+			snprintf(why, sizeof(why), "%s", w2);
+		}
+		inst_mig_abandon(c, in);
 		inst_event(c, in, IE_FAIL, why);
 		audit_log_system(c, "instance.failed", in->tenant, in->id, "failed");
 		break;
@@ -587,8 +604,11 @@ static json_t *item_env(struct ctl *c, const struct instance *in, int rank, json
 			}
 			if (!agents_node_addr(c, idx, addr[k], sizeof(addr[k])))
 				addr[k][0] = 0;
+			/* no fabric address (pool NULL): instances keep the lease's
+			 * bridge (docs/isolation.md) */
 			en[k] = (struct job_env_node){in->nodes[k].node, addr[k],
-						      fleet_node_type(c->fleet, idx), in->nodes[k].gpus};
+						      fleet_node_type(c->fleet, idx), in->nodes[k].gpus,
+						      NULL};
 		}
 		struct job_env_in ein = {in->lease, in->id, in->seq, in->nnodes, en, user};
 		struct sl_diag d;

@@ -159,6 +159,9 @@ struct instance *inst_path(struct ctl_call *call);
 bool inst_event(struct ctl *c, struct instance *in, enum inst_event e, const char *reason);
 /* The desired state of in changed: every node concerned gets a new version. */
 void inst_bump(struct ctl *c, const struct instance *in);
+/* A migration that did not finish goes back to the old home (whose copy
+ * stays) and its staged disks are deleted; nothing when none. */
+void inst_mig_abandon(struct ctl *c, struct instance *in);
 void inst_free(struct instance *in);
 /* A new instance record with the next id (not yet in the table). */
 struct instance *inst_new(struct ctl *c);

@@ -331,6 +331,31 @@ wait_state "$ID" stopped && ok "stopped on its new home a1"
 expect_eq "its job was cancelled with its lease" "$(body_of "$(api "$ACME" GET "/v1/jobs/$JOB")" | jq -r .state)" cancelled
 r=$(api "$ACME" POST /v1/jobs "{\"instance\":\"$ID\",\"argv\":[\"true\"]}")
 expect_eq "a job inside a stopped instance: 409" "$(status_of "$r")" 409
+# A migration whose new node cannot import: failed, back home, nothing lost.
+BLOCK=$(body_of "$(api "$BETA" POST /v1/leases '{"gpus":8}')" | jq -r .id)
+if [ "$(body_of "$(api "$BETA" GET "/v1/leases/$BLOCK")" | jq -r '.placement[0].node')" != a1 ]; then
+	B2=$(body_of "$(api "$BETA" POST /v1/leases '{"gpus":8}')" | jq -r .id)
+	api "$BETA" POST "/v1/leases/$BLOCK/release" '{}' >/dev/null
+	BLOCK=$B2
+fi
+out=$(sl "$ACME" instance start "$ID" --migrate --json)
+expect_eq "a second migration: a1 to a2" "$(printf '%s' "$out" | jq -c '[.state, .nodes]')" '["starting",["a2"]]'
+upload_from() { # NODE PART FILE
+	curl -s -o /dev/null -H "Authorization: Bearer ${CRED[$1]}" --data-binary @"$3" "$URL/v1/agent/migrations/$ID/$2?offset=0"
+	api "${CRED[$1]}" POST "/v1/agent/migrations/$ID/$2/done" "{\"size\":$(stat -c %s "$3"),\"sha256\":\"$(sha "$3")\"}" >/dev/null
+}
+head -c 1000 /dev/urandom >"$TMP/small.tar"
+upload_from a1 system "$TMP/small.tar"
+upload_from a1 data "$TMP/small.tar"
+hb a1 "$(rep "$ID" 6 exported)" >/dev/null
+expect_eq "the new node is told to import" "$(item a2 "$ID" | jq -r .migrate_from)" a1
+hb a2 "$(rep "$ID" 6 failed '{"error":"sha256 mismatch for system"}')" >/dev/null
+wait_state "$ID" failed && ok "the new node could not import: failed"
+expect_eq "... back on its old home a1, whose copy stays" "$(inst "$ID" '.nodes|tostring')" '["a1"]'
+expect_match "... the reason names the error and the abandoned migration" "$(inst "$ID" .reason)" "sha256 mismatch.*migration abandoned, the disks stay on a1"
+expect_eq "... a1 is told to keep it stopped, a2 nothing more" "$(item a1 "$ID" | jq -r .state) $(item a2 "$ID")" "stop null"
+[ ! -e "$DATA/migrations/$ID" ] && ok "... the staged copies are deleted" || bad "staged copies deleted"
+api "$BETA" POST "/v1/leases/$BLOCK/release" '{}' >/dev/null
 
 # ---- idle stop from injected utilisation; a guest stop ----
 out=$(sl "$ACME" instance create --gpus 8 --auto-stop-idle 10s --json)
