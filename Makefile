@@ -3,7 +3,7 @@ BUILD      ?= build/release
 CHECKBUILD ?= build/check
 JOBS       ?= $(shell nproc)
 
-.PHONY: all deps build check run bench fuzz clean
+.PHONY: all deps build check run screenshots bench fuzz clean
 
 all: build
 
@@ -27,6 +27,13 @@ check: build
 run: build
 	@scripts/run.sh $(BUILD)
 
+# A PNG of every console screen in English and Chinese into docs/console/, taken
+# by the browser tests (tests/browser/run.sh; 77: some checks could not run here).
+screenshots: build
+	@SUANLID=$(BUILD)/suanlid SUANLI=$(BUILD)/suanli SUANLI_AGENT=$(BUILD)/suanli-agent \
+		SL_ROOT=$(CURDIR) SCREENSHOTS=$(CURDIR)/docs/console tests/browser/run.sh; \
+		rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 77 ]
+
 # Every benchmark; each prints its figures and writes bench/results/<name>.md.
 # bench_api also runs Debian's wrk when installed; bench_crash exits 1 if a
 # SIGKILL lost or duplicated anything (never on timings).
@@ -44,12 +51,13 @@ bench: build
 	bench/slurm.sh $(BUILD) && \
 	echo "make bench: every benchmark in $$(( $$(date +%s) - start )) s (after the build)"
 
-# Every libFuzzer harness (tests/fuzz) for FUZZ_SECONDS each (default 600);
+# Every libFuzzer harness (tests/fuzz) for FUZZ_CPU_SECONDS of CPU time each
+# (default 600);
 # writes bench/results/fuzz.md. Needs clang (scripts/fuzz-deps.sh).
-FUZZ_SECONDS ?= 600
+FUZZ_CPU_SECONDS ?= 600
 fuzz: deps
 	@scripts/fuzz-deps.sh
-	@scripts/fuzz.sh $(FUZZ_SECONDS)
+	@scripts/fuzz.sh $(FUZZ_CPU_SECONDS)
 
 clean:
 	rm -rf build

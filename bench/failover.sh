@@ -91,7 +91,14 @@ post_any() {
 	return 1
 }
 topup() { post_any /v1/tenants/acme/topups "{\"amount\": 100, \"reason\": \"$1\"}" "$1" >/dev/null; }
-job() { post_any /v1/jobs "{\"lease\": \"$JL\", \"argv\": [\"true\"]}" "$1"; }
+# job KEY : submits a job with that key and cancels it (a lease holds at
+# most 64 jobs not yet ended; in --simulate no agent ends them); prints its id.
+job() {
+	local id
+	id=$(post_any /v1/jobs "{\"lease\": \"$JL\", \"argv\": [\"true\"]}" "$1") || return 1
+	post_any "/v1/jobs/$id/cancel" '{}' "c$1" >/dev/null
+	printf '%s' "$id"
+}
 
 # Background traffic: creates (and releases of every second one) until told to stop.
 traffic() {

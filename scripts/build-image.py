@@ -128,6 +128,9 @@ def stage(root, pkgs):
     os.chmod(os.path.join(root, "tmp"), 0o1777)
     with open(os.path.join(etc, "passwd"), "w") as f:
         f.write("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
+        if os.path.exists(os.path.join(root, "usr/sbin/sshd")):
+            # sshd's privilege separation user (instance images, docs/isolation.md)
+            f.write("sshd:x:100:65534::/run/sshd:/usr/sbin/nologin\n")
     with open(os.path.join(etc, "group"), "w") as f:
         f.write("root:x:0:\nnogroup:x:65534:\n")
     subprocess.run(["ldconfig", "-r", root], check=False, stderr=subprocess.DEVNULL)

@@ -8,16 +8,24 @@
 # skipped, not passed. podman (with runc for hybrid and v1 cgroup hosts, crun for
 # cgroup v2, catatonit for --init) runs every tenant container; the image is built
 # from installed packages (scripts/build-image.py), so no registry is ever asked.
+# Instances (issue 14) run the image's sshd (openssh-server, copied into the image
+# from the host), the agent makes their host keys with ssh-keygen and their data
+# disks with mkfs.ext4 (e2fsprogs); the tests log in with the real ssh client.
+# The console's browser tests (tests/browser) drive Debian's chromium with node
+# (npm ci installs playwright-core there; it never downloads a browser);
+# fonts-noto-cjk draws the Chinese screens.
 set -euo pipefail
 pkgs=(
   build-essential binutils python3 cmake pkg-config                  # build
   libyaml-dev libjansson-dev libcmocka-dev libsqlite3-dev libmicrohttpd-dev
   libcurl4-openssl-dev libsodium-dev libpq-dev libgnutls28-dev linux-libc-dev # libraries
   jq curl sqlite3 faketime libfaketime python3-yaml wrk python3-torch # tests
-  iproute2 iptables                                                  # netns hosts
+  iproute2 iptables                                                  # netns hosts; --lease-net (ip, iptables-restore)
   postgresql                                                         # HA store tests
   prometheus                                                         # promtool: rules, /metrics
   podman runc crun catatonit                                         # containers
+  openssh-server openssh-client e2fsprogs                           # instances: sshd, ssh, data disks
+  nodejs npm chromium fonts-noto-cjk                                 # console browser tests
 )
 missing=()
 for p in "${pkgs[@]}"; do

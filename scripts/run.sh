@@ -69,6 +69,10 @@ stop_all() {
 		ids=$(podman ps -a -q --filter "name=$RUN_TAG-" 2>/dev/null || true)
 		[ -n "$ids" ] && podman rm -f -t 0 $ids >/dev/null 2>&1 || true
 		# the leases' networks and user-namespace id ranges (named after --cdi-name)
+		# instances' system images (their data disks are unmounted below, kept in AGDIR)
+		ids=$(podman images --format '{{.Repository}}:{{.Tag}}' 2>/dev/null |
+			grep -F -- "-$RUN_TAG-" || true)
+		[ -n "$ids" ] && podman rmi -f $ids >/dev/null 2>&1 || true
 		ids=$(podman network ls --format '{{.Name}}' 2>/dev/null | grep -F -- "-$RUN_TAG-" || true)
 		[ -n "$ids" ] && podman network rm -f $ids >/dev/null 2>&1 || true
 		grep -lF -- "-$RUN_TAG " /run/suanli/uid-ranges/* 2>/dev/null | xargs -r rm -f || true
@@ -101,14 +105,16 @@ n=${#NODES[@]}
 [ "$AGENTS" != all ] && [ "$AGENTS" -lt "$n" ] && n=$AGENTS
 mkdir -p "$AGDIR"
 # Tenant work runs in containers of a small image built here from the host's
-# Debian packages (scripts/build-image.py, cached); SUANLI_HOST_TENANT=T runs
+# Debian packages (scripts/build-image.py, cached; with openssh-server, whose
+# sshd each instance runs); SUANLI_HOST_TENANT=T runs
 # tenant T's work as host processes instead (a server T owns) and refuses others'.
 AGARGS=()
 if [ -n "${SUANLI_HOST_TENANT:-}" ]; then
 	AGARGS=(--host-processes "$SUANLI_HOST_TENANT")
 elif command -v podman >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-	IMAGE=$(scripts/build-image.py base base-files bash coreutils dash findutils grep sed procps \
-		libc-bin python3)
+	# one small demo image for jobs and instances: sshd (instances' SSH) and Python
+	IMAGE=$(scripts/build-image.py demo base-files bash coreutils dash findutils grep sed procps \
+		libc-bin python3 openssh-server)
 	AGARGS=(--image "$IMAGE")
 else
 	echo "run.sh: no podman (or not root): jobs will not start; scripts/deps.sh installs podman" >&2
@@ -132,6 +138,7 @@ done
 cat <<MSG
 
 suanlid: $URL   (data in $DATA, fleet $FLEET)
+console: $URL/   (sign in as a user: $B/suanli user create --name olga --role operator --password-file FILE)
 agents:  $n of ${#NODES[@]} nodes, one simulated suanli-agent each ($ready nodes ready)
          (state and logs in $AGDIR/NODE/ and $AGDIR/NODE.log)
 admin token: $ADMIN
@@ -146,6 +153,12 @@ Try, in another shell:
   $B/suanli job run --lease LEASE -- sh -c 'echo rank \$NODE_RANK of \$NNODES on \$CUDA_VISIBLE_DEVICES'
   $B/suanli job logs JOB
   $B/suanli invoice --tenant acme --month \$(TZ=Asia/Shanghai date +%Y-%m)
+
+An instance (a machine with SSH, a data disk and ports; image ${IMAGE:-none}):
+  $B/suanli ssh-key add laptop --file ~/.ssh/id_ed25519.pub
+  $B/suanli instance create --gpus 1 --model l40s --ssh-key laptop --volume 10 --port 8888 --json
+  $B/suanli instance ssh INSTANCE      # or the "command" it printed: ssh -p PORT root@HOST
+  $B/suanli instance stop INSTANCE; $B/suanli instance start INSTANCE; $B/suanli instance release INSTANCE
 
 Ctrl-C stops the controller and the agents; state stays in $DATA and $AGDIR.
 SUANLI_AGENTS=N starts agents for the first N nodes only, SUANLI_AGENTS=0 none

@@ -35,6 +35,7 @@
 
 #include "engine.h"
 #include "health.h"
+#include "inst.h"
 #include "http_client.h"
 #include "log.h"
 #include "logship.h"
@@ -59,6 +60,7 @@ struct agent {
 	struct http_client *http;
 	struct work_sup *sup;
 	struct engine *eng;       /* tenant containers (engine.h) */
+	struct inst_sup *inst;    /* instances (inst.h) */
 	struct health *health;
 	/* the long poll */
 	CURLM *multi;
@@ -306,6 +308,7 @@ static enum sl_err use_credential(struct agent *a, const char *cred, struct sl_d
 	if (e != SL_OK)
 		return e;
 	snprintf(a->auth, sizeof(a->auth), "Authorization: Bearer %s", cred);
+	inst_sup_set_token(a->inst, cred);
 	curl_slist_free_all(a->poll_hdrs);
 	a->poll_hdrs = curl_slist_append(NULL, a->auth);
 	if (!a->poll_hdrs)
@@ -328,6 +331,8 @@ static enum sl_err do_register(struct agent *a, bool *retry, struct sl_diag *d)
 	*retry = false;
 	if (body && o->host_tenant)
 		json_object_set_new(body, "host_processes", json_string(o->host_tenant));
+	if (body && engine_fabric(a->eng))
+		json_object_set_new(body, "lease_net", json_string(engine_fabric(a->eng)->pool));
 	if (body && (o->site || o->leaf || o->type)) {
 		json_t *l = json_object();
 		if (o->site)
@@ -408,12 +413,16 @@ static enum sl_err do_heartbeat(struct agent *a, int64_t now, bool *reregister,
 	struct http_response r;
 	json_t *gpus = health_sample(a->health, (int64_t)time(NULL));
 	json_t *work = work_sup_report(a->sup);
+	json_t *insts = inst_sup_report(a->inst);
 	json_t *body = json_pack("{s:s, s:o*, s:o*}", "boot_id", a->boot_id, "gpus", gpus,
 				 "work", work);
 	enum sl_err e;
 
 	*reregister = false;
-	if (!body || !gpus || !work) {
+	if (body && insts && json_array_size(insts) > 0) /* none: as before instances */
+		json_object_set(body, "instances", insts);
+	json_decref(insts);
+	if (!body || !gpus || !work || !insts) {
 		json_decref(body);
 		return sl_diag_set(d, SL_ENOMEM, "out of memory");
 	}
@@ -465,6 +474,7 @@ static enum sl_err do_heartbeat(struct agent *a, int64_t now, bool *reregister,
 	}
 	/* the report reached the controller: finished items may be forgotten */
 	work_sup_reported(a->sup);
+	inst_sup_reported(a->inst);
 	json_array_foreach(stop, i, v) {
 		const char *job = json_string_value(json_object_get(v, "job"));
 		json_int_t rank = json_integer_value(json_object_get(v, "rank"));
@@ -566,6 +576,14 @@ static enum sl_err poll_done(struct agent *a, CURLcode rc, int64_t now, struct s
 			     "error=%s", wd.msg);
 		a->poll_due = now + next_backoff(a, &a->poll_backoff);
 	} else {
+		/* instances apart: a bad instance item never holds the jobs back */
+		struct sl_diag id;
+		int ign = 0;
+		sl_diag_clear(&id);
+		if (inst_sup_apply(a->inst, json_object_get(ans, "instances"), now, &ign, &id) !=
+		    SL_OK)
+			sl_log_error("refused the controller's instances; keeping the current ones",
+				     "error=%s", id.msg);
 		a->version = json_integer_value(ver);
 		a->poll_backoff = 0;
 		a->poll_due = now;
@@ -617,6 +635,8 @@ static enum sl_err turn(struct agent *a, int64_t now, struct sl_diag *d)
 		}
 	}
 	if (work_sup_tick(a->sup, now))
+		a->hb_due = now;
+	if (inst_sup_tick(a->inst, now))
 		a->hb_due = now;
 	if (a->registered && !a->polling && now >= a->hb_due) {
 		struct sl_diag hd;
@@ -728,6 +748,7 @@ static void agent_release(struct agent *a)
 	http_client_free(a->http);
 	health_free(a->health);
 	work_sup_free(a->sup);
+	inst_sup_free(a->inst);
 	engine_free(a->eng);
 	if (a->lock_fd >= 0)
 		close(a->lock_fd);
@@ -738,11 +759,22 @@ static void agent_release(struct agent *a)
 static enum sl_err probe_engine(struct agent *a, struct sl_diag *d)
 {
 	const struct agent_opts *o = a->o;
+	struct fabric fab;
 	struct engine_opts eo = {o->state_dir, o->node, o->cdi_name, o->disc, o->cdi_dir, o->image,
-				 o->pids_limit, NULL};
-	enum sl_err e = engine_new(&eo, &a->eng, d);
+				 o->pids_limit, NULL, NULL};
+	enum sl_err e;
+	if (o->lease_net) {
+		if ((e = fabric_parse(o->lease_net, &fab, d)) != SL_OK)
+			return e;
+		eo.fabric = &fab;
+	}
+	e = engine_new(&eo, &a->eng, d);
 	if (e != SL_OK)
 		return e;
+	if (engine_fabric(a->eng))
+		sl_log_info("multi-node ranks of partial-node leases get fabric addresses",
+			    "iface=%s pool=%s prefix=%d gateway=%s", fab.iface, fab.pool, fab.prefix,
+			    fab.gw[0] ? fab.gw : "-");
 	if (o->host_tenant)
 		sl_log_warn("tenant work runs as host processes on this server, for its owner only",
 			    "tenant=%s", o->host_tenant);
@@ -801,6 +833,10 @@ enum sl_err agent_run(const struct agent_opts *o, struct sl_diag *d)
 	    (e = work_sup_new(o->state_dir, o->disc, work_now_ns(), &a.sup, d)) != SL_OK)
 		goto out;
 	work_sup_set_engine(a.sup, a.eng, o->host_tenant);
+	struct inst_opts io = {o->state_dir, o->storage_dir, o->port_lo, o->port_hi, o->node,
+			       a.eng, o->disc, o->server, o->ca, a.cred[0] ? a.cred : o->token};
+	if ((e = inst_sup_new(&io, work_now_ns(), &a.inst, d)) != SL_OK)
+		goto out;
 	if (o->stop_grace_s >= 0)
 		work_sup_set_default_grace(a.sup, o->stop_grace_s);
 	if (o->log_limit_mib > 0)

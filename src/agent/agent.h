@@ -56,7 +56,11 @@ struct agent_opts {
 	const char *cdi_dir;    /* NULL: ENGINE_CDI_DIR */
 	const char *cdi_name;   /* NULL: the node name (engine_opts.name) */
 	int pids_limit;         /* 0: ENGINE_PIDS_DEFAULT */
+	const char *lease_net;  /* "macvlan:IFACE:POOL" (fabric.h; NULL: none) */
 	int log_limit_mib;      /* 0: WORK_LOG_LIMIT_DEFAULT */
+	const char *storage_dir; /* instances' data disks (NULL: STATE_DIR/volumes) */
+	int port_lo, port_hi;   /* instances' host ports (0: INST_PORT_LO/HI_DEFAULT) */
+	const char *ca;         /* the controller's CA file (NULL: none; ops connect anew) */
 	const struct discovery *disc; /* what this node has (borrowed) */
 	bool nvml;              /* health from NVML (discovery used NVML) */
 	volatile sig_atomic_t *stop; /* set by the signal handler: leave work running, return */

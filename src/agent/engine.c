@@ -40,6 +40,9 @@ struct engine {
 	char node[CDI_NAME_MAX / 2];
 	char uid_dir[STATE_PATH_MAX];
 	char ldlib[CDI_PATH_MAX]; /* a driver library the CDI spec mounts ("" : none) */
+	struct fabric fab;
+	bool has_fab;
+	char self[4096];          /* /proc/self/exe */
 };
 
 /* The first executable name in PATH into out; false when none. */
@@ -314,6 +317,12 @@ enum sl_err engine_new(const struct engine_opts *o, struct engine **out, struct 
 	snprintf(e->node, sizeof(e->node), "%s", o->name ? o->name : o->node);
 	snprintf(e->uid_dir, sizeof(e->uid_dir), "%s", o->uid_dir ? o->uid_dir : UID_RANGES_DIR);
 	snprintf(e->image, sizeof(e->image), "%s", o->image ? o->image : "");
+	if (o->fabric) {
+		e->fab = *o->fabric;
+		e->has_fab = true;
+	}
+	ssize_t sl = readlink("/proc/self/exe", e->self, sizeof(e->self) - 1);
+	e->self[sl > 0 ? (size_t)sl : 0] = '\0';
 	probe(e);
 	if (e->ok) {
 		enum sl_err er = state_path(e->hooks, sizeof(e->hooks), o->state_dir, d, "no-hooks");
@@ -351,6 +360,12 @@ const char *engine_cgroups(const struct engine *e) { return e ? e->cgroups : "no
 const char *engine_default_image(const struct engine *e) { return e ? e->image : ""; }
 const char *engine_name(const struct engine *e) { return e ? e->node : ""; }
 const char *engine_uid_dir(const struct engine *e) { return e ? e->uid_dir : UID_RANGES_DIR; }
+const char *engine_podman(const struct engine *e) { return e && e->podman[0] ? e->podman : "podman"; }
+const struct fabric *engine_fabric(const struct engine *e)
+{
+	return e && e->ok && e->has_fab && e->self[0] ? &e->fab : NULL;
+}
+const char *engine_self(const struct engine *e) { return e ? e->self : ""; }
 
 uint32_t engine_uid_base(const char *lease)
 {

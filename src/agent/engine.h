@@ -28,6 +28,7 @@
 #include "discovery.h"
 #include "err.h"
 #include "cdi_spec.h"
+#include "fabric.h"
 #include "podman_args.h"
 
 #define ENGINE_CDI_DIR "/var/run/cdi"
@@ -49,6 +50,7 @@ struct engine_opts {
 	const char *image;            /* default image for items that name none (NULL: none) */
 	int64_t pids;                 /* 0: ENGINE_PIDS_DEFAULT */
 	const char *uid_dir;          /* the host's id range table (NULL: UID_RANGES_DIR) */
+	const struct fabric *fabric;  /* --lease-net (copied; NULL: none, fabric.h) */
 };
 
 struct engine;
@@ -69,6 +71,11 @@ const char *engine_cgroups(const struct engine *e);  /* "v2" | "hybrid" | "v1" |
 const char *engine_default_image(const struct engine *e); /* "" when none */
 const char *engine_name(const struct engine *e);  /* engine_opts.name (or the node's) */
 const char *engine_uid_dir(const struct engine *e); /* engine_opts.uid_dir (uid_ranges.h) */
+const char *engine_podman(const struct engine *e);  /* podman's path ("podman" when unknown) */
+/* The node's --lease-net (NULL: none, or no usable engine) and this
+ * program's own path (for `ctr-start`, fabric.h). */
+const struct fabric *engine_fabric(const struct engine *e);
+const char *engine_self(const struct engine *e);
 
 /* The container of one rank: fills r (borrowing name, image and the item's
  * argv) with this host's runtime and limits, the lease's share of the node

@@ -129,6 +129,34 @@ static gpumask_t read_unhealthy(struct health *h)
 	return m;
 }
 
+/* Simulated utilisation per GPU from inject/util: lines "GPU PCT" or
+ * "* PCT" (every GPU); 100 for GPUs it does not name, or when it is absent,
+ * so an idle stop never fires by accident in simulate mode. */
+static void read_util(struct health *h, int ngpus, int *util)
+{
+	char path[STATE_PATH_MAX];
+	for (int i = 0; i < ngpus; i++)
+		util[i] = 100;
+	if (state_path(path, sizeof(path), h->dir, NULL, "inject/util") != SL_OK)
+		return;
+	char *text = read_hook(path);
+	for (char *save = NULL, *line = text ? strtok_r(text, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		int gpu = -1, pct = -1, used = 0;
+		bool all = sscanf(line, " * %d %n", &pct, &used) == 1;
+		if ((!all && sscanf(line, " %d %d %n", &gpu, &pct, &used) != 2) || line[used] != '\0' ||
+		    pct < 0 || pct > 100 || (!all && (gpu < 0 || gpu >= ngpus))) {
+			sl_log_warn("ignoring a line of inject/util; want \"GPU PCT\" or \"* PCT\"",
+				    "line=%.80s gpus=%d", line, ngpus);
+			continue;
+		}
+		for (int i = 0; i < ngpus; i++)
+			if (all || i == gpu)
+				util[i] = pct;
+	}
+	free(text);
+}
+
 json_t *health_sample(struct health *h, int64_t now_wall)
 {
 	int ngpus = h->disc->type.ngpus;
@@ -154,6 +182,8 @@ json_t *health_sample(struct health *h, int64_t now_wall)
 	}
 	read_xids(h, ngpus, &x);
 	gpumask_t sick = read_unhealthy(h);
+	int util[TOPO_MAX_GPUS];
+	read_util(h, ngpus, util);
 	h->nsample++;
 
 	json_t *a = json_array();
@@ -183,7 +213,8 @@ json_t *health_sample(struct health *h, int64_t now_wall)
 			   {"power_w", g ? g->power_w : 70 + (i * 11) % 23 + 2 * wobble},
 			   {"ecc_sbe", g ? g->ecc_sbe : 0},
 			   {"ecc_dbe", g ? g->ecc_dbe : 0},
-			   {"nvlink_up", g ? g->nvlink_up : h->disc->gpus[i].nvlinks_up}};
+			   {"nvlink_up", g ? g->nvlink_up : h->disc->gpus[i].nvlinks_up},
+			   {"util_pct", g ? g->util_pct : util[i]}};
 		for (size_t k = 0; o && k < sizeof(fig) / sizeof(fig[0]); k++)
 			if (fig[k].v >= 0 && json_object_set_new(o, fig[k].k, json_integer(fig[k].v)) != 0) {
 				json_decref(o);

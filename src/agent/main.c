@@ -17,6 +17,7 @@
 
 #include "agent.h"
 #include "discover.h"
+#include "fabric.h"
 #include "discovery.h"
 #include "http_client.h"
 #include "log.h"
@@ -74,6 +75,14 @@ static void usage(FILE *f)
 	      "                      node name; unique per host)\n"
 	      "  --log-limit-mib N   a rank whose log passes N MiB is killed (default 4096)\n"
 	      "  --pids-limit N      processes per container (default 4096)\n"
+	      "  --port-range LO-HI  host ports for instances' sshd and renter ports\n"
+	      "                      (default 30000-32767)\n"
+	      "  --storage-dir DIR   instances' data disks (default STATE_DIR/volumes)\n"
+	      "  --lease-net macvlan:IFACE:POOL  routable addresses for multi-node jobs on\n"
+	      "                      partial-node leases: a macvlan on IFACE per rank, from\n"
+	      "                      POOL (A.B.C.D/N, a free part of IFACE's subnet), with a\n"
+	      "                      firewall that lets in only the lease's own ranks\n"
+	      "                      (docs/isolation.md)\n"
 	      "  --nvidia-smi-topo FILE  discover from saved `nvidia-smi topo -m` output\n"
 	      "  --model M           the GPU model of that output (a catalog name)\n"
 	      "  --state-dir DIR     credential, work.json, job logs (default /var/lib/suanli-agent)\n"
@@ -89,7 +98,7 @@ static void usage(FILE *f)
 
 struct run_args {
 	struct agent_opts o;
-	const char *simulate, *smi_topo, *model, *log_level, *ca;
+	const char *simulate, *smi_topo, *model, *log_level, *ca, *port_range;
 };
 
 static int parse_int(const char *flag, const char *v, int lo, int hi, int *out)
@@ -151,6 +160,8 @@ static int parse_run(int argc, char **argv, struct run_args *r)
 			sp = &r->o.image;
 		else if (!strcmp(f, "--host-processes"))
 			sp = &r->o.host_tenant;
+		else if (!strcmp(f, "--lease-net"))
+			sp = &r->o.lease_net;
 		else if (!strcmp(f, "--cdi-dir"))
 			sp = &r->o.cdi_dir;
 		else if (!strcmp(f, "--cdi-name"))
@@ -161,6 +172,10 @@ static int parse_run(int argc, char **argv, struct run_args *r)
 			ip = &r->o.pids_limit, lo = 16, hi = 1 << 22;
 		else if (!strcmp(f, "--ca"))
 			sp = &r->ca;
+		else if (!strcmp(f, "--storage-dir"))
+			sp = &r->o.storage_dir;
+		else if (!strcmp(f, "--port-range"))
+			sp = &r->port_range;
 		else if (!strcmp(f, "--heartbeat"))
 			ip = &r->o.heartbeat_s, lo = 1, hi = AGENT_HEARTBEAT_MAX_S;
 		else if (!strcmp(f, "--stop-grace"))
@@ -187,6 +202,17 @@ static int parse_run(int argc, char **argv, struct run_args *r)
 		fprintf(stderr, "suanli-agent run: %s is required\n"
 				"  hint: suanli-agent run --help\n", missing);
 		return -1;
+	}
+	if (r->port_range) {
+		int lo = 0, hi = 0, used = 0;
+		if (sscanf(r->port_range, "%d-%d%n", &lo, &hi, &used) != 2 ||
+		    r->port_range[used] != '\0' || lo < 1024 || hi > 65535 || lo > hi) {
+			fprintf(stderr, "suanli-agent run: --port-range wants LO-HI within "
+					"1024-65535 (LO <= HI), got '%s'\n", r->port_range);
+			return -1;
+		}
+		r->o.port_lo = lo;
+		r->o.port_hi = hi;
 	}
 	if (r->simulate && r->smi_topo) {
 		fprintf(stderr, "suanli-agent run: give --simulate or --nvidia-smi-topo, not both\n");
@@ -275,6 +301,7 @@ static int cmd_run(int argc, char **argv)
 		return 1;
 	}
 	r.o.state_dir = dir;
+	r.o.ca = r.ca;
 	r.o.disc = &disc;
 	r.o.nvml = nvml;
 	r.o.stop = &stop_flag;
@@ -308,6 +335,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "discover"))
 		return agent_discover_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "ctr-start")) /* the agent's own, in a rank's shim (fabric.h) */
+		return fabric_ctr_start_main(argc - 1, argv + 1);
 	fprintf(stderr, "suanli-agent: unknown command '%s'\n"
 			"  hint: suanli-agent --help lists the commands\n",
 		argv[1]);

@@ -63,6 +63,10 @@ typedef struct {
 } nvmlMemory_t;
 
 typedef struct {
+	unsigned int gpu, memory; /* percent of the last sample period */
+} nvmlUtilization_t;
+
+typedef struct {
 	unsigned char clusterUuid[NVML_GPU_FABRIC_UUID_LEN];
 	nvmlReturn_t status;
 	unsigned int cliqueId;
@@ -100,6 +104,7 @@ typedef struct {
 	X(0, nvmlSystemGetDriverVersion, nvmlReturn_t, (char *, unsigned int))          \
 	X(0, nvmlDeviceGetTemperature, nvmlReturn_t, (nvmlDevice_t, int, unsigned int *)) \
 	X(0, nvmlDeviceGetPowerUsage, nvmlReturn_t, (nvmlDevice_t, unsigned int *))     \
+	X(0, nvmlDeviceGetUtilizationRates, nvmlReturn_t, (nvmlDevice_t, nvmlUtilization_t *)) \
 	X(0, nvmlDeviceGetTotalEccErrors, nvmlReturn_t, (nvmlDevice_t, int, int, unsigned long long *)) \
 	X(0, nvmlEventSetCreate, nvmlReturn_t, (nvmlEventSet_t *))                      \
 	X(0, nvmlDeviceRegisterEvents, nvmlReturn_t, (nvmlDevice_t, unsigned long long, nvmlEventSet_t)) \
@@ -279,7 +284,7 @@ enum sl_err nvml_health(struct nvml *n, struct nvml_health_sample *out, struct s
 		unsigned long long c = 0;
 
 		h->index = g;
-		h->temp_c = h->power_w = -1;
+		h->temp_c = h->power_w = h->util_pct = -1;
 		h->ecc_sbe = h->ecc_dbe = -1;
 		if (n->f.nvmlDeviceGetTemperature &&
 		    n->f.nvmlDeviceGetTemperature(n->dev[g], NVML_TEMPERATURE_GPU, &v) == NVML_SUCCESS)
@@ -296,6 +301,10 @@ enum sl_err nvml_health(struct nvml *n, struct nvml_health_sample *out, struct s
 						     NVML_VOLATILE_ECC, &c) == NVML_SUCCESS)
 			h->ecc_dbe = (int64_t)c;
 		h->nvlink_up = nvlinks_active(n, g);
+		nvmlUtilization_t u;
+		if (n->f.nvmlDeviceGetUtilizationRates &&
+		    n->f.nvmlDeviceGetUtilizationRates(n->dev[g], &u) == NVML_SUCCESS && u.gpu <= 100)
+			h->util_pct = (int)u.gpu;
 	}
 	/* Drain the XID events queued since the last call; bounded so a storm of
 	 * events cannot hold a heartbeat. */

@@ -37,6 +37,7 @@ struct nvml_gpu_health {
 	int64_t ecc_sbe;     /* corrected (single-bit) ECC errors, volatile count */
 	int64_t ecc_dbe;     /* uncorrected (double-bit) ECC errors, volatile count */
 	int nvlink_up;       /* NVLink links in the active state */
+	int util_pct;        /* GPU utilisation over NVML's last sample period, 0..100 */
 	int nxid;            /* XID events since the previous sample ... */
 	int xid[NVML_XID_MAX]; /* ... their codes, oldest first */
 	bool xid_lost;       /* more than NVML_XID_MAX arrived; the later ones are lost */

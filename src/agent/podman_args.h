@@ -48,6 +48,7 @@ struct podman_run {
 	int host_network;            /* 1: --network host (exclusive whole-node leases) */
 	const char *network;         /* else the lease's own network (NULL or "": none) */
 	int publish;                 /* a TCP port published on the node as the same port (0: none) */
+	int create;                  /* 1: `podman create` (fabric.h starts it) instead of run */
 	const char *workdir;         /* host directory mounted at /work ("" : none) */
 	const char *topo;            /* host file mounted at PODMAN_TOPO ("" : none) */
 	const char *const *devices;  /* CDI device names (without the kind) */
@@ -73,8 +74,46 @@ struct podman_run {
 	"ldconfig -C /run/ld.so.cache 2>/dev/null || :; fi; shift; exec \"$@\""
 #define PODMAN_ENTRY_ARG0 "sl-entry"
 
+/* The capabilities a job container's root keeps (its own files). */
+#define PODMAN_CAPS "chown,dac_override,fowner,setuid,setgid,kill"
+/* An instance container's: those, plus what sshd needs for its privilege
+ * separation (sys_chroot: the pre-auth child chroots to /run/sshd) and to
+ * listen on port 22 in the container's own network namespace
+ * (net_bind_service; it grants nothing in the host's network, which the
+ * container's user namespace does not own). docs/isolation.md. */
+#define PODMAN_INST_CAPS PODMAN_CAPS ",sys_chroot,net_bind_service"
+#define PODMAN_INST_LOG_MIB 16
+#define PODMAN_INST_SSH_DIR "/etc/suanli-ssh"
+#define PODMAN_INST_DATA "/data"
+/* The instance's entry: sshd's privilege separation directory on the fresh
+ * /run tmpfs, ldconfig when a driver library ($1) is mounted (as
+ * PODMAN_ENTRY), then exec sshd ("$@"). */
+#define PODMAN_INST_ENTRY                                                                \
+	"mkdir -p /run/sshd && chmod 0755 /run/sshd; "                                      \
+	"if [ -e \"$1\" ]; then ldconfig 2>/dev/null || :; fi; shift; exec \"$@\""
+#define PODMAN_INST_ENTRY_ARG0 "sl-instance"
+
 #define PODMAN_TOPO "/run/suanli/nccl-topo.xml"
 #define PODMAN_WORKDIR "/work"
+
+/* What an instance's container gets besides a job's (podman_create_argv). */
+struct podman_inst {
+	const int (*publish)[2];     /* host port, container port */
+	size_t npublish;
+	const char *ssh_dir;         /* host directory mounted read-only at PODMAN_INST_SSH_DIR */
+	const char *data_dir;        /* host directory mounted at PODMAN_INST_DATA ("" : none) */
+	const char *label;           /* "KEY=VALUE" (the agent's config key) */
+	const char *hostname;
+};
+
+/* `podman create` of an instance's long-running container (issue 14): the
+ * isolation of r (user namespace, no hooks, no-new-privileges, limits,
+ * devices, its network) but kept (no --rm) and writable (its layer is the
+ * system disk), PODMAN_INST_CAPS, /tmp and /run tmpfs, its ssh directory
+ * read-only, its data disk, the published ports, and the image's sshd as
+ * the command (r->argv is not used). Errors as podman_run_argv. */
+enum sl_err podman_create_argv(const struct podman_run *r, const struct podman_inst *x,
+			       char ***out, struct sl_diag *d) SL_MUST_USE;
 
 /* The command line as argv (NULL-terminated, each word malloc'ed; free with
  * podman_argv_free). SL_EINVAL when a field is missing or an env entry has

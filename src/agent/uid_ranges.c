@@ -52,6 +52,12 @@ static long find_slot(const char *dir, const char *key)
 enum sl_err uid_range_take(const char *dir, const char *agent, const char *lease,
 			   uint32_t *base, struct sl_diag *d)
 {
+	return uid_range_take_at(dir, agent, lease, 0, base, d);
+}
+
+enum sl_err uid_range_take_at(const char *dir, const char *agent, const char *lease,
+			      uint32_t prefer, uint32_t *base, struct sl_diag *d)
+{
 	char key[256], path[STATE_PATH_MAX];
 	enum sl_err e;
 	if (snprintf(key, sizeof(key), "%s %s", agent, lease) >= (int)sizeof(key))
@@ -63,7 +69,11 @@ enum sl_err uid_range_take(const char *dir, const char *agent, const char *lease
 		*base = ENGINE_UID_BASE + (uint32_t)have * PODMAN_IDS;
 		return SL_OK;
 	}
-	uint32_t first = (engine_uid_base(lease) - ENGINE_UID_BASE) / PODMAN_IDS;
+	uint32_t want = prefer >= ENGINE_UID_BASE && (prefer - ENGINE_UID_BASE) % PODMAN_IDS == 0 &&
+				(prefer - ENGINE_UID_BASE) / PODMAN_IDS < ENGINE_UID_SLOTS
+			? prefer
+			: engine_uid_base(lease);
+	uint32_t first = (want - ENGINE_UID_BASE) / PODMAN_IDS;
 	for (uint32_t k = 0; k < ENGINE_UID_SLOTS; k++) {
 		uint32_t slot = (first + k) % ENGINE_UID_SLOTS;
 		if ((e = state_path(path, sizeof(path), dir, d, "%u", slot)) != SL_OK)

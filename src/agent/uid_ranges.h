@@ -24,6 +24,11 @@
  * the table cannot be written (its path and errno's text in d). */
 enum sl_err uid_range_take(const char *dir, const char *agent, const char *lease,
 			   uint32_t *base, struct sl_diag *d) SL_MUST_USE;
+/* The same, asking first for the range at prefer (a range it held before:
+ * an instance's, whose files keep its ids across a reboot that emptied the
+ * table; 0 or not a range's start: as uid_range_take). */
+enum sl_err uid_range_take_at(const char *dir, const char *agent, const char *lease,
+			      uint32_t prefer, uint32_t *base, struct sl_diag *d) SL_MUST_USE;
 /* Frees the range of (agent, lease), if it has one. */
 void uid_range_release(const char *dir, const char *agent, const char *lease);
 

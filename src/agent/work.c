@@ -151,7 +151,7 @@ static void wall_iso(int64_t t, char *buf, size_t n)
  * that lists exactly the item's GPUs ("2,5") is renumbered "0,1" when the
  * rank runs in a container (it holds only its GPUs, and the runtime
  * enumerates them from 0); anything else is copied. NULL on ENOMEM. */
-static char *item_env(const char *kv, gpumask_t gpus, bool local)
+char *work_item_env(const char *kv, gpumask_t gpus, bool local)
 {
 	static const char *const keys[] = {"CUDA_VISIBLE_DEVICES=", "ASCEND_RT_VISIBLE_DEVICES="};
 	char phys[TOPO_MAX_GPUS * 4], loc[TOPO_MAX_GPUS * 4];
@@ -214,7 +214,7 @@ static char **build_env(const struct work_spec *sp, const char *topo, const char
 			goto oom;
 	}
 	for (size_t j = 0; j < sp->nenv; j++)
-		if (!(v[n++] = item_env(sp->env[j], sp->gpus, local)))
+		if (!(v[n++] = work_item_env(sp->env[j], sp->gpus, local)))
 			goto oom;
 	for (size_t j = 0; j < 2; j++)
 		if (extra[j])

@@ -48,6 +48,7 @@
 #define WORK_GRACE_MAX_S 3600   /* stop_grace_s */
 #define WORK_GRACE_DEFAULT_S 10
 #define WORK_IMAGE_MAX 512      /* an image reference, bytes with the NUL */
+#define WORK_PEERS_MAX 1024     /* net.peers entries (one per node of the job) */
 #define WORK_DIR_MIB 1024       /* a lease's working directory (tmpfs), MiB */
 #define WORK_LOG_LIMIT_DEFAULT ((int64_t)4 << 30) /* bytes of one rank's log on the node */
 /* Restart backoff: 1 s, doubling per quick failure, at most 30 s; a run of
@@ -81,6 +82,8 @@ struct work_spec {
 	int nnics;
 	enum work_restart restart;
 	int stop_grace_s;
+	char net_addr[16];       /* "net.addr": the rank's fabric address ("": none; fabric.h) */
+	char *net_peers;         /* "net.peers" as "A.B.C.D/N,..." (NULL: none) */
 };
 
 /* Parses one item of the work answer, strictly: every field present with

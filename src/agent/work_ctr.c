@@ -129,9 +129,33 @@ enum sl_err ctr_argv(struct work_sup *s, struct work_item *it, const char *topo,
 		free(env);
 		return e;
 	}
-	/* a partial-node lease: its own isolated bridge, rank 0 publishing the
-	 * rendezvous port on the node (docs/isolation.md) */
-	if (!r.host_network) {
+	/* a rank with a fabric address (a multi-node job on a partial-node
+	 * lease, the node has --lease-net): created without a network, given
+	 * its macvlan and firewall by ctr-start (fabric.h) */
+	const struct fabric *fab = engine_fabric(s->eng);
+	bool on_fabric = !r.host_network && sp->net_addr[0] && fab;
+	if (!r.host_network && sp->net_addr[0] && !fab)
+		sl_log_warn("work item has a fabric address but this agent has no --lease-net; "
+			    "using the lease's bridge", "job=%s rank=%d", sp->job, sp->rank);
+	if (on_fabric) {
+		/* two jobs of one lease whose numbers agree modulo its block size
+		 * get the same address (lease_net.h): the later one waits */
+		for (size_t i = 0; i < s->n; i++) {
+			const struct work_item *o = s->items[i];
+			if (o != it && (o->state == IT_RUNNING || o->state == IT_STOPPING) &&
+			    item_in_container(s, &o->spec) && !strcmp(o->spec.net_addr, sp->net_addr)) {
+				free(env);
+				sl_diag_hint(d, "give the node a larger --lease-net pool, or run the "
+						"lease's jobs one after another");
+				return sl_diag_set(d, SL_ECONFLICT, "fabric address %s is in use by "
+						   "job %s rank %d of the same lease", sp->net_addr,
+						   o->spec.job, o->spec.rank);
+			}
+		}
+		r.create = 1;
+	} else if (!r.host_network) {
+		/* a partial-node lease: its own isolated bridge, rank 0 publishing
+		 * the rendezvous port on the node (docs/isolation.md) */
 		if ((e = engine_lease_net(s->eng, sp->lease, net, sizeof(net), d)) != SL_OK) {
 			free(env);
 			return e;
@@ -147,6 +171,11 @@ enum sl_err ctr_argv(struct work_sup *s, struct work_item *it, const char *topo,
 	r.nenv = topo[0] ? nenv : sp->nenv;
 	e = podman_run_argv(&r, argv, d);
 	free(env);
+	if (e == SL_OK && on_fabric &&
+	    (e = fabric_wrap(fab, engine_self(s->eng), sp->net_addr, sp->net_peers, argv, d)) != SL_OK) {
+		podman_argv_free(*argv);
+		*argv = NULL;
+	}
 	return e;
 }
 

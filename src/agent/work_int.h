@@ -75,6 +75,11 @@ uint64_t work_proc_start_ticks(pid_t pid);
 /* The highest epoch seen for lease; -1 when none. */
 int64_t work_sup_lease_epoch(struct work_sup *s, const char *lease);
 
+/* One env entry for a container holding exactly gpus (local): a
+ * visible-devices variable listing exactly them is renumbered from 0;
+ * anything else is copied. NULL on ENOMEM (work.c). */
+char *work_item_env(const char *kv, gpumask_t gpus, bool local);
+
 /* Containers (work_ctr.c). */
 /* Whether items run in containers (else host processes). */
 bool item_in_container(const struct work_sup *s, const struct work_spec *sp);

@@ -6,6 +6,8 @@
  * an error naming the field, never a truncation. */
 #include "work.h"
 
+#include "lease_net.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,6 +74,7 @@ void work_spec_release(struct work_spec *s)
 		free(s->env[i]);
 	free(s->argv);
 	free(s->env);
+	free(s->net_peers);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -156,6 +159,41 @@ static enum sl_err parse_gpus_nics(const json_t *o, struct work_spec *out, struc
 	return SL_OK;
 }
 
+/* "net": {"addr": "A.B.C.D", "peers": ["A.B.C.D/N", ...]} (fabric.h). */
+static enum sl_err parse_net(const json_t *n, struct work_spec *out, struct sl_diag *d)
+{
+	static const char want[] = "{\"addr\": \"A.B.C.D\", \"peers\": [\"A.B.C.D/N\", ...]}";
+	const json_t *peers = json_object_get(n, "peers"), *v;
+	const char *a = json_string_value(json_object_get(n, "addr"));
+	uint32_t ip;
+	size_t i, len = 1;
+	if (!json_is_object(n) || !a || strlen(a) >= sizeof(out->net_addr) || !lease_ip_parse(a, &ip) ||
+	    !json_is_array(peers) || json_array_size(peers) > WORK_PEERS_MAX)
+		return bad(d, "net", want);
+	json_array_foreach(peers, i, v) {
+		struct lease_pool p;
+		const char *s = json_string_value(v);
+		if (!s || lease_pool_parse(s, &p, NULL) != SL_OK)
+			return bad(d, "net.peers", "an array of A.B.C.D/N");
+		len += strlen(s) + 1;
+	}
+	memcpy(out->net_addr, a, strlen(a) + 1);
+	out->net_peers = calloc(1, len);
+	if (!out->net_peers)
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	size_t off = 0;
+	json_array_foreach(peers, i, v) {
+		const char *s = json_string_value(v);
+		size_t sl = strlen(s);
+		if (i)
+			out->net_peers[off++] = ',';
+		memcpy(out->net_peers + off, s, sl);
+		off += sl;
+	}
+	out->net_peers[off] = '\0';
+	return SL_OK;
+}
+
 static enum sl_err parse(const json_t *o, struct work_spec *out, struct sl_diag *d)
 {
 	const char *s;
@@ -220,7 +258,8 @@ static enum sl_err parse(const json_t *o, struct work_spec *out, struct sl_diag 
 	}
 	if ((e = parse_argv(json_object_get(o, "argv"), out, &text, d)) != SL_OK ||
 	    (e = parse_env(json_object_get(o, "env"), out, &text, d)) != SL_OK ||
-	    (e = parse_gpus_nics(o, out, d)) != SL_OK)
+	    (e = parse_gpus_nics(o, out, d)) != SL_OK ||
+	    ((v = json_object_get(o, "net")) && (e = parse_net(v, out, d)) != SL_OK))
 		return e;
 	if (text > WORK_TEXT_MAX)
 		return sl_diag_set(d, SL_ELIMIT, "work item %s rank %d: argv and env hold more "
@@ -235,6 +274,20 @@ enum sl_err work_spec_from_json(const json_t *o, struct work_spec *out, struct s
 	if (e != SL_OK)
 		work_spec_release(out);
 	return e;
+}
+
+static json_t *net_json(const struct work_spec *s)
+{
+	json_t *peers = json_array();
+	for (const char *p = s->net_peers; peers && p && *p;) {
+		size_t len = strcspn(p, ",");
+		if (json_array_append_new(peers, json_stringn(p, len)) != 0) {
+			json_decref(peers);
+			return NULL;
+		}
+		p += len + (p[len] == ',');
+	}
+	return peers ? json_pack("{s:s, s:o}", "addr", s->net_addr, "peers", peers) : NULL;
 }
 
 json_t *work_spec_to_json(const struct work_spec *s)
@@ -281,7 +334,8 @@ json_t *work_spec_to_json(const struct work_spec *s)
 	    json_object_set_new(o, "restart", json_string(restart[s->restart])) ||
 	    json_object_set_new(o, "stop_grace_s", json_integer(s->stop_grace_s)) ||
 	    (s->tenant[0] && json_object_set_new(o, "tenant", json_string(s->tenant))) ||
-	    (s->image[0] && json_object_set_new(o, "image", json_string(s->image)))) {
+	    (s->image[0] && json_object_set_new(o, "image", json_string(s->image))) ||
+	    (s->net_addr[0] && json_object_set_new(o, "net", net_json(s)))) {
 		json_decref(o);
 		return NULL;
 	}

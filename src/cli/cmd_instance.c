@@ -151,7 +151,9 @@ static int instance_create(int argc, char **argv)
 static const char list_help[] =
 	"usage: suanli instance list [--state S] [OPTIONS]\n\n"
 	"Lists your instances (an operator: every tenant's).\n\n"
-	"  --state S            only instances in state S (running, stopped, ...)\n" CLIENT_HELP_OPTS
+	"  --state S            only instances in state S (running, stopped, ...)\n"
+	"  --watch              print the list again whenever an instance changes\n"
+	"                       (until ^C)\n" CLIENT_HELP_OPTS
 	"\nExample:\n  suanli instance list --state running\n";
 
 static void inst_row(struct out_table *t, const json_t *in, const void *ctx)
@@ -174,11 +176,13 @@ static int instance_list(int argc, char **argv)
 {
 	static const char *const head[] = {"ID", "STATE", "TENANT", "GPUS", "NODES", "IMAGE", "DISK", "SSH"};
 	static const struct option opts[] = {{"state", required_argument, NULL, OPT_STATE},
+					     {"watch", no_argument, NULL, 'w'},
 					     CLIENT_LONG_OPTS, {0, 0, 0, 0}};
-	struct client cl;
+	struct client cl, wc;
 	char path[CLIENT_PATH_MAX] = "/v1/instances";
 	json_t *arr;
-	int c, rc;
+	int c, rc, watch = 0;
+	long long seq = 0;
 	client_init(&cl, "instance list");
 	optind = 0;
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -190,15 +194,25 @@ static int instance_list(int argc, char **argv)
 			if (client_query_add(path, sizeof(path), "state", optarg))
 				return cli_usage_error(cl.cmd, "--state is too long");
 			break;
+		case 'w': watch = 1; break;
 		default: return client_getopt_error(cl.cmd, c, argv);
 		}
 	}
 	if (optind != argc)
 		return cli_usage_error(cl.cmd, "unexpected argument '%s'", argv[optind]);
-	if ((rc = client_get_list(&cl, path, "No instances.\n", &arr)) != CLIENT_GO)
+	wc = cl; /* the watch's own connection (client_watch.c), with the same options */
+	if (watch && (rc = client_open(&wc)) != CLI_EXIT_OK)
 		return rc;
-	rc = out_table_list(stdout, 8, head, arr, inst_row, NULL) ? CLI_EXIT_FAIL : CLI_EXIT_OK;
-	json_decref(arr);
+	do {
+		struct client lc = cl;
+		if (watch && (rc = client_watch_wait(&wc, "instance", &seq)) != CLI_EXIT_OK)
+			break;
+		if ((rc = client_get_list(&lc, path, "No instances.\n", &arr)) != CLIENT_GO)
+			continue;
+		rc = out_table_list(stdout, 8, head, arr, inst_row, NULL) ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+		json_decref(arr);
+	} while (watch);
+	client_close(&wc);
 	return rc;
 }
 

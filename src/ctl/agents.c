@@ -106,6 +106,8 @@ void agents_rec_save(struct ctl *c, struct agent_rec *r)
 		json_object_set(o, "labels", r->labels);
 	if (o && r->host_tenant[0])
 		json_object_set_new(o, "host_processes", json_string(r->host_tenant));
+	if (o && r->lease_net[0])
+		json_object_set_new(o, "lease_net", json_string(r->lease_net));
 	r->saved_hb_ns = r->last_hb_ns;
 	ctl_put(c, STORE_AGENTS, r->name, NULL, o);
 }
@@ -159,6 +161,8 @@ static enum sl_err load_rec(void *arg, const char *id, const char *tenant, const
 		 json_string_value(json_object_get(o, "agent_version")) ?: "");
 	snprintf(r->host_tenant, sizeof(r->host_tenant), "%s",
 		 json_string_value(json_object_get(o, "host_processes")) ?: "");
+	snprintf(r->lease_net, sizeof(r->lease_net), "%s",
+		 json_string_value(json_object_get(o, "lease_net")) ?: "");
 	json_t *disc = json_object_get(o, "discovery");
 	r->discovery = json_is_object(disc) ? json_incref(disc) : NULL;
 	json_t *labels = json_object_get(o, "labels");
@@ -262,6 +266,12 @@ bool agents_node_addr(const struct ctl *c, int node, char *buf, size_t n)
 	return true;
 }
 
+const char *agents_node_lease_net(const struct ctl *c, int node)
+{
+	const struct agent_rec *r = node_rec(c, node);
+	return r && r->lease_net[0] ? r->lease_net : NULL;
+}
+
 const char *agents_node_driver(const struct ctl *c, int node)
 {
 	const struct agent_rec *r = node_rec(c, node);
@@ -355,6 +365,9 @@ json_t *agents_node_json(const struct ctl *c, int node)
 	if (agent)
 		json_object_set_new(agent, "host_processes",
 				    r->host_tenant[0] ? json_string(r->host_tenant) : json_null());
+	if (agent)
+		json_object_set_new(agent, "lease_net",
+				    r->lease_net[0] ? json_string(r->lease_net) : json_null());
 	return json_pack("{s:o, s:o, s:O}", "agent", agent ? agent : json_null(), "gpu_health", gh,
 			 "gpu_events", r->events);
 }

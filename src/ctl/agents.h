@@ -47,6 +47,8 @@ int agents_call_node(struct ctl_call *call);
 /* Where other nodes reach node's agent (MASTER_ADDR); false when no agent
  * has registered it. */
 bool agents_node_addr(const struct ctl *c, int node, char *buf, size_t n);
+/* The node's registered --lease-net pool ("A.B.C.D/N"); NULL: none. */
+const char *agents_node_lease_net(const struct ctl *c, int node);
 /* The tenant whose work node's agent runs as host processes (its
  * --host-processes, the operator's permission); NULL: containers, or no agent.
  * Borrowed until the agent registers again. */

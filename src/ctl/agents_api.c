@@ -316,6 +316,7 @@ static void discovery_drain(struct ctl *c, const char *name, bool weaker, const 
 struct reg_in {
 	const char *node, *addr, *version, *boot_id;
 	const char *host_tenant; /* "host_processes": the operator's permission (NULL: none) */
+	const char *lease_net;   /* "lease_net": the node's fabric address pool (NULL: none) */
 	json_t *discovery, *labels;
 };
 
@@ -346,7 +347,8 @@ static bool reg_parse(struct ctl_call *call, struct reg_in *in)
 		{"node", FT_STRING, true},       {"addr", FT_STRING, true},
 		{"agent_version", FT_STRING, false}, {"boot_id", FT_STRING, true},
 		{"discovery", FT_OBJECT, true},  {"labels", FT_OBJECT, false},
-		{"running", FT_ARRAY, false}, {"host_processes", FT_STRING, false}};
+		{"running", FT_ARRAY, false}, {"host_processes", FT_STRING, false},
+		{"lease_net", FT_STRING, false}};
 	static const struct ctl_field lfields[] = {
 		{"site", FT_STRING, false}, {"leaf", FT_STRING, false}, {"type", FT_STRING, false}};
 	const json_t *b = call->body;
@@ -358,8 +360,17 @@ static bool reg_parse(struct ctl_call *call, struct reg_in *in)
 	in->boot_id = bad ? NULL : ctl_str_field(call, b, "boot_id", AGENT_BOOT_ID_MAX, &bad);
 	in->version = bad ? NULL : ctl_str_field(call, b, "agent_version", AGENT_VERSION_MAX, &bad);
 	in->host_tenant = bad ? NULL : ctl_str_field(call, b, "host_processes", CTL_NAME_MAX, &bad);
+	in->lease_net = bad ? NULL : ctl_str_field(call, b, "lease_net", LEASE_NET_CIDR_MAX - 1, &bad);
 	if (bad)
 		return false;
+	struct lease_pool pool;
+	struct sl_diag pd;
+	sl_diag_clear(&pd);
+	if (in->lease_net && lease_pool_parse(in->lease_net, &pool, &pd) != SL_OK) {
+		bad_field(call, SL_EINVAL, "lease_net", pd.msg, "suanli-agent run --lease-net "
+			  "macvlan:IFACE:A.B.C.D/N (docs/isolation.md)");
+		return false;
+	}
 	if (in->host_tenant && !fleet_name_valid(in->host_tenant)) {
 		bad_field(call, SL_EINVAL, "host_processes", "not a tenant name", NULL);
 		return false;
@@ -505,6 +516,7 @@ void h_agent_register(struct ctl_call *call)
 	snprintf(r->boot_id, sizeof(r->boot_id), "%s", in.boot_id);
 	snprintf(r->version, sizeof(r->version), "%s", in.version ? in.version : "");
 	snprintf(r->host_tenant, sizeof(r->host_tenant), "%s", in.host_tenant ? in.host_tenant : "");
+	snprintf(r->lease_net, sizeof(r->lease_net), "%s", in.lease_net ? in.lease_net : "");
 	r->registered_ns = c->now_ns;
 	if (fresh || r->ngpus != declared->ngpus) {
 		for (int g = 0; g < TOPO_MAX_GPUS; g++)

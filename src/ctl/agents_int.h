@@ -11,6 +11,7 @@
 #include "agents.h"
 #include "ctl_int.h"
 #include "gpu_health.h"
+#include "lease_net.h"
 #include "topo.h"
 
 /* Bounds on what agents send (DESIGN.md §10.6). */
@@ -32,6 +33,7 @@ struct agent_rec {
 	char boot_id[AGENT_BOOT_ID_MAX + 1];
 	char version[AGENT_VERSION_MAX + 1];
 	char host_tenant[CTL_NAME_MAX + 1]; /* runs this tenant's work as host processes ("": containers) */
+	char lease_net[LEASE_NET_CIDR_MAX]; /* its --lease-net pool ("": none; lease_net.h) */
 	json_t *discovery;     /* as registered */
 	json_t *labels;        /* {"site","leaf","type"} of a node that joined; NULL otherwise */
 	int64_t registered_ns;

@@ -683,6 +683,7 @@ static void gone_cb(struct http_request *req, void *ctx)
 			return;
 	jobs_request_gone(c, req); /* a waiting work poll: forgotten before it is freed */
 	events_request_gone(c, req);
+	people_request_gone(c, req); /* a sign-in being checked */
 	http_respond_error(req, SL_EIO, "the controller is stopping", NULL);
 }
 

@@ -4,7 +4,7 @@
  *
  * Every lease state change (a row of lease_hooks[]), node change (drain,
  * resume, down, unreachable, restored, join: the node.* and gpu.* audit
- * entries) and job state change is an event {"seq", "at", "kind", "id",
+ * entries), job state change and instance state change is an event {"seq", "at", "kind", "id",
  * "state", "tenant"} kept in a ring of EVENTS_RING in memory. A poll whose
  * since is behind the newest event the caller may see answers at once;
  * otherwise it waits (deferred, http.h) until one comes or wait seconds

@@ -12,6 +12,7 @@
 #include "billing.h"
 #include "buf.h"
 #include "catalog.h"
+#include "events.h"
 #include "instances_int.h"
 #include "log.h"
 
@@ -208,6 +209,7 @@ void h_instance_create(struct ctl_call *call)
 	snprintf(in->hist[0].reason, sizeof(in->hist[0].reason), "%s", why);
 	inst_save(c, in);
 	inst_bump(c, in);
+	events_emit(c, "instance", in->id, inst_state_name(in->state), in->tenant); /* events.h */
 	sl_log_info("instance created", "instance=%s tenant=%s lease=%s gpus=%d volume_gib=%d",
 		    in->id, in->tenant, in->lease, in->gpus, in->volume_gib);
 	answer_inst(call, 201, in, NULL);

@@ -13,6 +13,7 @@ void h_metrics(struct ctl_call *c);
 void h_catalog(struct ctl_call *c);
 void h_fleet_get(struct ctl_call *c);
 void h_placement_history(struct ctl_call *c); /* h_placement.c */
+void h_plan(struct ctl_call *c);              /* h_plan.c */
 void h_fleet_put(struct ctl_call *c);
 void h_nodes(struct ctl_call *c);
 void h_node_show(struct ctl_call *c);

@@ -18,8 +18,8 @@
 #include "agents.h"
 #include "audit_log.h"
 #include "billing.h"
-#include "events.h"
 #include "buf.h"
+#include "events.h"
 #include "instances_int.h"
 #include "jobs.h"
 #include "job_env.h"
@@ -604,8 +604,11 @@ static json_t *item_env(struct ctl *c, const struct instance *in, int rank, json
 			}
 			if (!agents_node_addr(c, idx, addr[k], sizeof(addr[k])))
 				addr[k][0] = 0;
+			/* no fabric address (pool NULL): instances keep the lease's
+			 * bridge (docs/isolation.md) */
 			en[k] = (struct job_env_node){in->nodes[k].node, addr[k],
-						      fleet_node_type(c->fleet, idx), in->nodes[k].gpus};
+						      fleet_node_type(c->fleet, idx), in->nodes[k].gpus,
+						      NULL};
 		}
 		struct job_env_in ein = {in->lease, in->id, in->seq, in->nnodes, en, user};
 		struct sl_diag d;

@@ -41,7 +41,8 @@ static void job_items(struct ctl *c, const struct job *j, const char *node, json
 		}
 		if (!agents_node_addr(c, idx, addr[i], ADDR_MAX))
 			addr[i][0] = 0;
-		en[i] = (struct job_env_node){r->node, addr[i], fleet_node_type(c->fleet, idx), r->gpus};
+		en[i] = (struct job_env_node){r->node, addr[i], fleet_node_type(c->fleet, idx), r->gpus,
+					      agents_node_lease_net(c, idx)};
 	}
 	struct job_env_in in = {j->lease, j->id, j->seq, j->nranks, en, j->env};
 	for (int i = 0; ok && i < j->nranks; i++) {
@@ -59,11 +60,18 @@ static void job_items(struct ctl *c, const struct job *j, const char *node, json
 				continue; /* done */
 			state = "run";
 		}
-		json_t *env, *gpus, *nics;
+		json_t *env, *gpus, *nics, *net;
 		struct sl_diag d;
 		sl_diag_clear(&d);
 		if (job_env_build(&in, i, &env, &gpus, &nics, &d)) {
 			sl_log_warn("job environment failed", "job=%s rank=%d error=%s", j->id, i, d.msg);
+			continue;
+		}
+		if (job_env_net(&in, i, &net, &d)) {
+			sl_log_warn("job network failed", "job=%s rank=%d error=%s", j->id, i, d.msg);
+			json_decref(env);
+			json_decref(gpus);
+			json_decref(nics);
 			continue;
 		}
 		json_t *item = json_pack("{s:s, s:i, s:s, s:s, s:I, s:s, s:O, s:o, s:o, s:o, s:s, s:i}",
@@ -78,6 +86,10 @@ static void job_items(struct ctl *c, const struct job *j, const char *node, json
 			json_object_set_new(item, "instance", json_string(j->instance));
 		if (item && j->image_ref[0] && !j->instance[0])
 			json_object_set_new(item, "image", json_string(j->image_ref));
+		if (item && net)
+			json_object_set_new(item, "net", net);
+		else
+			json_decref(net);
 		json_array_append_new(items, item);
 	}
 	free(en);

@@ -58,6 +58,9 @@ void people_tick(struct ctl *c);
  * method); 0: no session cookie (the caller answers 401 as usual); -1:
  * answered (401 for an ended session, 403 csrf). */
 int people_auth_cookie(struct ctl_call *call);
+/* A deferred sign-in's client went away: its answer is dropped. */
+struct http_request;
+void people_request_gone(struct ctl *c, struct http_request *req);
 
 /* Handlers (routes.c). */
 void h_user_create(struct ctl_call *call);

@@ -38,7 +38,9 @@ struct ctl_people {
 	json_t *session_by_hash; /* hash hex -> index */
 	json_t *fails;           /* "u:NAME" / "a:ADDR" -> [count, window start ns] */
 	int64_t next_sweep_ns;
-	char dummy_hash[crypto_pwhash_STRBYTES]; /* verified for unknown users */
+	struct pw_worker *worker; /* checks sign-ins' passwords (pw_worker.h) */
+	struct signin **pending;  /* sign-ins it is checking */
+	int npending, cap_pending;
 };
 
 /* What the store scans at start load into (store_scan_fn's arg). */

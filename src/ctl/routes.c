@@ -46,6 +46,8 @@ static const struct ctl_route routes[] = {
 	{"GET", "/v1/placement/history", "placement_history", true, R_PROVIDER, false, false,
 	 h_placement_history},
 	{"PUT", "/v1/fleet", "fleet_put", true, R_PROVIDER, true, false, h_fleet_put},
+	/* where a lease request would go now, placing nothing (h_plan.c) */
+	{"POST", "/v1/plan", "plan_preview", true, R_LEASE_WRITE, false, true, h_plan},
 	{"GET", "/v1/nodes", "node_list", true, R_ALL_BUT_AGENT, false, false, h_nodes},
 	{"GET", "/v1/nodes/{name}", "node_show", true, R_ALL_BUT_AGENT, false, false, h_node_show},
 	{"POST", "/v1/nodes/{name}/drain", "node_drain", true, R_PROVIDER, true, true, h_node_drain},

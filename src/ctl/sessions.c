@@ -16,9 +16,14 @@
  * at most once a minute (or a quarter of the idle time), so a restart or a
  * standby taking over sees it at most that stale.
  *
+ * The password is checked on the worker thread (pw_worker.h): the sign-in
+ * is deferred and answered by people_tick once the check is done.
+ *
  * Failed sign-ins are counted per user name and per source address in a
  * fixed window; past the limit a sign-in is refused with 429 and Retry-After
- * before any password is looked at. Every verified failure is an audit entry
+ * before any password is looked at. An attempt counts when it is handed to
+ * the worker (and is taken back if it succeeds), so parallel attempts
+ * cannot pass the limit. Every verified failure is an audit entry
  * (session.fail: actor the source address, target the name tried, never the
  * password); the moment a limit trips is one more (session.locked), the
  * refusals after it are not (they cost the attacker nothing and would let
@@ -34,6 +39,7 @@
 #include "ctl_int.h"
 #include "log.h"
 #include "people_int.h"
+#include "pw_worker.h"
 
 #define COOKIE_PREFIX "ss_"
 #define COOKIE_RANDOM 32
@@ -45,6 +51,7 @@
 #define SEEN_WRITE_NS (60LL * 1000000000)
 #define FAIL_KEYS_MAX 100000 /* failure counters held; past it, new keys are limited at once */
 #define NS 1000000000LL
+#define SIGNIN_POLL_NS (1000000LL) /* how often the loop looks for checked sign-ins */
 
 /* ---- the table ---- */
 
@@ -152,6 +159,8 @@ const char *people_call_user(const struct ctl_call *call)
 
 /* ---- start, stop, tick ---- */
 
+static void signins_collect(struct ctl *c);
+
 
 static enum sl_err load_session(void *arg, const char *id, const char *tenant, const char *json)
 {
@@ -197,6 +206,8 @@ enum sl_err people_start(struct ctl *c, const struct people_opts *o, struct sl_d
 	p->fails = json_object();
 	if (!p->user_by_name || !p->session_by_hash || !p->fails)
 		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	if (pw_worker_start(&p->worker, d))
+		return SL_EIO;
 	struct people_load la = {c, d};
 	enum sl_err e = store_scan(c->store, STORE_USERS, people_load_user, &la, d);
 	if (!e)
@@ -209,6 +220,10 @@ void people_free(struct ctl *c)
 	struct ctl_people *p = c->people;
 	if (!p)
 		return;
+	pw_worker_stop(p->worker); /* the jobs it held are freed with it */
+	for (int i = 0; i < p->npending; i++)
+		free(p->pending[i]);
+	free(p->pending);
 	sodium_memzero(p->users, sizeof(*p->users) * (size_t)p->cap_users);
 	free(p->users);
 	sodium_memzero(p->sessions, sizeof(*p->sessions) * (size_t)p->cap_sessions);
@@ -225,6 +240,12 @@ void people_tick(struct ctl *c)
 	struct ctl_people *p = c->people;
 	if (!p || c->fatal)
 		return;
+	signins_collect(c);
+	/* The worker cannot wake the loop: while it checks, the loop looks
+	 * again every millisecond or two. */
+	if (pw_worker_inflight(p->worker) &&
+	    (!c->next_deadline || c->next_deadline > c->now_ns + SIGNIN_POLL_NS))
+		c->next_deadline = c->now_ns + SIGNIN_POLL_NS;
 	if (c->now_ns < p->next_sweep_ns)
 		goto deadline;
 	p->next_sweep_ns = c->now_ns + SWEEP_EVERY_NS;
@@ -428,13 +449,29 @@ static void audit_signin(struct ctl *c, const char *actor, const struct ctl_user
 			target, outcome);
 }
 
+/* A sign-in whose password the worker is checking (pw_worker.h). */
+struct signin {
+	struct http_request *req; /* NULL once its client has gone */
+	char name[CTL_NAME_MAX + 1], addr[64], ukey[CTL_NAME_MAX + 3], akey[70];
+	bool tu, ta; /* this attempt reached the user's / the source's limit */
+};
+
+/* Undoes the failure counted in advance for key (the attempt succeeded). */
+static void fail_uncount(struct ctl *c, const char *key)
+{
+	json_t *v = json_object_get(c->people->fails, key);
+	json_int_t n = json_integer_value(json_array_get(v, 0));
+	if (v && n > 0)
+		json_array_set_new(v, 0, json_integer(n - 1));
+}
+
 void h_session_create(struct ctl_call *call)
 {
 	static const struct ctl_field fields[] = {{"user", FT_STRING, true},
 						  {"password", FT_STRING, true}};
 	struct ctl *c = call->ctl;
 	struct ctl_people *p = c->people;
-	char addr[64], ukey[CTL_NAME_MAX + 3], akey[70], msg[SL_DIAG_MSG];
+	char msg[SL_DIAG_MSG];
 	const char *ct = http_request_header(call->req, "Content-Type");
 	/* A cross-site form cannot send JSON without a preflight we never allow. */
 	if (!ct || strncasecmp(ct, "application/json", 16)) {
@@ -447,45 +484,87 @@ void h_session_create(struct ctl_call *call)
 	const json_t *pv = json_object_get(call->body, "password");
 	const char *name = json_string_value(json_object_get(call->body, "user"));
 	size_t pwlen = json_string_length(pv);
-	if (strlen(name) == 0 || strlen(name) > CTL_NAME_MAX || pwlen > PEOPLE_PASSWORD_MAX) {
+	if (strlen(name) == 0 || strlen(name) > CTL_NAME_MAX || pwlen > PW_MAX) {
 		ctl_answer_error(call, SL_EINVAL, "user must be 1..63 bytes, password at most 1024",
 				 NULL);
 		return;
 	}
-	peer_addr(http_request_peer(call->req), addr, sizeof(addr));
-	snprintf(ukey, sizeof(ukey), "u:%s", name);
-	snprintf(akey, sizeof(akey), "a:%s", addr);
-	int64_t wu = fail_wait_s(c, ukey, p->o.fails_user), wa = fail_wait_s(c, akey, p->o.fails_source);
-	if (wu || wa) {
-		char ra[24];
-		snprintf(ra, sizeof(ra), "%lld", (long long)(wu > wa ? wu : wa));
-		if (http_response_header(call->req, "Retry-After", ra))
-			sl_log_warn("cannot add the Retry-After header", NULL);
-		snprintf(msg, sizeof(msg), "too many failed sign-ins %s; try again in %s s",
-			 wu ? "for this user" : "from this address", ra);
-		ctl_answer_error(call, SL_ERATE, msg, NULL);
-		return;
-	}
-	const struct ctl_user *u = people_user_find(c, name);
-	const char *pw = json_string_value(pv);
-	if (!u && !p->dummy_hash[0] && !people_hash_password("not a password", 14, p->dummy_hash)) {
+	struct signin *si = calloc(1, sizeof(*si));
+	struct pw_job *job = calloc(1, sizeof(*job));
+	if (!si || !job || sl_grow(&p->pending, &p->cap_pending, p->npending + 1,
+				   PW_WORKER_MAX_JOBS + 1)) {
+		free(si);
+		free(job);
 		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
 		return;
 	}
-	/* an unknown user costs the same hash as a wrong password */
-	bool ok = crypto_pwhash_str_verify(u ? u->hash : p->dummy_hash, pw, pwlen) == 0 && u &&
-		  strlen(pw) == pwlen;
-	if (!ok) {
-		bool tu = fail_count(c, ukey, p->o.fails_user);
-		bool ta = fail_count(c, akey, p->o.fails_source);
-		audit_signin(c, addr, u, "session.fail", name, "denied");
-		if (tu || ta)
-			audit_signin(c, addr, u, "session.locked", tu ? name : addr, "rate_limited");
-		sl_log_warn("sign-in failed", "user=%s from=%s", name, addr);
-		ctl_answer_error(call, SL_EUNAUTH, "unknown user or wrong password", NULL);
+	peer_addr(http_request_peer(call->req), si->addr, sizeof(si->addr));
+	snprintf(si->name, sizeof(si->name), "%s", name);
+	snprintf(si->ukey, sizeof(si->ukey), "u:%s", name);
+	snprintf(si->akey, sizeof(si->akey), "a:%s", si->addr);
+	int64_t wu = fail_wait_s(c, si->ukey, p->o.fails_user);
+	int64_t wa = fail_wait_s(c, si->akey, p->o.fails_source);
+	bool busy = !wu && !wa && pw_worker_inflight(p->worker) >= PW_WORKER_MAX_JOBS;
+	if (wu || wa || busy) {
+		char ra[24];
+		snprintf(ra, sizeof(ra), "%lld", busy ? 1LL : (long long)(wu > wa ? wu : wa));
+		if (http_response_header(call->req, "Retry-After", ra))
+			sl_log_warn("cannot add the Retry-After header", NULL);
+		if (busy)
+			snprintf(msg, sizeof(msg), "the controller is checking many sign-ins; try again "
+						   "in a second");
+		else
+			snprintf(msg, sizeof(msg), "too many failed sign-ins %s; try again in %s s",
+				 wu ? "for this user" : "from this address", ra);
+		ctl_answer_error(call, SL_ERATE, msg, NULL);
+		free(si);
+		free(job);
 		return;
 	}
-	json_object_del(p->fails, ukey);
+	const struct ctl_user *u = people_user_find(c, name);
+	snprintf(job->hash, sizeof(job->hash), "%s", u ? u->hash : "");
+	memcpy(job->pw, json_string_value(pv), pwlen);
+	job->len = pwlen;
+	job->owner = si;
+	/* Counted as failures now and undone on success, so that attempts in
+	 * flight at once cannot pass the limit. */
+	si->tu = fail_count(c, si->ukey, p->o.fails_user);
+	si->ta = fail_count(c, si->akey, p->o.fails_source);
+	si->req = call->req;
+	if (!pw_worker_submit(p->worker, job)) { /* not reached: checked above */
+		sodium_memzero(job, sizeof(*job));
+		free(job);
+		free(si);
+		ctl_answer_error(call, SL_ERATE, "the controller is checking many sign-ins", NULL);
+		return;
+	}
+	p->pending[p->npending++] = si;
+	call->answered = true; /* deferred: answered by people_tick */
+}
+
+/* Answers one checked sign-in. */
+static void signin_finish(struct ctl *c, struct signin *si, const struct pw_job *job)
+{
+	struct ctl_people *p = c->people;
+	struct ctl_call call;
+	memset(&call, 0, sizeof(call));
+	call.ctl = c;
+	call.req = si->req;
+	const struct ctl_user *u = people_user_find(c, si->name);
+	/* the user removed, or its password changed, while the worker checked */
+	bool ok = job->ok && u && !strcmp(u->hash, job->hash);
+	if (!ok) {
+		audit_signin(c, si->addr, u, "session.fail", si->name, "denied");
+		if (si->tu || si->ta)
+			audit_signin(c, si->addr, u, "session.locked", si->tu ? si->name : si->addr,
+				     "rate_limited");
+		sl_log_warn("sign-in failed", "user=%s from=%s", si->name, si->addr);
+		if (call.req)
+			ctl_answer_error(&call, SL_EUNAUTH, "unknown user or wrong password", NULL);
+		return;
+	}
+	json_object_del(p->fails, si->ukey);
+	fail_uncount(c, si->akey);
 	end_oldest_beyond(c, u->name, PEOPLE_SESSIONS_PER_USER - 1);
 	unsigned char rnd[COOKIE_RANDOM];
 	char cookie[COOKIE_MAX], b64[sodium_base64_ENCODED_LEN(COOKIE_RANDOM,
@@ -503,21 +582,51 @@ void h_session_create(struct ctl_call *call)
 	snprintf(s.id, sizeof(s.id), "ses_%.12s", s.hash);
 	snprintf(s.user, sizeof(s.user), "%s", u->name);
 	s.created_ns = s.seen_ns = c->now_ns;
-	if (session_add(c, &s)) {
-		ctl_answer_error(call, SL_ENOMEM, "no room for another session",
+	if (!call.req) { /* the client went away: no session it could never use */
+		sl_log_info("sign-in checked after its client left", "user=%s", u->name);
+	} else if (session_add(c, &s)) {
+		ctl_answer_error(&call, SL_ENOMEM, "no room for another session",
 				 "sessions end when people sign out or stay away");
-		return;
+	} else {
+		session_store(c, &p->sessions[p->nsessions - 1]);
+		csrf_of(cookie, csrf);
+		set_cookie(&call, cookie);
+		audit_signin(c, u->name, u, "session.create", s.id, "ok");
+		sl_log_info("signed in", "user=%s session=%s from=%s", u->name, s.id, si->addr);
+		ctl_answer_json(&call, 201, session_answer(c, &s, u, csrf));
 	}
-	session_store(c, &p->sessions[p->nsessions - 1]);
-	csrf_of(cookie, csrf);
-	set_cookie(call, cookie);
-	audit_signin(c, u->name, u, "session.create", s.id, "ok");
-	sl_log_info("signed in", "user=%s session=%s from=%s", u->name, s.id, addr);
-	json_t *o = session_answer(c, &s, u, csrf);
 	sodium_memzero(cookie, sizeof(cookie));
 	sodium_memzero(b64, sizeof(b64));
 	sodium_memzero(rnd, sizeof(rnd));
-	ctl_answer_json(call, 201, o);
+}
+
+/* Answers the sign-ins the worker has checked. */
+static void signins_collect(struct ctl *c)
+{
+	struct ctl_people *p = c->people;
+	struct pw_job *j = pw_worker_done(p->worker);
+	while (j) {
+		struct pw_job *next = j->next;
+		struct signin *si = j->owner;
+		for (int i = 0; i < p->npending; i++)
+			if (p->pending[i] == si) {
+				p->pending[i] = p->pending[--p->npending];
+				break;
+			}
+		signin_finish(c, si, j);
+		sodium_memzero(j, sizeof(*j));
+		free(j);
+		free(si);
+		j = next;
+	}
+}
+
+void people_request_gone(struct ctl *c, struct http_request *req)
+{
+	struct ctl_people *p = c->people;
+	for (int i = 0; p && i < p->npending; i++)
+		if (p->pending[i]->req == req)
+			p->pending[i]->req = NULL;
 }
 
 void h_session_show(struct ctl_call *call)

@@ -2,13 +2,14 @@
  * change a password (docs/console.md).
  *
  * Passwords are hashed with libsodium's crypto_pwhash_str (Argon2id) at
- * OPSLIMIT_INTERACTIVE / MEMLIMIT_INTERACTIVE (2 passes over 64 MiB, about
- * 50-100 ms on one core). Why not MODERATE (256 MiB, about half a second):
- * the controller has one loop thread, and a hash runs on it, so every sign-in
- * holds up every other request for that long; INTERACTIVE is libsodium's
- * choice for interactive logins, and the sign-in rate limit (sessions.c)
- * bounds how many hashes a guesser can make us compute. The string form
- * carries its own parameters, so raising them later needs no migration.
+ * OPSLIMIT_INTERACTIVE / MEMLIMIT_INTERACTIVE (2 passes over 64 MiB, 0.1-0.4 s
+ * on the build machine). Why not MODERATE (256 MiB, 2 s there): a sign-in
+ * would take seconds and hold 256 MiB; INTERACTIVE is libsodium's choice for
+ * interactive logins, and the sign-in rate limit (sessions.c) bounds how
+ * many checks a guesser can make us run. Sign-ins are checked on a worker
+ * thread (pw_worker.h); the hashes made here (user create, passwd: admins
+ * only) run on the loop. The string form carries its own parameters, so
+ * raising them later needs no migration.
  *
  * Who may create whom: admin and operator any user (roles tenant,
  * tenant-admin, operator, auditor); a tenant-admin only tenant and

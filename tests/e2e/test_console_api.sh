@@ -173,6 +173,15 @@ expect_eq "the operator sees both tenants' leases and the drained node" \
 r=$(api "$ADMIN" POST /v1/nodes/fza-h100-001/resume '{}')
 r=$(api "$ADMIN" GET "/v1/events?since=1&wait=0")
 expect_eq "a since from before this run says reset" "$(body_of "$r" | jq -r .reset)" true
+S2=$(api "$ADMIN" GET '/v1/events?since=0' | sed 's/^[0-9]* //' | jq -r .seq)
+r=$(capi "$TMP/jar_a" "$A_CSRF" POST /v1/instances '{"gpus":1}')
+expect_eq "alice creates an instance with her cookie" "$(status_of "$r")" 201
+INST_A=$(body_of "$r" | jq -r .id)
+r=$(capi "$TMP/jar_a" - GET "/v1/events?since=$S2&wait=0")
+expect_match "instances are events too" \
+	"$(body_of "$r" | jq -r --arg i "$INST_A" '[.events[] | select(.kind == "instance" and .id == $i) | .state] | join(",")')" "starting"
+r=$(capi "$TMP/jar_b" - GET "/v1/events?since=$S2&wait=0")
+expect_eq "... which bob never sees" "$(body_of "$r" | jq '[.events[] | select(.tenant == "acme")] | length')" 0
 r=$(capi "$TMP/jar_a" - GET '/v1/events?since=0&wait=99')
 expect_eq "wait is bounded (400 past 60)" "$(status_of "$r")" 400
 
@@ -325,6 +334,17 @@ for _ in 1 2 3 4; do
 done
 r=$(capi "$TMP/jar_c2" - GET /v1/session)
 expect_eq "event polls and background refreshes do not keep it alive" "$(status_of "$r")" 401
+BURST=()
+# Ten wrong passwords at once (checked off the loop, in parallel with the
+# loop): the limit (5, the default) counts the ones in flight too.
+for i in $(seq 10); do
+	curl -s -o /dev/null -w '%{http_code}\n' -H 'Content-Type: application/json' \
+		--data-binary '{"user":"carol","password":"wrong-password"}' "$URL/v1/sessions" >"$TMP/burst.$i" &
+	BURST+=($!)
+done
+wait "${BURST[@]}"
+expect_eq "a burst of 10 wrong passwords: 5 are checked (401), 5 refused (429)" \
+	"$(cat "$TMP"/burst.* | sort | uniq -c | awk '{print $2 "x" $1}' | paste -sd, -)" "401x5,429x5"
 
 stop_daemon
 expect_eq "daemon stops cleanly" "$?" 0

@@ -17,6 +17,7 @@ GET /v1/catalog admin,operator,tenant-admin,tenant,auditor -
 GET /v1/fleet admin,operator,tenant-admin,tenant,auditor -
 PUT /v1/fleet admin,operator -
 GET /v1/placement/history admin,operator -
+POST /v1/plan admin,operator,tenant-admin,tenant {}
 GET /v1/nodes admin,operator,tenant-admin,tenant,auditor -
 GET /v1/nodes/{name} admin,operator,tenant-admin,tenant,auditor -
 POST /v1/nodes/{name}/drain admin,operator {}

@@ -59,6 +59,8 @@ expect_match "run.sh prints what it started" "$(grep '^agents: ' "$LOG")" '^agen
 expect_match "and where the controller listens" "$(grep '^suanlid: ' "$LOG")" "^suanlid: http://$LISTEN "
 ADMIN=$(cat "$V/data/admin.token")
 sl() { SUANLI_SERVER="http://$LISTEN" SUANLI_TOKEN=$ADMIN ns_exec ctl "$SUANLI" "$@"; }
+page=$(ns_exec ctl curl -s -o /dev/null -w '%{http_code} %{content_type}' "http://$LISTEN/")
+expect_eq "make run serves the console at / (the source tree's console/)" "$page" "200 text/html; charset=utf-8"
 nodes=$(sl nodes --json)
 ready=$(printf '%s' "$nodes" | jq -r '[.[] | select(.state == "ready") | .name] | join(",")')
 expect_eq "the three nodes with agents are ready" "$ready" "$(printf '%s' "$nodes" | jq -r '[.[0:3][] | .name] | join(",")')"

@@ -320,6 +320,20 @@ API nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, int sensor, unsigned i
 	return OK;
 }
 
+/* Utilisation: 10 times the GPU's index, so a test sees which GPU is which. */
+struct fake_util {
+	unsigned int gpu, memory;
+};
+API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, struct fake_util *u)
+{
+	int g = dev_index(d);
+	if (g < 0 || !u)
+		return E_INVALID;
+	u->gpu = (unsigned int)(g * 10) % 101u;
+	u->memory = 0;
+	return OK;
+}
+
 API nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned int *mw)
 {
 	int g = dev_index(d);

@@ -166,6 +166,7 @@ static void test_health_and_xid(void **state)
 	assert_int_equal(s.ngpus, 8);
 	assert_int_equal(s.gpus[2].temp_c, 42);
 	assert_int_equal(s.gpus[2].power_w, 302);
+	assert_int_equal(s.gpus[2].util_pct, 20); /* NVML utilisation (fake: 10 x index) */
 	assert_int_equal(s.gpus[2].ecc_sbe, 0);
 	assert_int_equal(s.gpus[2].ecc_dbe, 2);
 	assert_int_equal(s.gpus[2].nvlink_up, 18);

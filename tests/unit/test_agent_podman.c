@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "engine.h"
+#include "fabric.h"
 #include "podman_args.h"
 #include "uid_ranges.h"
 
@@ -250,6 +251,46 @@ static void test_uid_table(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* A rank with a fabric address: podman create behind ctr-start, which
+ * gets the interface, the address with the subnet's prefix, the gateway
+ * and the peers; bad addresses or peers change nothing. */
+static void test_fabric_wrap(void **state)
+{
+	(void)state;
+	char *argv[] = {"sh", "-c", "echo hi", NULL};
+	const char *env[] = {"A=1", "B=2"};
+	const char *devs[] = {"n1-2", "n1-5"};
+	struct podman_run r;
+	char **v;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	base(&r, argv, env, devs);
+	r.create = 1;
+	assert_int_equal(podman_run_argv(&r, &v, NULL), SL_OK);
+	assert_true(has(v, "create"));
+	assert_false(has(v, "run"));
+	assert_true(has(v, "--network=none"));
+	size_t n = count(v);
+	struct fabric f = {"eth0", "10.77.0.128/27", 24, ""};
+	assert_int_equal(fabric_wrap(&f, "/usr/bin/suanli-agent", "10.77.0.300", "10.77.0.128/30",
+				     &v, &d), SL_EINVAL);
+	assert_int_equal(fabric_wrap(&f, "/usr/bin/suanli-agent", "10.77.0.129",
+				     "10.77.0.128/30,x; rm -rf /", &v, &d), SL_EINVAL);
+	assert_int_equal(count(v), n);
+	assert_string_equal(v[0], "/usr/bin/podman");
+	assert_int_equal(fabric_wrap(&f, "/usr/bin/suanli-agent", "10.77.0.129",
+				     "10.77.0.128/30,10.77.0.160/30", &v, &d), SL_OK);
+	assert_int_equal(count(v), n + 7);
+	static const char *const want[] = {"/usr/bin/suanli-agent", "ctr-start", "eth0",
+					   "10.77.0.129/24", "-", "10.77.0.128/30,10.77.0.160/30",
+					   "--", "/usr/bin/podman"};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		assert_string_equal(v[i], want[i]);
+	assert_string_equal(v[n + 6], "echo hi");
+	podman_argv_free(v);
+	assert_int_equal(fabric_ctr_start_main(3, (char *[]){"ctr-start", "eth0", "x", NULL}), 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -258,6 +299,7 @@ int main(void)
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_uid_ranges),
 		cmocka_unit_test(test_uid_table),
+		cmocka_unit_test(test_fabric_wrap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -516,6 +516,42 @@ static void test_spec_tenant_image(void **state)
 	}
 }
 
+/* "net": the rank's fabric address and its peers' blocks (fabric.h),
+ * kept through work.json; anything else in it refuses the item. */
+static void test_spec_net(void **state)
+{
+	(void)state;
+	static const char *const bad[] = {
+		"{\"net\": {\"addr\": \"10.0.0.300\", \"peers\": []}}",
+		"{\"net\": {\"addr\": \"10.0.0.1\"}}",
+		"{\"net\": {\"addr\": \"10.0.0.1\", \"peers\": [\"10.0.0.0/24 -j\"]}}",
+		"{\"net\": {\"addr\": \"10.0.0.1\", \"peers\": [7]}}", "{\"net\": 1}"};
+	struct work_spec sp;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *o = item("job-000001", 0, "ls-1", 1, "true", "never", 1);
+		json_t *extra = json_loads(bad[i], 0, NULL);
+		assert_non_null(extra);
+		json_object_update(o, extra);
+		assert_int_equal(work_spec_from_json(o, &sp, &d), SL_EINVAL);
+		assert_non_null(strstr(d.msg, "\"net"));
+		json_decref(extra);
+		json_decref(o);
+	}
+	json_t *o = item("job-000001", 0, "ls-1", 1, "true", "never", 1);
+	json_object_set_new(o, "net", json_pack("{s:s, s:[s,s]}", "addr", "10.77.0.129", "peers",
+						"10.77.0.128/30", "10.77.0.4/32"));
+	assert_int_equal(work_spec_from_json(o, &sp, &d), SL_OK);
+	assert_string_equal(sp.net_addr, "10.77.0.129");
+	assert_string_equal(sp.net_peers, "10.77.0.128/30,10.77.0.4/32");
+	json_t *back = work_spec_to_json(&sp);
+	assert_true(json_equal(json_object_get(back, "net"), json_object_get(o, "net")));
+	work_spec_release(&sp);
+	json_decref(back);
+	json_decref(o);
+}
+
 static void test_spec_parse_hostile(void **state)
 {
 	(void)state;
@@ -586,6 +622,7 @@ int main(void)
 		cmocka_unit_test(test_spec_parse_hostile),
 		cmocka_unit_test_setup_teardown(test_host_tenant_only, setup, teardown),
 		cmocka_unit_test(test_spec_tenant_image),
+		cmocka_unit_test(test_spec_net),
 		cmocka_unit_test_setup_teardown(test_log_limit, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

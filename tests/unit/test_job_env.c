@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "job_env.h"
+#include "lease_net.h"
 
 static struct node_type h100, a100, atlas;
 
@@ -33,8 +34,8 @@ static void test_two_nodes(void **state)
 {
 	(void)state;
 	struct job_env_node nodes[2] = {
-		{"fza-h100-001", "10.77.0.2", &h100, 0x03},
-		{"fza-h100-002", NULL, &h100, 0x30},
+		{"fza-h100-001", "10.77.0.2", &h100, 0x03, NULL},
+		{"fza-h100-002", NULL, &h100, 0x30, NULL},
 	};
 	json_t *user = json_pack("{s:s}", "OMP_NUM_THREADS", "4");
 	struct job_env_in in = {"ls-000042", "job-000007", 7, 2, nodes, user};
@@ -69,7 +70,7 @@ static void test_two_nodes(void **state)
 static void test_master_fallback_and_port(void **state)
 {
 	(void)state;
-	struct job_env_node nodes[1] = {{"n1", "", &h100, 0xff}};
+	struct job_env_node nodes[1] = {{"n1", "", &h100, 0xff, NULL}};
 	struct job_env_in in = {"ls-1", "job-040001", 40001, 1, nodes, NULL};
 	json_t *env, *gpus, *nics;
 	assert_int_equal(job_env_build(&in, 0, &env, &gpus, &nics, NULL), SL_OK);
@@ -94,7 +95,7 @@ static void test_shared_rail_nics(void **state)
 	(void)state;
 	/* HGX A100: two NICs per PCIe switch, two GPUs per switch; GPU 2 alone
 	 * still gets both NICs of its switch and none of the others. */
-	struct job_env_node nodes[1] = {{"a", "10.0.0.1", &a100, 0x04}};
+	struct job_env_node nodes[1] = {{"a", "10.0.0.1", &a100, 0x04, NULL}};
 	struct job_env_in in = {"ls-1", "job-000001", 1, 1, nodes, NULL};
 	json_t *env, *gpus, *nics;
 	assert_int_equal(job_env_build(&in, 0, &env, &gpus, &nics, NULL), SL_OK);
@@ -113,7 +114,7 @@ static void test_shared_rail_nics(void **state)
 static void test_ascend(void **state)
 {
 	(void)state;
-	struct job_env_node nodes[1] = {{"hw1", "10.0.0.9", &atlas, 0xf0}};
+	struct job_env_node nodes[1] = {{"hw1", "10.0.0.9", &atlas, 0xf0, NULL}};
 	struct job_env_in in = {"ls-1", "job-000003", 3, 1, nodes, NULL};
 	json_t *env, *gpus, *nics;
 	assert_int_equal(job_env_build(&in, 0, &env, &gpus, &nics, NULL), SL_OK);
@@ -131,7 +132,7 @@ static void test_user_cannot_override(void **state)
 	(void)state;
 	/* job_env_check refuses these; job_env_build skips them anyway. */
 	json_t *user = json_pack("{s:s, s:s}", "MASTER_PORT", "1", "X", "y");
-	struct job_env_node nodes[1] = {{"n", "1.2.3.4", &h100, 1}};
+	struct job_env_node nodes[1] = {{"n", "1.2.3.4", &h100, 1, NULL}};
 	struct job_env_in in = {"ls-1", "job-000002", 2, 1, nodes, user};
 	json_t *env, *gpus, *nics;
 	assert_int_equal(job_env_build(&in, 0, &env, &gpus, &nics, NULL), SL_OK);
@@ -227,6 +228,103 @@ static void test_checks(void **state)
 	expect_env(menv, SL_ELIMIT, "entries");
 }
 
+/* Fabric addresses (lease_net.h): pools cut into one block per GPU, the
+ * block of the lease's lowest GPU, the job number within it. */
+static void test_lease_pool(void **state)
+{
+	(void)state;
+	struct lease_pool p;
+	struct sl_diag d;
+	char b[LEASE_NET_CIDR_MAX], ip[LEASE_NET_ADDR_MAX];
+	uint32_t a;
+	sl_diag_clear(&d);
+	assert_int_equal(lease_pool_parse("10.77.0.128/25", &p, &d), SL_OK);
+	assert_int_equal(lease_pool_block(&p, 8), 16);
+	assert_true(lease_net_addr(&p, 8, 4, 37, &a, b, sizeof(b)));
+	lease_ip_format(a, ip, sizeof(ip));
+	assert_string_equal(ip, "10.77.0.197"); /* 128 + 4*16 + 37%16 */
+	assert_string_equal(b, "10.77.0.192/28");
+	assert_false(lease_net_addr(&p, 8, 8, 1, &a, NULL, 0));
+	assert_int_equal(lease_pool_parse("10.77.0.128/26", &p, &d), SL_OK);
+	assert_int_equal(lease_pool_block(&p, 3), 16); /* 64/3 = 21 -> 16 */
+	assert_int_equal(lease_pool_parse("10.0.0.0/30", &p, &d), SL_OK);
+	assert_int_equal(lease_pool_block(&p, 8), 0);
+	assert_int_equal(lease_pool_parse("10.77.0.129/25", &p, &d), SL_EINVAL);
+	assert_non_null(strstr(d.msg, "host bits"));
+	const char *bad[] = {"10.77.0.0", "10.77.0/24", "10.77.0.0/33", "10.77.0.0/0", "10.077.0.0/8",
+			     "10.77.0.0/24x", "a.b.c.d/8", "10.77.0.256/24", "/24", "", "10.0.0.0/+8"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(lease_pool_parse(bad[i], &p, &d), SL_EINVAL);
+	assert_false(lease_ip_parse("1.2.3", &a));
+	assert_false(lease_ip_parse("1.2.3.4.", &a));
+	assert_true(lease_ip_parse("255.255.255.255", &a));
+	assert_int_equal(a, 0xffffffffu);
+}
+
+static void test_lease_net(void **state)
+{
+	(void)state;
+	/* 4 of 8 GPUs on each of two nodes with pools: routable addresses */
+	struct job_env_node nodes[3] = {
+		{"h1", "10.77.0.2", &h100, 0xf0, "10.77.0.128/25"},
+		{"h2", "10.77.0.3", &h100, 0x0f, "10.77.1.0/24"},
+		{"h3", "10.77.0.4", &h100, 0xff, NULL},
+	};
+	struct job_env_in in = {"ls-1", "job-000009", 9, 2, nodes, NULL};
+	json_t *env, *gpus, *nics, *net;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	for (int r = 0; r < 2; r++) {
+		assert_int_equal(job_env_build(&in, r, &env, &gpus, &nics, &d), SL_OK);
+		assert_string_equal(env_get(env, "MASTER_ADDR"), "10.77.0.201"); /* 128+4*16+9 */
+		assert_string_equal(env_get(env, "GLOO_SOCKET_IFNAME"), LEASE_NET_IFNAME);
+		assert_string_equal(env_get(env, "NCCL_SOCKET_IFNAME"), LEASE_NET_IFNAME);
+		json_decref(env);
+		json_decref(gpus);
+		json_decref(nics);
+		assert_int_equal(job_env_net(&in, r, &net, &d), SL_OK);
+		assert_non_null(net);
+		assert_string_equal(json_string_value(json_object_get(net, "addr")),
+				    r ? "10.77.1.9" : "10.77.0.201"); /* h2: 256/8 = 32 per GPU, GPU 0 */
+		json_t *peers = json_object_get(net, "peers");
+		assert_int_equal(json_array_size(peers), 2);
+		assert_string_equal(json_string_value(json_array_get(peers, 0)), "10.77.0.192/28");
+		assert_string_equal(json_string_value(json_array_get(peers, 1)), "10.77.1.0/27");
+		json_decref(net);
+	}
+	/* a whole-node rank is a peer by its node address; a partial rank
+	 * without a pool is not one (its NAT address is shared) */
+	nodes[1].pool = NULL;
+	struct job_env_node n3[3] = {nodes[0], nodes[1], nodes[2]};
+	struct job_env_in in3 = {"ls-1", "job-000009", 9, 3, n3, NULL};
+	assert_int_equal(job_env_net(&in3, 0, &net, &d), SL_OK);
+	json_t *peers = json_object_get(net, "peers");
+	assert_int_equal(json_array_size(peers), 2);
+	assert_string_equal(json_string_value(json_array_get(peers, 0)), "10.77.0.192/28");
+	assert_string_equal(json_string_value(json_array_get(peers, 1)), "10.77.0.4/32");
+	json_decref(net);
+	assert_int_equal(job_env_net(&in3, 1, &net, &d), SL_OK);
+	assert_null(net);
+	assert_int_equal(job_env_net(&in3, 2, &net, &d), SL_OK);
+	assert_null(net);
+	assert_int_equal(job_env_build(&in3, 2, &env, &gpus, &nics, &d), SL_OK);
+	assert_string_equal(env_get(env, "MASTER_ADDR"), "10.77.0.201");
+	assert_null(json_object_get(env, "GLOO_SOCKET_IFNAME"));
+	json_decref(env);
+	json_decref(gpus);
+	json_decref(nics);
+	/* one node: the bridge as before, no fabric address */
+	struct job_env_in one = {"ls-1", "job-000009", 9, 1, nodes, NULL};
+	assert_int_equal(job_env_net(&one, 0, &net, &d), SL_OK);
+	assert_null(net);
+	assert_int_equal(job_env_build(&one, 0, &env, &gpus, &nics, &d), SL_OK);
+	assert_string_equal(env_get(env, "MASTER_ADDR"), "10.77.0.2");
+	json_decref(env);
+	json_decref(gpus);
+	json_decref(nics);
+	assert_int_equal(job_env_net(&in, 2, &net, &d), SL_EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -237,6 +335,8 @@ int main(void)
 		cmocka_unit_test(test_user_cannot_override),
 		cmocka_unit_test(test_keys),
 		cmocka_unit_test(test_checks),
+		cmocka_unit_test(test_lease_pool),
+		cmocka_unit_test(test_lease_net),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

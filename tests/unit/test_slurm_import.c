@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "buf.h"
 #include "place.h"
 #include "slurm_import.h"
 #include "testdata.h"
@@ -242,12 +243,108 @@ static void test_errors(void **state)
 	slurm_result_release(&r);
 }
 
+/* Found by fuzz_slurm: blocks of topology/block are NVLink domains, so the
+ * fleet's domain rules apply to them - nodes without multi-node NVLink, a
+ * second GPU model, a node in two blocks, a block past the model's domain
+ * size and bad names are left out with a note instead of writing a fleet
+ * file that does not load. */
+static void test_block_rules(void **state)
+{
+	(void)state;
+	static const char conf[] =
+		"ClusterName=bad:name\n"
+		"NodeName=h[1-2] Gres=gpu:h200:8 CPUs=112 RealMemory=2063000\n"
+		"NodeName=g[01-20] Gres=gpu:gb200:4 CPUs=144 RealMemory=884000\n"
+		"NodeName=b1 Gres=gpu:b200:8 CPUs=112 RealMemory=2063000\n";
+	static const char topo[] =
+		"BlockName=rack1 Nodes=h[1-2],g[01-19],b1\n"
+		"BlockName=rack2 Nodes=g[01-02],g20\n"
+		"BlockName=rack1 Nodes=g20\n"
+		"SwitchName=fabric-1 Nodes=g[01-10]\n"
+		"SwitchName=bad{name} Nodes=g[11-20]\n";
+	struct slurm_input in;
+	memset(&in, 0, sizeof(in));
+	in.slurm = (struct slurm_text){"slurm.conf", conf, sizeof(conf) - 1};
+	in.topo = (struct slurm_text){"topology.conf", topo, sizeof(topo) - 1};
+	struct site s;
+	memset(&s, 0, sizeof(s));
+	s.in = in;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	assert_int_equal(slurm_import(&s.in, &s.r, &d), SL_OK);
+	assert_int_equal(fleet_init(&s.f), SL_OK);
+	if (fleet_load_yaml(&s.f, s.r.yaml, s.r.len, "imported", &d))
+		fail_msg("the imported fleet does not load: %d:%d %s\n%s", d.line, d.col, d.msg,
+			 s.r.yaml);
+	assert_int_equal(s.f.ndomains, 2);
+	assert_int_equal(s.f.domains[0].nnodes, 18); /* 72 GPUs: g01-g18 */
+	assert_int_equal(s.f.domains[1].nnodes, 1);  /* g20 */
+	assert_non_null(find_note(&s, "topology.conf", 1, "no multi-node NVLink"));
+	assert_non_null(find_note(&s, "topology.conf", 1, "at most 72 GPUs"));
+	assert_non_null(find_note(&s, "topology.conf", 2, "already in block rack1"));
+	assert_non_null(find_note(&s, "topology.conf", 3, "defined again"));
+	assert_non_null(find_note(&s, "topology.conf", 5, "not a valid suanli name"));
+	assert_non_null(find_note(&s, "slurm.conf", 1, "ClusterName"));
+	drop(&s);
+}
+
+/* Found by fuzz_slurm: a custom one-GPU type was written with "links:" and
+ * no list, which the fleet file refuses. */
+static void test_one_gpu_type(void **state)
+{
+	(void)state;
+	static const char conf[] = "NodeName=g[1-2] Gres=gpu:a100:1 CPUs=128 RealMemory=1031000\n";
+	struct site s;
+	memset(&s, 0, sizeof(s));
+	s.in.slurm = (struct slurm_text){"slurm.conf", conf, sizeof(conf) - 1};
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	assert_int_equal(slurm_import(&s.in, &s.r, &d), SL_OK);
+	assert_int_equal(s.r.custom_types, 1);
+	assert_int_equal(fleet_init(&s.f), SL_OK);
+	if (fleet_load_yaml(&s.f, s.r.yaml, s.r.len, "imported", &d))
+		fail_msg("the imported fleet does not load: %d:%d %s\n%s", d.line, d.col, d.msg,
+			 s.r.yaml);
+	assert_int_equal(s.f.nnodes, 2);
+	drop(&s);
+}
+
+/* Found by fuzz_slurm: the import must stay inside the fleet file's bounds -
+ * CPUs and memory of a node type, and the number of node types - leaving a
+ * node out with a note rather than writing a file that does not load. */
+static void test_fleet_bounds(void **state)
+{
+	(void)state;
+	struct sl_buf b = SL_BUF_INIT(1u << 20);
+	sl_buf_addf(&b, "NodeName=big Gres=gpu:h100:8 CPUs=84000 RealMemory=1000000\n");
+	for (int i = 0; i < 300; i++) /* 300 shapes: more custom types than a fleet holds */
+		sl_buf_addf(&b, "NodeName=n%d Gres=gpu:h100:8 CPUs=%d RealMemory=1000000\n", i, 100 + i);
+	assert_int_equal(sl_buf_err(&b), SL_OK);
+	struct site s;
+	memset(&s, 0, sizeof(s));
+	s.in.slurm = (struct slurm_text){"slurm.conf", sl_buf_str(&b), b.len};
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	assert_int_equal(slurm_import(&s.in, &s.r, &d), SL_OK);
+	assert_int_equal(fleet_init(&s.f), SL_OK);
+	if (fleet_load_yaml(&s.f, s.r.yaml, s.r.len, "imported", &d))
+		fail_msg("the imported fleet does not load: %d:%d %s", d.line, d.col, d.msg);
+	assert_true(s.f.ntypes <= FLEET_MAX_TYPES);
+	assert_true(s.r.nodes > 100 && s.r.nodes < 300);
+	assert_non_null(find_note(&s, "slurm.conf", 1, "more than a fleet file takes"));
+	assert_non_null(find_note(&s, "slurm.conf", 301, "one node type more"));
+	drop(&s);
+	sl_buf_release(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_gpu_models), cmocka_unit_test(test_flat_campus),
 		cmocka_unit_test(test_h200_tree),  cmocka_unit_test(test_nvl72_blocks),
 		cmocka_unit_test(test_mixed_site), cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_block_rules), cmocka_unit_test(test_one_gpu_type),
+		cmocka_unit_test(test_fleet_bounds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,6 +22,8 @@
 #define FLEET_MAX_SITES 4096       /* bound on sites in one fleet */
 #define FLEET_MAX_TYPES 256        /* bound on node types, built-in ones included: a
 					  placer keeps ~1.3 MB of tables per 16-GPU type */
+#define FLEET_MAX_CPUS 65536       /* bound on a node type's CPU cores */
+#define FLEET_MAX_MEM_GIB (1 << 24) /* bound on a node type's memory, GiB */
 #define FLEET_MAX_RANGE 100000     /* bound on nodes one range expression may produce */
 #define FLEET_MAX_FILE (64u << 20) /* bound on a fleet file's size */
 #define FLEET_MAX_DEPTH 32         /* bound on YAML nesting */

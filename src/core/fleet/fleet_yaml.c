@@ -22,8 +22,8 @@
 #include "buf.h"
 #include "yaml_tree.h"
 
-#define YAML_MAX_CPUS 65536          /* bound on a node type's CPU cores */
-#define YAML_MAX_MEM_GIB (1 << 24)   /* bound on a node type's memory, GiB */
+#define YAML_MAX_CPUS FLEET_MAX_CPUS
+#define YAML_MAX_MEM_GIB FLEET_MAX_MEM_GIB
 #define YAML_MAX_NUMA 127            /* bound on a NUMA node number (int8_t) */
 #define YAML_MAX_DOMAIN_NODES 100000 /* bound on nodes listed in one domain */
 

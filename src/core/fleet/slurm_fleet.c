@@ -109,11 +109,19 @@ static int find_builtin(const char *model, int gpus, struct node_type *out)
 	return -1;
 }
 
+/* The type with signature sig, added when new: its index, -2 out of memory,
+ * -3 when the fleet file could not hold another custom type (FLEET_MAX_TYPES
+ * counts the built-in ones too). */
 static int type_add(struct imp *m, const char *sig, const struct node_type *t, bool builtin)
 {
-	for (int i = 0; i < m->ntypes; i++)
+	int custom = 0;
+	for (int i = 0; i < m->ntypes; i++) {
 		if (!strcmp(m->types[i].sig, sig))
 			return i;
+		custom += !m->types[i].builtin;
+	}
+	if (!builtin && custom + topo_builtin_count() >= FLEET_MAX_TYPES)
+		return -3;
 	if (sl_grow(&m->types, &m->captypes, m->ntypes + 1, SLURM_MAX_TYPES))
 		return -2;
 	struct ntype *x = &m->types[m->ntypes];
@@ -121,6 +129,14 @@ static int type_add(struct imp *m, const char *sig, const struct node_type *t, b
 	x->t = *t;
 	x->builtin = builtin;
 	return m->ntypes++;
+}
+
+static enum sl_err too_many_types(struct imp *m, const struct snode *n)
+{
+	si_note(m, m->in->slurm.name, n->line, true, "node %s: its shape would be one node type "
+		"more than a fleet file holds (%d, built-in ones included); left out", n->name,
+		FLEET_MAX_TYPES);
+	return SL_OK;
 }
 
 enum sl_err si_judge_node(struct imp *m, struct snode *n)
@@ -149,8 +165,15 @@ enum sl_err si_judge_node(struct imp *m, struct snode *n)
 	bool have_links = node_links(m, n, links, numa, &have_numa);
 	struct node_type b;
 	int bi = find_builtin(model, n->gpus, &b);
-	int mem_gib = n->mem_mib >= 0 ? (int)(n->mem_mib / 1024) : -1;
+	int64_t mem64 = n->mem_mib >= 0 ? n->mem_mib / 1024 : -1;
 	int cpus = n->cpus;
+	if (cpus > FLEET_MAX_CPUS || mem64 > FLEET_MAX_MEM_GIB) {
+		si_note(m, sf, n->line, true, "node %s: %d CPUs, %lld GiB: more than a fleet file "
+		     "takes (%d CPUs, %d GiB); left out", n->name, cpus, (long long)mem64,
+		     FLEET_MAX_CPUS, FLEET_MAX_MEM_GIB);
+		return SL_OK;
+	}
+	int mem_gib = (int)mem64;
 	if (bi >= 0 && cpus <= 0) {
 		si_note(m, sf, n->line, false, "node %s: no CPUs given; %s's %d taken", n->name, b.name, b.cpus);
 		cpus = b.cpus;
@@ -187,6 +210,8 @@ enum sl_err si_judge_node(struct imp *m, struct snode *n)
 		int ti = type_add(m, sig, &t, same);
 		if (ti == -2)
 			return sl_diag_set(m->d, SL_ENOMEM, "out of memory");
+		if (ti == -3)
+			return too_many_types(m, n);
 		if (!same && ti == m->ntypes - 1)
 			si_note(m, sf, n->line, false, "node %s: %d CPUs and %d GiB differ from built-in %s "
 			     "(%d, %d): custom type %s keeps %s's GPU topology", n->name, cpus, mem_gib,
@@ -214,6 +239,8 @@ enum sl_err si_judge_node(struct imp *m, struct snode *n)
 	int ti = type_add(m, sig, &t, false);
 	if (ti == -2)
 		return sl_diag_set(m->d, SL_ENOMEM, "out of memory");
+	if (ti == -3)
+		return too_many_types(m, n);
 	if (ti == before && have_links)
 		si_note(m, m->in->gres.name, 0, false, "node %s: type %s built from gres.conf Links=%s "
 		     "(no NIC rails are known; add nics: for rail-aligned gangs)", n->name, t.name,
@@ -239,6 +266,21 @@ enum sl_err si_topo_line(struct imp *m, const char *file, int line, struct words
 	}
 	if (!w->v[0] || !*w->v[0] || strlen(w->v[0]) >= NAME_MAX_LEN)
 		return sl_diag_set(m->d, SL_EPARSE, "%s:%d: %s without a usable name", file, line, k);
+	if (!fleet_name_valid(w->v[0])) {
+		/* Switch and block names become leaf, fabric and domain names. */
+		si_note(m, file, line, true, "%s '%.64s' is not a valid suanli name (A-Z a-z 0-9 . _ -); "
+		     "line ignored", k, w->v[0]);
+		return SL_OK;
+	}
+	if (block) {
+		enum sl_err be = strmap_add(m->blk_by_name, w->v[0], m->nsws);
+		if (be == SL_EEXIST) {
+			si_note(m, file, line, true, "block %s defined again; ignored", w->v[0]);
+			return SL_OK;
+		}
+		if (be)
+			return sl_diag_set(m->d, be, "out of memory");
+	}
 	enum sl_err ge = sl_grow(&m->sws, &m->capsws, m->nsws + 1, SLURM_MAX_SWITCHES);
 	if (ge)
 		return sl_diag_set(m->d, ge, "%s:%d: more than %d switches, or out of memory", file,
@@ -355,7 +397,8 @@ static void put_type(struct sl_buf *b, const struct node_type *t)
 	sl_buf_addf(b, "    numa: [");
 	for (int i = 0; i < t->ngpus; i++)
 		sl_buf_addf(b, "%s%d", i ? ", " : "", t->numa[i]);
-	sl_buf_addf(b, "]\n    links:\n");
+	/* One GPU has no pairs: an empty list, not an empty value. */
+	sl_buf_addf(b, "]\n    links:%s\n", t->ngpus < 2 ? " []" : "");
 	for (int i = 0; i < t->ngpus; i++)
 		for (int j = i + 1; j < t->ngpus; j++) {
 			const struct topo_link *l = &t->link[i][j];
@@ -399,6 +442,11 @@ void si_write_fleet(struct imp *m, struct sl_buf *b)
 	     in->topo.name ? ", " : "", in->topo.name ? in->topo.name : "", site,
 	     in->region ? in->region : "unknown");
 	int nleaves = m->nsws ? m->nsws + 1 : 1; /* + "unswitched" */
+	/* The fabric of nodes under no switch: "fabric-1", or the first
+	 * "fabric-N" no switch of topology.conf is called. */
+	char nofab[32] = "fabric-1";
+	for (int k = 2; strmap_get(m->sw_by_name, nofab, -1) >= 0; k++)
+		snprintf(nofab, sizeof(nofab), "fabric-%d", k);
 	for (int f = -1; f < m->nsws; f++) {
 		/* f: a root switch, or -1 for the fabric of nodes under no switch. */
 		if (f >= 0 && (m->sws[f].parent != -1 || m->sws[f].fabric != f))
@@ -418,7 +466,7 @@ void si_write_fleet(struct imp *m, struct sl_buf *b)
 					continue;
 				if (!opened) {
 					sl_buf_addf(b, "      - name: %s\n        kind: %s\n        gbps: %d\n        "
-					     "leaves:\n", f >= 0 ? m->sws[f].name : "fabric-1",
+					     "leaves:\n", f >= 0 ? m->sws[f].name : nofab,
 					     in->fabric_kind ? in->fabric_kind : "infiniband",
 					     in->fabric_gbps > 0 ? in->fabric_gbps : 400);
 					opened = true;
@@ -453,18 +501,44 @@ struct dom_ctx {
 	struct sl_buf *b;
 	int n;
 	int blk;
+	const struct gpu_model *gpu; /* of the block's first node */
+	int gpus;
 };
 
+/* Writes node name into block c->blk when the fleet's domain rules (fleet.h:
+ * one GPU model with multi-node NVLink domains, at most its domain_gpus GPUs,
+ * a node in one domain only) let it; a note says why not otherwise. */
 static enum sl_err dom_node(struct imp *m, void *arg, const char *name)
 {
 	struct dom_ctx *c = arg;
+	const char *tf = m->in->topo.name, *bn = m->sws[c->blk].name;
+	int line = m->sws[c->blk].line;
 	int i = strmap_get(m->node_by_name, name, -1);
 	if (i < 0 || m->nodes[i].type < 0) {
-		si_note(m, m->in->topo.name, m->sws[c->blk].line, true, "block %s: node %s is %s", m->sws[c->blk].name,
-		     name, i < 0 ? "not in slurm.conf" : "not translated");
+		si_note(m, tf, line, true, "block %s: node %s is %s", bn, name,
+			i < 0 ? "not in slurm.conf" : "not translated");
 		return SL_OK;
 	}
-	sl_buf_addf(c->b, "%s%s", c->n++ ? ", " : "", name);
+	struct snode *n = &m->nodes[i];
+	const struct gpu_model *g = m->types[n->type].t.gpu;
+	if (n->block) {
+		si_note(m, tf, line, true, "block %s: node %s is already in block %s; left out", bn, name,
+			m->sws[n->block - 1].name);
+	} else if (g->domain_gpus <= 0) {
+		si_note(m, tf, line, true, "block %s: node %s has %s GPUs, which have no multi-node "
+			"NVLink domains; left out of the block", bn, name, g->name);
+	} else if (c->gpu && g != c->gpu) {
+		si_note(m, tf, line, true, "block %s: node %s has %s GPUs, the block %s; left out (one "
+			"GPU model per NVLink domain)", bn, name, g->name, c->gpu->name);
+	} else if (c->gpus + m->types[n->type].t.ngpus > g->domain_gpus) {
+		si_note(m, tf, line, true, "block %s: node %s left out: a %s NVLink domain holds at "
+			"most %d GPUs", bn, name, g->name, g->domain_gpus);
+	} else {
+		c->gpu = g;
+		c->gpus += m->types[n->type].t.ngpus;
+		n->block = c->blk + 1;
+		sl_buf_addf(c->b, "%s%s", c->n++ ? ", " : "", name);
+	}
 	return SL_OK;
 }
 
@@ -475,7 +549,7 @@ enum sl_err si_write_domains(struct imp *m, struct sl_buf *b)
 		if (m->sws[s].parent != -2 || !m->sws[s].nodes)
 			continue;
 		struct sl_buf one = SL_BUF_INIT(FLEET_MAX_FILE);
-		struct dom_ctx c = {&one, 0, s};
+		struct dom_ctx c = {&one, 0, s, NULL, 0};
 		enum sl_err e = si_hl_expand(m, m->in->topo.name, m->sws[s].line, m->sws[s].nodes, dom_node, &c);
 		if (e == SL_OK && c.n > 0 && sl_buf_err(&one) == SL_OK) {
 			if (!open)

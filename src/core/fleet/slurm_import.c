@@ -387,7 +387,12 @@ static enum sl_err slurm_line(struct imp *m, const char *file, int line, struct 
 	struct node_defaults *df = m->df;
 	const char *k = w->k[0];
 	if (!strcasecmp(k, "ClusterName") && w->v[0]) {
-		snprintf(m->cluster, sizeof(m->cluster), "%s", w->v[0]);
+		/* It names the site, so it must be a suanli name. */
+		if (fleet_name_valid(w->v[0]))
+			snprintf(m->cluster, sizeof(m->cluster), "%s", w->v[0]);
+		else
+			si_note(m, file, line, true, "ClusterName '%.64s' is not a valid suanli name; "
+			     "not used for the site (--site names it)", w->v[0]);
 		return SL_OK;
 	}
 	if (!strcasecmp(k, "PartitionName")) {
@@ -542,6 +547,7 @@ static void imp_free(struct imp *m)
 {
 	strmap_free(m->node_by_name);
 	strmap_free(m->sw_by_name);
+	strmap_free(m->blk_by_name);
 	for (int i = 0; i < m->ngl; i++)
 		free(m->gl[i].nodes);
 	for (int i = 0; i < m->nsws; i++) {
@@ -573,6 +579,8 @@ enum sl_err slurm_import(const struct slurm_input *in, struct slurm_result *out,
 	enum sl_err e = strmap_new(&m.node_by_name);
 	if (!e)
 		e = strmap_new(&m.sw_by_name);
+	if (!e)
+		e = strmap_new(&m.blk_by_name);
 	if (e) {
 		imp_free(&m);
 		return sl_diag_set(d, SL_ENOMEM, "out of memory");

@@ -39,6 +39,7 @@ struct snode {
 	int gl[MAX_NODE_GRES], ngl; /* gres.conf lines that apply */
 	int type;                 /* index in types, -1: not translated */
 	int leaf;                 /* -1: none yet */
+	int block;                /* the NVLink domain (block) it is written in + 1; 0: none */
 	bool skip;
 };
 
@@ -82,6 +83,7 @@ struct imp {
 	struct sw *sws;
 	int nsws, capsws;
 	struct strmap *sw_by_name;
+	struct strmap *blk_by_name; /* BlockName= blocks */
 	struct node_defaults *df; /* NodeName=DEFAULT so far */
 	char cluster[NAME_MAX_LEN];
 	int daemon_settings, daemon_first_line;

@@ -3,6 +3,8 @@
  * the same job always gets the same variables on every controller. */
 #include "job_env.h"
 
+#include "lease_net.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +143,52 @@ static bool set_int(json_t *o, const char *k, long long v)
 	return set_str(o, k, b);
 }
 
+/* Rank i's fabric address and block (lease_net.h); false when it has none. */
+static bool rank_net(const struct job_env_in *in, int i, uint32_t *addr, char *block, size_t n)
+{
+	const struct job_env_node *nd = &in->nodes[i];
+	struct lease_pool p;
+	if (in->nnodes < 2 || !nd->pool || !nd->pool[0] || !nd->type || !nd->gpus ||
+	    __builtin_popcount(nd->gpus) >= nd->type->ngpus ||
+	    lease_pool_parse(nd->pool, &p, NULL) != SL_OK)
+		return false;
+	return lease_net_addr(&p, nd->type->ngpus, __builtin_ctz(nd->gpus), in->seq, addr, block, n);
+}
+
+enum sl_err job_env_net(const struct job_env_in *in, int rank, json_t **net, struct sl_diag *d)
+{
+	char ip[LEASE_NET_ADDR_MAX], block[LEASE_NET_CIDR_MAX];
+	uint32_t a;
+	*net = NULL;
+	if (!in || rank < 0 || rank >= in->nnodes || !in->nodes)
+		return sl_diag_set(d, SL_EINVAL, "rank %d is not one of the job's %d", rank,
+				   in ? in->nnodes : 0);
+	if (!rank_net(in, rank, &a, NULL, 0))
+		return SL_OK;
+	lease_ip_format(a, ip, sizeof(ip));
+	json_t *peers = json_array(), *o = json_pack("{s:s}", "addr", ip);
+	bool ok = peers && o;
+	for (int i = 0; ok && i < in->nnodes; i++) {
+		const struct job_env_node *nd = &in->nodes[i];
+		uint32_t pa;
+		if (rank_net(in, i, &pa, block, sizeof(block))) {
+			ok = json_array_append_new(peers, json_string(block)) == 0;
+		} else if (nd->type && __builtin_popcount(nd->gpus) >= nd->type->ngpus && nd->addr &&
+			   lease_ip_parse(nd->addr, &pa)) {
+			snprintf(block, sizeof(block), "%s/32", nd->addr);
+			ok = json_array_append_new(peers, json_string(block)) == 0;
+		}
+	}
+	if (!ok || json_object_set_new(o, "peers", peers) != 0) {
+		json_decref(o);
+		if (!ok)
+			json_decref(peers);
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	}
+	*net = o;
+	return SL_OK;
+}
+
 enum sl_err job_env_build(const struct job_env_in *in, int rank, json_t **env_out,
 			  json_t **gpus_out, json_t **nics_out, struct sl_diag *d)
 {
@@ -167,7 +215,16 @@ enum sl_err job_env_build(const struct job_env_in *in, int rank, json_t **env_ou
 	ok = ok && set_str(env, "SUANLI_NODE_LIST", nl);
 	if (nl && nl != list)
 		free(nl);
-	ok = ok && set_str(env, "MASTER_ADDR", m0->addr && m0->addr[0] ? m0->addr : m0->name) &&
+	char fab[LEASE_NET_ADDR_MAX];
+	uint32_t fa;
+	if (rank_net(in, 0, &fa, NULL, 0)) /* rank 0's routable container address */
+		lease_ip_format(fa, fab, sizeof(fab));
+	else
+		snprintf(fab, sizeof(fab), "%s", "");
+	if (rank_net(in, rank, &fa, NULL, 0))
+		ok = ok && set_str(env, "GLOO_SOCKET_IFNAME", LEASE_NET_IFNAME) &&
+		     set_str(env, "NCCL_SOCKET_IFNAME", LEASE_NET_IFNAME);
+	ok = ok && set_str(env, "MASTER_ADDR", fab[0] ? fab : m0->addr && m0->addr[0] ? m0->addr : m0->name) &&
 	     set_int(env, "MASTER_PORT", job_master_port(in->seq)) &&
 	     set_int(env, "NNODES", in->nnodes) && set_int(env, "NODE_RANK", rank) &&
 	     set_int(env, "NPROC_PER_NODE", __builtin_popcount(me->gpus)) &&

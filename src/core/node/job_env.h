@@ -59,6 +59,8 @@ struct job_env_node {
 	const char *addr;             /* its agent's address; NULL or "": unknown (name used) */
 	const struct node_type *type; /* its type (GPU model, NICs and their rails) */
 	gpumask_t gpus;               /* the lease's GPUs on it (at least one) */
+	const char *pool;             /* its agent's --lease-net pool (lease_net.h); NULL
+				       * or "": none */
 };
 
 struct job_env_in {
@@ -77,5 +79,18 @@ struct job_env_in {
  * (job_env_check refuses reserved keys; here they are skipped). */
 enum sl_err job_env_build(const struct job_env_in *in, int rank, json_t **env, json_t **gpus,
 			  json_t **nics, struct sl_diag *d) SL_MUST_USE;
+
+/* The rank's routable fabric address (lease_net.h), for a job of several
+ * nodes whose rank holds part of a node with a pool: *net = {"addr":
+ * "A.B.C.D", "peers": ["A.B.C.D/N", ...]} (a new reference), peers being
+ * every rank's block, or the node address (/32) of a rank that holds a whole
+ * node (it uses the host's network); ranks on partial nodes without a pool
+ * are not peers (their traffic leaves NATed to a node address that other
+ * tenants share). *net = NULL (SL_OK) when the rank has no such address.
+ * job_env_build then sets MASTER_ADDR to rank 0's fabric address where rank
+ * 0 has one, and GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME to
+ * LEASE_NET_IFNAME for a rank that has one (a user's --env wins). */
+enum sl_err job_env_net(const struct job_env_in *in, int rank, json_t **net,
+			struct sl_diag *d) SL_MUST_USE;
 
 #endif
