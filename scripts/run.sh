@@ -156,7 +156,7 @@ Try, in another shell:
 
 An instance (a machine with SSH, a data disk and ports; image ${IMAGE:-none}):
   $B/suanli ssh-key add laptop --file ~/.ssh/id_ed25519.pub
-  $B/suanli instance create --gpus 1 --model l40s --ssh-key laptop --volume 10 --port 8888 --json
+  $B/suanli instance create --tenant acme --gpus 1 --model l40s --ssh-key laptop --volume 10 --port 8888 --json
   $B/suanli instance ssh INSTANCE      # or the "command" it printed: ssh -p PORT root@HOST
   $B/suanli instance stop INSTANCE; $B/suanli instance start INSTANCE; $B/suanli instance release INSTANCE
 

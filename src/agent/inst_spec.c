@@ -70,7 +70,9 @@ static enum sl_err job_fields(const json_t *o, struct inst_spec *out, struct sl_
 		return sl_diag_set(d, SL_ENOMEM, "out of memory");
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		json_t *v = json_object_get(o, keys[i]);
-		if (v && !json_is_null(v))
+		/* "image": "" is the controller's "none named": the agent's --image */
+		if (v && !json_is_null(v) && !(json_is_string(v) && !json_string_length(v) &&
+					     !strcmp(keys[i], "image")))
 			json_object_set(j, keys[i], v);
 	}
 	struct sl_diag jd;

@@ -57,6 +57,9 @@ void instances_balance_stop(struct ctl *c, const char *tenant, const char *why);
 /* What GET /v1/tenants/NAME/balance adds: {"instances": [...], "instances_fen_per_day",
  * "notice"}; NULL when the tenant has none. New reference. */
 json_t *instances_balance_json(struct ctl *c, const char *tenant);
+/* The instances' series of /metrics (instances_metrics.c). */
+struct sl_buf;
+void instances_metrics(struct ctl *c, struct sl_buf *b);
 /* The lease a job inside instance id runs on (POST /v1/jobs {"instance"}):
  * into lease (n bytes). SL_ENOTFOUND for an instance the caller (tenant, NULL:
  * provider) cannot see, SL_ECONFLICT when it is not running with GPUs. */

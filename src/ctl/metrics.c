@@ -17,6 +17,7 @@
 #include "agents.h"
 #include "audit_log.h"
 #include "billing.h"
+#include "instances.h"
 
 #include "buf.h"
 #include "catalog.h"
@@ -172,6 +173,7 @@ void h_metrics(struct ctl_call *call)
 	agents_metrics(c, &b);
 	audit_log_metrics(c, &b);
 	billing_metrics(c, &b);
+	instances_metrics(c, &b);
 	char *text;
 	size_t len;
 	enum sl_err e = sl_buf_detach(&b, &text, &len);

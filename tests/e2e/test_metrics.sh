@@ -97,6 +97,8 @@ has "two NVLinks down on b1 GPU 0" '^suanli_gpu_nvlinks_down\{node="b1",gpu="0"\
 has "none down on b1 GPU 1" '^suanli_gpu_nvlinks_down\{node="b1",gpu="1"\} 0$'
 has "the agent's GPUs have series" '^suanli_gpu_health\{node="a1",gpu="7",state="ok"\} 1$'
 has "b1 GPU 0 fails on XID 79" '^suanli_gpu_health\{node="b1",gpu="0",state="failed"\} 1$'
+has "instances by state (none yet)" '^suanli_instances\{state="running"\} 0$'
+has "... every state has its series" '^suanli_instances\{state="released"\} 0$'
 has "store commits timed" '^suanli_store_commit_seconds_count [1-9][0-9]*$'
 has "commit histogram" '^suanli_store_commit_seconds_bucket\{le="\+Inf"\} [1-9]'
 has "audit entries" '^suanli_audit_entries [1-9][0-9]*$'

@@ -63,6 +63,11 @@ static void test_spec_parses(void **state)
 	assert_int_equal(s.volume_gib, 10);
 	assert_string_equal(s.migrate_from, "old-node");
 	inst_spec_release(&s);
+	/* "image": "": none named (the agent's --image) */
+	json_object_set_new(o, "image", json_string(""));
+	assert_int_equal(inst_spec_from_json(o, &s, &d), SL_OK);
+	assert_string_equal(s.w.image, "");
+	inst_spec_release(&s);
 	/* no-gpu mode: lease "" */
 	json_object_set_new(o, "lease", json_string(""));
 	json_object_set_new(o, "gpus", json_array());

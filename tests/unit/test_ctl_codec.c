@@ -188,10 +188,12 @@ static void test_route_table(void **state)
 		assert_int_equal(!!(r[i].roles & CTL_ROLE_BIT(CTL_ROLE_AGENT)), agent_path);
 		if (agent_path)
 			assert_int_equal(r[i].roles, CTL_ROLE_BIT(CTL_ROLE_AGENT));
-		/* Everything that changes state is a write method. */
+		/* Everything that changes state is a write method; reads are
+		 * GETs, but for the placement preview, whose request is a body
+		 * (POST /v1/plan: it places nothing). */
 		if (r[i].mutates)
 			assert_true(strcmp(r[i].method, "GET") != 0);
-		else
+		else if (strcmp(r[i].pattern, "/v1/plan"))
 			assert_string_equal(r[i].method, "GET");
 		for (size_t k = 0; k < i; k++)
 			assert_false(!strcmp(r[i].method, r[k].method) &&
