@@ -148,6 +148,42 @@ bool inst_home_free(struct ctl *c, const struct instance *in)
 	return free_now;
 }
 
+/* The tenant's quota on the model pl placed it on (tenant create --quota),
+ * counted like the scheduler counts it: its running leases on that model and
+ * its pending ones that may use it, plus this start. Starts go around the
+ * scheduler's submit (ctl_sched_place_now), so the quota is checked here. */
+static enum sl_err quota_ok(struct ctl *c, const struct instance *in, const struct placement *pl,
+			    struct sl_diag *d)
+{
+	const struct ctl_tenant *t = ctl_tenant_find(c, in->tenant);
+	if (!t || !pl->npicks)
+		return SL_OK;
+	const char *model = fleet_node_type(c->fleet, pl->picks[0].node)->gpu->name;
+	const json_t *q = json_object_get(t->quotas, model);
+	if (!json_is_integer(q))
+		return SL_OK;
+	json_int_t used = 0;
+	for (int i = 0; i < c->lt.nleases; i++) {
+		const struct ctl_lease *l = c->lt.leases[i];
+		if (!l || strcmp(l->tenant, in->tenant))
+			continue;
+		if ((l->state == LS_ACTIVE || l->state == LS_PREEMPTING) && l->pl.npicks > 0) {
+			if (!strcmp(fleet_node_type(c->fleet, l->pl.picks[0].node)->gpu->name, model))
+				used += l->gpus;
+		} else if (l->state == LS_PENDING) {
+			bool may = l->req.nmodels == 0;
+			for (int k = 0; k < l->req.nmodels; k++)
+				may |= !strcmp(l->req.models[k], model);
+			used += may ? l->gpus : 0;
+		}
+	}
+	if (used + in->gpus <= json_integer_value(q))
+		return SL_OK;
+	sl_diag_hint(d, "stop or release an instance or a lease, or ask the operator for more quota");
+	return sl_diag_set(d, SL_EQUOTA, "tenant %s's quota of %lld %s GPUs would be exceeded (%lld in use, %d asked)",
+			   in->tenant, (long long)json_integer_value(q), model, (long long)used, in->gpus);
+}
+
 /* A new pending lease for in (like POST /v1/leases), not yet placed. */
 static struct ctl_lease *lease_new(struct ctl *c, const struct instance *in, const json_t *doc,
 				   const struct lease_req *r, const char *user)
@@ -225,6 +261,8 @@ enum sl_err inst_place(struct ctl *c, struct instance *in, enum inst_where w, co
 		}
 	}
 	free(ok);
+	if (!e)
+		e = quota_ok(c, in, &pl, d);
 	struct ctl_lease *l = NULL;
 	if (!e && !(l = lease_new(c, in, doc, &r, user)))
 		e = sl_diag_set(d, SL_ENOMEM, "out of memory");

@@ -142,6 +142,14 @@ expect_eq "an image needing a newer driver than every node has: 409" "$(status_o
 expect_match "... with the reason (driver need, a node's driver)" "$(body_of "$r")" "needs driver >= 999.1.*has driver"
 expect_eq "... and nothing was created" "$(body_of "$(api "$ACME" GET /v1/instances)" | jq length)" 0
 
+api "$ADMIN" POST /v1/tenants '{"name":"quo","regions":["r1"],"quotas":{"h100-sxm":4}}' >/dev/null
+QUO=$(body_of "$(api "$ADMIN" POST /v1/tokens '{"role":"tenant","tenant":"quo"}')" | jq -r .token)
+"$SUANLI" topup --server "$URL" --token "$ADMIN" --tenant quo --amount 10000000 >/dev/null
+r=$(api "$QUO" POST /v1/instances '{"gpus":8}')
+expect_eq "an instance beyond the tenant's quota: 403" "$(status_of "$r")" 403
+expect_match "... naming the quota" "$(body_of "$r")" "quota of 4 h100-sxm GPUs would be exceeded"
+expect_eq "... and nothing was created" "$(body_of "$(api "$QUO" GET /v1/instances)" | jq length)" 0
+
 # ---- create: placed on a2 (a1's driver is too old for the default image) ----
 out=$(sl "$ACME" instance create --gpus 8 --model h100-sxm --volume 10 --port 8888 --ssh-key laptop --json)
 ID=$(printf '%s' "$out" | jq -r .id)
