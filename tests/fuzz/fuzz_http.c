@@ -234,6 +234,8 @@ static int check_answer(const struct answer *a, bool only_one)
 		size_t hlen = (size_t)(end - s) + 4;
 		if (status == 100) { /* Expect: 100-continue; the real answer follows */
 			s += hlen, n -= hlen;
+			if (!n && !only_one)
+				return status; /* raw bytes: the body never came */
 			continue;
 		}
 		if (!only_one)

@@ -10,7 +10,13 @@
  * Contracts: an error says what was wrong; every note names its file and says
  * something; a translation that succeeds is a fleet file that loads
  * (fleet_load_yaml), with as many nodes as the import counted - the round
- * trip of the import. */
+ * trip of the import.
+ *
+ * libFuzzer's -timeout is wall-clock: on a busy shared machine a niced run
+ * saw an input of 0.07 CPU-seconds pass 10 s, so this one allows more.
+ *
+ * fuzz-flags: -timeout=120
+ */
 #include <stdbool.h>
 
 #include "fleet.h"
