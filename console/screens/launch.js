@@ -55,7 +55,7 @@ function Preview({ req }) {
 	}
 	const worst = Math.min(...p.placement.map((x) => (x.quality ? x.quality.bottleneck_gbps : Infinity)));
 	return html`<div data-testid="preview">
-		<p>${t('launch.preview_where', { nodes: p.placement.length })} <strong data-testid="bottleneck">${t('launch.bottleneck', { gbps: num(worst) })}</strong></p>
+		<p>${t('launch.preview_where', { nodes: p.placement.length })} <strong data-testid="bottleneck">${req.gpus === 1 ? t('launch.single_gpu') : t('launch.bottleneck', { gbps: num(worst) })}</strong></p>
 		<ul>${p.placement.map((x) => html`<li>${x.node} (${x.site}, ${x.leaf}): GPU ${x.gpus.join(', ')}</li>`)}</ul>
 		${p.explanation ? html`<p class="muted">${p.explanation}</p>` : null}
 	</div>`;
