@@ -889,7 +889,23 @@ enum sl_err work_sup_apply(struct work_sup *s, const json_t *work, int64_t now_n
 
 /* ---- reports ---------------------------------------------------------- */
 
-json_t *work_sup_report(const struct work_sup *s)
+/* The progress line of a running rank whose image podman is still pulling
+ * ("": none). Until the image is seen on the node it is asked for once per
+ * report (a `podman image exists`), then never again for that start. */
+static const char *pull_progress(struct work_sup *s, struct work_item *it, char *buf, size_t n)
+{
+	if (!it->pulling || it->pulled || it->state != IT_RUNNING || !item_in_container(s, &it->spec))
+		return "";
+	const char *image = it->spec.image[0] ? it->spec.image : engine_default_image(s->eng);
+	if (engine_image_exists(s->eng, image)) {
+		it->pulled = true;
+		return "";
+	}
+	snprintf(buf, n, "pulling image %s (it is not on this node yet)", image);
+	return buf;
+}
+
+json_t *work_sup_report(struct work_sup *s)
 {
 	static const char *const names[] = {
 		[IT_PENDING] = "running", [IT_RUNNING] = "running", [IT_STOPPING] = "running",
@@ -898,7 +914,9 @@ json_t *work_sup_report(const struct work_sup *s)
 	char ts[32];
 
 	for (size_t i = 0; a && i < s->n; i++) {
-		const struct work_item *it = s->items[i];
+		struct work_item *it = s->items[i];
+		char pbuf[WORK_IMAGE_MAX + 64];
+		const char *progress = pull_progress(s, it, pbuf, sizeof(pbuf));
 		json_t *o = json_pack("{s:s, s:i, s:I, s:i, s:s, s:i, s:i, s:i}", "job",
 				      it->spec.job, "rank", it->spec.rank, "epoch",
 				      (json_int_t)it->spec.epoch, "pid", (int)it->pid, "state",
@@ -919,6 +937,8 @@ json_t *work_sup_report(const struct work_sup *s)
 			bad_alloc = json_object_set_new(o, "restarting", json_true()) != 0;
 		if (!bad_alloc && it->error[0])
 			bad_alloc = json_object_set_new(o, "error", json_string(it->error)) != 0;
+		if (!bad_alloc && progress[0])
+			bad_alloc = json_object_set_new(o, "progress", json_string(progress)) != 0;
 		if (bad_alloc || json_array_append_new(a, o) != 0) {
 			json_decref(a);
 			return NULL;

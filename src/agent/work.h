@@ -175,7 +175,7 @@ int64_t work_sup_next_ns(const struct work_sup *s, int64_t now_ns);
  * signal or unknown), signal, restarts, started_at, ended_at, and "lost": true
  * for a process that vanished while the agent was away, "restarting": true
  * while a restart waits for its backoff. NULL on ENOMEM. */
-json_t *work_sup_report(const struct work_sup *s);
+json_t *work_sup_report(struct work_sup *s);
 /* The controller accepted the last report: finished items it contained may be
  * forgotten once their logs are shipped and the desired state omits them. */
 void work_sup_reported(struct work_sup *s);

@@ -113,6 +113,7 @@ enum sl_err ctr_argv(struct work_sup *s, struct work_item *it, const char *topo,
 	}
 	/* podman pulls it (--pull=missing); the rank's log says so first */
 	it->pulling = !engine_image_exists(s->eng, image);
+	it->pulled = false;
 	if (it->pulling) {
 		char logp[STATE_PATH_MAX];
 		FILE *f = state_path(logp, sizeof(logp), s->dir, NULL, "jobs/%s/rank-%d.log",

@@ -35,6 +35,7 @@ struct work_item {
 	bool reported;            /* its final state reached the controller */
 	bool log_full;            /* killed for its log's size: never restarted */
 	bool pulling;             /* its image was not on the node at start: podman pulls it */
+	bool pulled;              /* ... and the image has been seen on the node since */
 	int exit_code, signal;
 	/* A start that failed before the command ran (fork, the log file): its
 	 * errno. Transient causes (EAGAIN, ENOMEM) are retried WORK_START_RETRIES

@@ -276,6 +276,12 @@ static void print_job(const json_t *j)
 	printf("\n");
 	out_table_print(&t, stdout);
 	out_table_release(&t);
+	json_array_foreach(json_object_get(j, "ranks"), i, v) {
+		if (out_str(v, "progress", NULL))
+			printf("Rank %zu:    %s\n", i, out_str(v, "progress", ""));
+		if (out_str(v, "error", NULL))
+			printf("Rank %zu:    %s\n", i, out_str(v, "error", ""));
+	}
 }
 
 static int job_show(int argc, char **argv)

@@ -139,6 +139,8 @@ static json_t *rank_to_json(struct ctl *c, const struct job *j, int i, bool stor
 		return NULL;
 	if (r->error[0])
 		json_object_set_new(o, "error", json_string(r->error));
+	if (r->progress[0] && !store)
+		json_object_set_new(o, "progress", json_string(r->progress));
 	if (store) {
 		json_object_set_new(o, "stop", json_boolean(r->stop));
 		json_object_set_new(o, "gone", json_boolean(r->gone));
@@ -685,6 +687,12 @@ static bool apply_report(struct ctl *c, struct job *j, struct job_rank *r, const
 	const char *err = json_string_value(json_object_get(w, "error"));
 	snprintf(r->error, sizeof(r->error), "%.*s", (int)sizeof(r->error) - 1,
 		 err && rs != RS_RUNNING ? err : "");
+	const char *prog = json_string_value(json_object_get(w, "progress"));
+	snprintf(r->progress, sizeof(r->progress), "%.*s", (int)sizeof(r->progress) - 1,
+		 prog && rs == RS_RUNNING ? prog : "");
+	for (char *q = r->progress; *q; q++)
+		if ((unsigned char)*q < 0x20 || *q == 0x7f)
+			*q = '?';
 	if (rs == RS_RUNNING)
 		r->exit_code = r->signal = 0;
 	if (r->stop && rs != RS_RUNNING)

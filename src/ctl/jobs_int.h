@@ -23,6 +23,7 @@
 #define JOB_STOP_GRACE_DEFAULT_S 10 /* SIGTERM -> SIGKILL at the agent */
 #define JOB_STOP_GRACE_MAX_S 3600
 #define JOB_CANCEL_SLACK_S 30       /* cancelling -> cancelled without word after grace + this */
+#define JOB_RANK_PROGRESS_MAX 160  /* bytes of a rank's progress line */
 #define JOB_MAX_LIVE_PER_LEASE 64   /* jobs not yet ended on one lease */
 #define JOB_STOP_KEEP_S 600         /* stop items of an ended job outlive it at most this */
 #define JOB_REASON_MAX 320
@@ -45,6 +46,8 @@ struct job_rank {
 	int64_t started_ns, ended_ns;
 	int64_t log_base;   /* the controller's log size when this node took the rank */
 	char error[JOB_RANK_ERROR_MAX]; /* why the agent could not start it ("": none) */
+	char progress[JOB_RANK_PROGRESS_MAX]; /* what a running rank waits for, as its
+						 agent says ("pulling image REF"; "": none) */
 	uint64_t hb_mark;   /* heartbeat that last reported it (jobs_on_heartbeat) */
 };
 
