@@ -837,6 +837,7 @@ enum sl_err agent_run(const struct agent_opts *o, struct sl_diag *d)
 			       a.eng, o->disc, o->server, o->ca, a.cred[0] ? a.cred : o->token};
 	if ((e = inst_sup_new(&io, work_now_ns(), &a.inst, d)) != SL_OK)
 		goto out;
+	work_sup_set_instances(a.sup, a.inst); /* jobs inside an instance */
 	if (o->stop_grace_s >= 0)
 		work_sup_set_default_grace(a.sup, o->stop_grace_s);
 	if (o->log_limit_mib > 0)

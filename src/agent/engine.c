@@ -448,7 +448,7 @@ enum sl_err engine_lease_net(const struct engine *e, const char *lease, char *bu
 			   rc);
 }
 
-static void detached(const struct engine *e, char *const argv[])
+void engine_detached(const struct engine *e, char *const argv[])
 {
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -477,7 +477,7 @@ void engine_lease_net_remove(const struct engine *e, const char *lease)
 	lease_net_name(e, lease, name, sizeof(name));
 	char *argv[] = {(char *)e->podman, "--runtime", (char *)e->runtime, "--cgroup-manager",
 			"cgroupfs", "network", "rm", "--force", name, NULL};
-	detached(e, argv);
+	engine_detached(e, argv);
 }
 
 void engine_remove(const struct engine *e, const char *name)

@@ -105,6 +105,10 @@ enum sl_err engine_lease_net(const struct engine *e, const char *lease, char *bu
 /* `podman network rm --force` of the lease's network, not waited for. */
 void engine_lease_net_remove(const struct engine *e, const char *lease);
 
+/* Runs argv (argv[0]: engine_podman's path) in a grandchild with no output,
+ * not waited for (double fork). */
+void engine_detached(const struct engine *e, char *const argv[]);
+
 /* `podman rm --force --time 0 name`, not waited for (double fork): stops and
  * removes the container whatever its state; harmless when it is gone. */
 void engine_remove(const struct engine *e, const char *name);

@@ -97,6 +97,15 @@ static struct inst *find(const struct inst_sup *s, const char *id)
 	return NULL;
 }
 
+bool inst_sup_running(const struct inst_sup *s, const char *id, char *name, size_t n)
+{
+	const struct inst *in = s && id ? find(s, id) : NULL;
+	if (!in || in->phase != PH_RUNNING || in->op != OP_NONE || !engine_ok(s->eng))
+		return false;
+	inst_ctr_name(s, in, name, n);
+	return true;
+}
+
 static void mark(struct inst_sup *s, struct inst *in)
 {
 	struct sl_diag d;

@@ -83,6 +83,11 @@ json_t *inst_sup_report(const struct inst_sup *s);
  * forgotten once the desired state no longer lists them. */
 void inst_sup_reported(struct inst_sup *s);
 
+/* Whether instance id runs on this node (its container started, no op in
+ * flight; s may be NULL): its container's name into name (n bytes) when it
+ * does. Jobs inside the instance run there (work.h, work_sup_set_instances). */
+bool inst_sup_running(const struct inst_sup *s, const char *id, char *name, size_t n);
+
 /* Number of instances held (tests). */
 size_t inst_sup_count(const struct inst_sup *s);
 

@@ -183,3 +183,38 @@ enum sl_err podman_create_argv(const struct podman_run *r, const struct podman_i
 	addf(&w, "%s/sshd_config", PODMAN_INST_SSH_DIR);
 	return finish(&w, out, d);
 }
+
+enum sl_err podman_exec_argv(const struct podman_exec *x, char ***out, struct sl_diag *d)
+{
+	*out = NULL;
+	if (!x->podman || !x->runtime || !x->cgroup_manager || !x->container ||
+	    !x->container[0] || !x->pidfile || !x->pidfile[0] || x->argc == 0 || !x->argv)
+		return sl_diag_set(d, SL_EINVAL, "exec: container, pid file and command are needed");
+	struct words w = {calloc(PODMAN_ARGV_MAX, sizeof(char *)), 0, 0};
+	if (!w.v)
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	addf(&w, "%s", x->podman);
+	addf(&w, "--runtime=%s", x->runtime);
+	addf(&w, "--cgroup-manager=%s", x->cgroup_manager);
+	addf(&w, "exec");
+	addf(&w, "-i");
+	for (size_t i = 0; i < x->nenv; i++) {
+		const char *eq = strchr(x->env[i], '=');
+		if (!eq || eq == x->env[i]) {
+			podman_argv_free(w.v);
+			return sl_diag_set(d, SL_EINVAL, "exec: env entry without a name");
+		}
+		addf(&w, "--env=%.*s", (int)(eq - x->env[i]), x->env[i]);
+	}
+	if (x->workdir && x->workdir[0])
+		addf(&w, "--workdir=%s", x->workdir);
+	addf(&w, "%s", x->container);
+	addf(&w, "%s", PODMAN_ENTRY_SH);
+	addf(&w, "-c");
+	addf(&w, "%s", PODMAN_EXEC_SH);
+	addf(&w, "%s", PODMAN_EXEC_ARG0);
+	addf(&w, "%s", x->pidfile);
+	for (size_t i = 0; i < x->argc; i++)
+		addf(&w, "%s", x->argv[i]);
+	return finish(&w, out, d);
+}

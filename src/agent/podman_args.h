@@ -74,6 +74,34 @@ struct podman_run {
 	"ldconfig -C /run/ld.so.cache 2>/dev/null || :; fi; shift; exec \"$@\""
 #define PODMAN_ENTRY_ARG0 "sl-entry"
 
+/* A job's rank inside an instance's running container (podman exec): the
+ * script records its own pid in $1 (a file in the container's /run), then
+ * execs the command, whose words follow as "$@" (never part of the script);
+ * a stop runs PODMAN_KILL_SH there with the pid file and the signal's name
+ * (podman exec does not forward signals to the command reliably). */
+#define PODMAN_EXEC_SH "echo $$ > \"$1\" || exit 126; shift; exec \"$@\""
+#define PODMAN_EXEC_ARG0 "sl-exec"
+#define PODMAN_KILL_SH "read p < \"$1\" && kill -s \"$2\" \"$p\""
+#define PODMAN_KILL_ARG0 "sl-kill"
+
+struct podman_exec {
+	const char *podman, *runtime, *cgroup_manager;
+	const char *container;       /* the instance's container */
+	const char *workdir;         /* the command's directory ("" : the image's) */
+	const char *pidfile;         /* where the script records the pid (in the container) */
+	const char *const *env;      /* "KEY=VALUE" (only KEY is put on the line) */
+	size_t nenv;
+	char *const *argv;           /* the command (argc words) */
+	size_t argc;
+};
+
+/* podman --runtime=R --cgroup-manager=C exec -i [--env=KEY ...] [--workdir=W]
+ * CONTAINER /bin/sh -c PODMAN_EXEC_SH sl-exec PIDFILE ARGV...; free with
+ * podman_argv_free. SL_EINVAL (no container, pid file or command, an env
+ * entry without a name), SL_ELIMIT, SL_ENOMEM. */
+enum sl_err podman_exec_argv(const struct podman_exec *x, char ***out,
+			     struct sl_diag *d) SL_MUST_USE;
+
 /* The capabilities a job container's root keeps (its own files). */
 #define PODMAN_CAPS "chown,dac_override,fowner,setuid,setgid,kill"
 /* An instance container's: those, plus what sshd needs for its privilege

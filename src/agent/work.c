@@ -129,16 +129,6 @@ static int item_poll(const struct work_sup *s, struct work_item *it, int *status
 	return 1;
 }
 
-/* Signals the process group of a live leader (or the leader alone, before
- * its setsid has run). */
-static void group_signal(pid_t pid, int sig)
-{
-	if (pid <= 0)
-		return;
-	if (kill(-pid, sig) != 0 && errno == ESRCH)
-		(void)kill(pid, sig);
-}
-
 static void wall_iso(int64_t t, char *buf, size_t n)
 {
 	time_t tt = (time_t)t;
@@ -383,7 +373,8 @@ static enum sl_err item_spawn(struct work_sup *s, struct work_item *it, int64_t 
 	    (e = state_path(exitp, sizeof(exitp), s->dir, d, "jobs/%s/rank-%d.exit", sp->job,
 			    sp->rank)) != SL_OK ||
 	    (e = write_topo(s, sp, topo, sizeof(topo), d)) != SL_OK ||
-	    (ctr && (e = ctr_argv(s, it, topo, &cargv, d)) != SL_OK))
+	    (ctr && (e = sp->instance[0] ? inst_item_argv(s, it, &cargv, d)
+					 : ctr_argv(s, it, topo, &cargv, d)) != SL_OK))
 		return e;
 	/* a container sees its topology at PODMAN_TOPO and nothing of ours */
 	envp = build_env(sp, ctr && topo[0] ? PODMAN_TOPO : topo, ctr ? "" : s->dir, ctr);
@@ -536,7 +527,7 @@ static void item_kill_for_log(struct work_sup *s, struct work_item *it)
 		 "MiB; killed", (long long)(s->log_limit >> 20));
 	sl_log_warn("work's log passed the limit; killing it", "job=%s rank=%d pid=%d limit_mib=%lld",
 		    it->spec.job, it->spec.rank, (int)it->pid, (long long)(s->log_limit >> 20));
-	group_signal(it->pid, SIGKILL);
+	work_item_signal(s, it, SIGKILL);
 	item_ctr_remove(s, it);
 	it->killed = true;
 	it->log_full = true; /* no restart: it would only fill the log again */
@@ -589,7 +580,7 @@ void work_item_stop(struct work_sup *s, struct work_item *it, int64_t now_ns)
 	case IT_RUNNING:
 		sl_log_info("stopping work", "job=%s rank=%d pid=%d grace_s=%d", it->spec.job,
 			    it->spec.rank, (int)it->pid, it->spec.stop_grace_s);
-		group_signal(it->pid, SIGTERM);
+		work_item_signal(s, it, SIGTERM);
 		it->state = IT_STOPPING;
 		it->deadline_ns = now_ns + (int64_t)it->spec.stop_grace_s * 1000000000LL;
 		break;
@@ -680,7 +671,7 @@ bool work_sup_tick(struct work_sup *s, int64_t now_ns)
 				sl_log_warn("work did not stop in its grace period; killing it",
 					    "job=%s rank=%d pid=%d", it->spec.job, it->spec.rank,
 					    (int)it->pid);
-				group_signal(it->pid, SIGKILL);
+				work_item_signal(s, it, SIGKILL);
 				item_ctr_remove(s, it);
 				it->killed = true;
 			}

@@ -84,13 +84,17 @@ struct work_spec {
 	int stop_grace_s;
 	char net_addr[16];       /* "net.addr": the rank's fabric address ("": none; fabric.h) */
 	char *net_peers;         /* "net.peers" as "A.B.C.D/N,..." (NULL: none) */
+	/* "instance": the rank runs inside that instance's running container on
+	 * this node (podman exec; docs/instances.md), "": a container of its own */
+	char instance[WORK_ID_MAX];
 };
 
 /* Parses one item of the work answer, strictly: every field present with
  * the right type and within the bounds above (env, gpus, nics, restart and
  * stop_grace_s, tenant and image may be absent: {}, [], [], "never", -1 =
  * the supervisor's default, "", ""; an image is printable ASCII without
- * spaces, under WORK_IMAGE_MAX bytes).
+ * spaces, under WORK_IMAGE_MAX bytes; an instance is "in-" and 1 to 19 digits,
+ * absent: "").
  * On error d names the field and nothing is allocated. SL_EINVAL, SL_ENOMEM. */
 enum sl_err work_spec_from_json(const json_t *o, struct work_spec *out,
 				struct sl_diag *d) SL_MUST_USE;
@@ -130,6 +134,14 @@ struct engine;
  * tenant owns: that tenant's items run as host processes, every other
  * tenant's item is refused. */
 void work_sup_set_engine(struct work_sup *s, const struct engine *eng, const char *host_tenant);
+struct inst_sup;
+/* The node's instances (inst.h; borrowed, must outlive the supervisor): an
+ * item with "instance" runs inside that instance's container when it runs on
+ * this node (podman exec -i, the item's env by name, --workdir /root, its pid
+ * recorded in the container's /run so that a stop signals it there), and
+ * fails at start otherwise. Its end never removes the container, nor the
+ * lease's working directory, id range or network (it used none of them). */
+void work_sup_set_instances(struct work_sup *s, const struct inst_sup *inst);
 /* Frees the supervisor; running processes keep running. NULL is fine. */
 void work_sup_free(struct work_sup *s);
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "inst.h"
 #include "log.h"
 #include "state.h"
 #include "uid_ranges.h"
@@ -26,7 +27,8 @@ void work_sup_set_engine(struct work_sup *s, const struct engine *eng, const cha
  * engine, as in the unit tests). */
 bool item_in_container(const struct work_sup *s, const struct work_spec *sp)
 {
-	(void)sp; /* the same for every item: refused ones never start */
+	if (sp->instance[0]) /* the instance's container (work_inst.c) */
+		return true;
 	if (s->host_tenant)
 		return false;
 	return s->eng != NULL;
@@ -36,6 +38,11 @@ bool item_in_container(const struct work_sup *s, const struct work_spec *sp)
  * prefixed by the engine's name, unique on the host (a restart gets a new name, so removing the old one never races it). */
 void ctr_name(const struct work_sup *s, const struct work_item *it, char *buf, size_t n)
 {
+	if (it->spec.instance[0]) { /* not its own: the instance's, when it runs */
+		if (!inst_sup_running(s->inst, it->spec.instance, buf, n))
+			snprintf(buf, n, "%s", it->spec.instance);
+		return;
+	}
 	snprintf(buf, n, "sl-%s-%s-r%d-e%lld-n%d", engine_name(s->eng), it->spec.job, it->spec.rank,
 		 (long long)it->spec.epoch, it->restarts);
 }
@@ -65,8 +72,11 @@ static enum sl_err lease_workdir(struct work_sup *s, const char *lease, char *pa
 void lease_workdir_end(struct work_sup *s, const struct work_item *gone)
 {
 	char path[STATE_PATH_MAX];
+	if (gone->spec.instance[0]) /* ran in the instance's container: took none of it */
+		return;
 	for (size_t i = 0; i < s->n; i++)
-		if (s->items[i] != gone && strcmp(s->items[i]->spec.lease, gone->spec.lease) == 0)
+		if (s->items[i] != gone && !s->items[i]->spec.instance[0] &&
+		    strcmp(s->items[i]->spec.lease, gone->spec.lease) == 0)
 			return;
 	if (!s->eng || state_path(path, sizeof(path), s->dir, NULL, "leases/%s",
 				  gone->spec.lease) != SL_OK)
@@ -211,7 +221,8 @@ void ctr_pull_failed(struct work_sup *s, struct work_item *it)
 void item_ctr_remove(struct work_sup *s, struct work_item *it)
 {
 	char name[WORK_ID_MAX + 64];
-	if (!item_in_container(s, &it->spec))
+	/* never the instance's container: an exec'd rank ending leaves it running */
+	if (!item_in_container(s, &it->spec) || it->spec.instance[0])
 		return;
 	ctr_name(s, it, name, sizeof(name));
 	engine_remove(s->eng, name);

@@ -60,6 +60,7 @@ struct work_sup {
 	const struct discovery *disc;
 	const struct engine *eng; /* containers (NULL: host processes, unit tests) */
 	const char *host_tenant;  /* host processes for this tenant only (NULL: none) */
+	const struct inst_sup *inst; /* the node's instances (NULL: none) */
 	struct work_item *items[WORK_MAX_ITEMS];
 	size_t n;
 	struct work_lease_epoch epochs[WORK_MAX_LEASES];
@@ -98,6 +99,16 @@ void ctr_pull_failed(struct work_sup *s, struct work_item *it);
 void item_ctr_remove(struct work_sup *s, struct work_item *it);
 /* The lease of gone has no other item: unmount and remove its working dir. */
 void lease_workdir_end(struct work_sup *s, const struct work_item *gone);
+
+/* Jobs inside an instance (work_inst.c). */
+/* The podman exec command line of an item with spec.instance; SL_ECONFLICT
+ * "instance ... is not running on this node; start it first". */
+enum sl_err inst_item_argv(struct work_sup *s, struct work_item *it, char ***argv,
+			   struct sl_diag *d);
+/* Signals the item's process: its process group, and for an item inside an
+ * instance the command there (SIGTERM only there: podman exec then ends by
+ * itself; SIGKILL both). */
+void work_item_signal(struct work_sup *s, struct work_item *it, int sig);
 
 /* work_start.c: starts that fail for a moment under load. */
 /* fork(), tried again after 50 ms (doubling, 6 times) while it fails with

@@ -25,6 +25,17 @@ static bool id_ok(const char *s, size_t len)
 	return true;
 }
 
+/* An instance id as the controller makes them: "in-" and 1 to 19 digits. */
+static bool instance_ok(const char *s, size_t len)
+{
+	if (len < 4 || len > 22 || strncmp(s, "in-", 3) != 0)
+		return false;
+	for (size_t i = 3; i < len; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+	return true;
+}
+
 static bool env_key_ok(const char *s, size_t len)
 {
 	if (len == 0 || len >= WORK_KEY_MAX)
@@ -232,6 +243,12 @@ static enum sl_err parse(const json_t *o, struct work_spec *out, struct sl_diag 
 					       "bytes)");
 		memcpy(out->image, s, len + 1);
 	}
+	if ((v = json_object_get(o, "instance"))) {
+		s = str_field(v, WORK_ID_MAX, &len);
+		if (!s || !instance_ok(s, len))
+			return bad(d, "instance", "an instance id (\"in-\" and 1 to 19 digits)");
+		memcpy(out->instance, s, len + 1);
+	}
 	out->epoch = int_field(json_object_get(o, "epoch"), 0, INT64_MAX, &ok);
 	if (!ok)
 		return bad(d, "epoch", "a non-negative integer");
@@ -335,6 +352,7 @@ json_t *work_spec_to_json(const struct work_spec *s)
 	    json_object_set_new(o, "stop_grace_s", json_integer(s->stop_grace_s)) ||
 	    (s->tenant[0] && json_object_set_new(o, "tenant", json_string(s->tenant))) ||
 	    (s->image[0] && json_object_set_new(o, "image", json_string(s->image))) ||
+	    (s->instance[0] && json_object_set_new(o, "instance", json_string(s->instance))) ||
 	    (s->net_addr[0] && json_object_set_new(o, "net", net_json(s)))) {
 		json_decref(o);
 		return NULL;

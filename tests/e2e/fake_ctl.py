@@ -3,7 +3,9 @@
 instance tests need it (tests/e2e/test_instance_agent.sh): the test drives the
 desired state by writing DIR/instances.json (or DIR/instances-NODE.json for
 one node), and reads what the agent reports from DIR/heartbeat.json (the last
-heartbeat body; DIR/heartbeat-NODE.json per node). Migration parts are stored
+heartbeat body; DIR/heartbeat-NODE.json per node). Job work items come from
+DIR/work.json (every node; none when absent), the ranks' shipped output goes
+to DIR/logs/JOB.RANK (what `job logs` would show). Migration parts are stored
 under DIR/migrations/ID/PART like the real controller does (contract
 instances.md). Not a controller: no auth, no store, loopback only.
 
@@ -29,10 +31,21 @@ def wanted(node):
 
 
 def version(node=""):
+    v = 1
+    for p in (wanted(node), os.path.join(DIR, "work.json")):
+        try:
+            v = max(v, os.stat(p).st_mtime_ns // 1000)
+        except FileNotFoundError:
+            pass
+    return v
+
+
+def work():
     try:
-        return os.stat(wanted(node)).st_mtime_ns // 1000
-    except FileNotFoundError:
-        return 1
+        with open(os.path.join(DIR, "work.json")) as f:
+            return json.load(f)
+    except (FileNotFoundError, ValueError):
+        return []
 
 
 def instances(node=""):
@@ -94,7 +107,16 @@ class H(BaseHTTPRequestHandler):
             self.send(200, {"node": n, "state": "ready", "heartbeat_s": 1,
                             "work_version": version(n)})
         elif u.path == "/v1/agent/logs":
-            self.send(200, {"size": int(q["offset"][0]) + len(data)})
+            job, rank, off = q["job"][0], int(q["rank"][0]), int(q["offset"][0])
+            os.makedirs(os.path.join(DIR, "logs"), exist_ok=True)
+            path = os.path.join(DIR, "logs", f"{os.path.basename(job)}.{rank}")
+            with lock:
+                size = os.path.getsize(path) if os.path.exists(path) else 0
+                if off == size:
+                    with open(path, "ab") as f:
+                        f.write(data)
+                    size += len(data)
+            self.send(200, {"size": size})
         elif u.path.startswith("/v1/agent/migrations/"):
             inst, part, done = self.part(u)
             d = os.path.join(DIR, "migrations", inst)
@@ -134,7 +156,7 @@ class H(BaseHTTPRequestHandler):
             end = time.time() + wait
             while version(n) == have and time.time() < end:
                 time.sleep(0.1)
-            self.send(200, {"version": version(n), "work": [], "instances": instances(n)})
+            self.send(200, {"version": version(n), "work": work(), "instances": instances(n)})
         elif u.path.startswith("/v1/agent/migrations/"):
             inst, part, _ = self.part(u)
             path = os.path.join(DIR, "migrations", inst, part)

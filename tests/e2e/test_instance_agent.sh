@@ -12,6 +12,13 @@
 #     published on its reported host port;
 #   - stop and start (a new epoch): /data and /root kept, same port and key;
 #   - a stop from inside the guest is reported stopped_by "guest" and not undone;
+#   - jobs inside the instance (work items with "instance"): podman exec in
+#     its container, so a job reads and writes /data as ssh sees it, runs in
+#     /root with the item's env, its output is shipped as the rank's log, its
+#     exit code is the rank's, its end leaves the instance running; a stop
+#     reaches the command inside (SIGTERM, then SIGKILL after the grace) and
+#     the instance and ssh keep working; a rank of an instance that does not
+#     run here fails at start with the reason;
 #   - an agent restart re-adopts the running container;
 #   - utilisation: 100 in simulate mode, "* 0" in inject/util gives 0;
 #   - remove: container, data disk and host keys gone, reported "removed".
@@ -135,6 +142,68 @@ zero() { [ "$(hb '[.gpus[] | .util_pct] | unique | join(",")')" = 0 ]; }
 wait_until 10 zero && ok "inject/util \"* 0\" reports 0 for every GPU" ||
 	bad "inject/util \"* 0\" reports 0" "$(hb '[.gpus[] | .util_pct]')"
 rm -f "$AG/inject/util"
+
+# jobs inside the instance (podman exec in its container)
+# jobs 'ITEM-JSON ...': the desired work items (fake_ctl.py's work.json)
+setjobs() { printf '%s\n' "$@" | jq -s . >"$FAKE/work.json.new" && mv "$FAKE/work.json.new" "$FAKE/work.json"; }
+# jitem JOB STATE GRACE INSTANCE ARGV...
+jitem() {
+	local job=$1 st=$2 grace=$3 ins=$4
+	shift 4
+	jq -cn --arg job "$job" --arg st "$st" --argjson g "$grace" --arg ins "$ins" \
+		'{job: $job, rank: 0, lease: "ls-000042", tenant: "acme", epoch: 1, state: $st,
+		  argv: $ARGS.positional, env: {CUDA_VISIBLE_DEVICES: "2,5", JOBVAR: "x y \"z\""},
+		  gpus: [2, 5], nics: [], restart: "never", stop_grace_s: $g, instance: $ins}' \
+		--args -- "$@"
+}
+job() { hb ".work[]? | select(.job == \"$1\") | $2"; }
+job_is() { [ "$(job "$1" .state)" = "$2" ]; }
+J1=$(jitem job-1 run 5 in-000001 sh -c 'cat /data/f; echo job-wrote > /data/from-job; pwd; echo "$CUDA_VISIBLE_DEVICES|$JOBVAR"; exit 3')
+setjobs "$J1"
+wait_until 60 job_is job-1 exited || bad "a job in the instance runs and ends" "$(job job-1 '.')"
+expect_eq "its exit code is the job's" "$(job job-1 .exit_code)" 3
+got_log() { grep -q 'x y "z"' "$FAKE/logs/job-1.0" 2>/dev/null; }
+wait_until 20 got_log
+expect_eq "its output is shipped as the rank's log: /data as ssh wrote it, in /root, its env" \
+	"$(cat "$FAKE/logs/job-1.0" 2>/dev/null | tr '\n' ' ')" 'data-ok /root 0,1|x y "z" '
+expect_eq "ssh sees what the job wrote to /data" "$(on cat /data/from-job)" job-wrote
+expect_eq "the job's end leaves the instance running" \
+	"$(podman inspect --format '{{.State.Status}}' "sl-$CDI-in-000001") $(inst .state)" "running running"
+# a long job, cancelled: SIGTERM reaches the command inside
+J2=$(jitem job-2 run 30 in-000001 sh -c 'echo $$ > /data/pid2; trap "echo got-term > /data/term; exit 0" TERM; echo up; while :; do sleep 1; done')
+setjobs "$J1" "$J2"
+up2() { job_is job-2 running && [ -n "$(on 'cat /data/pid2 2>/dev/null')" ]; }
+wait_until 60 up2 || bad "a long job in the instance runs" "$(job job-2 '.')"
+P2=$(on cat /data/pid2)
+expect_eq "its process runs inside the instance" "$(on "kill -0 $P2 && echo alive")" alive
+setjobs "$J1" "$(jitem job-2 stop 30 in-000001 sh -c x)"
+wait_until 60 job_is job-2 stopped || bad "the cancel stops it" "$(job job-2 '.')"
+expect_eq "the command inside got SIGTERM" "$(on cat /data/term)" got-term
+gone2() { ! on "kill -0 $P2" 2>/dev/null; }
+wait_until 10 gone2 && ok "its process inside has ended" || bad "its process inside has ended" "$(on ps -ef)"
+# one that ignores SIGTERM: SIGKILL inside after its grace
+J3=$(jitem job-3 run 1 in-000001 sh -c 'echo $$ > /data/pid3; trap "" TERM; while :; do sleep 1; done')
+setjobs "$J3"
+up3() { job_is job-3 running && [ -n "$(on 'cat /data/pid3 2>/dev/null')" ]; }
+wait_until 60 up3 || bad "a job ignoring SIGTERM runs" "$(job job-3 '.')"
+P3=$(on cat /data/pid3)
+setjobs "$(jitem job-3 stop 1 in-000001 sh -c x)"
+wait_until 60 job_is job-3 stopped || bad "the cancel stops it" "$(job job-3 '.')"
+gone3() { ! on "kill -0 $P3" 2>/dev/null; }
+wait_until 20 gone3 && ok "a command ignoring SIGTERM is killed inside after its grace" ||
+	bad "a command ignoring SIGTERM is killed inside" "$(on ps -ef)"
+expect_eq "after the cancels the instance runs and ssh works" \
+	"$(podman inspect --format '{{.State.Status}}' "sl-$CDI-in-000001") $(inst .state) $(on echo ssh-ok)" \
+	"running running ssh-ok"
+# an instance that does not run here: the rank fails at start, saying so
+setjobs "$(jitem job-4 run 1 in-000009 true)"
+wait_until 30 job_is job-4 exited || bad "a job of an absent instance ends" "$(job job-4 '.')"
+expect_eq "a job of an instance not running here fails at start with the reason" \
+	"$(job job-4 '(.exit_code | tostring) + " " + .error')" \
+	"127 cannot start: instance in-000009 is not running on this node; start it first"
+setjobs
+no_jobs() { [ -z "$(hb '.work[]?.job')" ]; }
+wait_until 20 no_jobs || bad "the jobs are forgotten" "$(hb '.work')"
 
 # stop and start: both disks kept, the same port and host key
 want stop 1

@@ -291,6 +291,43 @@ static void test_fabric_wrap(void **state)
 	assert_int_equal(fabric_ctr_start_main(3, (char *[]){"ctr-start", "eth0", "x", NULL}), 2);
 }
 
+/* A rank inside an instance: podman exec in its container, env by name
+ * only, the fixed pid-recording script, the command's words after it. */
+static void test_exec_argv(void **state)
+{
+	(void)state;
+	const char *env[] = {"SECRET=hunter2", "NODE_RANK=0"};
+	char *cmd[] = {"sh", "-c", "echo $SECRET; rm -rf /", NULL};
+	struct podman_exec x = {"/usr/bin/podman", "runc", "cgroupfs", "sl-n1-in-000001", "/root",
+				"/run/suanli-job-j-r0-e1-n0.pid", env, 2, cmd, 3};
+	char **v = NULL;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	assert_int_equal(podman_exec_argv(&x, &v, &d), SL_OK);
+	static const char *const want[] = {"/usr/bin/podman", "--runtime=runc",
+					   "--cgroup-manager=cgroupfs", "exec", "-i",
+					   "--env=SECRET", "--env=NODE_RANK", "--workdir=/root",
+					   "sl-n1-in-000001", "/bin/sh", "-c", PODMAN_EXEC_SH,
+					   "sl-exec", "/run/suanli-job-j-r0-e1-n0.pid", "sh", "-c",
+					   "echo $SECRET; rm -rf /"};
+	size_t n = sizeof(want) / sizeof(want[0]);
+	assert_int_equal(count(v), n);
+	for (size_t i = 0; i < n; i++)
+		assert_string_equal(v[i], want[i]);
+	for (size_t i = 0; v[i]; i++)
+		assert_null(strstr(v[i], "hunter2"));
+	podman_argv_free(v);
+	x.container = "";
+	assert_int_equal(podman_exec_argv(&x, &v, &d), SL_EINVAL);
+	assert_null(v);
+	x.container = "c";
+	const char *noname[] = {"=x"};
+	x.env = noname;
+	x.nenv = 1;
+	assert_int_equal(podman_exec_argv(&x, &v, &d), SL_EINVAL);
+	assert_null(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -300,6 +337,7 @@ int main(void)
 		cmocka_unit_test(test_uid_ranges),
 		cmocka_unit_test(test_uid_table),
 		cmocka_unit_test(test_fabric_wrap),
+		cmocka_unit_test(test_exec_argv),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

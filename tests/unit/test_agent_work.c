@@ -552,6 +552,65 @@ static void test_spec_net(void **state)
 	json_decref(o);
 }
 
+/* "instance": an instance id as the controller makes them, kept through
+ * work.json; anything else refuses the item. */
+static void test_spec_instance(void **state)
+{
+	(void)state;
+	static const char *const bad[] = {
+		"{\"instance\": \"in-\"}", "{\"instance\": \"in-00x1\"}",
+		"{\"instance\": \"job-000001\"}", "{\"instance\": \"in-1;rm -rf /\"}",
+		"{\"instance\": \"in-12345678901234567890\"}", "{\"instance\": 7}",
+		"{\"instance\": \"\"}"};
+	struct work_spec sp;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *o = item("job-000001", 0, "ls-1", 1, "true", "never", 1);
+		json_t *extra = json_loads(bad[i], 0, NULL);
+		assert_non_null(extra);
+		json_object_update(o, extra);
+		assert_int_equal(work_spec_from_json(o, &sp, &d), SL_EINVAL);
+		assert_non_null(strstr(d.msg, "\"instance\""));
+		json_decref(extra);
+		json_decref(o);
+	}
+	json_t *o = item("job-000001", 0, "ls-1", 1, "true", "never", 1);
+	json_object_set_new(o, "instance", json_string("in-000001"));
+	assert_int_equal(work_spec_from_json(o, &sp, &d), SL_OK);
+	assert_string_equal(sp.instance, "in-000001");
+	json_t *back = work_spec_to_json(&sp);
+	assert_string_equal(json_string_value(json_object_get(back, "instance")), "in-000001");
+	work_spec_release(&sp);
+	json_decref(back);
+	json_decref(o);
+}
+
+/* A rank inside an instance that does not run on this node fails at start
+ * with the reason, and never runs as anything else (a host process here). */
+static void test_instance_not_running(void **state)
+{
+	struct fx *f = *state;
+	char marker[128];
+	snprintf(marker, sizeof(marker), "%s/ran", f->dir);
+	char script[256];
+	snprintf(script, sizeof(script), "touch '%s'", marker);
+	json_t *o = item("job-000001", 0, "ls-1", 1, script, "on-failure", 1);
+	json_object_set_new(o, "instance", json_string("in-000007"));
+	apply1(f, o, 0);
+	json_t *e = wait_state(f, "job-000001", 0, "exited", -1);
+	assert_int_equal(eint(e, "exit_code"), 127);
+	assert_int_equal(eint(e, "restarts"), 0); /* a start failure: not again */
+	assert_string_equal(json_string_value(json_object_get(e, "error")),
+			    "cannot start: instance in-000007 is not running on this node; "
+			    "start it first");
+	json_decref(e);
+	char *log = read_log(f, "job-000001", 0);
+	assert_non_null(strstr(log, "instance in-000007 is not running on this node"));
+	free(log);
+	assert_int_equal(access(marker, F_OK), -1);
+}
+
 static void test_spec_parse_hostile(void **state)
 {
 	(void)state;
@@ -623,6 +682,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_host_tenant_only, setup, teardown),
 		cmocka_unit_test(test_spec_tenant_image),
 		cmocka_unit_test(test_spec_net),
+		cmocka_unit_test(test_spec_instance),
+		cmocka_unit_test_setup_teardown(test_instance_not_running, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_log_limit, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
