@@ -124,6 +124,24 @@ int inst_run(char *const argv[], char *out, size_t n, int errfd)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* podman rm of the instance's container, in the op's child: a container whose
+ * exec sessions just ended can hold its shm mount for a moment ("userdata/shm:
+ * device or resource busy"), so its storage is cleaned up first and the rm is
+ * tried again, three times a second apart. 0 when it is gone. */
+static int rm_ctr(const struct inst_sup *s, char *name)
+{
+	char *cleanup[] = PODMAN(s, "container", "cleanup", name);
+	char *rm[] = PODMAN(s, "rm", "--force", "--time", "0", name);
+	for (int i = 0; i < 4; i++) {
+		if (i)
+			sleep(1);
+		(void)inst_run(cleanup, NULL, 0, -1);
+		if (inst_run(rm, NULL, 0, inst_op_errfd) == 0)
+			return 0;
+	}
+	return -1;
+}
+
 bool inst_inspect(const struct inst_sup *s, const struct inst *in, char *status, size_t n,
 		  pid_t *conmon, char *cfg, size_t cn)
 {
@@ -266,11 +284,10 @@ static int op_up(struct inst_sup *s, struct inst *in)
 		 * through an image of it, then make the container anew */
 		inst_progress(s, in, "creating (keeping the system disk)");
 		char *commit[] = PODMAN(s, "commit", "--quiet", name, sys);
-		char *rm[] = PODMAN(s, "rm", "--force", "--time", "0", name);
 		if (inst_run(commit, NULL, 0, inst_op_errfd) != 0)
 			return inst_fail(s, in, "cannot keep the system disk (podman commit %s failed)",
 				    name);
-		if (inst_run(rm, NULL, 0, inst_op_errfd) != 0)
+		if (rm_ctr(s, name) != 0)
 			return inst_fail(s, in, "cannot replace the container %s (podman rm failed)", name);
 		exists = false;
 		has_sys = true;
@@ -364,10 +381,9 @@ static int op_remove(struct inst_sup *s, struct inst *in)
 	inst_ctr_name(s, in, name, sizeof(name));
 	inst_sys_image(s, in, sys, sizeof(sys));
 	inst_progress(s, in, "removing");
-	char *rm[] = PODMAN(s, "rm", "--force", "--time", "0", name);
 	char *rmi[] = PODMAN(s, "rmi", "--force", sys);
 	if (engine_ok(s->eng)) {
-		(void)inst_run(rm, NULL, 0, inst_op_errfd);
+		(void)rm_ctr(s, name);
 		char st[64], cfg[INST_CFG_MAX];
 		pid_t c;
 		if (inst_inspect(s, in, st, sizeof(st), &c, cfg, sizeof(cfg)))

@@ -10,10 +10,10 @@
 #   - /data and /root written, stop, start: both still there;
 #   - `job run --instance`: the job runs inside the instance's container (it
 #     reads what ssh wrote to /data, ssh reads what it wrote), its output in
-#     `job logs`, its exit code the rank's, the instance keeps running (the
-#     cancel of one is in test_instance_agent.sh: here a cancel before the
-#     migration makes the later --no-gpu recreate fail, podman rm "userdata/shm:
-#     device or resource busy", not yet understood);
+#     `job logs`, its exit code the rank's, the instance keeps running; a long
+#     one cancelled (the later --no-gpu recreate must still remove the
+#     container: podman rm is retried after `podman container cleanup`, since
+#     an ended exec session can hold the shm mount busy for a moment);
 #   - idle stop: utilisation injected at 0 on the node stops an instance
 #     created with --auto-stop-idle, with its reason;
 #   - --migrate to the other node (its own node taken by another lease): the
@@ -135,6 +135,11 @@ wait_until 30 jlog && ok "job logs shows its output: /data as ssh wrote it" ||
 expect_eq "ssh reads what the job wrote to /data" "$(on "$ID" alice cat /data/j)" from-job
 expect_eq "the instance keeps running after the job" "$(ishow "$ID" .state) $(on "$ID" alice echo ssh-ok)" \
 	"running ssh-ok"
+J9=$(as "$ACME" job run --instance "$ID" --stop-grace 2 --json -- sh -c 'sleep 300' 2>&1 | jq -r .id)
+wait_until 60 jstate "$J9" running
+as "$ACME" job cancel "$J9" >/dev/null
+wait_until 30 jstate "$J9" cancelled
+expect_eq "a cancelled job in the instance" "$(jshow "$J9" .state)" cancelled
 # idle stop: every GPU of its node at 0%
 out=$(as "$ACME" instance create --gpus 1 --model h100-sxm --ssh-key laptop --auto-stop-idle 10s --json 2>&1)
 ID2=$(printf '%s' "$out" | jq -r .id 2>/dev/null)
