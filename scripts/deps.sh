@@ -29,6 +29,8 @@ pkgs=(
 )
 missing=()
 for p in "${pkgs[@]}"; do
+  # a nodejs from elsewhere (NodeSource) bundles npm and conflicts with Debian's
+  [ "$p" = npm ] && command -v npm >/dev/null 2>&1 && continue
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
