@@ -434,6 +434,11 @@ static char *heartbeat_body(const uint8_t *data, size_t size, bool keep, size_t 
 static void route_call(uint8_t sel, const uint8_t *data, size_t size)
 {
 	const struct ctl_route *r = &G.routes[sel % G.nroutes];
+	/* The whole audit log as one answer grows with every request fuzzed
+	 * (each is an entry) past any bound the harness could read; its paged
+	 * and filtered reads (GET /v1/audit) stay in. */
+	if (!strcmp(r->pattern, "/v1/audit/export"))
+		return;
 	const uint8_t *nl = memchr(data, '\n', size);
 	size_t plen = nl ? (size_t)(nl - data) : 0;
 	const uint8_t *rest = nl ? nl + 1 : data;
