@@ -18,6 +18,7 @@
 #include "log.h"
 #include "state.h"
 #include "uid_ranges.h"
+#include "proc.h"
 
 #ifndef TMPFS_MAGIC
 #define TMPFS_MAGIC 0x01021994
@@ -65,24 +66,7 @@ static bool in_path(const char *name, char *out, size_t n)
 /* Runs argv with stdout and stderr to /dev/null; its exit status, or -1. */
 static int run_quiet(char *const argv[])
 {
-	pid_t pid = fork();
-	if (pid == 0) {
-		int fd = open("/dev/null", O_RDWR);
-		if (fd >= 0) {
-			(void)dup2(fd, 0);
-			(void)dup2(fd, 1);
-			(void)dup2(fd, 2);
-		}
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	int st;
-	if (pid < 0)
-		return -1;
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return sl_run(argv, &(struct sl_run){.out_fd = SL_RUN_NULL, .err_fd = SL_RUN_NULL});
 }
 
 static int64_t hard_limit(int res, int64_t cap)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "podman_args.h"
+#include "proc.h"
 
 #define PEERS_MAX 1024 /* peer blocks of one rank (one per node of the job) */
 
@@ -174,59 +175,9 @@ enum sl_err fabric_wrap(const struct fabric *f, const char *self, const char *ad
  * status, or -1. stderr stays ours: errors land in the rank's log. */
 static int run_io(char *const argv[], const char *in, char *out, size_t outn, bool quiet)
 {
-	int pin[2] = {-1, -1}, pout[2] = {-1, -1};
-	if ((in && pipe2(pin, O_CLOEXEC) != 0) || (out && pipe2(pout, O_CLOEXEC) != 0))
-		return -1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		sigset_t none;
-		sigemptyset(&none);
-		(void)sigprocmask(SIG_SETMASK, &none, NULL);
-		int null_fd = open("/dev/null", O_RDONLY);
-		(void)dup2(in ? pin[0] : null_fd, 0);
-		if (out)
-			(void)dup2(pout[1], 1);
-		else if (quiet)
-			(void)dup2(null_fd, 1);
-		execvp(argv[0], argv);
-		fprintf(stderr, "suanli-agent ctr-start: cannot run %s: %s\n", argv[0],
-			strerror(errno));
-		_exit(127);
-	}
-	if (in) {
-		close(pin[0]);
-		size_t len = strlen(in), off = 0;
-		while (pid > 0 && off < len) {
-			ssize_t w = write(pin[1], in + off, len - off);
-			if (w <= 0 && errno != EINTR)
-				break;
-			off += w > 0 ? (size_t)w : 0;
-		}
-		close(pin[1]);
-	}
-	if (out) {
-		close(pout[1]);
-		size_t off = 0;
-		ssize_t r;
-		while (pid > 0 && (r = read(pout[0], out + off, outn - 1 - off)) != 0) {
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r < 0)
-				break;
-			off += (size_t)r;
-			if (off >= outn - 1)
-				break;
-		}
-		out[off] = '\0';
-		close(pout[0]);
-	}
-	int st;
-	if (pid < 0)
-		return -1;
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return sl_run(argv, &(struct sl_run){.in = in, .out = out, .outn = outn,
+					     .out_fd = quiet ? SL_RUN_NULL : SL_RUN_INHERIT,
+					     .err_fd = SL_RUN_INHERIT});
 }
 
 static int run(char *const argv[], const char *in, char *out, size_t outn)

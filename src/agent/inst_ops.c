@@ -38,6 +38,7 @@
 #include "podman_args.h"
 #include "uid_ranges.h"
 #include "work_int.h"
+#include "proc.h"
 
 enum sl_err inst_path(const struct inst_sup *s, const struct inst *in, char *buf, size_t n,
 		      const char *rest)
@@ -82,46 +83,8 @@ void inst_cfg_key(const struct inst_sup *s, const struct inst *in, char *buf, si
 
 int inst_run(char *const argv[], char *out, size_t n, int errfd)
 {
-	int p[2] = {-1, -1};
-	if (out && pipe(p) != 0)
-		return -1;
-	if (out) {
-		(void)fcntl(p[0], F_SETFD, FD_CLOEXEC);
-		(void)fcntl(p[1], F_SETFD, FD_CLOEXEC);
-	}
-	pid_t pid = fork();
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR);
-		(void)dup2(null, 0);
-		(void)dup2(out ? p[1] : (errfd >= 0 ? errfd : null), 1);
-		(void)dup2(errfd >= 0 ? errfd : null, 2);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	size_t got = 0;
-	if (out) {
-		close(p[1]);
-		ssize_t r;
-		char sink[512];
-		while (pid > 0 && (r = read(p[0], got + 1 < n ? out + got : sink,
-					    got + 1 < n ? n - got - 1 : sizeof(sink))) != 0) {
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r < 0)
-				break;
-			if (got + 1 < n)
-				got += (size_t)r;
-		}
-		close(p[0]);
-		out[got < n ? got : n - 1] = '\0';
-	}
-	int st;
-	if (pid < 0)
-		return -1;
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	int fd = errfd >= 0 ? errfd : SL_RUN_NULL;
+	return sl_run(argv, &(struct sl_run){.out = out, .outn = n, .out_fd = fd, .err_fd = fd});
 }
 
 /* podman rm of the instance's container, in the op's child: a container whose
