@@ -77,12 +77,31 @@ struct pl_frag {
 	 * request recomputes only the groups the last claims touched. */
 	uint32_t *gver;
 	int ngver;
+	/* The same per node (never 0), and, for nodes with shares under a pure
+	 * workload, their judged candidate per request shape (lazily made). */
+	uint32_t *nver;
+	struct pl_ncache **ncache; /* [nncache] */
+	int nncache;
+	/* The ranked table of each type for the request being placed (NULL: not
+	 * looked up yet); ftab_get's eviction clears an entry it frees. */
+	struct pl_ftab **rtab;
+	int ntypes;
+	/* Best fit's answer per group and size, for the explanation (lazily
+	 * made; [ngver * PL_BGC_K]). */
+	struct pl_bcache *bgc;
 };
 
 static void frag_destroy(struct pl_frag *fr)
 {
 	if (!fr)
 		return;
+	if (fr->ncache)
+		for (int i = 0; i < fr->nncache; i++)
+			free(fr->ncache[i]);
+	free(fr->ncache);
+	free(fr->nver);
+	free(fr->rtab);
+	free(fr->bgc);
 	for (int i = 0; i < fr->nshapes; i++)
 		free(fr->shapes[i].type_ok);
 	free(fr->shapes);
@@ -109,6 +128,8 @@ void pl_frag_node_changed(struct placer *p, int node)
 	if (!fr)
 		return;
 	fr->fresh[node] = false;
+	if (++fr->nver[node] == 0)
+		fr->nver[node] = 1;
 	int g = p->nodes[node].group;
 	if (g >= 0 && g < fr->ngver && ++fr->gver[g] == 0)
 		fr->gver[g] = 1;
@@ -124,6 +145,8 @@ void pl_frag_index_changed(struct placer *p)
 		free(fr->tabs[i]->gc);
 		fr->tabs[i]->gc = NULL;
 	}
+	free(fr->bgc);
+	fr->bgc = NULL;
 	uint32_t *nv = realloc(fr->gver, ((size_t)p->ngroups + 1) * sizeof(*nv));
 	if (nv) {
 		fr->gver = nv;
@@ -197,9 +220,15 @@ enum sl_err placer_set_workload(struct placer *p, const struct place_class *cls,
 		fr->cls = calloc((size_t)n, sizeof(*fr->cls));
 		fr->before = calloc((size_t)nnodes + 1, sizeof(*fr->before));
 		fr->fresh = calloc((size_t)nnodes + 1, sizeof(*fr->fresh));
+		fr->nver = malloc(((size_t)nnodes + 1) * sizeof(*fr->nver));
+		fr->ncache = calloc((size_t)nnodes + 1, sizeof(*fr->ncache));
+		fr->nncache = fr->ncache ? nnodes : 0;
+		fr->rtab = calloc((size_t)ntypes + 1, sizeof(*fr->rtab));
+		fr->ntypes = ntypes;
 	}
 	enum sl_err e = SL_OK;
-	if (!fr || !shape_of || !ok || !fr->shapes || !fr->cls || !fr->before || !fr->fresh) {
+	if (!fr || !shape_of || !ok || !fr->shapes || !fr->cls || !fr->before || !fr->fresh ||
+	    !fr->nver || !fr->ncache || !fr->rtab) {
 		e = sl_diag_set(d, SL_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -252,6 +281,8 @@ enum sl_err placer_set_workload(struct placer *p, const struct place_class *cls,
 		fc->w = cls[i].weight;
 		fr->ncls++;
 	}
+	for (int i = 0; i <= nnodes; i++)
+		fr->nver[i] = 1;
 	fr->gver = calloc((size_t)p->ngroups + 1, sizeof(*fr->gver));
 	fr->ngver = fr->gver ? p->ngroups : 0;
 	for (int g = 0; g < fr->ngver; g++)
@@ -366,9 +397,20 @@ enum sl_err pl_frag_nodes_added(struct placer *p, int old_nn)
 	if (!fresh)
 		return SL_ENOMEM;
 	fr->fresh = fresh;
+	uint32_t *nv = realloc(fr->nver, ((size_t)nn + 1) * sizeof(*nv));
+	if (!nv)
+		return SL_ENOMEM;
+	fr->nver = nv;
+	struct pl_ncache **nc = realloc(fr->ncache, ((size_t)nn + 1) * sizeof(*nc));
+	if (!nc)
+		return SL_ENOMEM;
+	fr->ncache = nc;
+	fr->nncache = nn;
 	for (int i = old_nn; i <= nn; i++) {
 		fr->before[i] = 0;
 		fr->fresh[i] = false;
+		fr->nver[i] = 1;
+		fr->ncache[i] = NULL;
 	}
 	return SL_OK;
 }
@@ -378,8 +420,11 @@ void placer_set_frag_balance(struct placer *p, bool on)
 	if (!p || !p->frag)
 		return;
 	p->frag->balance_off = !on;
-	for (int i = 0; i < p->f->nnodes; i++)
+	for (int i = 0; i < p->f->nnodes; i++) {
 		p->frag->fresh[i] = false;
+		if (++p->frag->nver[i] == 0)
+			p->frag->nver[i] = 1;
+	}
 }
 
 int64_t placer_node_frag(struct placer *p, int node)
@@ -411,6 +456,33 @@ struct fcand {
 	int64_t free_after; /* free thousandths left on the node */
 	int cpu_after;
 	int64_t price;
+};
+
+/* A node's judged candidate for one request shape (pure workloads): the
+ * candidate node_cand gives with no bandwidth floor, valid while the node's
+ * version is ver (0: empty). CPUs, memory and bandwidth are checked per
+ * request; F's growth under a pure workload depends on neither. */
+#define PL_NCACHE 8
+struct pl_nslot {
+	uint32_t ver;
+	int k, milli;
+	bool found;
+	struct fcand cand;
+};
+struct pl_ncache {
+	struct pl_nslot s[PL_NCACHE];
+	int next;
+};
+
+/* Best fit's answer in one group for one request size (the explanation). */
+#define PL_BGC_K (TOPO_MAX_GPUS + 1)
+struct pl_bcache {
+	uint32_t ver; /* the group's version when kept; 0: nothing kept */
+	bool share;
+	int min_bw, cpus;
+	int64_t mem;
+	bool found;
+	struct pl_cand cand;
 };
 
 static int fcand_cmp(const struct placer *p, const struct fcand *a, const struct fcand *b,
@@ -520,6 +592,57 @@ static bool node_cand(struct placer *p, const struct pl_ctx *c, int node, struct
 	out->delta = p->frag ? frag_of(p->frag, s.type, s.fv, s.ngpus, s.cpu_left - cpus,
 				       s.mem_left - mem) - before
 			     : 0;
+	return true;
+}
+
+/* node_cand under a pure workload, through the node's kept candidates: the
+ * same answer (F's growth then depends on the free GPUs alone, so the
+ * candidate with no bandwidth floor is a function of the node's state and
+ * the request's shape; the floor, CPUs and memory are checked here). */
+static bool node_cand_kept(struct placer *p, const struct pl_ctx *c, int node,
+			   struct fcand *out)
+{
+	struct pl_frag *fr = p->frag;
+	const struct pl_node *n = &p->nodes[node];
+	if (!n->usable || !p->group_ok[n->group])
+		return false;
+	if (node >= fr->nncache)
+		return node_cand(p, c, node, out);
+	const struct node_type *t = fleet_node_type(p->f, node);
+	int milli = c->share ? c->req->gpu_milli : 0;
+	int k = c->share ? 0 : c->k, cpus;
+	int64_t mem;
+	pl_demand(c, t, k, milli, &cpus, &mem);
+	if (!pl_fits_cpu_mem(p, node, cpus, mem))
+		return false;
+	struct pl_ncache *nc = fr->ncache[node];
+	if (!nc) {
+		nc = fr->ncache[node] = calloc(1, sizeof(*nc));
+		if (!nc)
+			return node_cand(p, c, node, out);
+	}
+	uint32_t ver = fr->nver[node];
+	struct pl_nslot *e = NULL;
+	for (int i = 0; i < PL_NCACHE && !e; i++)
+		if (nc->s[i].ver == ver && nc->s[i].k == k && nc->s[i].milli == milli)
+			e = &nc->s[i];
+	if (!e) {
+		/* Judged with no bandwidth floor (a copy of the request). */
+		struct place_request r0 = *c->req;
+		struct pl_ctx c0 = *c;
+		r0.min_bw_gbps = 0;
+		c0.req = &r0;
+		e = &nc->s[nc->next];
+		nc->next = (nc->next + 1) % PL_NCACHE;
+		e->ver = ver;
+		e->k = k;
+		e->milli = milli;
+		e->found = node_cand(p, &c0, node, &e->cand);
+	}
+	if (!e->found || e->cand.q.bottleneck_gbps < c->req->min_bw_gbps)
+		return false;
+	*out = e->cand;
+	out->cpu_after = t->cpus - n->cpus_used - cpus;
 	return true;
 }
 
@@ -642,8 +765,12 @@ static struct pl_ftab *ftab_get(struct placer *p, int type, int k, int milli)
 	if (fr->ntabs < PL_FTAB_CACHE) {
 		fr->tabs[fr->ntabs++] = t;
 	} else {
-		free(fr->tabs[fr->next_evict]->gc);
-		free(fr->tabs[fr->next_evict]);
+		struct pl_ftab *gone = fr->tabs[fr->next_evict];
+		for (int i = 0; i < fr->ntypes; i++)
+			if (fr->rtab[i] == gone)
+				fr->rtab[i] = NULL;
+		free(gone->gc);
+		free(gone);
 		fr->tabs[fr->next_evict] = t;
 		fr->next_evict = (fr->next_evict + 1) % PL_FTAB_CACHE;
 	}
@@ -688,7 +815,9 @@ static bool group_fast(struct placer *p, const struct pl_ctx *c, int gi, struct 
 	const struct node_type *t = &p->f->types[g->type];
 	struct pl_frag *fr = p->frag;
 	int milli = c->share ? c->req->gpu_milli : PL_MILLI;
-	struct pl_ftab *tab = ftab_get(p, g->type, c->share ? 1 : c->k, milli);
+	struct pl_ftab *tab = fr->rtab[g->type];
+	if (!tab) /* once per type and request: frag_fast cleared rtab */
+		tab = fr->rtab[g->type] = ftab_get(p, g->type, c->share ? 1 : c->k, milli);
 	if (!tab)
 		return false; /* out of memory: the caller scans instead */
 	int cpus;
@@ -768,6 +897,7 @@ static bool frag_fast(struct placer *p, const struct pl_ctx *c, struct fcand *be
 	bool whole = !c->share, found = false;
 	struct fcand k;
 	*scan = false;
+	memset(p->frag->rtab, 0, (size_t)p->frag->ntypes * sizeof(*p->frag->rtab));
 	for (int gi = 0; gi < p->ngroups; gi++) {
 		const struct pl_group *g = &p->groups[gi];
 		if (!p->group_ok[gi] || p->f->types[g->type].ngpus < (whole ? c->k : 1) ||
@@ -803,8 +933,60 @@ static bool frag_fast(struct placer *p, const struct pl_ctx *c, struct fcand *be
 		const struct pl_group *g = &p->groups[p->nodes[node].group];
 		if (!g->small)
 			continue; /* judged above */
-		if (node_cand(p, c, node, &k) && (!found || fcand_cmp(p, &k, best, whole) < 0)) {
+		if (node_cand_kept(p, c, node, &k) &&
+		    (!found || fcand_cmp(p, &k, best, whole) < 0)) {
 			*best = k;
+			found = true;
+		}
+	}
+	return found;
+}
+
+/* pl_index_best(p, c, k, best), with each group's answer kept until one of
+ * its nodes changes (the versions of the ranked tables' group answers): the
+ * explanation asks best fit on every decision, and most groups are as they
+ * were at the last one. */
+static bool bestfit_kept(struct placer *p, const struct pl_ctx *c, int k,
+			 struct pl_cand *best)
+{
+	struct pl_frag *fr = p->frag;
+	if (fr->ngver != p->ngroups || k < 1 || k >= PL_BGC_K || c->req->exclusive)
+		return pl_index_best(p, c, k, best);
+	if (!fr->bgc) {
+		fr->bgc = calloc((size_t)fr->ngver * PL_BGC_K + 1, sizeof(*fr->bgc));
+		if (!fr->bgc)
+			return pl_index_best(p, c, k, best);
+	}
+	bool found = false;
+	for (int gi = 0; gi < p->ngroups; gi++) {
+		if (!p->group_ok[gi])
+			continue;
+		const struct pl_group *g = &p->groups[gi];
+		const struct node_type *t = &p->f->types[g->type];
+		if (t->ngpus < k)
+			continue;
+		struct node_quality fq;
+		if (found && (!ptab_full_quality(p->ptabs[g->type], k, &fq) ||
+			      node_quality_cmp(&fq, &best->pick.q) < 0))
+			continue; /* this group cannot beat the best so far */
+		int cpus;
+		int64_t mem;
+		if (c->share)
+			pl_demand(c, t, 0, c->req->gpu_milli, &cpus, &mem);
+		else
+			pl_demand(c, t, k, 0, &cpus, &mem);
+		struct pl_bcache *e = &fr->bgc[(size_t)gi * PL_BGC_K + (size_t)k];
+		if (e->ver != fr->gver[gi] || e->share != c->share ||
+		    e->min_bw != c->req->min_bw_gbps || e->cpus != cpus || e->mem != mem) {
+			e->ver = fr->gver[gi];
+			e->share = c->share;
+			e->min_bw = c->req->min_bw_gbps;
+			e->cpus = cpus;
+			e->mem = mem;
+			e->found = pl_index_group_best(p, c, gi, k, &e->cand);
+		}
+		if (e->found && (!found || pl_cand_cmp(p, &e->cand, best) < 0)) {
+			*best = e->cand;
 			found = true;
 		}
 	}
@@ -829,12 +1011,12 @@ static void explain_frag(struct placer *p, const struct pl_ctx *c, const struct 
 		if (pl_share_best(p, c, &node, &gpu)) {
 			if (node == best->node && gpu == best->gpu)
 				return;
-		} else if (pl_index_best(p, c, 1, &bf)) {
+		} else if (bestfit_kept(p, c, 1, &bf)) {
 			node = bf.node;
 		}
 	} else if (c->k > 0) {
 		struct pl_cand bf;
-		if (pl_index_best(p, c, c->k, &bf)) {
+		if (bestfit_kept(p, c, c->k, &bf)) {
 			if (bf.node == best->node && bf.pick.set == best->set)
 				return;
 			node = bf.node;

@@ -145,6 +145,11 @@ void pl_partial_update(struct placer *p, int node);
 /* Best single node for k GPUs among groups with group_ok; false if none. */
 bool pl_index_best(struct placer *p, const struct pl_ctx *c, int k,
 		   struct pl_cand *best);
+/* pl_index_best's answer inside group gi alone (group_ok and size unchecked):
+ * a function of the group's nodes' state and the request, so callers may keep
+ * it while no node of the group changes (place_frag.c does). */
+bool pl_index_group_best(struct placer *p, const struct pl_ctx *c, int gi, int k,
+			 struct pl_cand *out);
 /* Best partly used GPU for a share; false if none. */
 bool pl_share_best(struct placer *p, const struct pl_ctx *c, int *node, int *gpu);
 
