@@ -179,6 +179,61 @@ static int node_stage_state(struct placer *p, struct ex_acc *a, int node, struct
 	return PLACE_C_NONE;
 }
 
+/* Set bits of m, without the library call a build for any x86-64 makes of
+ * __builtin_popcount. */
+static inline int pop32(gpumask_t m)
+{
+	uint32_t x = (uint32_t)m;
+	x = x - ((x >> 1) & 0x55555555u);
+	x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+	x = (x + (x >> 4)) & 0x0f0f0f0fu;
+	return (int)((x * 0x01010101u) >> 24);
+}
+
+/* node_stage_state() for every node of a small group passing the group's
+ * checks, for whole-GPU, not exclusive requests (what gangs and most
+ * single-node requests are), in one loop: the same stages and notes. */
+static void group_state_small(struct placer *p, struct ex_acc *a, const struct pl_group *g,
+			      struct ex_group *eg, int *stages)
+{
+	const struct node_type *t = &p->f->types[g->type];
+	struct ptab *pt = p->ptabs[g->type];
+	int ngpus = t->ngpus, k = a->k, cpu_cap = t->cpus, min_bw = a->c->req->min_bw_gbps;
+	int64_t mem_cap = (int64_t)t->mem_gib * 1024;
+	for (int pos = 0; pos < g->n; pos++) {
+		int node = g->nodes[pos];
+		const struct pl_node *st = &p->nodes[node];
+		int s;
+		if (!st->usable || (st->bad && ngpus - pop32(st->bad) < k)) {
+			s = PLACE_C_HEALTH;
+		} else {
+			gpumask_t free = st->imask; /* == pl_free_mask() */
+			int8_t has = eg->memo[free];
+			if (has < 0) {
+				struct node_pick pk;
+				has = ptab_best(pt, free, k, &pk) && pk.q.bottleneck_gbps >= min_bw;
+				eg->memo[free] = has;
+			}
+			if (!has) {
+				s = PLACE_C_FREE;
+				int v = pop32(free);
+				if (a->best_node[s] < 0 || v >= a->best_val[s])
+					note(a, p, s, node, v);
+			} else if (eg->cpus > cpu_cap - st->cpus_used ||
+				   eg->mem > mem_cap - st->mem_used) {
+				s = PLACE_C_CPU_MEM;
+				int v = cpu_cap - st->cpus_used;
+				if (a->best_node[s] < 0 || v >= a->best_val[s])
+					note(a, p, s, node, v);
+			} else {
+				s = PLACE_C_GANG + 1;
+			}
+		}
+		stages[node] = s;
+		a->fail_at[s]++;
+	}
+}
+
 /* ---- sentences ----------------------------------------------------------- */
 
 static void models_text(const struct place_request *r, char *buf, size_t n, const char *sep)
@@ -358,8 +413,13 @@ enum sl_err pl_explain(struct placer *p, const struct pl_ctx *c, int per_node, i
 		if (g->n == 0)
 			continue;
 		int gs = node_stage_static(p, &a, g->nodes[0], false);
-		if (gs == PLACE_C_NONE)
+		if (gs == PLACE_C_NONE) {
 			ex_group_init(p, &a, g->nodes[0], &eg);
+			if (eg.memo_ok && g->small && !c->share && !c->req->exclusive) {
+				group_state_small(p, &a, g, &eg, stages);
+				continue;
+			}
+		}
 		bool notes = gs == PLACE_C_MEMORY || gs == PLACE_C_SIZE || gs == PLACE_C_BANDWIDTH;
 		for (int pos = 0; pos < g->n; pos++) {
 			int node = g->nodes[pos];

@@ -37,6 +37,8 @@ struct gang {
 	int nout;
 	struct unit_stat *ustat;
 	char why[256];       /* why the arrangement failed */
+	bool lesser;         /* a pick was left out only for not being of full
+				quality: the second pass may find more */
 };
 
 int pl_max_eligible_gpus(const struct placer *p)
@@ -117,7 +119,7 @@ static void push_bucket(struct placer *p, int *nc, const struct pl_group *g, gpu
 }
 
 /* The pick a node with free mask m offers, or false. */
-static bool offer(struct placer *p, const struct gang *gg, gpumask_t m, bool full_only,
+static bool offer(struct placer *p, struct gang *gg, gpumask_t m, bool full_only,
 		  struct node_pick *pk)
 {
 	const struct node_type *t = &p->f->types[gg->type];
@@ -137,11 +139,16 @@ static bool offer(struct placer *p, const struct gang *gg, gpumask_t m, bool ful
 	} else if (!ptab_best(pt, m, gg->k, pk)) {
 		return false;
 	}
-	return pk->q.bottleneck_gbps >= gg->c->req->min_bw_gbps &&
-	       (!full_only || pk->full_quality);
+	if (pk->q.bottleneck_gbps < gg->c->req->min_bw_gbps)
+		return false;
+	if (full_only && !pk->full_quality) {
+		gg->lesser = true;
+		return false;
+	}
+	return true;
 }
 
-static int collect(struct placer *p, const struct gang *gg, bool full_only)
+static int collect(struct placer *p, struct gang *gg, bool full_only)
 {
 	const struct node_type *t = &p->f->types[gg->type];
 	struct ptab *pt = p->ptabs[gg->type];
@@ -440,6 +447,10 @@ enum sl_err pl_gang_place(struct placer *p, const struct pl_ctx *c, struct place
 	int most = -1;
 	const char *most_type = "";
 	for (int pass = 0; pass < 2 && !found; pass++) {
+		/* The second pass accepts lesser sets; when the first left none
+		 * out it would see the same candidates and fail the same way. */
+		if (pass == 1 && !gg.lesser)
+			break;
 		for (int t = 0; t < p->f->ntypes; t++) {
 			if (!type_eligible(p, t, k))
 				continue;
