@@ -7,7 +7,8 @@
  * shape; the classes of a shape then differ only by CPUs and memory, so each
  * adds its weight to "fits" or "does not fit". F of a node's current state is
  * cached per node and dropped whenever the node changes (pl_frag_node_changed
- * is called from place.c's node_changed). */
+ * is called from place.c's node_changed). The per-mask ranked tables and the
+ * other answers kept between decisions are in place_fragtab.c. */
 #include "place_frag.h"
 
 #include <limits.h>
@@ -15,81 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "place_internal.h"
-
-struct pl_fclass {
-	int cpus;
-	int64_t mem;
-	int64_t w;
-};
-
-struct pl_shape {
-	int k, milli;    /* whole GPUs or a share (k == 1, milli < 1000) */
-	bool *type_ok;   /* [ntypes] */
-	int first, n;    /* its classes in pl_frag.cls */
-	int64_t w;       /* their total weight */
-};
-
-#define PL_FTAB_CACHE 64 /* ranked mask tables kept per placer */
-
-/* One free mask judged for a (type, k, milli) request shape. */
-struct pl_fkey {
-	bool ok;
-	gpumask_t set; /* whole GPUs taken */
-	int gpu;       /* share: the GPU, else -1 */
-	struct node_quality q;
-	struct node_leftover left;
-	int64_t delta, free_after;
-};
-
-/* All free masks of a small type ranked for one request shape, best first;
- * tier numbers runs of equal rank (only price and name tell them apart). */
-struct pl_ftab {
-	int type, k, milli;
-	int n;
-	struct pl_fkey key[PL_SMALL_MASKS];   /* by mask */
-	gpumask_t order[PL_SMALL_MASKS];
-	int tier[PL_SMALL_MASKS];
-	int rank[PL_SMALL_MASKS]; /* by mask: its tier; INT_MAX when not ok */
-	struct pl_gcache *gc;     /* [ngroups] each group's last answer, lazily */
-};
-
-struct pl_frag {
-	struct pl_shape *shapes;
-	int nshapes;
-	struct pl_fclass *cls;
-	int ncls;
-	int64_t *before; /* [nnodes] F of the current state */
-	bool *fresh;     /* [nnodes] before[] is valid */
-	/* Balance term: CPUs and memory per GPU thousandth the workload asks for
-	 * on average, and the weight of a stranded thousandth. */
-	double cpu_per_milli, mem_per_milli, bal_w;
-	bool balance_off;
-	/* No class asks for CPUs or memory: F depends on a node's free GPUs
-	 * alone, so nodes without shares can be judged per free mask (the
-	 * ranked tables below) instead of one by one. */
-	bool pure;
-	bool fast_off; /* placer_set_frag_index(p, false): always scan */
-	struct pl_ftab *tabs[PL_FTAB_CACHE];
-	int ntabs, next_evict;
-	/* A version per index group, bumped whenever one of its nodes changes:
-	 * a group's answer for a shape stays good while its version does, so a
-	 * request recomputes only the groups the last claims touched. */
-	uint32_t *gver;
-	int ngver;
-	/* The same per node (never 0), and, for nodes with shares under a pure
-	 * workload, their judged candidate per request shape (lazily made). */
-	uint32_t *nver;
-	struct pl_ncache **ncache; /* [nncache] */
-	int nncache;
-	/* The ranked table of each type for the request being placed (NULL: not
-	 * looked up yet); ftab_get's eviction clears an entry it frees. */
-	struct pl_ftab **rtab;
-	int ntypes;
-	/* Best fit's answer per group and size, for the explanation (lazily
-	 * made; [ngver * PL_BGC_K]). */
-	struct pl_bcache *bgc;
-};
+#include "place_frag_int.h"
 
 static void frag_destroy(struct pl_frag *fr)
 {
@@ -308,7 +235,7 @@ out:
 /* ---- fragmentation ------------------------------------------------------ */
 
 /* F of a node state: free thousandths per GPU, CPUs and memory left. */
-static int64_t frag_of(const struct pl_frag *fr, int type, const int *fv, int ngpus,
+int64_t pl_frag_of(const struct pl_frag *fr, int type, const int *fv, int ngpus,
 		       int cpu_left, int64_t mem_left)
 {
 	int64_t total = 0;
@@ -378,7 +305,7 @@ static int64_t frag_now(struct placer *p, int node)
 	if (!fr->fresh[node]) {
 		struct node_state s;
 		state_of(p, node, &s);
-		fr->before[node] = frag_of(fr, s.type, s.fv, s.ngpus, s.cpu_left, s.mem_left);
+		fr->before[node] = pl_frag_of(fr, s.type, s.fv, s.ngpus, s.cpu_left, s.mem_left);
 		fr->fresh[node] = true;
 	}
 	return fr->before[node];
@@ -419,12 +346,18 @@ void placer_set_frag_balance(struct placer *p, bool on)
 {
 	if (!p || !p->frag)
 		return;
-	p->frag->balance_off = !on;
+	/* Everything kept from the state is dropped (what tests compare
+	 * against); the ranked tables depend on the workload alone. */
+	struct pl_frag *fr = p->frag;
+	fr->balance_off = !on;
 	for (int i = 0; i < p->f->nnodes; i++) {
-		p->frag->fresh[i] = false;
-		if (++p->frag->nver[i] == 0)
-			p->frag->nver[i] = 1;
+		fr->fresh[i] = false;
+		if (++fr->nver[i] == 0)
+			fr->nver[i] = 1;
 	}
+	for (int g = 0; g < fr->ngver; g++)
+		if (++fr->gver[g] == 0)
+			fr->gver[g] = 1;
 }
 
 int64_t placer_node_frag(struct placer *p, int node)
@@ -446,46 +379,7 @@ bool pl_frag_handles(const struct placer *p, const struct pl_ctx *c)
 }
 
 /* A candidate: the node, what it takes there and how it compares. */
-struct fcand {
-	int node;
-	gpumask_t set; /* whole GPUs */
-	int gpu;       /* share: the GPU, else -1 */
-	struct node_quality q;
-	struct node_leftover left;
-	int64_t delta; /* growth of F */
-	int64_t free_after; /* free thousandths left on the node */
-	int cpu_after;
-	int64_t price;
-};
-
-/* A node's judged candidate for one request shape (pure workloads): the
- * candidate node_cand gives with no bandwidth floor, valid while the node's
- * version is ver (0: empty). CPUs, memory and bandwidth are checked per
- * request; F's growth under a pure workload depends on neither. */
-#define PL_NCACHE 8
-struct pl_nslot {
-	uint32_t ver;
-	int k, milli;
-	bool found;
-	struct fcand cand;
-};
-struct pl_ncache {
-	struct pl_nslot s[PL_NCACHE];
-	int next;
-};
-
-/* Best fit's answer in one group for one request size (the explanation). */
-#define PL_BGC_K (TOPO_MAX_GPUS + 1)
-struct pl_bcache {
-	uint32_t ver; /* the group's version when kept; 0: nothing kept */
-	bool share;
-	int min_bw, cpus;
-	int64_t mem;
-	bool found;
-	struct pl_cand cand;
-};
-
-static int fcand_cmp(const struct placer *p, const struct fcand *a, const struct fcand *b,
+int pl_fcand_cmp(const struct placer *p, const struct fcand *a, const struct fcand *b,
 		     bool whole)
 {
 	if (whole) {
@@ -519,7 +413,7 @@ static int64_t free_total(const struct node_state *s)
 }
 
 /* Judges node for the request; false when it cannot take it. */
-static bool node_cand(struct placer *p, const struct pl_ctx *c, int node, struct fcand *out)
+bool pl_frag_node_cand(struct placer *p, const struct pl_ctx *c, int node, struct fcand *out)
 {
 	const struct pl_node *n = &p->nodes[node];
 	if (!n->usable || !p->group_ok[n->group])
@@ -561,14 +455,14 @@ static bool node_cand(struct placer *p, const struct pl_ctx *c, int node, struct
 			struct fcand k = *out;
 			k.gpu = g;
 			k.q = q1;
-			k.delta = p->frag ? frag_of(p->frag, s.type, s.fv, s.ngpus, s.cpu_left - cpus,
+			k.delta = p->frag ? pl_frag_of(p->frag, s.type, s.fv, s.ngpus, s.cpu_left - cpus,
 						    s.mem_left - mem) - before
 					  : 0;
 			k.free_after = free_total(&s);
 			gpumask_t after = fm & ~bit;
 			ptab_leftover(pt, after, &k.left);
 			s.fv[g] += milli;
-			if (!found || fcand_cmp(p, &k, out, false) < 0)
+			if (!found || pl_fcand_cmp(p, &k, out, false) < 0)
 				*out = k;
 			found = true;
 		}
@@ -589,408 +483,10 @@ static bool node_cand(struct placer *p, const struct pl_ctx *c, int node, struct
 		ptab_leftover(pt, fm, &out->left);
 	}
 	out->free_after = free_total(&s);
-	out->delta = p->frag ? frag_of(p->frag, s.type, s.fv, s.ngpus, s.cpu_left - cpus,
+	out->delta = p->frag ? pl_frag_of(p->frag, s.type, s.fv, s.ngpus, s.cpu_left - cpus,
 				       s.mem_left - mem) - before
 			     : 0;
 	return true;
-}
-
-/* node_cand under a pure workload, through the node's kept candidates: the
- * same answer (F's growth then depends on the free GPUs alone, so the
- * candidate with no bandwidth floor is a function of the node's state and
- * the request's shape; the floor, CPUs and memory are checked here). */
-static bool node_cand_kept(struct placer *p, const struct pl_ctx *c, int node,
-			   struct fcand *out)
-{
-	struct pl_frag *fr = p->frag;
-	const struct pl_node *n = &p->nodes[node];
-	if (!n->usable || !p->group_ok[n->group])
-		return false;
-	if (node >= fr->nncache)
-		return node_cand(p, c, node, out);
-	const struct node_type *t = fleet_node_type(p->f, node);
-	int milli = c->share ? c->req->gpu_milli : 0;
-	int k = c->share ? 0 : c->k, cpus;
-	int64_t mem;
-	pl_demand(c, t, k, milli, &cpus, &mem);
-	if (!pl_fits_cpu_mem(p, node, cpus, mem))
-		return false;
-	struct pl_ncache *nc = fr->ncache[node];
-	if (!nc) {
-		nc = fr->ncache[node] = calloc(1, sizeof(*nc));
-		if (!nc)
-			return node_cand(p, c, node, out);
-	}
-	uint32_t ver = fr->nver[node];
-	struct pl_nslot *e = NULL;
-	for (int i = 0; i < PL_NCACHE && !e; i++)
-		if (nc->s[i].ver == ver && nc->s[i].k == k && nc->s[i].milli == milli)
-			e = &nc->s[i];
-	if (!e) {
-		/* Judged with no bandwidth floor (a copy of the request). */
-		struct place_request r0 = *c->req;
-		struct pl_ctx c0 = *c;
-		r0.min_bw_gbps = 0;
-		c0.req = &r0;
-		e = &nc->s[nc->next];
-		nc->next = (nc->next + 1) % PL_NCACHE;
-		e->ver = ver;
-		e->k = k;
-		e->milli = milli;
-		e->found = node_cand(p, &c0, node, &e->cand);
-	}
-	if (!e->found || e->cand.q.bottleneck_gbps < c->req->min_bw_gbps)
-		return false;
-	*out = e->cand;
-	out->cpu_after = t->cpus - n->cpus_used - cpus;
-	return true;
-}
-
-/* ---- the ranked tables: frag without visiting every node -------------------
- *
- * With a pure workload, a node without shares is judged by its type and free
- * mask alone: the set a request takes there, its quality, F's growth, the
- * free capacity and the leftover shape are one key per (type, request shape,
- * mask). The masks of each small type are ranked by that key once per shape
- * (lazily; at most PL_FTAB_CACHE shapes kept), and a request walks each
- * eligible group's non-empty masks best-first, exactly like the best-fit
- * index (place_index.c): the first tier with a node that has the CPUs and
- * memory gives the group's candidate, its lowest (price, name) position.
- * Nodes with shares and groups of large types are judged one by one. The
- * answer is the one the full scan gives (test_place_frag.c checks it). */
-
-static int64_t frag_mask(const struct pl_frag *fr, int type, int ngpus, gpumask_t m,
-			 int gpu, int milli)
-{
-	int fv[TOPO_MAX_GPUS];
-	for (int g = 0; g < ngpus; g++)
-		fv[g] = (m & ((gpumask_t)1 << g)) ? PL_MILLI : 0;
-	if (gpu >= 0)
-		fv[gpu] -= milli;
-	return frag_of(fr, type, fv, ngpus, 1 << 30, (int64_t)1 << 60);
-}
-
-static int fkey_cmp3(const struct pl_fkey *a, const struct pl_fkey *b, bool whole)
-{
-	if (a->ok != b->ok)
-		return a->ok ? -1 : 1;
-	if (whole) {
-		int c = node_quality_cmp(&a->q, &b->q);
-		if (c)
-			return -c;
-	}
-	if (a->delta != b->delta)
-		return a->delta < b->delta ? -1 : 1;
-	if (a->free_after != b->free_after)
-		return a->free_after < b->free_after ? -1 : 1;
-	return -node_leftover_cmp(&a->left, &b->left);
-}
-
-static void ftab_sort(struct pl_ftab *t)
-{
-	/* Insertion sort by (key, mask): 256 entries, built once per shape, and
-	 * no writable global for a qsort context. */
-	bool whole = t->milli >= PL_MILLI;
-	for (int i = 1; i < t->n; i++) {
-		gpumask_t m = t->order[i];
-		int j = i;
-		while (j > 0) {
-			gpumask_t o = t->order[j - 1];
-			int c = fkey_cmp3(&t->key[o], &t->key[m], whole);
-			if (c < 0 || (c == 0 && o < m))
-				break;
-			t->order[j] = o;
-			j--;
-		}
-		t->order[j] = m;
-	}
-	for (int i = 0; i < t->n; i++) {
-		t->tier[i] = i == 0 ? 0
-			   : t->tier[i - 1] + (fkey_cmp3(&t->key[t->order[i - 1]],
-							 &t->key[t->order[i]], whole) != 0);
-		t->rank[t->order[i]] = t->key[t->order[i]].ok ? t->tier[i] : INT_MAX;
-	}
-}
-
-static struct pl_ftab *ftab_get(struct placer *p, int type, int k, int milli)
-{
-	struct pl_frag *fr = p->frag;
-	for (int i = 0; i < fr->ntabs; i++)
-		if (fr->tabs[i]->type == type && fr->tabs[i]->k == k && fr->tabs[i]->milli == milli)
-			return fr->tabs[i];
-	struct pl_ftab *t = calloc(1, sizeof(*t));
-	if (!t)
-		return NULL;
-	struct ptab *pt = p->ptabs[type];
-	int ngpus = p->f->types[type].ngpus;
-	t->type = type;
-	t->k = k;
-	t->milli = milli;
-	t->n = 1 << ngpus;
-	for (int mi = 0; mi < t->n; mi++) {
-		gpumask_t m = (gpumask_t)mi;
-		struct pl_fkey *key = &t->key[mi];
-		t->order[mi] = m;
-		key->gpu = -1;
-		if (milli >= PL_MILLI) {
-			struct node_pick pk;
-			if (__builtin_popcount(m) < k || !ptab_best(pt, m, k, &pk))
-				continue;
-			key->set = pk.set;
-			key->q = pk.q;
-			key->left = pk.left;
-			key->delta = frag_mask(fr, type, ngpus, m & ~pk.set, -1, 0);
-			key->free_after = (int64_t)__builtin_popcount(m & ~pk.set) * PL_MILLI;
-		} else {
-			if (!m || !ptab_full_quality(pt, 1, &key->q))
-				continue;
-			for (int g = 0; g < ngpus; g++) {
-				gpumask_t bit = (gpumask_t)1 << g;
-				struct node_leftover l;
-				if (!(m & bit))
-					continue;
-				ptab_leftover(pt, m & ~bit, &l);
-				if (key->gpu < 0 || node_leftover_cmp(&l, &key->left) > 0) {
-					key->gpu = g;
-					key->left = l;
-				}
-			}
-			key->delta = frag_mask(fr, type, ngpus, m, key->gpu, milli);
-			key->free_after = (int64_t)__builtin_popcount(m) * PL_MILLI - milli;
-		}
-		key->ok = true;
-		key->delta -= frag_mask(fr, type, ngpus, m, -1, 0);
-	}
-	ftab_sort(t);
-	if (fr->ntabs < PL_FTAB_CACHE) {
-		fr->tabs[fr->ntabs++] = t;
-	} else {
-		struct pl_ftab *gone = fr->tabs[fr->next_evict];
-		for (int i = 0; i < fr->ntypes; i++)
-			if (fr->rtab[i] == gone)
-				fr->rtab[i] = NULL;
-		free(gone->gc);
-		free(gone);
-		fr->tabs[fr->next_evict] = t;
-		fr->next_evict = (fr->next_evict + 1) % PL_FTAB_CACHE;
-	}
-	return t;
-}
-
-/* Lowest position of g filed under mask m, without shares, with the CPUs and
- * memory; INT_MAX if none. */
-static int first_plain(const struct placer *p, const struct pl_group *g, gpumask_t m,
-		       int cpus, int64_t mem, int limit)
-{
-	const uint64_t *w = &g->bits[(size_t)m * (size_t)g->nwords];
-	for (int i = 0; i < g->nwords && i * 64 < limit; i++) {
-		for (uint64_t x = w[i]; x; x &= x - 1) {
-			int pos = i * 64 + __builtin_ctzll(x);
-			if (pos >= limit)
-				return INT_MAX;
-			int node = g->nodes[pos];
-			if (!p->nodes[node].shared && pl_fits_cpu_mem(p, node, cpus, mem))
-				return pos;
-		}
-	}
-	return INT_MAX;
-}
-
-struct pl_gcache {
-	uint32_t ver; /* the group's version when kept; 0: nothing kept */
-	int min_bw, cpus;
-	int64_t mem;
-	bool found;
-	struct fcand cand;
-};
-
-static bool group_walk(struct placer *p, const struct pl_ctx *c, const struct pl_group *g,
-		       const struct pl_ftab *tab, int cpus, int64_t mem, struct fcand *out);
-
-/* The group's best node without shares, from the ranked table (or the
- * answer kept since none of its nodes changed); false if none. */
-static bool group_fast(struct placer *p, const struct pl_ctx *c, int gi, struct fcand *out)
-{
-	const struct pl_group *g = &p->groups[gi];
-	const struct node_type *t = &p->f->types[g->type];
-	struct pl_frag *fr = p->frag;
-	int milli = c->share ? c->req->gpu_milli : PL_MILLI;
-	struct pl_ftab *tab = fr->rtab[g->type];
-	if (!tab) /* once per type and request: frag_fast cleared rtab */
-		tab = fr->rtab[g->type] = ftab_get(p, g->type, c->share ? 1 : c->k, milli);
-	if (!tab)
-		return false; /* out of memory: the caller scans instead */
-	int cpus;
-	int64_t mem;
-	pl_demand(c, t, c->share ? 0 : c->k, c->share ? milli : 0, &cpus, &mem);
-	if (!tab->gc && fr->ngver == p->ngroups)
-		tab->gc = calloc((size_t)p->ngroups + 1, sizeof(*tab->gc));
-	struct pl_gcache *e = tab->gc && gi < fr->ngver ? &tab->gc[gi] : NULL;
-	if (e && e->ver == fr->gver[gi] && e->min_bw == c->req->min_bw_gbps && e->cpus == cpus &&
-	    e->mem == mem) {
-		if (e->found)
-			*out = e->cand;
-		return e->found;
-	}
-	bool found = group_walk(p, c, g, tab, cpus, mem, out);
-	if (e) {
-		e->ver = fr->gver[gi];
-		e->min_bw = c->req->min_bw_gbps;
-		e->cpus = cpus;
-		e->mem = mem;
-		e->found = found;
-		if (found)
-			e->cand = *out;
-	}
-	return found;
-}
-
-static bool group_walk(struct placer *p, const struct pl_ctx *c, const struct pl_group *g,
-		       const struct pl_ftab *tab, int cpus, int64_t mem, struct fcand *out)
-{
-	/* The best tier among the group's non-empty masks (the index keeps them
-	 * in a list: cheaper than walking the ranked order through empty tiers);
-	 * again above it when no node of that tier has the CPUs and memory. */
-	for (int above = -1;;) {
-		int tier = INT_MAX;
-		for (int i = 0; i < g->nnz; i++) {
-			int m = g->nz[i];
-			if (tab->rank[m] > above && tab->rank[m] < tier &&
-			    tab->key[m].q.bottleneck_gbps >= c->req->min_bw_gbps)
-				tier = tab->rank[m];
-		}
-		if (tier == INT_MAX)
-			return false;
-		int best = INT_MAX;
-		gpumask_t bm = 0;
-		for (int i = 0; i < g->nnz; i++) {
-			int m = g->nz[i];
-			if (tab->rank[m] != tier)
-				continue;
-			int pos = first_plain(p, g, (gpumask_t)m, cpus, mem, best);
-			if (pos < best) {
-				best = pos;
-				bm = (gpumask_t)m;
-			}
-		}
-		if (best != INT_MAX) {
-			const struct pl_fkey *bk = &tab->key[bm];
-			memset(out, 0, sizeof(*out));
-			out->node = g->nodes[best];
-			out->set = bk->set;
-			out->gpu = bk->gpu;
-			out->q = bk->q;
-			out->left = bk->left;
-			out->delta = bk->delta;
-			out->free_after = bk->free_after;
-			out->price = p->f->nodes[out->node].price_hint;
-			return true;
-		}
-		above = tier;
-	}
-}
-
-/* The fast path's answer; false when no node can take the request, or when
- * a table could not be built (*scan then says to scan). */
-static bool frag_fast(struct placer *p, const struct pl_ctx *c, struct fcand *best, bool *scan)
-{
-	bool whole = !c->share, found = false;
-	struct fcand k;
-	*scan = false;
-	memset(p->frag->rtab, 0, (size_t)p->frag->ntypes * sizeof(*p->frag->rtab));
-	for (int gi = 0; gi < p->ngroups; gi++) {
-		const struct pl_group *g = &p->groups[gi];
-		if (!p->group_ok[gi] || p->f->types[g->type].ngpus < (whole ? c->k : 1) ||
-		    (c->share && !g->shareable))
-			continue;
-		struct node_quality fq;
-		if (found && whole && (!ptab_full_quality(p->ptabs[g->type], c->k, &fq) ||
-				       node_quality_cmp(&fq, &best->q) < 0))
-			continue; /* this group cannot beat the best so far */
-		bool ok;
-		if (g->small) {
-			ok = group_fast(p, c, gi, &k);
-			if (!ok && !p->frag->ntabs) {
-				*scan = true;
-				return false;
-			}
-			if (ok && (!found || fcand_cmp(p, &k, best, whole) < 0)) {
-				*best = k;
-				found = true;
-			}
-			continue;
-		}
-		for (int pos = 0; pos < g->n; pos++)
-			if (node_cand(p, c, g->nodes[pos], &k) &&
-			    (!found || fcand_cmp(p, &k, best, whole) < 0)) {
-				*best = k;
-				found = true;
-			}
-	}
-	/* Nodes with shares (only shareable ones have them), one by one. */
-	for (int i = 0; i < p->npartial; i++) {
-		int node = p->partial[i];
-		const struct pl_group *g = &p->groups[p->nodes[node].group];
-		if (!g->small)
-			continue; /* judged above */
-		if (node_cand_kept(p, c, node, &k) &&
-		    (!found || fcand_cmp(p, &k, best, whole) < 0)) {
-			*best = k;
-			found = true;
-		}
-	}
-	return found;
-}
-
-/* pl_index_best(p, c, k, best), with each group's answer kept until one of
- * its nodes changes (the versions of the ranked tables' group answers): the
- * explanation asks best fit on every decision, and most groups are as they
- * were at the last one. */
-static bool bestfit_kept(struct placer *p, const struct pl_ctx *c, int k,
-			 struct pl_cand *best)
-{
-	struct pl_frag *fr = p->frag;
-	if (fr->ngver != p->ngroups || k < 1 || k >= PL_BGC_K || c->req->exclusive)
-		return pl_index_best(p, c, k, best);
-	if (!fr->bgc) {
-		fr->bgc = calloc((size_t)fr->ngver * PL_BGC_K + 1, sizeof(*fr->bgc));
-		if (!fr->bgc)
-			return pl_index_best(p, c, k, best);
-	}
-	bool found = false;
-	for (int gi = 0; gi < p->ngroups; gi++) {
-		if (!p->group_ok[gi])
-			continue;
-		const struct pl_group *g = &p->groups[gi];
-		const struct node_type *t = &p->f->types[g->type];
-		if (t->ngpus < k)
-			continue;
-		struct node_quality fq;
-		if (found && (!ptab_full_quality(p->ptabs[g->type], k, &fq) ||
-			      node_quality_cmp(&fq, &best->pick.q) < 0))
-			continue; /* this group cannot beat the best so far */
-		int cpus;
-		int64_t mem;
-		if (c->share)
-			pl_demand(c, t, 0, c->req->gpu_milli, &cpus, &mem);
-		else
-			pl_demand(c, t, k, 0, &cpus, &mem);
-		struct pl_bcache *e = &fr->bgc[(size_t)gi * PL_BGC_K + (size_t)k];
-		if (e->ver != fr->gver[gi] || e->share != c->share ||
-		    e->min_bw != c->req->min_bw_gbps || e->cpus != cpus || e->mem != mem) {
-			e->ver = fr->gver[gi];
-			e->share = c->share;
-			e->min_bw = c->req->min_bw_gbps;
-			e->cpus = cpus;
-			e->mem = mem;
-			e->found = pl_index_group_best(p, c, gi, k, &e->cand);
-		}
-		if (e->found && (!found || pl_cand_cmp(p, &e->cand, best) < 0)) {
-			*best = e->cand;
-			found = true;
-		}
-	}
-	return found;
 }
 
 /* What the fragmentation term chose, against what best fit would have: the
@@ -1011,19 +507,19 @@ static void explain_frag(struct placer *p, const struct pl_ctx *c, const struct 
 		if (pl_share_best(p, c, &node, &gpu)) {
 			if (node == best->node && gpu == best->gpu)
 				return;
-		} else if (bestfit_kept(p, c, 1, &bf)) {
+		} else if (pl_frag_bestfit_kept(p, c, 1, &bf)) {
 			node = bf.node;
 		}
 	} else if (c->k > 0) {
 		struct pl_cand bf;
-		if (bestfit_kept(p, c, c->k, &bf)) {
+		if (pl_frag_bestfit_kept(p, c, c->k, &bf)) {
 			if (bf.node == best->node && bf.pick.set == best->set)
 				return;
 			node = bf.node;
 		}
 	}
 	struct fcand k;
-	if (node >= 0 && node != best->node && node_cand(p, c, node, &k)) {
+	if (node >= 0 && node != best->node && pl_frag_node_cand(p, c, node, &k)) {
 		s->bestfit_same = false;
 		s->bestfit_milli = (int64_t)((double)k.delta / w);
 	}
@@ -1041,11 +537,11 @@ enum sl_err pl_frag_place(struct placer *p, const struct pl_ctx *c, struct place
 	struct fcand best, k;
 	bool found = false, scan = true;
 	if (p->frag && p->frag->pure && !p->frag->fast_off && (whole || c->share))
-		found = frag_fast(p, c, &best, &scan);
+		found = pl_frag_fast(p, c, &best, &scan);
 	for (int node = 0; scan && node < p->f->nnodes; node++) {
-		if (!node_cand(p, c, node, &k))
+		if (!pl_frag_node_cand(p, c, node, &k))
 			continue;
-		if (!found || fcand_cmp(p, &k, &best, whole) < 0)
+		if (!found || pl_fcand_cmp(p, &k, &best, whole) < 0)
 			best = k;
 		found = true;
 	}
