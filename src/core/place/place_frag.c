@@ -28,6 +28,7 @@ static void frag_destroy(struct pl_frag *fr)
 	free(fr->ncache);
 	free(fr->nver);
 	free(fr->rtab);
+	free(fr->rt);
 	free(fr->bgc);
 	for (int i = 0; i < fr->nshapes; i++)
 		free(fr->shapes[i].type_ok);
@@ -151,11 +152,12 @@ enum sl_err placer_set_workload(struct placer *p, const struct place_class *cls,
 		fr->ncache = calloc((size_t)nnodes + 1, sizeof(*fr->ncache));
 		fr->nncache = fr->ncache ? nnodes : 0;
 		fr->rtab = calloc((size_t)ntypes + 1, sizeof(*fr->rtab));
+		fr->rt = calloc((size_t)ntypes + 1, sizeof(*fr->rt));
 		fr->ntypes = ntypes;
 	}
 	enum sl_err e = SL_OK;
 	if (!fr || !shape_of || !ok || !fr->shapes || !fr->cls || !fr->before || !fr->fresh ||
-	    !fr->nver || !fr->ncache || !fr->rtab) {
+	    !fr->nver || !fr->ncache || !fr->rtab || !fr->rt) {
 		e = sl_diag_set(d, SL_ENOMEM, "out of memory");
 		goto out;
 	}

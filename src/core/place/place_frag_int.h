@@ -48,6 +48,14 @@ struct pl_ftab {
 	struct pl_gcache *gc;     /* [ngroups] each group's last answer, lazily */
 };
 
+struct pl_rtype {
+	uint32_t stamp;
+	int cpus;
+	int64_t mem;
+	bool fq_ok;
+	struct node_quality fq;
+};
+
 struct pl_frag {
 	struct pl_shape *shapes;
 	int nshapes;
@@ -80,6 +88,10 @@ struct pl_frag {
 	 * looked up yet); ftab_get's eviction clears an entry it frees. */
 	struct pl_ftab **rtab;
 	int ntypes;
+	/* Per type, for the request being judged: its demand and the type's
+	 * full quality for the request's size (valid while stamp == rstamp). */
+	struct pl_rtype *rt;
+	uint32_t rstamp;
 	/* Best fit's answer per group and size, for the explanation (lazily
 	 * made; [ngver * PL_BGC_K]). */
 	struct pl_bcache *bgc;

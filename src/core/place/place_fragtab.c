@@ -10,6 +10,39 @@
 
 #include "place_frag_int.h"
 
+/* A new request to judge: what rtype() worked out is stale. */
+static void rtype_reset(struct pl_frag *fr)
+{
+	if (++fr->rstamp == 0) {
+		memset(fr->rt, 0, (size_t)fr->ntypes * sizeof(*fr->rt));
+		fr->rstamp = 1;
+	}
+}
+
+/* The request's demand on a node of type t and t's full quality for c->k
+ * GPUs (the bound no set of a node of t beats), once per type and request. */
+static const struct pl_rtype *rtype_make(struct placer *p, const struct pl_ctx *c, int type);
+
+static inline const struct pl_rtype *rtype(struct placer *p, const struct pl_ctx *c, int type)
+{
+	const struct pl_rtype *r = &p->frag->rt[type];
+	return r->stamp == p->frag->rstamp ? r : rtype_make(p, c, type);
+}
+
+static const struct pl_rtype *rtype_make(struct placer *p, const struct pl_ctx *c, int type)
+{
+	struct pl_frag *fr = p->frag;
+	struct pl_rtype *r = &fr->rt[type];
+	const struct node_type *t = &p->f->types[type];
+	r->stamp = fr->rstamp;
+	if (c->share)
+		pl_demand(c, t, 0, c->req->gpu_milli, &r->cpus, &r->mem);
+	else
+		pl_demand(c, t, c->k, 0, &r->cpus, &r->mem);
+	r->fq_ok = ptab_full_quality(p->ptabs[type], c->k, &r->fq);
+	return r;
+}
+
 /* node_cand under a pure workload, through the node's kept candidates: the
  * same answer (F's growth then depends on the free GPUs alone, so the
  * candidate with no bandwidth floor is a function of the node's state and
@@ -25,11 +58,12 @@ static bool node_cand_kept(struct placer *p, const struct pl_ctx *c, int node,
 		return pl_frag_node_cand(p, c, node, out);
 	const struct node_type *t = fleet_node_type(p->f, node);
 	int milli = c->share ? c->req->gpu_milli : 0;
-	int k = c->share ? 0 : c->k, cpus;
-	int64_t mem;
-	pl_demand(c, t, k, milli, &cpus, &mem);
-	if (!pl_fits_cpu_mem(p, node, cpus, mem))
-		return false;
+	int k = c->share ? 0 : c->k;
+	const struct pl_rtype *rt = rtype(p, c, p->f->nodes[node].type);
+	int cpus = rt->cpus;
+	if (cpus > t->cpus - n->cpus_used ||
+	    rt->mem > (int64_t)t->mem_gib * 1024 - n->mem_used)
+		return false; /* pl_fits_cpu_mem() */
 	struct pl_ncache *nc = fr->ncache[node];
 	if (!nc) {
 		nc = fr->ncache[node] = calloc(1, sizeof(*nc));
@@ -222,12 +256,12 @@ struct pl_gcache {
 static bool group_walk(struct placer *p, const struct pl_ctx *c, const struct pl_group *g,
 		       const struct pl_ftab *tab, int cpus, int64_t mem, struct fcand *out);
 
-/* The group's best node without shares, from the ranked table (or the
- * answer kept since none of its nodes changed); false if none. */
+/* The group's best node: those without shares from the ranked table, those
+ * with shares one by one (through their kept candidates); or the answer
+ * kept since none of the group's nodes changed. False if none. */
 static bool group_fast(struct placer *p, const struct pl_ctx *c, int gi, struct fcand *out)
 {
 	const struct pl_group *g = &p->groups[gi];
-	const struct node_type *t = &p->f->types[g->type];
 	struct pl_frag *fr = p->frag;
 	int milli = c->share ? c->req->gpu_milli : PL_MILLI;
 	struct pl_ftab *tab = fr->rtab[g->type];
@@ -235,9 +269,9 @@ static bool group_fast(struct placer *p, const struct pl_ctx *c, int gi, struct 
 		tab = fr->rtab[g->type] = ftab_get(p, g->type, c->share ? 1 : c->k, milli);
 	if (!tab)
 		return false; /* out of memory: the caller scans instead */
-	int cpus;
-	int64_t mem;
-	pl_demand(c, t, c->share ? 0 : c->k, c->share ? milli : 0, &cpus, &mem);
+	const struct pl_rtype *rt = rtype(p, c, g->type);
+	int cpus = rt->cpus;
+	int64_t mem = rt->mem;
 	if (!tab->gc && fr->ngver == p->ngroups)
 		tab->gc = calloc((size_t)p->ngroups + 1, sizeof(*tab->gc));
 	struct pl_gcache *e = tab->gc && gi < fr->ngver ? &tab->gc[gi] : NULL;
@@ -248,6 +282,15 @@ static bool group_fast(struct placer *p, const struct pl_ctx *c, int gi, struct 
 		return e->found;
 	}
 	bool found = group_walk(p, c, g, tab, cpus, mem, out);
+	struct fcand k;
+	for (int i = 0; i < p->npartial; i++) {
+		int node = p->partial[i];
+		if (p->nodes[node].group == gi && node_cand_kept(p, c, node, &k) &&
+		    (!found || pl_fcand_cmp(p, &k, out, !c->share) < 0)) {
+			*out = k;
+			found = true;
+		}
+	}
 	if (e) {
 		e->ver = fr->gver[gi];
 		e->min_bw = c->req->min_bw_gbps;
@@ -313,14 +356,14 @@ bool pl_frag_fast(struct placer *p, const struct pl_ctx *c, struct fcand *best, 
 	struct fcand k;
 	*scan = false;
 	memset(p->frag->rtab, 0, (size_t)p->frag->ntypes * sizeof(*p->frag->rtab));
+	rtype_reset(p->frag);
 	for (int gi = 0; gi < p->ngroups; gi++) {
 		const struct pl_group *g = &p->groups[gi];
 		if (!p->group_ok[gi] || p->f->types[g->type].ngpus < (whole ? c->k : 1) ||
 		    (c->share && !g->shareable))
 			continue;
-		struct node_quality fq;
-		if (found && whole && (!ptab_full_quality(p->ptabs[g->type], c->k, &fq) ||
-				       node_quality_cmp(&fq, &best->q) < 0))
+		const struct pl_rtype *rt = rtype(p, c, g->type);
+		if (found && whole && (!rt->fq_ok || node_quality_cmp(&rt->fq, &best->q) < 0))
 			continue; /* this group cannot beat the best so far */
 		bool ok;
 		if (g->small) {
@@ -342,18 +385,8 @@ bool pl_frag_fast(struct placer *p, const struct pl_ctx *c, struct fcand *best, 
 				found = true;
 			}
 	}
-	/* Nodes with shares (only shareable ones have them), one by one. */
-	for (int i = 0; i < p->npartial; i++) {
-		int node = p->partial[i];
-		const struct pl_group *g = &p->groups[p->nodes[node].group];
-		if (!g->small)
-			continue; /* judged above */
-		if (node_cand_kept(p, c, node, &k) &&
-		    (!found || pl_fcand_cmp(p, &k, best, whole) < 0)) {
-			*best = k;
-			found = true;
-		}
-	}
+	/* Nodes with shares were judged with their group (only shareable nodes
+	 * have shares; a large group's nodes are all judged above). */
 	return found;
 }
 
@@ -365,7 +398,7 @@ bool pl_frag_bestfit_kept(struct placer *p, const struct pl_ctx *c, int k,
 			 struct pl_cand *best)
 {
 	struct pl_frag *fr = p->frag;
-	if (fr->ngver != p->ngroups || k < 1 || k >= PL_BGC_K || c->req->exclusive)
+	if (fr->ngver != p->ngroups || k != c->k || k >= PL_BGC_K || c->req->exclusive)
 		return pl_index_best(p, c, k, best);
 	if (!fr->bgc) {
 		fr->bgc = calloc((size_t)fr->ngver * PL_BGC_K + 1, sizeof(*fr->bgc));
@@ -373,6 +406,7 @@ bool pl_frag_bestfit_kept(struct placer *p, const struct pl_ctx *c, int k,
 			return pl_index_best(p, c, k, best);
 	}
 	bool found = false;
+	rtype_reset(fr); /* rtype() works for c->k, which is k here */
 	for (int gi = 0; gi < p->ngroups; gi++) {
 		if (!p->group_ok[gi])
 			continue;
@@ -380,16 +414,11 @@ bool pl_frag_bestfit_kept(struct placer *p, const struct pl_ctx *c, int k,
 		const struct node_type *t = &p->f->types[g->type];
 		if (t->ngpus < k)
 			continue;
-		struct node_quality fq;
-		if (found && (!ptab_full_quality(p->ptabs[g->type], k, &fq) ||
-			      node_quality_cmp(&fq, &best->pick.q) < 0))
+		const struct pl_rtype *rt = rtype(p, c, g->type);
+		if (found && (!rt->fq_ok || node_quality_cmp(&rt->fq, &best->pick.q) < 0))
 			continue; /* this group cannot beat the best so far */
-		int cpus;
-		int64_t mem;
-		if (c->share)
-			pl_demand(c, t, 0, c->req->gpu_milli, &cpus, &mem);
-		else
-			pl_demand(c, t, k, 0, &cpus, &mem);
+		int cpus = rt->cpus;
+		int64_t mem = rt->mem;
 		struct pl_bcache *e = &fr->bgc[(size_t)gi * PL_BGC_K + (size_t)k];
 		if (e->ver != fr->gver[gi] || e->share != c->share ||
 		    e->min_bw != c->req->min_bw_gbps || e->cpus != cpus || e->mem != mem) {
