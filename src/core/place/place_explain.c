@@ -190,47 +190,85 @@ static inline int pop32(gpumask_t m)
 	return (int)((x * 0x01010101u) >> 24);
 }
 
+/* One node of a small group whose nodes are all in service with every GPU
+ * in service, whose free mask holds the request: CPU and memory decide. */
+static void fit_stage(struct placer *p, struct ex_acc *a, const struct ex_group *eg, int node,
+		      int cpu_cap, int64_t mem_cap)
+{
+	const struct pl_node *st = &p->nodes[node];
+	if (eg->cpus > cpu_cap - st->cpus_used || eg->mem > mem_cap - st->mem_used) {
+		int v = cpu_cap - st->cpus_used;
+		if (a->best_node[PLACE_C_CPU_MEM] < 0 || v >= a->best_val[PLACE_C_CPU_MEM])
+			note(a, p, PLACE_C_CPU_MEM, node, v);
+		a->fail_at[PLACE_C_CPU_MEM]++;
+	} else {
+		a->fail_at[PLACE_C_GANG + 1]++;
+	}
+}
+
 /* node_stage_state() for every node of a small group passing the group's
  * checks, for whole-GPU, not exclusive requests (what gangs and most
- * single-node requests are), in one loop: the same stages and notes. */
+ * single-node requests are): the same counts and notes. When no node of the
+ * group is out of service in whole or part, by free mask (the index's
+ * buckets): a mask that cannot hold the request fails all its nodes at once,
+ * and only nodes that could be the closest one or that hold the request are
+ * visited; else node by node. */
 static void group_state_small(struct placer *p, struct ex_acc *a, const struct pl_group *g,
-			      struct ex_group *eg, int *stages)
+			      struct ex_group *eg)
 {
 	const struct node_type *t = &p->f->types[g->type];
 	struct ptab *pt = p->ptabs[g->type];
 	int ngpus = t->ngpus, k = a->k, cpu_cap = t->cpus, min_bw = a->c->req->min_bw_gbps;
 	int64_t mem_cap = (int64_t)t->mem_gib * 1024;
+	if (g->nsick == 0) {
+		for (int i = 0; i < g->nnz; i++) {
+			gpumask_t m = g->nz[i];
+			int8_t has = eg->memo[m];
+			if (has < 0) {
+				struct node_pick pk;
+				has = ptab_best(pt, m, k, &pk) && pk.q.bottleneck_gbps >= min_bw;
+				eg->memo[m] = has;
+			}
+			int v = pop32(m);
+			if (!has) {
+				a->fail_at[PLACE_C_FREE] += g->count[m];
+				if (a->best_node[PLACE_C_FREE] >= 0 && v < a->best_val[PLACE_C_FREE])
+					continue;
+			}
+			const uint64_t *w = &g->bits[(size_t)m * (size_t)g->nwords];
+			for (int j = 0; j < g->nwords; j++)
+				for (uint64_t x = w[j]; x; x &= x - 1) {
+					int node = g->nodes[j * 64 + __builtin_ctzll(x)];
+					if (has)
+						fit_stage(p, a, eg, node, cpu_cap, mem_cap);
+					else
+						note(a, p, PLACE_C_FREE, node, v);
+				}
+		}
+		return;
+	}
 	for (int pos = 0; pos < g->n; pos++) {
 		int node = g->nodes[pos];
 		const struct pl_node *st = &p->nodes[node];
-		int s;
 		if (!st->usable || (st->bad && ngpus - pop32(st->bad) < k)) {
-			s = PLACE_C_HEALTH;
-		} else {
-			gpumask_t free = st->imask; /* == pl_free_mask() */
-			int8_t has = eg->memo[free];
-			if (has < 0) {
-				struct node_pick pk;
-				has = ptab_best(pt, free, k, &pk) && pk.q.bottleneck_gbps >= min_bw;
-				eg->memo[free] = has;
-			}
-			if (!has) {
-				s = PLACE_C_FREE;
-				int v = pop32(free);
-				if (a->best_node[s] < 0 || v >= a->best_val[s])
-					note(a, p, s, node, v);
-			} else if (eg->cpus > cpu_cap - st->cpus_used ||
-				   eg->mem > mem_cap - st->mem_used) {
-				s = PLACE_C_CPU_MEM;
-				int v = cpu_cap - st->cpus_used;
-				if (a->best_node[s] < 0 || v >= a->best_val[s])
-					note(a, p, s, node, v);
-			} else {
-				s = PLACE_C_GANG + 1;
-			}
+			a->fail_at[PLACE_C_HEALTH]++;
+			continue;
 		}
-		stages[node] = s;
-		a->fail_at[s]++;
+		gpumask_t free = st->imask; /* == pl_free_mask() */
+		int8_t has = eg->memo[free];
+		if (has < 0) {
+			struct node_pick pk;
+			has = ptab_best(pt, free, k, &pk) && pk.q.bottleneck_gbps >= min_bw;
+			eg->memo[free] = has;
+		}
+		if (has) {
+			fit_stage(p, a, eg, node, cpu_cap, mem_cap);
+			continue;
+		}
+		int v = pop32(free);
+		if (a->best_node[PLACE_C_FREE] < 0 || v >= a->best_val[PLACE_C_FREE])
+			note(a, p, PLACE_C_FREE, node, v);
+		a->fail_at[PLACE_C_FREE]++;
 	}
 }
 
@@ -261,7 +299,8 @@ static void scope_text(const struct pl_ctx *c, char *buf, size_t n)
 		snprintf(buf + w, n - (size_t)w, " owned by %s", r->tenant ? r->tenant : "(nobody)");
 }
 
-/* Distinct region or site names of nodes that fell at stage, listed. */
+/* Distinct region or site names of nodes that fell at stage, listed (stages
+ * per index group: region and site are checked per group). */
 static void places_text(const struct placer *p, const struct ex_acc *a, int stage,
 			const int *stages, bool regions, char *buf, size_t n)
 {
@@ -270,7 +309,7 @@ static void places_text(const struct placer *p, const struct ex_acc *a, int stag
 	size_t len = 0;
 	buf[0] = '\0';
 	for (int i = 0; i < p->f->nnodes; i++) {
-		if (stages[i] != stage)
+		if (stages[p->nodes[i].group] != stage)
 			continue;
 		const struct fleet_site *s = &p->f->sites[p->f->nodes[i].site];
 		const char *name = regions ? s->region : s->name;
@@ -406,32 +445,30 @@ enum sl_err pl_explain(struct placer *p, const struct pl_ctx *c, int per_node, i
 	 * the closest nodes noted are the best by value then name whatever the
 	 * order of the visit, so the sentence is the one a node-by-node scan
 	 * writes. */
-	int *stages = p->units; /* nunits >= nnodes; free on this path */
+	int *stages = p->units; /* per group; nunits >= nnodes >= ngroups */
 	struct ex_group eg;
 	for (int gi = 0; gi < p->ngroups; gi++) {
 		const struct pl_group *g = &p->groups[gi];
 		if (g->n == 0)
 			continue;
 		int gs = node_stage_static(p, &a, g->nodes[0], false);
-		if (gs == PLACE_C_NONE) {
-			ex_group_init(p, &a, g->nodes[0], &eg);
-			if (eg.memo_ok && g->small && !c->share && !c->req->exclusive) {
-				group_state_small(p, &a, g, &eg, stages);
-				continue;
-			}
+		stages[gi] = gs == PLACE_C_NONE ? PLACE_C_GANG + 1 : gs;
+		if (gs != PLACE_C_NONE) {
+			bool notes = gs == PLACE_C_MEMORY || gs == PLACE_C_SIZE ||
+				     gs == PLACE_C_BANDWIDTH;
+			for (int pos = 0; notes && pos < g->n; pos++)
+				(void)node_stage_static(p, &a, g->nodes[pos], true);
+			a.fail_at[gs] += g->n;
+			continue;
 		}
-		bool notes = gs == PLACE_C_MEMORY || gs == PLACE_C_SIZE || gs == PLACE_C_BANDWIDTH;
+		ex_group_init(p, &a, g->nodes[0], &eg);
+		if (eg.memo_ok && g->small && !c->share && !c->req->exclusive) {
+			group_state_small(p, &a, g, &eg);
+			continue;
+		}
 		for (int pos = 0; pos < g->n; pos++) {
-			int node = g->nodes[pos];
-			int s = gs;
-			if (gs == PLACE_C_NONE)
-				s = node_stage_state(p, &a, node, &eg);
-			else if (notes)
-				(void)node_stage_static(p, &a, node, true);
-			if (s == PLACE_C_NONE)
-				s = PLACE_C_GANG + 1;
-			stages[node] = s;
-			a.fail_at[s]++;
+			int s = node_stage_state(p, &a, g->nodes[pos], &eg);
+			a.fail_at[s == PLACE_C_NONE ? PLACE_C_GANG + 1 : s]++;
 		}
 	}
 	out->npicks = 0;

@@ -151,6 +151,8 @@ enum sl_err pl_index_build(struct placer *p)
 		p->groups[g].nodes[n->gpos] = k[i].node;
 		n->imask = (gpumask_t)pl_free_mask(p, k[i].node);
 		file_node(p, k[i].node, n->imask, 1);
+		n->sick = !n->usable || n->bad;
+		p->groups[g].nsick += n->sick;
 	}
 	free(k);
 	return e;
@@ -281,6 +283,8 @@ enum sl_err pl_index_append(struct placer *p, int node)
 		g->nodes[g->n++] = node;
 		n->imask = (gpumask_t)pl_free_mask(p, node);
 		file_node(p, node, n->imask, 1);
+		n->sick = !n->usable || n->bad;
+		g->nsick += n->sick;
 		return SL_OK;
 	}
 	return SL_ENOTFOUND; /* a group of its own: rebuild */
@@ -289,6 +293,11 @@ enum sl_err pl_index_append(struct placer *p, int node)
 void pl_index_update(struct placer *p, int node)
 {
 	struct pl_node *n = &p->nodes[node];
+	bool sick = !n->usable || n->bad;
+	if (sick != n->sick) {
+		p->groups[n->group].nsick += sick ? 1 : -1;
+		n->sick = sick;
+	}
 	gpumask_t m = (gpumask_t)pl_free_mask(p, node);
 	if (m == n->imask)
 		return;

@@ -31,6 +31,7 @@ struct pl_node {
 			      (placer_set_pool) */
 	int group, gpos;   /* its group and position (name order) inside it */
 	int partial_pos;   /* index in placer.partial, or -1 */
+	bool sick;         /* counted in its group's nsick (!usable or a bad GPU) */
 };
 
 /* Distinct free masks of a group of a large type (> PTAB_EAGER_GPUS GPUs). */
@@ -44,6 +45,7 @@ struct pl_group {
 	bool shareable;
 	int n;           /* nodes */
 	int *nodes;      /* node indices, sorted by (price hint, name) */
+	int nsick;       /* nodes out of service or with a GPU out of service */
 	bool small;      /* type has <= PTAB_EAGER_GPUS GPUs: bucket index */
 	int nwords;      /* 64-bit words per bucket bitset */
 	uint64_t *bits;  /* small: [PL_SMALL_MASKS][nwords] group positions */
