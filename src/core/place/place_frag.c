@@ -30,6 +30,7 @@ static void frag_destroy(struct pl_frag *fr)
 	free(fr->rtab);
 	free(fr->rt);
 	free(fr->bgc);
+	free(fr->sgc);
 	for (int i = 0; i < fr->nshapes; i++)
 		free(fr->shapes[i].type_ok);
 	free(fr->shapes);
@@ -75,6 +76,8 @@ void pl_frag_index_changed(struct placer *p)
 	}
 	free(fr->bgc);
 	fr->bgc = NULL;
+	free(fr->sgc);
+	fr->sgc = NULL;
 	uint32_t *nv = realloc(fr->gver, ((size_t)p->ngroups + 1) * sizeof(*nv));
 	if (nv) {
 		fr->gver = nv;
@@ -506,7 +509,7 @@ static void explain_frag(struct placer *p, const struct pl_ctx *c, const struct 
 	if (c->share) {
 		int gpu;
 		struct pl_cand bf;
-		if (pl_share_best(p, c, &node, &gpu)) {
+		if (pl_frag_share_best_kept(p, c, &node, &gpu)) {
 			if (node == best->node && gpu == best->gpu)
 				return;
 		} else if (pl_frag_bestfit_kept(p, c, 1, &bf)) {

@@ -95,6 +95,9 @@ struct pl_frag {
 	/* Best fit's answer per group and size, for the explanation (lazily
 	 * made; [ngver * PL_BGC_K]). */
 	struct pl_bcache *bgc;
+	/* The same for shares (the fullest partly used GPU that fits), per
+	 * group and PL_SGC_SLOTS slots by share size ([ngver * PL_SGC_SLOTS]). */
+	struct pl_scache *sgc;
 };
 
 struct fcand {
@@ -146,11 +149,22 @@ bool pl_frag_node_cand(struct placer *p, const struct pl_ctx *c, int node, struc
 int pl_fcand_cmp(const struct placer *p, const struct fcand *a, const struct fcand *b,
 		 bool whole);
 
+#define PL_SGC_SLOTS 4
+struct pl_scache {
+	uint32_t ver; /* the group's version when kept; 0: nothing kept */
+	int milli, min_bw, cpus;
+	int64_t mem;
+	int node, gpu, rem; /* node -1: none */
+};
+
 /* place_fragtab.c */
 /* The pure workload's answer through the ranked tables; false when no node
  * can take the request, or when a table could not be built (*scan then says
  * to scan). */
 bool pl_frag_fast(struct placer *p, const struct pl_ctx *c, struct fcand *best, bool *scan);
+/* pl_share_best(p, c, node, gpu) with each group's answer kept while the
+ * group is unchanged. */
+bool pl_frag_share_best_kept(struct placer *p, const struct pl_ctx *c, int *node, int *gpu);
 /* pl_index_best(p, c, k, best) with each group's answer kept while the group
  * is unchanged. */
 bool pl_frag_bestfit_kept(struct placer *p, const struct pl_ctx *c, int k,

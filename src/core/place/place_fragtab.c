@@ -436,3 +436,83 @@ bool pl_frag_bestfit_kept(struct placer *p, const struct pl_ctx *c, int k,
 	}
 	return found;
 }
+
+/* pl_share_best()'s answer among group gi's nodes with shares. */
+static void share_group(struct placer *p, const struct pl_ctx *c, int gi, int cpus,
+			int64_t mem, struct pl_scache *e)
+{
+	int milli = c->req->gpu_milli;
+	e->node = e->gpu = -1;
+	e->rem = INT_MAX;
+	for (int i = 0; i < p->npartial; i++) {
+		int nd = p->partial[i];
+		const struct pl_node *n = &p->nodes[nd];
+		if (n->group != gi || !n->usable || !pl_fits_cpu_mem(p, nd, cpus, mem))
+			continue;
+		const struct node_type *t = fleet_node_type(p->f, nd);
+		for (int g = 0; g < t->ngpus; g++) {
+			gpumask_t bit = (gpumask_t)1 << g;
+			if (!(n->shared & bit) || (n->bad & bit))
+				continue;
+			int rem = PL_MILLI - n->used[g];
+			if (rem < milli || rem > e->rem)
+				continue;
+			if (rem == e->rem) {
+				int cmp = pl_name_cmp(p, nd, e->node);
+				if (cmp > 0 || (cmp == 0 && g > e->gpu))
+					continue;
+			}
+			e->rem = rem;
+			e->node = nd;
+			e->gpu = g;
+		}
+	}
+}
+
+bool pl_frag_share_best_kept(struct placer *p, const struct pl_ctx *c, int *node, int *gpu)
+{
+	struct pl_frag *fr = p->frag;
+	if (fr->ngver != p->ngroups || !c->share)
+		return pl_share_best(p, c, node, gpu);
+	if (!fr->sgc) {
+		fr->sgc = calloc((size_t)fr->ngver * PL_SGC_SLOTS + 1, sizeof(*fr->sgc));
+		if (!fr->sgc)
+			return pl_share_best(p, c, node, gpu);
+	}
+	int milli = c->req->gpu_milli, best_rem = INT_MAX;
+	*node = *gpu = -1;
+	for (int gi = 0; gi < p->ngroups; gi++) {
+		const struct pl_group *g = &p->groups[gi];
+		if (!p->group_ok[gi] || !g->shareable)
+			continue; /* pl_share_best's nodes with shares are shareable */
+		struct node_quality q;
+		if (!ptab_full_quality(p->ptabs[g->type], 1, &q) ||
+		    q.bottleneck_gbps < c->req->min_bw_gbps)
+			continue;
+		int cpus;
+		int64_t mem;
+		pl_demand(c, &p->f->types[g->type], 0, milli, &cpus, &mem);
+		struct pl_scache *e =
+			&fr->sgc[(size_t)gi * PL_SGC_SLOTS + (size_t)(milli % PL_SGC_SLOTS)];
+		if (e->ver != fr->gver[gi] || e->milli != milli || e->min_bw != c->req->min_bw_gbps ||
+		    e->cpus != cpus || e->mem != mem) {
+			e->ver = fr->gver[gi];
+			e->milli = milli;
+			e->min_bw = c->req->min_bw_gbps;
+			e->cpus = cpus;
+			e->mem = mem;
+			share_group(p, c, gi, cpus, mem, e);
+		}
+		if (e->node < 0 || e->rem > best_rem)
+			continue;
+		if (e->rem == best_rem) {
+			int cmp = pl_name_cmp(p, e->node, *node);
+			if (cmp > 0 || (cmp == 0 && e->gpu > *gpu))
+				continue;
+		}
+		best_rem = e->rem;
+		*node = e->node;
+		*gpu = e->gpu;
+	}
+	return *node >= 0;
+}
