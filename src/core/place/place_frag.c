@@ -240,7 +240,7 @@ out:
 /* ---- fragmentation ------------------------------------------------------ */
 
 /* F of a node state: free thousandths per GPU, CPUs and memory left. */
-int64_t pl_frag_of(const struct pl_frag *fr, int type, const int *fv, int ngpus,
+static int64_t frag_of(const struct pl_frag *fr, int type, const int *fv, int ngpus,
 		       int cpu_left, int64_t mem_left)
 {
 	int64_t total = 0;
@@ -310,7 +310,7 @@ static int64_t frag_now(struct placer *p, int node)
 	if (!fr->fresh[node]) {
 		struct node_state s;
 		state_of(p, node, &s);
-		fr->before[node] = pl_frag_of(fr, s.type, s.fv, s.ngpus, s.cpu_left, s.mem_left);
+		fr->before[node] = frag_of(fr, s.type, s.fv, s.ngpus, s.cpu_left, s.mem_left);
 		fr->fresh[node] = true;
 	}
 	return fr->before[node];
@@ -384,7 +384,7 @@ bool pl_frag_handles(const struct placer *p, const struct pl_ctx *c)
 }
 
 /* A candidate: the node, what it takes there and how it compares. */
-int pl_fcand_cmp(const struct placer *p, const struct fcand *a, const struct fcand *b,
+static int fcand_cmp(const struct placer *p, const struct fcand *a, const struct fcand *b,
 		     bool whole)
 {
 	if (whole) {
@@ -418,7 +418,7 @@ static int64_t free_total(const struct node_state *s)
 }
 
 /* Judges node for the request; false when it cannot take it. */
-bool pl_frag_node_cand(struct placer *p, const struct pl_ctx *c, int node, struct fcand *out)
+static bool node_cand(struct placer *p, const struct pl_ctx *c, int node, struct fcand *out)
 {
 	const struct pl_node *n = &p->nodes[node];
 	if (!n->usable || !p->group_ok[n->group])
@@ -460,14 +460,14 @@ bool pl_frag_node_cand(struct placer *p, const struct pl_ctx *c, int node, struc
 			struct fcand k = *out;
 			k.gpu = g;
 			k.q = q1;
-			k.delta = p->frag ? pl_frag_of(p->frag, s.type, s.fv, s.ngpus, s.cpu_left - cpus,
+			k.delta = p->frag ? frag_of(p->frag, s.type, s.fv, s.ngpus, s.cpu_left - cpus,
 						    s.mem_left - mem) - before
 					  : 0;
 			k.free_after = free_total(&s);
 			gpumask_t after = fm & ~bit;
 			ptab_leftover(pt, after, &k.left);
 			s.fv[g] += milli;
-			if (!found || pl_fcand_cmp(p, &k, out, false) < 0)
+			if (!found || fcand_cmp(p, &k, out, false) < 0)
 				*out = k;
 			found = true;
 		}
@@ -488,10 +488,28 @@ bool pl_frag_node_cand(struct placer *p, const struct pl_ctx *c, int node, struc
 		ptab_leftover(pt, fm, &out->left);
 	}
 	out->free_after = free_total(&s);
-	out->delta = p->frag ? pl_frag_of(p->frag, s.type, s.fv, s.ngpus, s.cpu_left - cpus,
+	out->delta = p->frag ? frag_of(p->frag, s.type, s.fv, s.ngpus, s.cpu_left - cpus,
 				       s.mem_left - mem) - before
 			     : 0;
 	return true;
+}
+
+/* For place_fragtab.c (place_frag_int.h). */
+int64_t pl_frag_of(const struct pl_frag *fr, int type, const int *fv, int ngpus,
+		   int cpu_left, int64_t mem_left)
+{
+	return frag_of(fr, type, fv, ngpus, cpu_left, mem_left);
+}
+
+bool pl_frag_node_cand(struct placer *p, const struct pl_ctx *c, int node, struct fcand *out)
+{
+	return node_cand(p, c, node, out);
+}
+
+int pl_fcand_cmp(const struct placer *p, const struct fcand *a, const struct fcand *b,
+		 bool whole)
+{
+	return fcand_cmp(p, a, b, whole);
 }
 
 /* What the fragmentation term chose, against what best fit would have: the
@@ -524,7 +542,7 @@ static void explain_frag(struct placer *p, const struct pl_ctx *c, const struct 
 		}
 	}
 	struct fcand k;
-	if (node >= 0 && node != best->node && pl_frag_node_cand(p, c, node, &k)) {
+	if (node >= 0 && node != best->node && node_cand(p, c, node, &k)) {
 		s->bestfit_same = false;
 		s->bestfit_milli = (int64_t)((double)k.delta / w);
 	}
@@ -544,9 +562,9 @@ enum sl_err pl_frag_place(struct placer *p, const struct pl_ctx *c, struct place
 	if (p->frag && p->frag->pure && !p->frag->fast_off && (whole || c->share))
 		found = pl_frag_fast(p, c, &best, &scan);
 	for (int node = 0; scan && node < p->f->nnodes; node++) {
-		if (!pl_frag_node_cand(p, c, node, &k))
+		if (!node_cand(p, c, node, &k))
 			continue;
-		if (!found || pl_fcand_cmp(p, &k, &best, whole) < 0)
+		if (!found || fcand_cmp(p, &k, &best, whole) < 0)
 			best = k;
 		found = true;
 	}

@@ -107,14 +107,13 @@ static void push_bucket(struct placer *p, int *nc, const struct pl_group *g, gpu
 			const struct pl_node *st = &p->nodes[node];
 			if (cpus > cpu_cap - st->cpus_used || mem > mem_cap - st->mem_used)
 				continue; /* pl_fits_cpu_mem() */
-			struct pl_cand *c = &p->cand[(*nc)++];
-			c->node = node;
-			c->pick = *pk;
-			c->freecnt = freecnt;
-			c->unit = 0;
-			c->freq = 0;
-			c->name = p->f->nodes[node].name;
-			c->price = p->f->nodes[node].price_hint;
+			p->cand[(*nc)++] = (struct pl_cand){
+				.node = node,
+				.pick = *pk,
+				.freecnt = freecnt,
+				.name = p->f->nodes[node].name,
+				.price = p->f->nodes[node].price_hint,
+			}; /* the other fields zero, as push() leaves them */
 		}
 }
 
