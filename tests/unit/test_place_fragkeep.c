@@ -153,6 +153,20 @@ static void test_kept_never_stale(void **state)
 	for (int i = 0; i < NP; i++)
 		placement_init(&pl[i]);
 	for (int step = 0; step < 8000; step++) {
+		if (step == 3000 || step == 5000) {
+			/* Joins: named to sort last (appended to their group), then
+			 * one that sorts first (the index is rebuilt). */
+			char name[16];
+			for (int j = 0; j < 6; j++) {
+				snprintf(name, sizeof(name), "z%d%02d", step, j);
+				add_node(&f, &seed, name);
+			}
+			if (step == 5000)
+				add_node(&f, &seed, "a000");
+			for (int q = 0; q < NP; q++)
+				assert_int_equal(placer_nodes_added(p[q]), SL_OK);
+			joined++;
+		}
 		int x = below(&seed, 100);
 		if (x < 22 && nheld > 0) {
 			int i = below(&seed, nheld);
@@ -187,20 +201,6 @@ static void test_kept_never_stale(void **state)
 		if (x == 27 && step % 400 == 0) {
 			apply_workload(m, p); /* the controller's refresh */
 			continue;
-		}
-		if (step == 3000 || step == 5000) {
-			/* Joins: named to sort last (appended to their group), then
-			 * one that sorts first (the index is rebuilt). */
-			char name[16];
-			for (int j = 0; j < 6; j++) {
-				snprintf(name, sizeof(name), "z%d%02d", step, j);
-				add_node(&f, &seed, name);
-			}
-			if (step == 5000)
-				add_node(&f, &seed, "a000");
-			for (int q = 0; q < NP; q++)
-				assert_int_equal(placer_nodes_added(p[q]), SL_OK);
-			joined++;
 		}
 		struct place_request r;
 		request(&seed, &r);
