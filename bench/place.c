@@ -15,6 +15,15 @@
  * so single-node requests and shares go through the fragmentation-aware
  * policy (place_frag.h); gangs keep their own path either way.
  *
+ * Every decision (warm-up included) is folded into a digest of the request
+ * class, the answer and the picks (or the refusal's constraint and sentence): two builds that print the same digest for
+ * the same policy made the same decisions on the whole stream. Each request
+ * class is decided through its own non-inlined function (decide_c*), so a
+ * callgrind run attributes instructions per class:
+ *   valgrind --tool=callgrind bench_place OUT 20000 frag
+ *   callgrind_annotate --inclusive=yes callgrind.out.* | grep decide_c
+ * (the report gives each class's count of calls, warm-up included).
+ *
  * Usage: bench_place [results.md] [requests] [bestfit|frag]  */
 #include <stdarg.h>
 #include <stdint.h>
@@ -271,6 +280,9 @@ static double pl_gpus(const struct placement *pl)
 }
 
 struct result {
+	uint64_t digest;  /* FNV-1a of every decision */
+	int calls[C__N];  /* decisions per class, warm-up included */
+	double load0[3], load1[3];
 	double build_ms, yaml_ms[2], yaml_mib[2], placer_ms, ptab_ms;
 	int nodes, gpus, requests;
 	double busy_min, busy_max, busy_avg;
@@ -280,10 +292,70 @@ struct result {
 
 static bool use_frag;
 
+/* One non-inlined, non-merged decision function per class (see the top). */
+#define B_DECIDE(n)                                                                   \
+	__attribute__((noinline, noipa)) static enum sl_err decide_c##n(                \
+		struct placer *p, const struct place_request *r, struct placement *pl,  \
+		struct sl_diag *d)                                                       \
+	{                                                                                \
+		return placer_place(p, r, pl, d);                                        \
+	}
+B_DECIDE(0_share)
+B_DECIDE(1_gpu1)
+B_DECIDE(2_gpu2)
+B_DECIDE(3_gpu4)
+B_DECIDE(4_gpu8)
+B_DECIDE(5_gang2_8)
+B_DECIDE(6_gang16_32)
+B_DECIDE(7_gang64)
+static enum sl_err (*const decide[C__N])(struct placer *, const struct place_request *,
+					   struct placement *, struct sl_diag *) = {
+	decide_c0_share, decide_c1_gpu1, decide_c2_gpu2, decide_c3_gpu4,
+	decide_c4_gpu8, decide_c5_gang2_8, decide_c6_gang16_32, decide_c7_gang64};
+
+static void fnv(uint64_t *h, int64_t v)
+{
+	for (int i = 0; i < 8; i++) {
+		*h ^= (uint64_t)(v >> (8 * i)) & 0xff;
+		*h *= 1099511628211ULL;
+	}
+}
+
+static void digest(uint64_t *h, enum cls c, enum sl_err e, const struct placement *pl)
+{
+	fnv(h, c);
+	fnv(h, e);
+	if (e == SL_ENOSPACE) { /* the refusal's explanation too */
+		fnv(h, pl->failed);
+		for (const char *w = pl->why; *w; w++)
+			fnv(h, *w);
+	}
+	if (e != SL_OK)
+		return;
+	fnv(h, pl->npicks);
+	for (int i = 0; i < pl->npicks; i++) {
+		const struct place_pick *k = &pl->picks[i];
+		fnv(h, k->node);
+		fnv(h, (int64_t)k->gpus);
+		fnv(h, k->gpu);
+		fnv(h, k->milli);
+		fnv(h, k->cpus);
+		fnv(h, k->mem_mib);
+	}
+	const struct place_score *sc = &pl->score; /* the frag explanation */
+	fnv(h, sc->frag);
+	fnv(h, sc->bestfit_same);
+	fnv(h, sc->frag_milli);
+	fnv(h, sc->bestfit_milli);
+}
+
 static void run(struct result *res, int requests)
 {
 	struct spec sp;
 	spec_make(&sp);
+	res->digest = 14695981039346656037ULL;
+	if (getloadavg(res->load0, 3) != 3)
+		res->load0[0] = res->load0[1] = res->load0[2] = -1;
 	struct fleet f, fy;
 	double t0 = now_ns();
 	build_fleet(&sp, &f);
@@ -375,8 +447,10 @@ static void run(struct result *res, int requests)
 		enum cls c;
 		make_request(&seed, &r, &c);
 		t0 = now_ns();
-		e = placer_place(p, &r, &pl, &d);
+		e = decide[c](p, &r, &pl, &d);
 		double dt = now_ns() - t0;
+		digest(&res->digest, c, e, &pl);
+		res->calls[c]++;
 		if (!warm && busy / total >= B_WARMUP_BUSY)
 			warm = true;
 		if (warm) {
@@ -419,6 +493,8 @@ static void run(struct result *res, int requests)
 	free(held);
 	placer_free(p);
 	fleet_release(&f);
+	if (getloadavg(res->load1, 3) != 3)
+		res->load1[0] = res->load1[1] = res->load1[2] = -1;
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 	res->rss_kib = ru.ru_maxrss;
@@ -476,6 +552,11 @@ static void report(FILE *o, struct result *r, int argc, char **argv)
 	fprintf(o, "\n- fleet: %d nodes, %d GPUs, %d built-in 8-GPU types, %d sites in 2 "
 		   "regions, leaves of %d nodes (fixed seed)\n",
 		r->nodes, r->gpus, B_NTYPES, B_SITES, B_LEAF);
+	fprintf(o, "- load average (1/5/15 min): %.2f %.2f %.2f at the start, %.2f %.2f %.2f "
+		   "at the end\n", r->load0[0], r->load0[1], r->load0[2], r->load1[0],
+		r->load1[1], r->load1[2]);
+	fprintf(o, "- decisions digest: %016llx (FNV-1a of every decision, warm-up "
+		   "included; equal digests = equal decisions)\n", (unsigned long long)r->digest);
 	fprintf(o, "- stream: %d timed requests (fixed seed) after warm-up to %.0f%% busy; "
 		   "busy during timing min %.1f%% / avg %.1f%% / max %.1f%%\n\n",
 		r->requests, B_WARMUP_BUSY * 100, r->busy_min * 100, r->busy_avg * 100,
@@ -491,15 +572,17 @@ static void report(FILE *o, struct result *r, int argc, char **argv)
 	fprintf(o, "## Decision time (placer_place only)\n\n");
 	fprintf(o, "All requests of a class, placed or refused; refusals (which scan the "
 		   "whole fleet to explain themselves) also on their own.\n\n");
-	fprintf(o, "| class | requests | p50 µs | p99 µs | max µs | refused | refusal p50 µs |\n");
-	fprintf(o, "|---|---:|---:|---:|---:|---:|---:|\n");
+	fprintf(o, "| class | requests | p50 µs | p99 µs | max µs | refused | refusal p50 µs | "
+		   "calls (decide_c%%d) |\n");
+	fprintf(o, "|---|---:|---:|---:|---:|---:|---:|---:|\n");
 	for (int c = 0; c < C__N; c++) {
 		struct series *s = &r->cls[c], *f = &r->refused[c];
 		qsort(s->v, (size_t)s->n, sizeof(*s->v), dcmp);
 		qsort(f->v, (size_t)f->n, sizeof(*f->v), dcmp);
-		fprintf(o, "| %s | %d | %.1f | %.1f | %.1f | %d | %.1f |\n", cls_names[c], s->n,
-			pct(s, 0.5) / 1e3, pct(s, 0.99) / 1e3, s->n ? s->v[s->n - 1] / 1e3 : 0,
-			s->refused, pct(f, 0.5) / 1e3);
+		fprintf(o, "| %s | %d | %.1f | %.1f | %.1f | %d | %.1f | %d (%d) |\n", cls_names[c],
+			s->n, pct(s, 0.5) / 1e3, pct(s, 0.99) / 1e3,
+			s->n ? s->v[s->n - 1] / 1e3 : 0, s->refused, pct(f, 0.5) / 1e3, r->calls[c],
+			c);
 	}
 	struct series *cr[2] = {&r->claim, &r->release};
 	fprintf(o, "\n## State changes\n\n| call | count | p50 µs | p99 µs | max µs |\n");

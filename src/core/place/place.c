@@ -788,11 +788,20 @@ static enum sl_err ctx_init(struct placer *p, const struct place_request *r,
 				ok = true;
 		p->type_ok[t] = ok && m && m->mem_gib >= r->min_mem_gib && p->ptabs[t];
 	}
+	/* Site and region once per site, not per group (a string compare). */
+	enum { SITES_AT_ONCE = 64 };
+	bool site_ok[SITES_AT_ONCE];
+	bool per_site = f->nsites <= SITES_AT_ONCE;
+	for (int i = 0; per_site && i < f->nsites; i++)
+		site_ok[i] = (c->site < 0 || i == c->site) &&
+			     (!c->region || !strcmp(f->sites[i].region, c->region));
 	for (int g = 0; g < p->ngroups; g++) {
 		const struct pl_group *gr = &p->groups[g];
 		p->group_ok[g] = p->type_ok[gr->type] && pl_owner_ok(c, gr->owner) &&
-				 (c->site < 0 || gr->site == c->site) &&
-				 (!c->region || !strcmp(f->sites[gr->site].region, c->region)) &&
+				 (per_site ? site_ok[gr->site]
+					   : (c->site < 0 || gr->site == c->site) &&
+						 (!c->region ||
+						  !strcmp(f->sites[gr->site].region, c->region))) &&
 				 (!c->share || gr->shareable);
 	}
 	return SL_OK;

@@ -1,8 +1,9 @@
 /* place_explain.c - why a request was refused.
  *
- * Runs only on the refusal path, so it scans every node instead of using the
- * index: each node is checked against the constraints in PLACE_CONSTRAINTS
- * order and stops at the first it fails. The first constraint after which
+ * Runs only on the refusal path, so it visits every node (group by group of
+ * the index, the checks that depend only on the group made once per group):
+ * each node is checked against the constraints in PLACE_CONSTRAINTS order and
+ * stops at the first it fails. The first constraint after which
  * fewer than the needed nodes survive (one for a single-node request, n for a
  * gang) is the refusal's `failed`, and the nodes that fell at exactly that
  * constraint tell how close the request came. Keeping the checks here in the
@@ -65,8 +66,22 @@ static void note(struct ex_acc *a, const struct placer *p, int stage, int node, 
 	}
 }
 
-/* First constraint node fails (PLACE_C_NONE: it could take the request). */
-static int node_stage(struct placer *p, struct ex_acc *a, int node)
+/* What the state checks of one group's nodes share: the demand and, for
+ * types of at most PTAB_EAGER_GPUS GPUs, whether a free mask holds the
+ * request (-1: not asked yet). */
+struct ex_group {
+	int cpus;
+	int64_t mem;
+	bool memo_ok;
+	int8_t memo[PL_SMALL_MASKS];
+};
+
+/* The checks before a node's state matters (request kind, model, memory,
+ * region, site, owner, size, bandwidth): each depends only on what makes the
+ * node's index group (site, owner, type, shareable), so one node answers for
+ * its group. PLACE_C_NONE when it passes them. With notes, the stages that
+ * keep a closest node note this one. */
+static int node_stage_static(struct placer *p, struct ex_acc *a, int node, bool notes)
 {
 	const struct pl_ctx *c = a->c;
 	const struct place_request *r = c->req;
@@ -79,7 +94,8 @@ static int node_stage(struct placer *p, struct ex_acc *a, int node)
 	if (!model_listed(r, t->gpu))
 		return PLACE_C_MODEL;
 	if (!t->gpu || t->gpu->mem_gib < r->min_mem_gib) {
-		note(a, p, PLACE_C_MEMORY, node, t->gpu ? t->gpu->mem_gib : 0);
+		if (notes)
+			note(a, p, PLACE_C_MEMORY, node, t->gpu ? t->gpu->mem_gib : 0);
 		return PLACE_C_MEMORY;
 	}
 	if (c->region && strcmp(p->f->sites[fn->site].region, c->region))
@@ -89,7 +105,8 @@ static int node_stage(struct placer *p, struct ex_acc *a, int node)
 	if (!pl_owner_ok(c, st->owner))
 		return PLACE_C_OWNER;
 	if (t->ngpus < a->k) {
-		note(a, p, PLACE_C_SIZE, node, t->ngpus);
+		if (notes)
+			note(a, p, PLACE_C_SIZE, node, t->ngpus);
 		return PLACE_C_SIZE;
 	}
 	gpumask_t full = t->ngpus >= 32 ? ~(gpumask_t)0 : (((gpumask_t)1 << t->ngpus) - 1);
@@ -97,26 +114,56 @@ static int node_stage(struct placer *p, struct ex_acc *a, int node)
 	bool qok = r->exclusive ? node_set_quality(t, full, &q)
 				: ptab_full_quality(pt, a->k, &q);
 	if (!qok || q.bottleneck_gbps < r->min_bw_gbps) {
-		note(a, p, PLACE_C_BANDWIDTH, node, qok ? q.bottleneck_gbps : 0);
+		if (notes)
+			note(a, p, PLACE_C_BANDWIDTH, node, qok ? q.bottleneck_gbps : 0);
 		return PLACE_C_BANDWIDTH;
 	}
+	return PLACE_C_NONE;
+}
+
+static void ex_group_init(struct placer *p, struct ex_acc *a, int node, struct ex_group *eg)
+{
+	const struct pl_ctx *c = a->c;
+	const struct node_type *t = fleet_node_type(p->f, node);
+	if (c->share)
+		pl_demand(c, t, 0, c->req->gpu_milli, &eg->cpus, &eg->mem);
+	else if (c->req->exclusive)
+		pl_demand(c, t, t->ngpus, 0, &eg->cpus, &eg->mem);
+	else
+		pl_demand(c, t, a->k, 0, &eg->cpus, &eg->mem);
+	eg->memo_ok = t->ngpus <= PTAB_EAGER_GPUS;
+	if (eg->memo_ok)
+		memset(eg->memo, -1, sizeof(eg->memo));
+}
+
+/* The checks of a node's state, for a node whose group passed the others:
+ * first constraint it fails, PLACE_C_NONE when it could take the request. */
+static int node_stage_state(struct placer *p, struct ex_acc *a, int node, struct ex_group *eg)
+{
+	const struct pl_ctx *c = a->c;
+	const struct place_request *r = c->req;
+	const struct fleet_node *fn = &p->f->nodes[node];
+	const struct node_type *t = &p->f->types[fn->type];
+	struct ptab *pt = p->ptabs[fn->type];
+	const struct pl_node *st = &p->nodes[node];
 	if (!st->usable || t->ngpus - __builtin_popcount(st->bad) < a->k)
 		return PLACE_C_HEALTH;
-	gpumask_t free = (gpumask_t)pl_free_mask(p, node);
-	int cpus, room = 0, gpu = -1;
-	int64_t mem;
-	struct node_pick pk;
+	gpumask_t full = t->ngpus >= 32 ? ~(gpumask_t)0 : (((gpumask_t)1 << t->ngpus) - 1);
+	gpumask_t free = st->imask; /* the index keeps it equal to pl_free_mask() */
+	int room = 0, gpu = -1;
 	bool has;
 	if (c->share) {
 		room = share_room(p, node, &gpu);
 		has = room >= r->gpu_milli;
-		pl_demand(c, t, 0, r->gpu_milli, &cpus, &mem);
 	} else if (r->exclusive) {
 		has = free == full;
-		pl_demand(c, t, t->ngpus, 0, &cpus, &mem);
+	} else if (eg->memo_ok && eg->memo[free] >= 0) {
+		has = eg->memo[free];
 	} else {
+		struct node_pick pk;
 		has = ptab_best(pt, free, a->k, &pk) && pk.q.bottleneck_gbps >= r->min_bw_gbps;
-		pl_demand(c, t, a->k, 0, &cpus, &mem);
+		if (eg->memo_ok)
+			eg->memo[free] = has;
 	}
 	if (!has) {
 		int64_t before = a->best_node[PLACE_C_FREE];
@@ -125,11 +172,104 @@ static int node_stage(struct placer *p, struct ex_acc *a, int node)
 			a->best_gpu = gpu;
 		return PLACE_C_FREE;
 	}
-	if (!pl_fits_cpu_mem(p, node, cpus, mem)) {
+	if (!pl_fits_cpu_mem(p, node, eg->cpus, eg->mem)) {
 		note(a, p, PLACE_C_CPU_MEM, node, t->cpus - st->cpus_used);
 		return PLACE_C_CPU_MEM;
 	}
 	return PLACE_C_NONE;
+}
+
+/* Set bits of m, without the library call a build for any x86-64 makes of
+ * __builtin_popcount. */
+static inline int pop32(gpumask_t m)
+{
+	uint32_t x = (uint32_t)m;
+	x = x - ((x >> 1) & 0x55555555u);
+	x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+	x = (x + (x >> 4)) & 0x0f0f0f0fu;
+	return (int)((x * 0x01010101u) >> 24);
+}
+
+/* One node of a small group whose nodes are all in service with every GPU
+ * in service, whose free mask holds the request: CPU and memory decide. */
+static void fit_stage(struct placer *p, struct ex_acc *a, const struct ex_group *eg, int node,
+		      int cpu_cap, int64_t mem_cap)
+{
+	const struct pl_node *st = &p->nodes[node];
+	if (eg->cpus > cpu_cap - st->cpus_used || eg->mem > mem_cap - st->mem_used) {
+		int v = cpu_cap - st->cpus_used;
+		if (a->best_node[PLACE_C_CPU_MEM] < 0 || v >= a->best_val[PLACE_C_CPU_MEM])
+			note(a, p, PLACE_C_CPU_MEM, node, v);
+		a->fail_at[PLACE_C_CPU_MEM]++;
+	} else {
+		a->fail_at[PLACE_C_GANG + 1]++;
+	}
+}
+
+/* node_stage_state() for every node of a small group passing the group's
+ * checks, for whole-GPU, not exclusive requests (what gangs and most
+ * single-node requests are): the same counts and notes. When no node of the
+ * group is out of service in whole or part, by free mask (the index's
+ * buckets): a mask that cannot hold the request fails all its nodes at once,
+ * and only nodes that could be the closest one or that hold the request are
+ * visited; else node by node. */
+static void group_state_small(struct placer *p, struct ex_acc *a, const struct pl_group *g,
+			      struct ex_group *eg)
+{
+	const struct node_type *t = &p->f->types[g->type];
+	struct ptab *pt = p->ptabs[g->type];
+	int ngpus = t->ngpus, k = a->k, cpu_cap = t->cpus, min_bw = a->c->req->min_bw_gbps;
+	int64_t mem_cap = (int64_t)t->mem_gib * 1024;
+	if (g->nsick == 0) {
+		for (int i = 0; i < g->nnz; i++) {
+			gpumask_t m = g->nz[i];
+			int8_t has = eg->memo[m];
+			if (has < 0) {
+				struct node_pick pk;
+				has = ptab_best(pt, m, k, &pk) && pk.q.bottleneck_gbps >= min_bw;
+				eg->memo[m] = has;
+			}
+			int v = pop32(m);
+			if (!has) {
+				a->fail_at[PLACE_C_FREE] += g->count[m];
+				if (a->best_node[PLACE_C_FREE] >= 0 && v < a->best_val[PLACE_C_FREE])
+					continue;
+			}
+			const uint64_t *w = &g->bits[(size_t)m * (size_t)g->nwords];
+			for (int j = 0; j < g->nwords; j++)
+				for (uint64_t x = w[j]; x; x &= x - 1) {
+					int node = g->nodes[j * 64 + __builtin_ctzll(x)];
+					if (has)
+						fit_stage(p, a, eg, node, cpu_cap, mem_cap);
+					else
+						note(a, p, PLACE_C_FREE, node, v);
+				}
+		}
+		return;
+	}
+	for (int pos = 0; pos < g->n; pos++) {
+		int node = g->nodes[pos];
+		const struct pl_node *st = &p->nodes[node];
+		if (!st->usable || (st->bad && ngpus - pop32(st->bad) < k)) {
+			a->fail_at[PLACE_C_HEALTH]++;
+			continue;
+		}
+		gpumask_t free = st->imask; /* == pl_free_mask() */
+		int8_t has = eg->memo[free];
+		if (has < 0) {
+			struct node_pick pk;
+			has = ptab_best(pt, free, k, &pk) && pk.q.bottleneck_gbps >= min_bw;
+			eg->memo[free] = has;
+		}
+		if (has) {
+			fit_stage(p, a, eg, node, cpu_cap, mem_cap);
+			continue;
+		}
+		int v = pop32(free);
+		if (a->best_node[PLACE_C_FREE] < 0 || v >= a->best_val[PLACE_C_FREE])
+			note(a, p, PLACE_C_FREE, node, v);
+		a->fail_at[PLACE_C_FREE]++;
+	}
 }
 
 /* ---- sentences ----------------------------------------------------------- */
@@ -159,7 +299,8 @@ static void scope_text(const struct pl_ctx *c, char *buf, size_t n)
 		snprintf(buf + w, n - (size_t)w, " owned by %s", r->tenant ? r->tenant : "(nobody)");
 }
 
-/* Distinct region or site names of nodes that fell at stage, listed. */
+/* Distinct region or site names of nodes that fell at stage, listed (stages
+ * per index group: region and site are checked per group). */
 static void places_text(const struct placer *p, const struct ex_acc *a, int stage,
 			const int *stages, bool regions, char *buf, size_t n)
 {
@@ -168,7 +309,7 @@ static void places_text(const struct placer *p, const struct ex_acc *a, int stag
 	size_t len = 0;
 	buf[0] = '\0';
 	for (int i = 0; i < p->f->nnodes; i++) {
-		if (stages[i] != stage)
+		if (stages[p->nodes[i].group] != stage)
 			continue;
 		const struct fleet_site *s = &p->f->sites[p->f->nodes[i].site];
 		const char *name = regions ? s->region : s->name;
@@ -299,14 +440,36 @@ enum sl_err pl_explain(struct placer *p, const struct pl_ctx *c, int per_node, i
 	a.best_gpu = -1;
 	for (int i = 0; i < PLACE_C_GANG + 2; i++)
 		a.best_node[i] = -1;
-	/* PLACE_C_NONE (0) stands for "passes everything": store it past GANG. */
-	int *stages = p->units; /* nunits >= nnodes; free on this path */
-	for (int i = 0; i < p->f->nnodes; i++) {
-		int s = node_stage(p, &a, i);
-		if (s == PLACE_C_NONE)
-			s = PLACE_C_GANG + 1;
-		stages[i] = s;
-		a.fail_at[s]++;
+	/* PLACE_C_NONE (0) stands for "passes everything": store it past GANG.
+	 * Group by group: the checks before a node's state are the group's, and
+	 * the closest nodes noted are the best by value then name whatever the
+	 * order of the visit, so the sentence is the one a node-by-node scan
+	 * writes. */
+	int *stages = p->units; /* per group; nunits >= nnodes >= ngroups */
+	struct ex_group eg;
+	for (int gi = 0; gi < p->ngroups; gi++) {
+		const struct pl_group *g = &p->groups[gi];
+		if (g->n == 0)
+			continue;
+		int gs = node_stage_static(p, &a, g->nodes[0], false);
+		stages[gi] = gs == PLACE_C_NONE ? PLACE_C_GANG + 1 : gs;
+		if (gs != PLACE_C_NONE) {
+			bool notes = gs == PLACE_C_MEMORY || gs == PLACE_C_SIZE ||
+				     gs == PLACE_C_BANDWIDTH;
+			for (int pos = 0; notes && pos < g->n; pos++)
+				(void)node_stage_static(p, &a, g->nodes[pos], true);
+			a.fail_at[gs] += g->n;
+			continue;
+		}
+		ex_group_init(p, &a, g->nodes[0], &eg);
+		if (eg.memo_ok && g->small && !c->share && !c->req->exclusive) {
+			group_state_small(p, &a, g, &eg);
+			continue;
+		}
+		for (int pos = 0; pos < g->n; pos++) {
+			int s = node_stage_state(p, &a, g->nodes[pos], &eg);
+			a.fail_at[s == PLACE_C_NONE ? PLACE_C_GANG + 1 : s]++;
+		}
 	}
 	out->npicks = 0;
 	int alive = p->f->nnodes;

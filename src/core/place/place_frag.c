@@ -7,7 +7,8 @@
  * shape; the classes of a shape then differ only by CPUs and memory, so each
  * adds its weight to "fits" or "does not fit". F of a node's current state is
  * cached per node and dropped whenever the node changes (pl_frag_node_changed
- * is called from place.c's node_changed). */
+ * is called from place.c's node_changed). The per-mask ranked tables and the
+ * other answers kept between decisions are in place_fragtab.c. */
 #include "place_frag.h"
 
 #include <limits.h>
@@ -15,74 +16,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "place_internal.h"
-
-struct pl_fclass {
-	int cpus;
-	int64_t mem;
-	int64_t w;
-};
-
-struct pl_shape {
-	int k, milli;    /* whole GPUs or a share (k == 1, milli < 1000) */
-	bool *type_ok;   /* [ntypes] */
-	int first, n;    /* its classes in pl_frag.cls */
-	int64_t w;       /* their total weight */
-};
-
-#define PL_FTAB_CACHE 64 /* ranked mask tables kept per placer */
-
-/* One free mask judged for a (type, k, milli) request shape. */
-struct pl_fkey {
-	bool ok;
-	gpumask_t set; /* whole GPUs taken */
-	int gpu;       /* share: the GPU, else -1 */
-	struct node_quality q;
-	struct node_leftover left;
-	int64_t delta, free_after;
-};
-
-/* All free masks of a small type ranked for one request shape, best first;
- * tier numbers runs of equal rank (only price and name tell them apart). */
-struct pl_ftab {
-	int type, k, milli;
-	int n;
-	struct pl_fkey key[PL_SMALL_MASKS];   /* by mask */
-	gpumask_t order[PL_SMALL_MASKS];
-	int tier[PL_SMALL_MASKS];
-	int rank[PL_SMALL_MASKS]; /* by mask: its tier; INT_MAX when not ok */
-	struct pl_gcache *gc;     /* [ngroups] each group's last answer, lazily */
-};
-
-struct pl_frag {
-	struct pl_shape *shapes;
-	int nshapes;
-	struct pl_fclass *cls;
-	int ncls;
-	int64_t *before; /* [nnodes] F of the current state */
-	bool *fresh;     /* [nnodes] before[] is valid */
-	/* Balance term: CPUs and memory per GPU thousandth the workload asks for
-	 * on average, and the weight of a stranded thousandth. */
-	double cpu_per_milli, mem_per_milli, bal_w;
-	bool balance_off;
-	/* No class asks for CPUs or memory: F depends on a node's free GPUs
-	 * alone, so nodes without shares can be judged per free mask (the
-	 * ranked tables below) instead of one by one. */
-	bool pure;
-	bool fast_off; /* placer_set_frag_index(p, false): always scan */
-	struct pl_ftab *tabs[PL_FTAB_CACHE];
-	int ntabs, next_evict;
-	/* A version per index group, bumped whenever one of its nodes changes:
-	 * a group's answer for a shape stays good while its version does, so a
-	 * request recomputes only the groups the last claims touched. */
-	uint32_t *gver;
-	int ngver;
-};
+#include "place_frag_int.h"
 
 static void frag_destroy(struct pl_frag *fr)
 {
 	if (!fr)
 		return;
+	if (fr->ncache)
+		for (int i = 0; i < fr->nncache; i++)
+			free(fr->ncache[i]);
+	free(fr->ncache);
+	free(fr->nver);
+	free(fr->rtab);
+	free(fr->rt);
+	free(fr->bgc);
+	free(fr->sgc);
 	for (int i = 0; i < fr->nshapes; i++)
 		free(fr->shapes[i].type_ok);
 	free(fr->shapes);
@@ -109,6 +57,8 @@ void pl_frag_node_changed(struct placer *p, int node)
 	if (!fr)
 		return;
 	fr->fresh[node] = false;
+	if (++fr->nver[node] == 0)
+		fr->nver[node] = 1;
 	int g = p->nodes[node].group;
 	if (g >= 0 && g < fr->ngver && ++fr->gver[g] == 0)
 		fr->gver[g] = 1;
@@ -124,6 +74,10 @@ void pl_frag_index_changed(struct placer *p)
 		free(fr->tabs[i]->gc);
 		fr->tabs[i]->gc = NULL;
 	}
+	free(fr->bgc);
+	fr->bgc = NULL;
+	free(fr->sgc);
+	fr->sgc = NULL;
 	uint32_t *nv = realloc(fr->gver, ((size_t)p->ngroups + 1) * sizeof(*nv));
 	if (nv) {
 		fr->gver = nv;
@@ -197,9 +151,16 @@ enum sl_err placer_set_workload(struct placer *p, const struct place_class *cls,
 		fr->cls = calloc((size_t)n, sizeof(*fr->cls));
 		fr->before = calloc((size_t)nnodes + 1, sizeof(*fr->before));
 		fr->fresh = calloc((size_t)nnodes + 1, sizeof(*fr->fresh));
+		fr->nver = malloc(((size_t)nnodes + 1) * sizeof(*fr->nver));
+		fr->ncache = calloc((size_t)nnodes + 1, sizeof(*fr->ncache));
+		fr->nncache = fr->ncache ? nnodes : 0;
+		fr->rtab = calloc((size_t)ntypes + 1, sizeof(*fr->rtab));
+		fr->rt = calloc((size_t)ntypes + 1, sizeof(*fr->rt));
+		fr->ntypes = ntypes;
 	}
 	enum sl_err e = SL_OK;
-	if (!fr || !shape_of || !ok || !fr->shapes || !fr->cls || !fr->before || !fr->fresh) {
+	if (!fr || !shape_of || !ok || !fr->shapes || !fr->cls || !fr->before || !fr->fresh ||
+	    !fr->nver || !fr->ncache || !fr->rtab || !fr->rt) {
 		e = sl_diag_set(d, SL_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -252,6 +213,8 @@ enum sl_err placer_set_workload(struct placer *p, const struct place_class *cls,
 		fc->w = cls[i].weight;
 		fr->ncls++;
 	}
+	for (int i = 0; i <= nnodes; i++)
+		fr->nver[i] = 1;
 	fr->gver = calloc((size_t)p->ngroups + 1, sizeof(*fr->gver));
 	fr->ngver = fr->gver ? p->ngroups : 0;
 	for (int g = 0; g < fr->ngver; g++)
@@ -366,9 +329,20 @@ enum sl_err pl_frag_nodes_added(struct placer *p, int old_nn)
 	if (!fresh)
 		return SL_ENOMEM;
 	fr->fresh = fresh;
+	uint32_t *nv = realloc(fr->nver, ((size_t)nn + 1) * sizeof(*nv));
+	if (!nv)
+		return SL_ENOMEM;
+	fr->nver = nv;
+	struct pl_ncache **nc = realloc(fr->ncache, ((size_t)nn + 1) * sizeof(*nc));
+	if (!nc)
+		return SL_ENOMEM;
+	fr->ncache = nc;
+	fr->nncache = nn;
 	for (int i = old_nn; i <= nn; i++) {
 		fr->before[i] = 0;
 		fr->fresh[i] = false;
+		fr->nver[i] = 1;
+		fr->ncache[i] = NULL;
 	}
 	return SL_OK;
 }
@@ -377,9 +351,18 @@ void placer_set_frag_balance(struct placer *p, bool on)
 {
 	if (!p || !p->frag)
 		return;
-	p->frag->balance_off = !on;
-	for (int i = 0; i < p->f->nnodes; i++)
-		p->frag->fresh[i] = false;
+	/* Everything kept from the state is dropped (what tests compare
+	 * against); the ranked tables depend on the workload alone. */
+	struct pl_frag *fr = p->frag;
+	fr->balance_off = !on;
+	for (int i = 0; i < p->f->nnodes; i++) {
+		fr->fresh[i] = false;
+		if (++fr->nver[i] == 0)
+			fr->nver[i] = 1;
+	}
+	for (int g = 0; g < fr->ngver; g++)
+		if (++fr->gver[g] == 0)
+			fr->gver[g] = 1;
 }
 
 int64_t placer_node_frag(struct placer *p, int node)
@@ -401,18 +384,6 @@ bool pl_frag_handles(const struct placer *p, const struct pl_ctx *c)
 }
 
 /* A candidate: the node, what it takes there and how it compares. */
-struct fcand {
-	int node;
-	gpumask_t set; /* whole GPUs */
-	int gpu;       /* share: the GPU, else -1 */
-	struct node_quality q;
-	struct node_leftover left;
-	int64_t delta; /* growth of F */
-	int64_t free_after; /* free thousandths left on the node */
-	int cpu_after;
-	int64_t price;
-};
-
 static int fcand_cmp(const struct placer *p, const struct fcand *a, const struct fcand *b,
 		     bool whole)
 {
@@ -523,292 +494,22 @@ static bool node_cand(struct placer *p, const struct pl_ctx *c, int node, struct
 	return true;
 }
 
-/* ---- the ranked tables: frag without visiting every node -------------------
- *
- * With a pure workload, a node without shares is judged by its type and free
- * mask alone: the set a request takes there, its quality, F's growth, the
- * free capacity and the leftover shape are one key per (type, request shape,
- * mask). The masks of each small type are ranked by that key once per shape
- * (lazily; at most PL_FTAB_CACHE shapes kept), and a request walks each
- * eligible group's non-empty masks best-first, exactly like the best-fit
- * index (place_index.c): the first tier with a node that has the CPUs and
- * memory gives the group's candidate, its lowest (price, name) position.
- * Nodes with shares and groups of large types are judged one by one. The
- * answer is the one the full scan gives (test_place_frag.c checks it). */
-
-static int64_t frag_mask(const struct pl_frag *fr, int type, int ngpus, gpumask_t m,
-			 int gpu, int milli)
+/* For place_fragtab.c (place_frag_int.h). */
+int64_t pl_frag_of(const struct pl_frag *fr, int type, const int *fv, int ngpus,
+		   int cpu_left, int64_t mem_left)
 {
-	int fv[TOPO_MAX_GPUS];
-	for (int g = 0; g < ngpus; g++)
-		fv[g] = (m & ((gpumask_t)1 << g)) ? PL_MILLI : 0;
-	if (gpu >= 0)
-		fv[gpu] -= milli;
-	return frag_of(fr, type, fv, ngpus, 1 << 30, (int64_t)1 << 60);
+	return frag_of(fr, type, fv, ngpus, cpu_left, mem_left);
 }
 
-static int fkey_cmp3(const struct pl_fkey *a, const struct pl_fkey *b, bool whole)
+bool pl_frag_node_cand(struct placer *p, const struct pl_ctx *c, int node, struct fcand *out)
 {
-	if (a->ok != b->ok)
-		return a->ok ? -1 : 1;
-	if (whole) {
-		int c = node_quality_cmp(&a->q, &b->q);
-		if (c)
-			return -c;
-	}
-	if (a->delta != b->delta)
-		return a->delta < b->delta ? -1 : 1;
-	if (a->free_after != b->free_after)
-		return a->free_after < b->free_after ? -1 : 1;
-	return -node_leftover_cmp(&a->left, &b->left);
+	return node_cand(p, c, node, out);
 }
 
-static void ftab_sort(struct pl_ftab *t)
+int pl_fcand_cmp(const struct placer *p, const struct fcand *a, const struct fcand *b,
+		 bool whole)
 {
-	/* Insertion sort by (key, mask): 256 entries, built once per shape, and
-	 * no writable global for a qsort context. */
-	bool whole = t->milli >= PL_MILLI;
-	for (int i = 1; i < t->n; i++) {
-		gpumask_t m = t->order[i];
-		int j = i;
-		while (j > 0) {
-			gpumask_t o = t->order[j - 1];
-			int c = fkey_cmp3(&t->key[o], &t->key[m], whole);
-			if (c < 0 || (c == 0 && o < m))
-				break;
-			t->order[j] = o;
-			j--;
-		}
-		t->order[j] = m;
-	}
-	for (int i = 0; i < t->n; i++) {
-		t->tier[i] = i == 0 ? 0
-			   : t->tier[i - 1] + (fkey_cmp3(&t->key[t->order[i - 1]],
-							 &t->key[t->order[i]], whole) != 0);
-		t->rank[t->order[i]] = t->key[t->order[i]].ok ? t->tier[i] : INT_MAX;
-	}
-}
-
-static struct pl_ftab *ftab_get(struct placer *p, int type, int k, int milli)
-{
-	struct pl_frag *fr = p->frag;
-	for (int i = 0; i < fr->ntabs; i++)
-		if (fr->tabs[i]->type == type && fr->tabs[i]->k == k && fr->tabs[i]->milli == milli)
-			return fr->tabs[i];
-	struct pl_ftab *t = calloc(1, sizeof(*t));
-	if (!t)
-		return NULL;
-	struct ptab *pt = p->ptabs[type];
-	int ngpus = p->f->types[type].ngpus;
-	t->type = type;
-	t->k = k;
-	t->milli = milli;
-	t->n = 1 << ngpus;
-	for (int mi = 0; mi < t->n; mi++) {
-		gpumask_t m = (gpumask_t)mi;
-		struct pl_fkey *key = &t->key[mi];
-		t->order[mi] = m;
-		key->gpu = -1;
-		if (milli >= PL_MILLI) {
-			struct node_pick pk;
-			if (__builtin_popcount(m) < k || !ptab_best(pt, m, k, &pk))
-				continue;
-			key->set = pk.set;
-			key->q = pk.q;
-			key->left = pk.left;
-			key->delta = frag_mask(fr, type, ngpus, m & ~pk.set, -1, 0);
-			key->free_after = (int64_t)__builtin_popcount(m & ~pk.set) * PL_MILLI;
-		} else {
-			if (!m || !ptab_full_quality(pt, 1, &key->q))
-				continue;
-			for (int g = 0; g < ngpus; g++) {
-				gpumask_t bit = (gpumask_t)1 << g;
-				struct node_leftover l;
-				if (!(m & bit))
-					continue;
-				ptab_leftover(pt, m & ~bit, &l);
-				if (key->gpu < 0 || node_leftover_cmp(&l, &key->left) > 0) {
-					key->gpu = g;
-					key->left = l;
-				}
-			}
-			key->delta = frag_mask(fr, type, ngpus, m, key->gpu, milli);
-			key->free_after = (int64_t)__builtin_popcount(m) * PL_MILLI - milli;
-		}
-		key->ok = true;
-		key->delta -= frag_mask(fr, type, ngpus, m, -1, 0);
-	}
-	ftab_sort(t);
-	if (fr->ntabs < PL_FTAB_CACHE) {
-		fr->tabs[fr->ntabs++] = t;
-	} else {
-		free(fr->tabs[fr->next_evict]->gc);
-		free(fr->tabs[fr->next_evict]);
-		fr->tabs[fr->next_evict] = t;
-		fr->next_evict = (fr->next_evict + 1) % PL_FTAB_CACHE;
-	}
-	return t;
-}
-
-/* Lowest position of g filed under mask m, without shares, with the CPUs and
- * memory; INT_MAX if none. */
-static int first_plain(const struct placer *p, const struct pl_group *g, gpumask_t m,
-		       int cpus, int64_t mem, int limit)
-{
-	const uint64_t *w = &g->bits[(size_t)m * (size_t)g->nwords];
-	for (int i = 0; i < g->nwords && i * 64 < limit; i++) {
-		for (uint64_t x = w[i]; x; x &= x - 1) {
-			int pos = i * 64 + __builtin_ctzll(x);
-			if (pos >= limit)
-				return INT_MAX;
-			int node = g->nodes[pos];
-			if (!p->nodes[node].shared && pl_fits_cpu_mem(p, node, cpus, mem))
-				return pos;
-		}
-	}
-	return INT_MAX;
-}
-
-struct pl_gcache {
-	uint32_t ver; /* the group's version when kept; 0: nothing kept */
-	int min_bw, cpus;
-	int64_t mem;
-	bool found;
-	struct fcand cand;
-};
-
-static bool group_walk(struct placer *p, const struct pl_ctx *c, const struct pl_group *g,
-		       const struct pl_ftab *tab, int cpus, int64_t mem, struct fcand *out);
-
-/* The group's best node without shares, from the ranked table (or the
- * answer kept since none of its nodes changed); false if none. */
-static bool group_fast(struct placer *p, const struct pl_ctx *c, int gi, struct fcand *out)
-{
-	const struct pl_group *g = &p->groups[gi];
-	const struct node_type *t = &p->f->types[g->type];
-	struct pl_frag *fr = p->frag;
-	int milli = c->share ? c->req->gpu_milli : PL_MILLI;
-	struct pl_ftab *tab = ftab_get(p, g->type, c->share ? 1 : c->k, milli);
-	if (!tab)
-		return false; /* out of memory: the caller scans instead */
-	int cpus;
-	int64_t mem;
-	pl_demand(c, t, c->share ? 0 : c->k, c->share ? milli : 0, &cpus, &mem);
-	if (!tab->gc && fr->ngver == p->ngroups)
-		tab->gc = calloc((size_t)p->ngroups + 1, sizeof(*tab->gc));
-	struct pl_gcache *e = tab->gc && gi < fr->ngver ? &tab->gc[gi] : NULL;
-	if (e && e->ver == fr->gver[gi] && e->min_bw == c->req->min_bw_gbps && e->cpus == cpus &&
-	    e->mem == mem) {
-		if (e->found)
-			*out = e->cand;
-		return e->found;
-	}
-	bool found = group_walk(p, c, g, tab, cpus, mem, out);
-	if (e) {
-		e->ver = fr->gver[gi];
-		e->min_bw = c->req->min_bw_gbps;
-		e->cpus = cpus;
-		e->mem = mem;
-		e->found = found;
-		if (found)
-			e->cand = *out;
-	}
-	return found;
-}
-
-static bool group_walk(struct placer *p, const struct pl_ctx *c, const struct pl_group *g,
-		       const struct pl_ftab *tab, int cpus, int64_t mem, struct fcand *out)
-{
-	/* The best tier among the group's non-empty masks (the index keeps them
-	 * in a list: cheaper than walking the ranked order through empty tiers);
-	 * again above it when no node of that tier has the CPUs and memory. */
-	for (int above = -1;;) {
-		int tier = INT_MAX;
-		for (int i = 0; i < g->nnz; i++) {
-			int m = g->nz[i];
-			if (tab->rank[m] > above && tab->rank[m] < tier &&
-			    tab->key[m].q.bottleneck_gbps >= c->req->min_bw_gbps)
-				tier = tab->rank[m];
-		}
-		if (tier == INT_MAX)
-			return false;
-		int best = INT_MAX;
-		gpumask_t bm = 0;
-		for (int i = 0; i < g->nnz; i++) {
-			int m = g->nz[i];
-			if (tab->rank[m] != tier)
-				continue;
-			int pos = first_plain(p, g, (gpumask_t)m, cpus, mem, best);
-			if (pos < best) {
-				best = pos;
-				bm = (gpumask_t)m;
-			}
-		}
-		if (best != INT_MAX) {
-			const struct pl_fkey *bk = &tab->key[bm];
-			memset(out, 0, sizeof(*out));
-			out->node = g->nodes[best];
-			out->set = bk->set;
-			out->gpu = bk->gpu;
-			out->q = bk->q;
-			out->left = bk->left;
-			out->delta = bk->delta;
-			out->free_after = bk->free_after;
-			out->price = p->f->nodes[out->node].price_hint;
-			return true;
-		}
-		above = tier;
-	}
-}
-
-/* The fast path's answer; false when no node can take the request, or when
- * a table could not be built (*scan then says to scan). */
-static bool frag_fast(struct placer *p, const struct pl_ctx *c, struct fcand *best, bool *scan)
-{
-	bool whole = !c->share, found = false;
-	struct fcand k;
-	*scan = false;
-	for (int gi = 0; gi < p->ngroups; gi++) {
-		const struct pl_group *g = &p->groups[gi];
-		if (!p->group_ok[gi] || p->f->types[g->type].ngpus < (whole ? c->k : 1) ||
-		    (c->share && !g->shareable))
-			continue;
-		struct node_quality fq;
-		if (found && whole && (!ptab_full_quality(p->ptabs[g->type], c->k, &fq) ||
-				       node_quality_cmp(&fq, &best->q) < 0))
-			continue; /* this group cannot beat the best so far */
-		bool ok;
-		if (g->small) {
-			ok = group_fast(p, c, gi, &k);
-			if (!ok && !p->frag->ntabs) {
-				*scan = true;
-				return false;
-			}
-			if (ok && (!found || fcand_cmp(p, &k, best, whole) < 0)) {
-				*best = k;
-				found = true;
-			}
-			continue;
-		}
-		for (int pos = 0; pos < g->n; pos++)
-			if (node_cand(p, c, g->nodes[pos], &k) &&
-			    (!found || fcand_cmp(p, &k, best, whole) < 0)) {
-				*best = k;
-				found = true;
-			}
-	}
-	/* Nodes with shares (only shareable ones have them), one by one. */
-	for (int i = 0; i < p->npartial; i++) {
-		int node = p->partial[i];
-		const struct pl_group *g = &p->groups[p->nodes[node].group];
-		if (!g->small)
-			continue; /* judged above */
-		if (node_cand(p, c, node, &k) && (!found || fcand_cmp(p, &k, best, whole) < 0)) {
-			*best = k;
-			found = true;
-		}
-	}
-	return found;
+	return fcand_cmp(p, a, b, whole);
 }
 
 /* What the fragmentation term chose, against what best fit would have: the
@@ -826,15 +527,15 @@ static void explain_frag(struct placer *p, const struct pl_ctx *c, const struct 
 	if (c->share) {
 		int gpu;
 		struct pl_cand bf;
-		if (pl_share_best(p, c, &node, &gpu)) {
+		if (pl_frag_share_best_kept(p, c, &node, &gpu)) {
 			if (node == best->node && gpu == best->gpu)
 				return;
-		} else if (pl_index_best(p, c, 1, &bf)) {
+		} else if (pl_frag_bestfit_kept(p, c, 1, &bf)) {
 			node = bf.node;
 		}
 	} else if (c->k > 0) {
 		struct pl_cand bf;
-		if (pl_index_best(p, c, c->k, &bf)) {
+		if (pl_frag_bestfit_kept(p, c, c->k, &bf)) {
 			if (bf.node == best->node && bf.pick.set == best->set)
 				return;
 			node = bf.node;
@@ -859,7 +560,7 @@ enum sl_err pl_frag_place(struct placer *p, const struct pl_ctx *c, struct place
 	struct fcand best, k;
 	bool found = false, scan = true;
 	if (p->frag && p->frag->pure && !p->frag->fast_off && (whole || c->share))
-		found = frag_fast(p, c, &best, &scan);
+		found = pl_frag_fast(p, c, &best, &scan);
 	for (int node = 0; scan && node < p->f->nnodes; node++) {
 		if (!node_cand(p, c, node, &k))
 			continue;

@@ -37,6 +37,8 @@ struct gang {
 	int nout;
 	struct unit_stat *ustat;
 	char why[256];       /* why the arrangement failed */
+	bool lesser;         /* a pick was left out only for not being of full
+				quality: the second pass may find more */
 };
 
 int pl_max_eligible_gpus(const struct placer *p)
@@ -93,14 +95,30 @@ static void push(struct placer *p, int *nc, int node,
 static void push_bucket(struct placer *p, int *nc, const struct pl_group *g, gpumask_t m,
 			const struct node_pick *pk, int cpus, int64_t mem)
 {
+	/* push() for every node filed under m, with what they share (the
+	 * type's capacities, the free count) worked out once. */
+	const struct node_type *t = &p->f->types[g->type];
+	int cpu_cap = t->cpus, freecnt = __builtin_popcount(m);
+	int64_t mem_cap = (int64_t)t->mem_gib * 1024;
 	const uint64_t *w = &g->bits[(size_t)m * (size_t)g->nwords];
 	for (int i = 0; i < g->nwords; i++)
-		for (uint64_t x = w[i]; x; x &= x - 1)
-			push(p, nc, g->nodes[i * 64 + __builtin_ctzll(x)], pk, m, cpus, mem);
+		for (uint64_t x = w[i]; x; x &= x - 1) {
+			int node = g->nodes[i * 64 + __builtin_ctzll(x)];
+			const struct pl_node *st = &p->nodes[node];
+			if (cpus > cpu_cap - st->cpus_used || mem > mem_cap - st->mem_used)
+				continue; /* pl_fits_cpu_mem() */
+			p->cand[(*nc)++] = (struct pl_cand){
+				.node = node,
+				.pick = *pk,
+				.freecnt = freecnt,
+				.name = p->f->nodes[node].name,
+				.price = p->f->nodes[node].price_hint,
+			}; /* the other fields zero, as push() leaves them */
+		}
 }
 
 /* The pick a node with free mask m offers, or false. */
-static bool offer(struct placer *p, const struct gang *gg, gpumask_t m, bool full_only,
+static bool offer(struct placer *p, struct gang *gg, gpumask_t m, bool full_only,
 		  struct node_pick *pk)
 {
 	const struct node_type *t = &p->f->types[gg->type];
@@ -120,11 +138,16 @@ static bool offer(struct placer *p, const struct gang *gg, gpumask_t m, bool ful
 	} else if (!ptab_best(pt, m, gg->k, pk)) {
 		return false;
 	}
-	return pk->q.bottleneck_gbps >= gg->c->req->min_bw_gbps &&
-	       (!full_only || pk->full_quality);
+	if (pk->q.bottleneck_gbps < gg->c->req->min_bw_gbps)
+		return false;
+	if (full_only && !pk->full_quality) {
+		gg->lesser = true;
+		return false;
+	}
+	return true;
 }
 
-static int collect(struct placer *p, const struct gang *gg, bool full_only)
+static int collect(struct placer *p, struct gang *gg, bool full_only)
 {
 	const struct node_type *t = &p->f->types[gg->type];
 	struct ptab *pt = p->ptabs[gg->type];
@@ -321,18 +344,20 @@ static int name_cmp(const void *a, const void *b)
 	return strcmp(((const struct pl_cand *)a)->name, ((const struct pl_cand *)b)->name);
 }
 
-static void gang_key(struct placer *p, struct pl_cand *a, int n, struct gang_key *k)
+/* The key of a gang; a's order does not matter (first is the least name). */
+static void gang_key(struct placer *p, const struct pl_cand *a, int n, struct gang_key *k)
 {
-	qsort(a, (size_t)n, sizeof(*a), name_cmp);
 	k->domains = count_units(p, a, n, LV_DOMAIN);
 	k->leaves = count_units(p, a, n, LV_LEAF);
 	k->aligned = true;
 	k->fit = 0;
+	k->first = n ? a[0].name : "";
 	for (int i = 0; i < n; i++) {
 		k->aligned &= a[i].pick.set == a[0].pick.set;
 		k->fit += a[i].freecnt;
+		if (i && strcmp(a[i].name, k->first) < 0)
+			k->first = a[i].name;
 	}
-	k->first = n ? a[0].name : "";
 }
 
 static int gang_key_cmp(const struct gang_key *a, const struct gang_key *b)
@@ -421,6 +446,10 @@ enum sl_err pl_gang_place(struct placer *p, const struct pl_ctx *c, struct place
 	int most = -1;
 	const char *most_type = "";
 	for (int pass = 0; pass < 2 && !found; pass++) {
+		/* The second pass accepts lesser sets; when the first left none
+		 * out it would see the same candidates and fail the same way. */
+		if (pass == 1 && !gg.lesser)
+			break;
 		for (int t = 0; t < p->f->ntypes; t++) {
 			if (!type_eligible(p, t, k))
 				continue;
@@ -441,11 +470,13 @@ enum sl_err pl_gang_place(struct placer *p, const struct pl_ctx *c, struct place
 			if (found && gang_key_cmp(&ck, &bk) >= 0)
 				continue;
 			memcpy(best, cur, (size_t)n * sizeof(*best));
-			gang_key(p, best, n, &bk);
+			bk = ck; /* first points at a name, not into cur */
 			found = true;
 		}
 	}
 	if (found) {
+		/* Picks in name order. */
+		qsort(best, (size_t)n, sizeof(*best), name_cmp);
 		for (int i = 0; i < n && e == SL_OK; i++)
 			e = pl_add_pick(out, p, c, best[i].node, best[i].pick.set, -1, 0,
 					&best[i].pick.q);

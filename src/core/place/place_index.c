@@ -151,6 +151,8 @@ enum sl_err pl_index_build(struct placer *p)
 		p->groups[g].nodes[n->gpos] = k[i].node;
 		n->imask = (gpumask_t)pl_free_mask(p, k[i].node);
 		file_node(p, k[i].node, n->imask, 1);
+		n->sick = !n->usable || n->bad;
+		p->groups[g].nsick += n->sick;
 	}
 	free(k);
 	return e;
@@ -281,6 +283,8 @@ enum sl_err pl_index_append(struct placer *p, int node)
 		g->nodes[g->n++] = node;
 		n->imask = (gpumask_t)pl_free_mask(p, node);
 		file_node(p, node, n->imask, 1);
+		n->sick = !n->usable || n->bad;
+		g->nsick += n->sick;
 		return SL_OK;
 	}
 	return SL_ENOTFOUND; /* a group of its own: rebuild */
@@ -289,6 +293,11 @@ enum sl_err pl_index_append(struct placer *p, int node)
 void pl_index_update(struct placer *p, int node)
 {
 	struct pl_node *n = &p->nodes[node];
+	bool sick = !n->usable || n->bad;
+	if (sick != n->sick) {
+		p->groups[n->group].nsick += sick ? 1 : -1;
+		n->sick = sick;
+	}
 	gpumask_t m = (gpumask_t)pl_free_mask(p, node);
 	if (m == n->imask)
 		return;
@@ -477,6 +486,24 @@ static bool group_large(struct placer *p, const struct pl_ctx *c, int gi, int k,
 	return false;
 }
 
+bool pl_index_group_best(struct placer *p, const struct pl_ctx *c, int gi, int k,
+			 struct pl_cand *out)
+{
+	const struct pl_group *g = &p->groups[gi];
+	const struct node_type *t = &p->f->types[g->type];
+	int cpus;
+	int64_t mem;
+	if (c->share)
+		pl_demand(c, t, 0, c->req->gpu_milli, &cpus, &mem);
+	else
+		pl_demand(c, t, c->req->exclusive ? t->ngpus : k, 0, &cpus, &mem);
+	if (c->req->exclusive)
+		return group_exclusive(p, c, gi, cpus, mem, out);
+	if (g->small)
+		return group_small(p, c, gi, k, cpus, mem, out);
+	return group_large(p, c, gi, k, cpus, mem, out);
+}
+
 bool pl_index_best(struct placer *p, const struct pl_ctx *c, int k, struct pl_cand *best)
 {
 	bool found = false;
@@ -492,21 +519,9 @@ bool pl_index_best(struct placer *p, const struct pl_ctx *c, int k, struct pl_ca
 		    (!ptab_full_quality(p->ptabs[g->type], k, &fq) ||
 		     node_quality_cmp(&fq, &best->pick.q) < 0))
 			continue; /* this group cannot beat the best so far */
-		int cpus;
-		int64_t mem;
-		if (c->share)
-			pl_demand(c, t, 0, c->req->gpu_milli, &cpus, &mem);
-		else
-			pl_demand(c, t, c->req->exclusive ? t->ngpus : k, 0, &cpus, &mem);
 		struct pl_cand cand;
-		bool ok;
-		if (c->req->exclusive)
-			ok = group_exclusive(p, c, gi, cpus, mem, &cand);
-		else if (g->small)
-			ok = group_small(p, c, gi, k, cpus, mem, &cand);
-		else
-			ok = group_large(p, c, gi, k, cpus, mem, &cand);
-		if (ok && (!found || pl_cand_cmp(p, &cand, best) < 0)) {
+		if (pl_index_group_best(p, c, gi, k, &cand) &&
+		    (!found || pl_cand_cmp(p, &cand, best) < 0)) {
 			*best = cand;
 			found = true;
 		}

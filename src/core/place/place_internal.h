@@ -31,6 +31,7 @@ struct pl_node {
 			      (placer_set_pool) */
 	int group, gpos;   /* its group and position (name order) inside it */
 	int partial_pos;   /* index in placer.partial, or -1 */
+	bool sick;         /* counted in its group's nsick (!usable or a bad GPU) */
 };
 
 /* Distinct free masks of a group of a large type (> PTAB_EAGER_GPUS GPUs). */
@@ -44,6 +45,7 @@ struct pl_group {
 	bool shareable;
 	int n;           /* nodes */
 	int *nodes;      /* node indices, sorted by (price hint, name) */
+	int nsick;       /* nodes out of service or with a GPU out of service */
 	bool small;      /* type has <= PTAB_EAGER_GPUS GPUs: bucket index */
 	int nwords;      /* 64-bit words per bucket bitset */
 	uint64_t *bits;  /* small: [PL_SMALL_MASKS][nwords] group positions */
@@ -145,6 +147,11 @@ void pl_partial_update(struct placer *p, int node);
 /* Best single node for k GPUs among groups with group_ok; false if none. */
 bool pl_index_best(struct placer *p, const struct pl_ctx *c, int k,
 		   struct pl_cand *best);
+/* pl_index_best's answer inside group gi alone (group_ok and size unchecked):
+ * a function of the group's nodes' state and the request, so callers may keep
+ * it while no node of the group changes (place_frag.c does). */
+bool pl_index_group_best(struct placer *p, const struct pl_ctx *c, int gi, int k,
+			 struct pl_cand *out);
 /* Best partly used GPU for a share; false if none. */
 bool pl_share_best(struct placer *p, const struct pl_ctx *c, int *node, int *gpu);
 

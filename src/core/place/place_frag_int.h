@@ -1,0 +1,173 @@
+/* place_frag_int.h - what the fragmentation-aware policy's files share:
+ * place_frag.c (the workload, F, node-by-node judging, the decision) and
+ * place_fragtab.c (the per-mask ranked tables and the answers kept between
+ * decisions). Nothing outside them includes it. */
+#ifndef SL_PLACE_FRAG_INT_H
+#define SL_PLACE_FRAG_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "place_frag.h"
+#include "place_internal.h"
+
+struct pl_fclass {
+	int cpus;
+	int64_t mem;
+	int64_t w;
+};
+
+struct pl_shape {
+	int k, milli;    /* whole GPUs or a share (k == 1, milli < 1000) */
+	bool *type_ok;   /* [ntypes] */
+	int first, n;    /* its classes in pl_frag.cls */
+	int64_t w;       /* their total weight */
+};
+
+#define PL_FTAB_CACHE 64 /* ranked mask tables kept per placer */
+
+/* One free mask judged for a (type, k, milli) request shape. */
+struct pl_fkey {
+	bool ok;
+	gpumask_t set; /* whole GPUs taken */
+	int gpu;       /* share: the GPU, else -1 */
+	struct node_quality q;
+	struct node_leftover left;
+	int64_t delta, free_after;
+};
+
+/* All free masks of a small type ranked for one request shape, best first;
+ * tier numbers runs of equal rank (only price and name tell them apart). */
+struct pl_ftab {
+	int type, k, milli;
+	int n;
+	struct pl_fkey key[PL_SMALL_MASKS];   /* by mask */
+	gpumask_t order[PL_SMALL_MASKS];
+	int tier[PL_SMALL_MASKS];
+	int rank[PL_SMALL_MASKS]; /* by mask: its tier; INT_MAX when not ok */
+	struct pl_gcache *gc;     /* [ngroups] each group's last answer, lazily */
+};
+
+struct pl_rtype {
+	uint32_t stamp;
+	int cpus;
+	int64_t mem;
+	bool fq_ok;
+	struct node_quality fq;
+};
+
+struct pl_frag {
+	struct pl_shape *shapes;
+	int nshapes;
+	struct pl_fclass *cls;
+	int ncls;
+	int64_t *before; /* [nnodes] F of the current state */
+	bool *fresh;     /* [nnodes] before[] is valid */
+	/* Balance term: CPUs and memory per GPU thousandth the workload asks for
+	 * on average, and the weight of a stranded thousandth. */
+	double cpu_per_milli, mem_per_milli, bal_w;
+	bool balance_off;
+	/* No class asks for CPUs or memory: F depends on a node's free GPUs
+	 * alone, so nodes without shares can be judged per free mask (the
+	 * ranked tables below) instead of one by one. */
+	bool pure;
+	bool fast_off; /* placer_set_frag_index(p, false): always scan */
+	struct pl_ftab *tabs[PL_FTAB_CACHE];
+	int ntabs, next_evict;
+	/* A version per index group, bumped whenever one of its nodes changes:
+	 * a group's answer for a shape stays good while its version does, so a
+	 * request recomputes only the groups the last claims touched. */
+	uint32_t *gver;
+	int ngver;
+	/* The same per node (never 0), and, for nodes with shares under a pure
+	 * workload, their judged candidate per request shape (lazily made). */
+	uint32_t *nver;
+	struct pl_ncache **ncache; /* [nncache] */
+	int nncache;
+	/* The ranked table of each type for the request being placed (NULL: not
+	 * looked up yet); ftab_get's eviction clears an entry it frees. */
+	struct pl_ftab **rtab;
+	int ntypes;
+	/* Per type, for the request being judged: its demand and the type's
+	 * full quality for the request's size (valid while stamp == rstamp). */
+	struct pl_rtype *rt;
+	uint32_t rstamp;
+	/* Best fit's answer per group and size, for the explanation (lazily
+	 * made; [ngver * PL_BGC_K]). */
+	struct pl_bcache *bgc;
+	/* The same for shares (the fullest partly used GPU that fits), per
+	 * group and PL_SGC_SLOTS slots by share size ([ngver * PL_SGC_SLOTS]). */
+	struct pl_scache *sgc;
+};
+
+struct fcand {
+	int node;
+	gpumask_t set; /* whole GPUs */
+	int gpu;       /* share: the GPU, else -1 */
+	struct node_quality q;
+	struct node_leftover left;
+	int64_t delta; /* growth of F */
+	int64_t free_after; /* free thousandths left on the node */
+	int cpu_after;
+	int64_t price;
+};
+
+/* A node's judged candidate for one request shape (pure workloads): the
+ * candidate node_cand gives with no bandwidth floor, valid while the node's
+ * version is ver (0: empty). CPUs, memory and bandwidth are checked per
+ * request; F's growth under a pure workload depends on neither. */
+#define PL_NCACHE 8
+struct pl_nslot {
+	uint32_t ver;
+	int k, milli;
+	bool found;
+	struct fcand cand;
+};
+struct pl_ncache {
+	struct pl_nslot s[PL_NCACHE];
+	int next;
+};
+
+/* Best fit's answer in one group for one request size (the explanation). */
+#define PL_BGC_K (TOPO_MAX_GPUS + 1)
+struct pl_bcache {
+	uint32_t ver; /* the group's version when kept; 0: nothing kept */
+	bool share;
+	int min_bw, cpus;
+	int64_t mem;
+	bool found;
+	struct pl_cand cand;
+};
+
+/* place_frag.c */
+/* F of a node state: free thousandths per GPU, CPUs and memory left. */
+int64_t pl_frag_of(const struct pl_frag *fr, int type, const int *fv, int ngpus,
+		   int cpu_left, int64_t mem_left);
+/* Judges node for the request; false when it cannot take it. */
+bool pl_frag_node_cand(struct placer *p, const struct pl_ctx *c, int node, struct fcand *out);
+/* < 0 when a is the better candidate. */
+int pl_fcand_cmp(const struct placer *p, const struct fcand *a, const struct fcand *b,
+		 bool whole);
+
+#define PL_SGC_SLOTS 4
+struct pl_scache {
+	uint32_t ver; /* the group's version when kept; 0: nothing kept */
+	int milli, min_bw, cpus;
+	int64_t mem;
+	int node, gpu, rem; /* node -1: none */
+};
+
+/* place_fragtab.c */
+/* The pure workload's answer through the ranked tables; false when no node
+ * can take the request, or when a table could not be built (*scan then says
+ * to scan). */
+bool pl_frag_fast(struct placer *p, const struct pl_ctx *c, struct fcand *best, bool *scan);
+/* pl_share_best(p, c, node, gpu) with each group's answer kept while the
+ * group is unchanged. */
+bool pl_frag_share_best_kept(struct placer *p, const struct pl_ctx *c, int *node, int *gpu);
+/* pl_index_best(p, c, k, best) with each group's answer kept while the group
+ * is unchanged. */
+bool pl_frag_bestfit_kept(struct placer *p, const struct pl_ctx *c, int k,
+			  struct pl_cand *best);
+
+#endif

@@ -1,0 +1,518 @@
+/* place_fragtab.c - the fragmentation-aware policy without visiting every
+ * node, and the answers it keeps between decisions (place_frag.h).
+ *
+ * Kept answers are keyed by versions that place.c's node_changed() bumps
+ * (pl_frag_node_changed: the node's and its index group's), so a decision
+ * with kept answers is the decision without them (test_place_fragkeep.c). */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "place_frag_int.h"
+
+/* A new request to judge: what rtype() worked out is stale. */
+static void rtype_reset(struct pl_frag *fr)
+{
+	if (++fr->rstamp == 0) {
+		memset(fr->rt, 0, (size_t)fr->ntypes * sizeof(*fr->rt));
+		fr->rstamp = 1;
+	}
+}
+
+/* The request's demand on a node of type t and t's full quality for c->k
+ * GPUs (the bound no set of a node of t beats), once per type and request. */
+static const struct pl_rtype *rtype_make(struct placer *p, const struct pl_ctx *c, int type);
+
+static inline const struct pl_rtype *rtype(struct placer *p, const struct pl_ctx *c, int type)
+{
+	const struct pl_rtype *r = &p->frag->rt[type];
+	return r->stamp == p->frag->rstamp ? r : rtype_make(p, c, type);
+}
+
+static const struct pl_rtype *rtype_make(struct placer *p, const struct pl_ctx *c, int type)
+{
+	struct pl_frag *fr = p->frag;
+	struct pl_rtype *r = &fr->rt[type];
+	const struct node_type *t = &p->f->types[type];
+	r->stamp = fr->rstamp;
+	if (c->share)
+		pl_demand(c, t, 0, c->req->gpu_milli, &r->cpus, &r->mem);
+	else
+		pl_demand(c, t, c->k, 0, &r->cpus, &r->mem);
+	r->fq_ok = ptab_full_quality(p->ptabs[type], c->k, &r->fq);
+	return r;
+}
+
+/* node_cand under a pure workload, through the node's kept candidates: the
+ * same answer (F's growth then depends on the free GPUs alone, so the
+ * candidate with no bandwidth floor is a function of the node's state and
+ * the request's shape; the floor, CPUs and memory are checked here). */
+static bool node_cand_kept(struct placer *p, const struct pl_ctx *c, int node,
+			   struct fcand *out)
+{
+	struct pl_frag *fr = p->frag;
+	const struct pl_node *n = &p->nodes[node];
+	if (!n->usable || !p->group_ok[n->group])
+		return false;
+	if (node >= fr->nncache)
+		return pl_frag_node_cand(p, c, node, out);
+	const struct node_type *t = fleet_node_type(p->f, node);
+	int milli = c->share ? c->req->gpu_milli : 0;
+	int k = c->share ? 0 : c->k;
+	const struct pl_rtype *rt = rtype(p, c, p->f->nodes[node].type);
+	int cpus = rt->cpus;
+	if (cpus > t->cpus - n->cpus_used ||
+	    rt->mem > (int64_t)t->mem_gib * 1024 - n->mem_used)
+		return false; /* pl_fits_cpu_mem() */
+	struct pl_ncache *nc = fr->ncache[node];
+	if (!nc) {
+		nc = fr->ncache[node] = calloc(1, sizeof(*nc));
+		if (!nc)
+			return pl_frag_node_cand(p, c, node, out);
+	}
+	uint32_t ver = fr->nver[node];
+	struct pl_nslot *e = NULL;
+	for (int i = 0; i < PL_NCACHE && !e; i++)
+		if (nc->s[i].ver == ver && nc->s[i].k == k && nc->s[i].milli == milli)
+			e = &nc->s[i];
+	if (!e) {
+		/* Judged with no bandwidth floor (a copy of the request). */
+		struct place_request r0 = *c->req;
+		struct pl_ctx c0 = *c;
+		r0.min_bw_gbps = 0;
+		c0.req = &r0;
+		e = &nc->s[nc->next];
+		nc->next = (nc->next + 1) % PL_NCACHE;
+		e->ver = ver;
+		e->k = k;
+		e->milli = milli;
+		e->found = pl_frag_node_cand(p, &c0, node, &e->cand);
+	}
+	if (!e->found || e->cand.q.bottleneck_gbps < c->req->min_bw_gbps)
+		return false;
+	*out = e->cand;
+	out->cpu_after = t->cpus - n->cpus_used - cpus;
+	return true;
+}
+
+/* ---- the ranked tables: frag without visiting every node -------------------
+ *
+ * With a pure workload, a node without shares is judged by its type and free
+ * mask alone: the set a request takes there, its quality, F's growth, the
+ * free capacity and the leftover shape are one key per (type, request shape,
+ * mask). The masks of each small type are ranked by that key once per shape
+ * (lazily; at most PL_FTAB_CACHE shapes kept), and a request walks each
+ * eligible group's non-empty masks best-first, exactly like the best-fit
+ * index (place_index.c): the first tier with a node that has the CPUs and
+ * memory gives the group's candidate, its lowest (price, name) position.
+ * Nodes with shares and groups of large types are judged one by one. The
+ * answer is the one the full scan gives (test_place_frag.c checks it). */
+
+static int64_t frag_mask(const struct pl_frag *fr, int type, int ngpus, gpumask_t m,
+			 int gpu, int milli)
+{
+	int fv[TOPO_MAX_GPUS];
+	for (int g = 0; g < ngpus; g++)
+		fv[g] = (m & ((gpumask_t)1 << g)) ? PL_MILLI : 0;
+	if (gpu >= 0)
+		fv[gpu] -= milli;
+	return pl_frag_of(fr, type, fv, ngpus, 1 << 30, (int64_t)1 << 60);
+}
+
+static int fkey_cmp3(const struct pl_fkey *a, const struct pl_fkey *b, bool whole)
+{
+	if (a->ok != b->ok)
+		return a->ok ? -1 : 1;
+	if (whole) {
+		int c = node_quality_cmp(&a->q, &b->q);
+		if (c)
+			return -c;
+	}
+	if (a->delta != b->delta)
+		return a->delta < b->delta ? -1 : 1;
+	if (a->free_after != b->free_after)
+		return a->free_after < b->free_after ? -1 : 1;
+	return -node_leftover_cmp(&a->left, &b->left);
+}
+
+static void ftab_sort(struct pl_ftab *t)
+{
+	/* Insertion sort by (key, mask): 256 entries, built once per shape, and
+	 * no writable global for a qsort context. */
+	bool whole = t->milli >= PL_MILLI;
+	for (int i = 1; i < t->n; i++) {
+		gpumask_t m = t->order[i];
+		int j = i;
+		while (j > 0) {
+			gpumask_t o = t->order[j - 1];
+			int c = fkey_cmp3(&t->key[o], &t->key[m], whole);
+			if (c < 0 || (c == 0 && o < m))
+				break;
+			t->order[j] = o;
+			j--;
+		}
+		t->order[j] = m;
+	}
+	for (int i = 0; i < t->n; i++) {
+		t->tier[i] = i == 0 ? 0
+			   : t->tier[i - 1] + (fkey_cmp3(&t->key[t->order[i - 1]],
+							 &t->key[t->order[i]], whole) != 0);
+		t->rank[t->order[i]] = t->key[t->order[i]].ok ? t->tier[i] : INT_MAX;
+	}
+}
+
+static struct pl_ftab *ftab_get(struct placer *p, int type, int k, int milli)
+{
+	struct pl_frag *fr = p->frag;
+	for (int i = 0; i < fr->ntabs; i++)
+		if (fr->tabs[i]->type == type && fr->tabs[i]->k == k && fr->tabs[i]->milli == milli)
+			return fr->tabs[i];
+	struct pl_ftab *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	struct ptab *pt = p->ptabs[type];
+	int ngpus = p->f->types[type].ngpus;
+	t->type = type;
+	t->k = k;
+	t->milli = milli;
+	t->n = 1 << ngpus;
+	for (int mi = 0; mi < t->n; mi++) {
+		gpumask_t m = (gpumask_t)mi;
+		struct pl_fkey *key = &t->key[mi];
+		t->order[mi] = m;
+		key->gpu = -1;
+		if (milli >= PL_MILLI) {
+			struct node_pick pk;
+			if (__builtin_popcount(m) < k || !ptab_best(pt, m, k, &pk))
+				continue;
+			key->set = pk.set;
+			key->q = pk.q;
+			key->left = pk.left;
+			key->delta = frag_mask(fr, type, ngpus, m & ~pk.set, -1, 0);
+			key->free_after = (int64_t)__builtin_popcount(m & ~pk.set) * PL_MILLI;
+		} else {
+			if (!m || !ptab_full_quality(pt, 1, &key->q))
+				continue;
+			for (int g = 0; g < ngpus; g++) {
+				gpumask_t bit = (gpumask_t)1 << g;
+				struct node_leftover l;
+				if (!(m & bit))
+					continue;
+				ptab_leftover(pt, m & ~bit, &l);
+				if (key->gpu < 0 || node_leftover_cmp(&l, &key->left) > 0) {
+					key->gpu = g;
+					key->left = l;
+				}
+			}
+			key->delta = frag_mask(fr, type, ngpus, m, key->gpu, milli);
+			key->free_after = (int64_t)__builtin_popcount(m) * PL_MILLI - milli;
+		}
+		key->ok = true;
+		key->delta -= frag_mask(fr, type, ngpus, m, -1, 0);
+	}
+	ftab_sort(t);
+	if (fr->ntabs < PL_FTAB_CACHE) {
+		fr->tabs[fr->ntabs++] = t;
+	} else {
+		struct pl_ftab *gone = fr->tabs[fr->next_evict];
+		for (int i = 0; i < fr->ntypes; i++)
+			if (fr->rtab[i] == gone)
+				fr->rtab[i] = NULL;
+		free(gone->gc);
+		free(gone);
+		fr->tabs[fr->next_evict] = t;
+		fr->next_evict = (fr->next_evict + 1) % PL_FTAB_CACHE;
+	}
+	return t;
+}
+
+/* Lowest position of g filed under mask m, without shares, with the CPUs and
+ * memory; INT_MAX if none. */
+static int first_plain(const struct placer *p, const struct pl_group *g, gpumask_t m,
+		       int cpus, int64_t mem, int limit)
+{
+	const uint64_t *w = &g->bits[(size_t)m * (size_t)g->nwords];
+	for (int i = 0; i < g->nwords && i * 64 < limit; i++) {
+		for (uint64_t x = w[i]; x; x &= x - 1) {
+			int pos = i * 64 + __builtin_ctzll(x);
+			if (pos >= limit)
+				return INT_MAX;
+			int node = g->nodes[pos];
+			if (!p->nodes[node].shared && pl_fits_cpu_mem(p, node, cpus, mem))
+				return pos;
+		}
+	}
+	return INT_MAX;
+}
+
+struct pl_gcache {
+	uint32_t ver; /* the group's version when kept; 0: nothing kept */
+	int min_bw, cpus;
+	int64_t mem;
+	bool found;
+	struct fcand cand;
+};
+
+static bool group_walk(struct placer *p, const struct pl_ctx *c, const struct pl_group *g,
+		       const struct pl_ftab *tab, int cpus, int64_t mem, struct fcand *out);
+
+/* The group's best node: those without shares from the ranked table, those
+ * with shares one by one (through their kept candidates); or the answer
+ * kept since none of the group's nodes changed. False if none. */
+static bool group_fast(struct placer *p, const struct pl_ctx *c, int gi, struct fcand *out)
+{
+	const struct pl_group *g = &p->groups[gi];
+	struct pl_frag *fr = p->frag;
+	int milli = c->share ? c->req->gpu_milli : PL_MILLI;
+	struct pl_ftab *tab = fr->rtab[g->type];
+	if (!tab) /* once per type and request: frag_fast cleared rtab */
+		tab = fr->rtab[g->type] = ftab_get(p, g->type, c->share ? 1 : c->k, milli);
+	if (!tab)
+		return false; /* out of memory: the caller scans instead */
+	const struct pl_rtype *rt = rtype(p, c, g->type);
+	int cpus = rt->cpus;
+	int64_t mem = rt->mem;
+	if (!tab->gc && fr->ngver == p->ngroups)
+		tab->gc = calloc((size_t)p->ngroups + 1, sizeof(*tab->gc));
+	struct pl_gcache *e = tab->gc && gi < fr->ngver ? &tab->gc[gi] : NULL;
+	if (e && e->ver == fr->gver[gi] && e->min_bw == c->req->min_bw_gbps && e->cpus == cpus &&
+	    e->mem == mem) {
+		if (e->found)
+			*out = e->cand;
+		return e->found;
+	}
+	bool found = group_walk(p, c, g, tab, cpus, mem, out);
+	struct fcand k;
+	for (int i = 0; i < p->npartial; i++) {
+		int node = p->partial[i];
+		if (p->nodes[node].group == gi && node_cand_kept(p, c, node, &k) &&
+		    (!found || pl_fcand_cmp(p, &k, out, !c->share) < 0)) {
+			*out = k;
+			found = true;
+		}
+	}
+	if (e) {
+		e->ver = fr->gver[gi];
+		e->min_bw = c->req->min_bw_gbps;
+		e->cpus = cpus;
+		e->mem = mem;
+		e->found = found;
+		if (found)
+			e->cand = *out;
+	}
+	return found;
+}
+
+static bool group_walk(struct placer *p, const struct pl_ctx *c, const struct pl_group *g,
+		       const struct pl_ftab *tab, int cpus, int64_t mem, struct fcand *out)
+{
+	/* The best tier among the group's non-empty masks (the index keeps them
+	 * in a list: cheaper than walking the ranked order through empty tiers);
+	 * again above it when no node of that tier has the CPUs and memory. */
+	for (int above = -1;;) {
+		int tier = INT_MAX;
+		for (int i = 0; i < g->nnz; i++) {
+			int m = g->nz[i];
+			if (tab->rank[m] > above && tab->rank[m] < tier &&
+			    tab->key[m].q.bottleneck_gbps >= c->req->min_bw_gbps)
+				tier = tab->rank[m];
+		}
+		if (tier == INT_MAX)
+			return false;
+		int best = INT_MAX;
+		gpumask_t bm = 0;
+		for (int i = 0; i < g->nnz; i++) {
+			int m = g->nz[i];
+			if (tab->rank[m] != tier)
+				continue;
+			int pos = first_plain(p, g, (gpumask_t)m, cpus, mem, best);
+			if (pos < best) {
+				best = pos;
+				bm = (gpumask_t)m;
+			}
+		}
+		if (best != INT_MAX) {
+			const struct pl_fkey *bk = &tab->key[bm];
+			memset(out, 0, sizeof(*out));
+			out->node = g->nodes[best];
+			out->set = bk->set;
+			out->gpu = bk->gpu;
+			out->q = bk->q;
+			out->left = bk->left;
+			out->delta = bk->delta;
+			out->free_after = bk->free_after;
+			out->price = p->f->nodes[out->node].price_hint;
+			return true;
+		}
+		above = tier;
+	}
+}
+
+/* The fast path's answer; false when no node can take the request, or when
+ * a table could not be built (*scan then says to scan). */
+bool pl_frag_fast(struct placer *p, const struct pl_ctx *c, struct fcand *best, bool *scan)
+{
+	bool whole = !c->share, found = false;
+	struct fcand k;
+	*scan = false;
+	memset(p->frag->rtab, 0, (size_t)p->frag->ntypes * sizeof(*p->frag->rtab));
+	rtype_reset(p->frag);
+	for (int gi = 0; gi < p->ngroups; gi++) {
+		const struct pl_group *g = &p->groups[gi];
+		if (!p->group_ok[gi] || p->f->types[g->type].ngpus < (whole ? c->k : 1) ||
+		    (c->share && !g->shareable))
+			continue;
+		const struct pl_rtype *rt = rtype(p, c, g->type);
+		if (found && whole && (!rt->fq_ok || node_quality_cmp(&rt->fq, &best->q) < 0))
+			continue; /* this group cannot beat the best so far */
+		bool ok;
+		if (g->small) {
+			ok = group_fast(p, c, gi, &k);
+			if (!ok && !p->frag->ntabs) {
+				*scan = true;
+				return false;
+			}
+			if (ok && (!found || pl_fcand_cmp(p, &k, best, whole) < 0)) {
+				*best = k;
+				found = true;
+			}
+			continue;
+		}
+		for (int pos = 0; pos < g->n; pos++)
+			if (pl_frag_node_cand(p, c, g->nodes[pos], &k) &&
+			    (!found || pl_fcand_cmp(p, &k, best, whole) < 0)) {
+				*best = k;
+				found = true;
+			}
+	}
+	/* Nodes with shares were judged with their group (only shareable nodes
+	 * have shares; a large group's nodes are all judged above). */
+	return found;
+}
+
+/* pl_index_best(p, c, k, best), with each group's answer kept until one of
+ * its nodes changes (the versions of the ranked tables' group answers): the
+ * explanation asks best fit on every decision, and most groups are as they
+ * were at the last one. */
+bool pl_frag_bestfit_kept(struct placer *p, const struct pl_ctx *c, int k,
+			 struct pl_cand *best)
+{
+	struct pl_frag *fr = p->frag;
+	if (fr->ngver != p->ngroups || k != c->k || k >= PL_BGC_K || c->req->exclusive)
+		return pl_index_best(p, c, k, best);
+	if (!fr->bgc) {
+		fr->bgc = calloc((size_t)fr->ngver * PL_BGC_K + 1, sizeof(*fr->bgc));
+		if (!fr->bgc)
+			return pl_index_best(p, c, k, best);
+	}
+	bool found = false;
+	rtype_reset(fr); /* rtype() works for c->k, which is k here */
+	for (int gi = 0; gi < p->ngroups; gi++) {
+		if (!p->group_ok[gi])
+			continue;
+		const struct pl_group *g = &p->groups[gi];
+		const struct node_type *t = &p->f->types[g->type];
+		if (t->ngpus < k)
+			continue;
+		const struct pl_rtype *rt = rtype(p, c, g->type);
+		if (found && (!rt->fq_ok || node_quality_cmp(&rt->fq, &best->pick.q) < 0))
+			continue; /* this group cannot beat the best so far */
+		int cpus = rt->cpus;
+		int64_t mem = rt->mem;
+		struct pl_bcache *e = &fr->bgc[(size_t)gi * PL_BGC_K + (size_t)k];
+		if (e->ver != fr->gver[gi] || e->share != c->share ||
+		    e->min_bw != c->req->min_bw_gbps || e->cpus != cpus || e->mem != mem) {
+			e->ver = fr->gver[gi];
+			e->share = c->share;
+			e->min_bw = c->req->min_bw_gbps;
+			e->cpus = cpus;
+			e->mem = mem;
+			e->found = pl_index_group_best(p, c, gi, k, &e->cand);
+		}
+		if (e->found && (!found || pl_cand_cmp(p, &e->cand, best) < 0)) {
+			*best = e->cand;
+			found = true;
+		}
+	}
+	return found;
+}
+
+/* pl_share_best()'s answer among group gi's nodes with shares. */
+static void share_group(struct placer *p, const struct pl_ctx *c, int gi, int cpus,
+			int64_t mem, struct pl_scache *e)
+{
+	int milli = c->req->gpu_milli;
+	e->node = e->gpu = -1;
+	e->rem = INT_MAX;
+	for (int i = 0; i < p->npartial; i++) {
+		int nd = p->partial[i];
+		const struct pl_node *n = &p->nodes[nd];
+		if (n->group != gi || !n->usable || !pl_fits_cpu_mem(p, nd, cpus, mem))
+			continue;
+		const struct node_type *t = fleet_node_type(p->f, nd);
+		for (int g = 0; g < t->ngpus; g++) {
+			gpumask_t bit = (gpumask_t)1 << g;
+			if (!(n->shared & bit) || (n->bad & bit))
+				continue;
+			int rem = PL_MILLI - n->used[g];
+			if (rem < milli || rem > e->rem)
+				continue;
+			if (rem == e->rem) {
+				int cmp = pl_name_cmp(p, nd, e->node);
+				if (cmp > 0 || (cmp == 0 && g > e->gpu))
+					continue;
+			}
+			e->rem = rem;
+			e->node = nd;
+			e->gpu = g;
+		}
+	}
+}
+
+bool pl_frag_share_best_kept(struct placer *p, const struct pl_ctx *c, int *node, int *gpu)
+{
+	struct pl_frag *fr = p->frag;
+	if (fr->ngver != p->ngroups || !c->share)
+		return pl_share_best(p, c, node, gpu);
+	if (!fr->sgc) {
+		fr->sgc = calloc((size_t)fr->ngver * PL_SGC_SLOTS + 1, sizeof(*fr->sgc));
+		if (!fr->sgc)
+			return pl_share_best(p, c, node, gpu);
+	}
+	int milli = c->req->gpu_milli, best_rem = INT_MAX;
+	*node = *gpu = -1;
+	for (int gi = 0; gi < p->ngroups; gi++) {
+		const struct pl_group *g = &p->groups[gi];
+		if (!p->group_ok[gi] || !g->shareable)
+			continue; /* pl_share_best's nodes with shares are shareable */
+		struct node_quality q;
+		if (!ptab_full_quality(p->ptabs[g->type], 1, &q) ||
+		    q.bottleneck_gbps < c->req->min_bw_gbps)
+			continue;
+		int cpus;
+		int64_t mem;
+		pl_demand(c, &p->f->types[g->type], 0, milli, &cpus, &mem);
+		struct pl_scache *e =
+			&fr->sgc[(size_t)gi * PL_SGC_SLOTS + (size_t)(milli % PL_SGC_SLOTS)];
+		if (e->ver != fr->gver[gi] || e->milli != milli || e->min_bw != c->req->min_bw_gbps ||
+		    e->cpus != cpus || e->mem != mem) {
+			e->ver = fr->gver[gi];
+			e->milli = milli;
+			e->min_bw = c->req->min_bw_gbps;
+			e->cpus = cpus;
+			e->mem = mem;
+			share_group(p, c, gi, cpus, mem, e);
+		}
+		if (e->node < 0 || e->rem > best_rem)
+			continue;
+		if (e->rem == best_rem) {
+			int cmp = pl_name_cmp(p, e->node, *node);
+			if (cmp > 0 || (cmp == 0 && e->gpu > *gpu))
+				continue;
+		}
+		best_rem = e->rem;
+		*node = e->node;
+		*gpu = e->gpu;
+	}
+	return *node >= 0;
+}
