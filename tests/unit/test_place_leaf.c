@@ -209,6 +209,44 @@ static void test_gang_leaf(void **state)
 	lx_done(&x);
 }
 
+/* Between node types that tie on leaves, alignment and fit, a gang goes to
+ * the type with more room, not to the first by name: gangs that may use any
+ * type then do not drain one while the others stay whole. */
+static void test_gang_type_room(void **state)
+{
+	(void)state;
+	struct fleet f;
+	int s, fab, la, lb, idx;
+	assert_int_equal(fleet_init(&f), SL_OK);
+	assert_int_equal(fleet_add_site(&f, "s1", "r1", &s, NULL), SL_OK);
+	assert_int_equal(fleet_add_fabric(&f, s, "ib", FABRIC_INFINIBAND, 400, &fab, NULL), SL_OK);
+	assert_int_equal(fleet_add_leaf(&f, fab, "leaf-a", &la, NULL), SL_OK);
+	assert_int_equal(fleet_add_leaf(&f, fab, "leaf-b", &lb, NULL), SL_OK);
+	int ta = fleet_find_type(&f, "hgx-h100-8"), tb = fleet_find_type(&f, "hgx-a100-8");
+	assert_true(ta >= 0 && tb >= 0);
+	static const char *const an[] = {"a1", "a2"}, *const bn[] = {"b1", "b2", "b3", "b4"};
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(fleet_add_node(&f, la, an[i], ta, &idx, NULL), SL_OK);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(fleet_add_node(&f, lb, bn[i], tb, &idx, NULL), SL_OK);
+	struct placer *p;
+	assert_int_equal(placer_new(&f, &p), SL_OK);
+	struct placement pl;
+	placement_init(&pl);
+	struct place_request r = {.gpus = 16, .per_node = 8};
+	assert_int_equal(placer_place(p, &r, &pl, NULL), SL_OK);
+	assert_int_equal(pl.npicks, 2);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(f.nodes[pl.picks[i].node].type, tb);
+	assert_int_equal(placer_claim(p, &pl, NULL), SL_OK);
+	/* Now both types have two whole nodes: name order. */
+	assert_int_equal(placer_place(p, &r, &pl, NULL), SL_OK);
+	assert_int_equal(f.nodes[pl.picks[0].node].type, ta);
+	placement_release(&pl);
+	placer_free(p);
+	fleet_release(&f);
+}
+
 /* The same state and request give the same placement, in one placer and in
  * a second one built the same way. */
 static void test_deterministic(void **state)
@@ -256,6 +294,7 @@ int main(void)
 		cmocka_unit_test(test_single_partly_used_leaf),
 		cmocka_unit_test(test_single_node_fit_first),
 		cmocka_unit_test(test_gang_leaf),
+		cmocka_unit_test(test_gang_type_room),
 		cmocka_unit_test(test_deterministic),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

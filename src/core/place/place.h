@@ -15,7 +15,9 @@
  * nodes that can give per_node GPUs at full quality; fewest NVLink domains for
  * models with multi-node domains (a gang that fits one domain stays in one),
  * then fewest leaf switches, then rail alignment (same local GPU indices on
- * every node), then best fit. With one_leaf a gang that no single leaf can
+ * every node), then best fit, then the node type with the most candidates
+ * (so gangs that could go to several types do not drain the first by name
+ * while others stay full). With one_leaf a gang that no single leaf can
  * hold is refused (it waits in a queue) instead of spanning leaves.
  *
  * The leaf term (frag's idea one level up): a whole node (in service, every
@@ -231,6 +233,9 @@ int placer_cpus_used(const struct placer *p, int node);
 int64_t placer_mem_used_mib(const struct placer *p, int node);
 /* Whole nodes (in service, every GPU free, nothing used) under leaf. */
 int placer_leaf_whole(const struct placer *p, int leaf);
+/* Turns the leaf term off (plain best fit / frag, name order) or back on (the
+ * default) - for comparisons. */
+void placer_set_leaf_term(struct placer *p, bool on);
 /* Free GPUs on the node that are in no full-quality pair among the free ones. */
 int placer_node_stranded(struct placer *p, int node);
 

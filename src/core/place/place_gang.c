@@ -42,6 +42,7 @@ struct gang {
 	int nout;
 	struct unit_stat *ustat;
 	bool partial;        /* k < the type's GPUs: a pick may fill a partly used node */
+	bool leaf_term;      /* on unless placer_set_leaf_term(p, false) */
 	int leaf_kept;       /* the leaf term's choice (place.h): whole nodes it kept */
 	char why[256];       /* why the arrangement failed */
 };
@@ -222,7 +223,7 @@ static void take_nodes(struct placer *p, struct gang *gg, struct pl_cand *arr, i
 	int ngpus = p->f->types[gg->type].ngpus;
 	for (int i = 0; i < m; i++) {
 		arr[i].freq = p->set_count[arr[i].pick.set];
-		arr[i].whole = gg->partial && arr[i].freecnt >= ngpus;
+		arr[i].whole = gg->leaf_term && gg->partial && arr[i].freecnt >= ngpus;
 	}
 	for (int i = 0; i < m; i++)
 		p->set_count[arr[i].pick.set] = 0;
@@ -293,7 +294,7 @@ static bool choose(struct placer *p, struct gang *gg, struct pl_cand *arr, int m
 	for (int i = 0; i < m; i++)
 		us[p->unit_count[arr[i].unit]].whole += arr[i].freecnt >= ngpus;
 	qsort(us, (size_t)nu, sizeof(*us), ustat_cmp);
-	bool lt = level == LV_LEAF;
+	bool lt = level == LV_LEAF && gg->leaf_term;
 	int last = best_unit(us, nu, need, gg->partial, lt), nfull = 0, r = need;
 	if (lt && last >= 0) {
 		int plain = best_unit(us, nu, need, gg->partial, false);
@@ -346,6 +347,7 @@ struct gang_key {
 	int domains, leaves;
 	bool aligned;
 	int fit;
+	int cands; /* candidates of the type: more first (keeps types balanced) */
 	const char *first;
 };
 
@@ -392,6 +394,8 @@ static int gang_key_cmp(const struct gang_key *a, const struct gang_key *b)
 		return a->aligned ? -1 : 1;
 	if (a->fit != b->fit)
 		return a->fit < b->fit ? -1 : 1;
+	if (a->cands != b->cands)
+		return a->cands > b->cands ? -1 : 1;
 	return strcmp(a->first, b->first);
 }
 
@@ -416,6 +420,7 @@ static bool gang_try_type(struct placer *p, struct gang *gg, bool full_only, int
 	gg->nout = 0;
 	gg->leaf_kept = 0;
 	gg->partial = !gg->c->req->exclusive && gg->k < p->f->types[gg->type].ngpus;
+	gg->leaf_term = !p->leaf_off;
 	if (model && model->domain_gpus > 0) {
 		if (!choose(p, gg, p->cand, m, gg->n, LV_DOMAIN,
 			    gg->c->req->one_leaf || (int64_t)gg->n * gg->k <= model->domain_gpus))
@@ -488,10 +493,12 @@ enum sl_err pl_gang_place(struct placer *p, const struct pl_ctx *c, struct place
 				continue;
 			}
 			gang_key(p, cur, n, &ck);
+			ck.cands = ncand;
 			if (found && gang_key_cmp(&ck, &bk) >= 0)
 				continue;
 			memcpy(best, cur, (size_t)n * sizeof(*best));
 			gang_key(p, best, n, &bk);
+			bk.cands = ncand;
 			best_kept = gg.leaf_kept;
 			found = true;
 		}

@@ -87,6 +87,7 @@ struct placer {
 	struct pl_cand *cand;     /* [nnodes] gang candidates, lazy */
 	struct pl_frag *frag;     /* fragmentation-aware policy (place_frag.c) or NULL */
 	struct pl_leaf *leaf;     /* whole nodes per leaf (place_leaf.c) */
+	bool leaf_off;            /* placer_set_leaf_term(p, false) */
 };
 
 /* A node that can take a request, with the set it would get. */

@@ -89,6 +89,12 @@ void pl_leaf_node_changed(struct placer *p, int node)
 	}
 }
 
+void placer_set_leaf_term(struct placer *p, bool on)
+{
+	if (p)
+		p->leaf_off = !on;
+}
+
 int placer_leaf_whole(const struct placer *p, int leaf)
 {
 	if (!p || !p->leaf || leaf < 0 || leaf >= p->leaf->nleaves)
@@ -114,7 +120,7 @@ static int next_pos(const uint64_t *w, int nwords, int from)
 int pl_leaf_refine(struct placer *p, struct placement *out)
 {
 	struct pl_leaf *l = p->leaf;
-	if (!l || out->npicks != 1 || out->picks[0].gpu >= 0)
+	if (!l || p->leaf_off || out->npicks != 1 || out->picks[0].gpu >= 0)
 		return 0;
 	int b = out->picks[0].node;
 	if (b >= l->nnodes || !l->is[b])
