@@ -210,8 +210,9 @@ static void test_gang_leaf(void **state)
 }
 
 /* Between node types that tie on leaves, alignment and fit, a gang goes to
- * the type with more room, not to the first by name: gangs that may use any
- * type then do not drain one while the others stay whole. */
+ * the type where it fills its leaf exactly, else to the type with more room,
+ * not to the first by name: gangs that may use any type then do not drain one
+ * while the others stay whole. */
 static void test_gang_type_room(void **state)
 {
 	(void)state;
@@ -224,8 +225,8 @@ static void test_gang_type_room(void **state)
 	assert_int_equal(fleet_add_leaf(&f, fab, "leaf-b", &lb, NULL), SL_OK);
 	int ta = fleet_find_type(&f, "hgx-h100-8"), tb = fleet_find_type(&f, "hgx-a100-8");
 	assert_true(ta >= 0 && tb >= 0);
-	static const char *const an[] = {"a1", "a2"}, *const bn[] = {"b1", "b2", "b3", "b4"};
-	for (int i = 0; i < 2; i++)
+	static const char *const an[] = {"a1", "a2", "a3"}, *const bn[] = {"b1", "b2", "b3", "b4"};
+	for (int i = 0; i < 3; i++)
 		assert_int_equal(fleet_add_node(&f, la, an[i], ta, &idx, NULL), SL_OK);
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(fleet_add_node(&f, lb, bn[i], tb, &idx, NULL), SL_OK);
@@ -239,7 +240,11 @@ static void test_gang_type_room(void **state)
 	for (int i = 0; i < 2; i++)
 		assert_int_equal(f.nodes[pl.picks[i].node].type, tb);
 	assert_int_equal(placer_claim(p, &pl, NULL), SL_OK);
-	/* Now both types have two whole nodes: name order. */
+	/* Now b3, b4 fill leaf-b exactly (a1..a3 would leave one): b again. */
+	assert_int_equal(placer_place(p, &r, &pl, NULL), SL_OK);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(f.nodes[pl.picks[i].node].type, tb);
+	assert_int_equal(placer_claim(p, &pl, NULL), SL_OK);
 	assert_int_equal(placer_place(p, &r, &pl, NULL), SL_OK);
 	assert_int_equal(f.nodes[pl.picks[0].node].type, ta);
 	placement_release(&pl);

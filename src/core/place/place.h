@@ -15,9 +15,10 @@
  * nodes that can give per_node GPUs at full quality; fewest NVLink domains for
  * models with multi-node domains (a gang that fits one domain stays in one),
  * then fewest leaf switches, then rail alignment (same local GPU indices on
- * every node), then best fit, then the node type with the most candidates
- * (so gangs that could go to several types do not drain the first by name
- * while others stay full). With one_leaf a gang that no single leaf can
+ * every node), then best fit; between node types that tie so far, the one
+ * where the gang fills its (last) leaf's free nodes exactly, then the one
+ * with the most candidates (so gangs that could go to several types do not
+ * drain the first by name while others stay whole). With one_leaf a gang that no single leaf can
  * hold is refused (it waits in a queue) instead of spanning leaves.
  *
  * The leaf term (frag's idea one level up): a whole node (in service, every

@@ -44,6 +44,7 @@ struct gang {
 	bool partial;        /* k < the type's GPUs: a pick may fill a partly used node */
 	bool leaf_term;      /* on unless placer_set_leaf_term(p, false) */
 	int leaf_kept;       /* the leaf term's choice (place.h): whole nodes it kept */
+	bool leaf_exact;     /* the last leaf chosen had exactly the nodes taken there */
 	char why[256];       /* why the arrangement failed */
 };
 
@@ -322,6 +323,8 @@ static bool choose(struct placer *p, struct gang *gg, struct pl_cand *arr, int m
 			r -= us[nfull++].count;
 		last = nfull + best_unit(us + nfull, nu - nfull, r, gg->partial, lt);
 	}
+	if (level == LV_LEAF)
+		gg->leaf_exact = us[last].count == r;
 	for (int i = 0; i < nu; i++)
 		p->unit_count[us[i].unit] = i < nfull ? -1 : (i == last ? -2 : 0);
 	int j = 0;
@@ -347,7 +350,8 @@ struct gang_key {
 	int domains, leaves;
 	bool aligned;
 	int fit;
-	int cands; /* candidates of the type: more first (keeps types balanced) */
+	bool exact; /* fills the last leaf's candidates exactly: first */
+	int cands;  /* candidates of the type: more first (types stay balanced) */
 	const char *first;
 };
 
@@ -394,6 +398,8 @@ static int gang_key_cmp(const struct gang_key *a, const struct gang_key *b)
 		return a->aligned ? -1 : 1;
 	if (a->fit != b->fit)
 		return a->fit < b->fit ? -1 : 1;
+	if (a->exact != b->exact)
+		return a->exact ? -1 : 1;
 	if (a->cands != b->cands)
 		return a->cands > b->cands ? -1 : 1;
 	return strcmp(a->first, b->first);
@@ -419,6 +425,7 @@ static bool gang_try_type(struct placer *p, struct gang *gg, bool full_only, int
 	const struct gpu_model *model = p->f->types[gg->type].gpu;
 	gg->nout = 0;
 	gg->leaf_kept = 0;
+	gg->leaf_exact = false;
 	gg->partial = !gg->c->req->exclusive && gg->k < p->f->types[gg->type].ngpus;
 	gg->leaf_term = !p->leaf_off;
 	if (model && model->domain_gpus > 0) {
@@ -493,11 +500,13 @@ enum sl_err pl_gang_place(struct placer *p, const struct pl_ctx *c, struct place
 				continue;
 			}
 			gang_key(p, cur, n, &ck);
+			ck.exact = gg.leaf_exact;
 			ck.cands = ncand;
 			if (found && gang_key_cmp(&ck, &bk) >= 0)
 				continue;
 			memcpy(best, cur, (size_t)n * sizeof(*best));
 			gang_key(p, best, n, &bk);
+			bk.exact = gg.leaf_exact;
 			bk.cands = ncand;
 			best_kept = gg.leaf_kept;
 			found = true;
