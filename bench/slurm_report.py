@@ -83,6 +83,10 @@ def ratio(a, b):
     return f"{a / b:.1f}x"
 
 
+def ratio2(a, b):
+    return "" if a is None or b is None or not b else f"{a / b:.2f}x"
+
+
 def frac(n, d):
     return "n/a" if n is None or d is None else f"{n}/{d} ({100.0 * n / d:.0f}%)" if d else "0/0"
 
@@ -137,7 +141,9 @@ p("- fleet (both): 32 nodes x 8 GPUs under 4 leaf switches of 8; n001-n016 PCIe 
 p(f"- a job: Slurm `sbatch --wrap 'sleep S'` (a real process under slurmstepd); suanli: a "
   f"lease of S seconds (`duration_s`) - in simulate mode nothing runs on the nodes, the "
   f"controller starts the lease and ends it S s later. A backlog: Slurm's partition DOWN "
-  f"then UP; suanli: every node drained, then resumed. Start times: Slurm's controller log, "
+  f"then UP; suanli: every node drained, then resumed (phases S, A, P); in phase T every "
+  f"node reserved for another tenant while the jobs are submitted, all released at once "
+  f"when the reservation ends. Start times: Slurm's controller log, "
   f"suanli's `started_at` (both millisecond resolution).\n")
 
 p("## Summary\n")
@@ -206,10 +212,13 @@ p(f"| multi-node stream ({env.get('NSW')} jobs), one leaf required (Slurm `--swi
 p(f"| ... mean start delay (s) / makespan (s) | {f(s_sw1.get('mean_start_delay_s'))} / "
   f"{f(s_sw1.get('makespan_s'), '{:.0f}')} | {f(q_sw1.get('mean_start_delay_s'))} / "
   f"{f(q_sw1.get('makespan_s'), '{:.0f}')} | | |")
-p(f"| same stream, no leaf requirement: jobs in one leaf | {leaves(s_sw0)} | {leaves(q_sw0)} | | |")
+p(f"| same stream, no leaf requirement: jobs in one leaf | {leaves(s_sw0)} | {leaves(q_sw0)} | | "
+  f">= Slurm's |")
 p(f"| ... mean start delay (s) / makespan (s) | {f(s_sw0.get('mean_start_delay_s'))} / "
   f"{f(s_sw0.get('makespan_s'), '{:.0f}')} | {f(q_sw0.get('mean_start_delay_s'))} / "
-  f"{f(q_sw0.get('makespan_s'), '{:.0f}')} | | |")
+  f"{f(q_sw0.get('makespan_s'), '{:.0f}')} | "
+  f"{ratio2(q_sw0.get('mean_start_delay_s'), s_sw0.get('mean_start_delay_s'))} | "
+  f"delay <= 0.5x Slurm's |")
 
 p("""
 ## Reading it honestly
@@ -253,6 +262,15 @@ p("""
   no leaf can hold waits. Without it suanli starts a gang at once on the fewest leaves
   that are free now, which can be two while a single leaf would free up seconds later;
   compare the two rows' start delays for what the requirement costs on this stream.
+  The placer keeps whole nodes under one leaf for the gangs that need them (the leaf
+  term, docs/placement.md). The backlog is released at once, as Slurm's partition UP:
+  resuming the drained nodes one by one (what this bench did before 2026-12-05,
+  `T_RELEASE=resume`) ran a pass per node, and the first gangs started on the few nodes
+  back so far; that, not the placer, put 9-16 of 33 gangs over two leaves.
+  `bench_leaf_sim` replays this stream on the core alone, both ways. The mean start
+  delay is bound by the stream itself: 27 s of work on 256 GPUs, started in submission
+  order; even starting every job that fits, ignoring the head, gives 6.85 s on the core
+  replay, so half of Slurm's ~11-15 s is out of reach without reordering the queue.
   Start delays include the time the backlog needs to drain through 256 GPUs (Slurm's
   jobs also run a few hundred milliseconds longer than their sleep); both systems see
   the same stream.

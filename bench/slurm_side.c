@@ -30,7 +30,15 @@
  *      counts Slurm's.
  *   T  the harness's multi-node stream (file of "nodes gpus_per_node
  *      seconds" lines) with one_leaf and without: leaves spanned (from the
- *      placement score) and start delay.
+ *      placement score) and start delay. The backlog is released at once,
+ *      as Slurm's partition UP: while the jobs are submitted, every node is
+ *      reserved for another tenant ("hold") in a window that closes 5 s
+ *      later, and the window's end (one scheduling pass with every node) is
+ *      the start of the clock. Resuming drained nodes one by one instead
+ *      (T_RELEASE=resume, the way this program did it before 2026-12-05)
+ *      runs a pass per node: the first gangs then start on whatever few
+ *      nodes have come back, and that, not the placer, split them over
+ *      leaves (bench/leaf_sim.c shows both).
  *
  * Usage: bench_slurm_side FLEET MIXFILE SWFILE OUT.jsonl
  * env: SUANLID, SUANLI (the CLI), SUANLI_AGENT (else each beside this
@@ -983,16 +991,72 @@ static void phase_p(struct side *s, const char *mixfile)
 
 /* ---- T: multi-node jobs, one leaf or not ---- */
 
+/* "2026-12-05T08:00:00.123Z" for wall time t. */
+static void rfc3339_ms(double t, char *buf, size_t n)
+{
+	time_t sec = (time_t)t;
+	struct tm tm;
+	char date[32];
+	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", gmtime_r(&sec, &tm));
+	snprintf(buf, n, "%s.%03dZ", date, (int)((t - (double)sec) * 1000.0));
+}
+
+/* The fleet's node names as one range "n[001-032]" (a prefix and numbers
+ * of one width, in order, without gaps), as a reservation takes them. */
+static void node_range(const struct side *s, char *buf, size_t n)
+{
+	const char *a = s->nodes[0], *z = s->nodes[s->nnodes - 1];
+	size_t pre = strcspn(a, "0123456789"), w = strlen(a) - pre;
+	for (int i = 0; i < s->nnodes; i++)
+		if (strncmp(s->nodes[i], a, pre) || strlen(s->nodes[i]) != pre + w ||
+		    atoi(s->nodes[i] + pre) != atoi(a + pre) + i)
+			bl_die("T: node %s breaks the range %s..%s (T_RELEASE=resume works on any "
+			       "fleet)", s->nodes[i], a, z);
+	snprintf(buf, n, "%.*s[%s-%s]", (int)pre, a, a + pre, z + pre);
+}
+
+/* Reserves every node for tenant "hold" from now until now + hold_s; returns
+ * the window's end (wall seconds, whole milliseconds). */
+static double hold_all(struct side *s, double hold_s)
+{
+	char range[96], from[40], to[40], body[256], *ans = NULL;
+	node_range(s, range, sizeof(range));
+	double now = wall_s(), end = (double)(long long)((now + hold_s) * 1000.0) / 1000.0;
+	rfc3339_ms(now - 1.0, from, sizeof(from));
+	rfc3339_ms(end, to, sizeof(to));
+	snprintf(body, sizeof(body), "{\"tenant\":\"hold\",\"nodes\":\"%s\",\"start\":\"%s\","
+		 "\"end\":\"%s\"}", range, from, to);
+	int st = bl_call(&s->c, s->dm.port, "POST", "/v1/reservations", s->dm.admin, body, NULL,
+			 &ans);
+	if (st != 201 && st != 200)
+		bl_die("POST /v1/reservations %s answered %d: %.300s", body, st, ans ? ans : "");
+	free(ans);
+	return end;
+}
+
 static void phase_t(struct side *s, const char *swfile)
 {
 	side_start(s);
+	bool resume = getenv("T_RELEASE") && !strcmp(getenv("T_RELEASE"), "resume");
+	if (!resume) {
+		char *body = NULL;
+		int st = bl_call(&s->c, s->dm.port, "POST", "/v1/tenants", s->dm.admin,
+				 "{\"name\":\"hold\"}", NULL, &body);
+		if (st != 201)
+			bl_die("creating the tenant hold answered %d: %s", st, body ? body : "");
+		free(body);
+	}
 	for (int one = 1; one >= 0; one--) {
 		FILE *f = fopen(swfile, "r");
 		if (!f)
 			bl_die("cannot read %s", swfile);
 		int nr, gp, secs, n = 0;
 		long first = -1;
-		all_nodes(s, true);
+		double t0 = 0;
+		if (resume)
+			all_nodes(s, true);
+		else
+			t0 = hold_all(s, 5.0);
 		while (fscanf(f, "%d %d %d", &nr, &gp, &secs) == 3) {
 			char body[160], *ans = NULL, id[32];
 			if (nr > 1)
@@ -1012,8 +1076,12 @@ static void phase_t(struct side *s, const char *swfile)
 			n++;
 		}
 		fclose(f);
-		double t0 = wall_s();
-		all_nodes(s, false);
+		if (resume) {
+			t0 = wall_s();
+			all_nodes(s, false);
+		} else if (wall_s() >= t0) {
+			bl_die("T: submitting took past the hold's end; raise the hold");
+		}
 		wait_empty(s);
 		json_t *a = leases(s, NULL);
 		size_t i;
@@ -1040,15 +1108,17 @@ static void phase_t(struct side *s, const char *swfile)
 		}
 		json_decref(a);
 		fprintf(stderr, "slurm_side: %s: %d jobs, multi-node %d, one leaf %d, two %d, "
-			"three+ %d; mean start delay %.1fs, makespan %.0fs\n",
+			"three+ %d; mean start delay %.1fs, makespan %.0fs (released by %s)\n",
 			one ? "one_leaf" : "free", jobs, multi, spans[1], spans[2],
-			multi - spans[1] - spans[2], jobs ? sum / jobs : 0, last_end);
+			multi - spans[1] - spans[2], jobs ? sum / jobs : 0, last_end,
+			resume ? "resuming nodes one by one" : "a hold's end");
 		fprintf(s->out,
 			"{\"kind\":\"switches\",\"label\":\"%s\",\"jobs\":%d,\"submitted\":%d,"
 			"\"multi_node\":%d,\"leaves_spanned\":{\"1\":%d,\"2\":%d,\"3\":%d,\"4\":%d},"
-			"\"mean_start_delay_s\":%.2f,\"max_start_delay_s\":%.2f,\"makespan_s\":%.2f}\n",
+			"\"mean_start_delay_s\":%.2f,\"max_start_delay_s\":%.2f,\"makespan_s\":%.2f,"
+			"\"release\":\"%s\"}\n",
 			one ? "one_leaf" : "noswitches", jobs, n, multi, spans[1], spans[2], spans[3],
-			spans[4], jobs ? sum / jobs : 0, mx, last_end);
+			spans[4], jobs ? sum / jobs : 0, mx, last_end, resume ? "resume" : "hold");
 	}
 	side_stop(s);
 }

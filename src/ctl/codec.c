@@ -442,6 +442,14 @@ void lease_explain(const struct ctl *c, const struct ctl_lease *l, char *buf, si
 	if (s->nodes && off < n)
 		off += (size_t)snprintf(buf + off, n - off, s->full_quality ? "; best possible on this hardware"
 							     : "; below the best this hardware allows (busy fleet)");
+	if (s->leaf_kept > 0 && off < n)
+		off += (size_t)snprintf(buf + off, n - off,
+					l->pl.npicks > 1
+						? "; leaf-aware: a leaf where it breaks %d fewer whole "
+						  "node%s than the best-fit leaf"
+						: "; leaf-aware: a whole node in the leaf with the fewest "
+						  "whole nodes, sparing one with %d whole node%s",
+					s->leaf_kept, s->leaf_kept == 1 ? "" : "s");
 	if (s->frag && off < n) {
 		if (s->bestfit_same)
 			snprintf(buf + off, n - off, "; fragmentation-aware: best fit agrees (expected "
@@ -852,6 +860,7 @@ enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
 	s->frag_milli = json_integer_value(json_object_get(fr, "delta_milli"));
 	s->bestfit_milli = json_integer_value(json_object_get(fr, "bestfit_delta_milli"));
 	s->bestfit_same = json_is_true(json_object_get(fr, "bestfit_same"));
+	s->leaf_kept = (int)json_integer_value(json_object_get(sc, "leaf_kept"));
 	return SL_OK;
 }
 

@@ -127,6 +127,10 @@ static void rb_score(struct rbuf *b, const struct place_score *s)
 	rb_bool(b, s->rails_aligned);
 	RB_LIT(b, ",\"full_quality\":");
 	rb_bool(b, s->full_quality);
+	if (s->leaf_kept > 0) {
+		RB_LIT(b, ",\"leaf_kept\":");
+		rb_int(b, s->leaf_kept);
+	}
 	if (s->frag) {
 		RB_LIT(b, ",\"fragmentation\":{\"policy\":\"frag\",\"delta_milli\":");
 		rb_int(b, (long long)s->frag_milli);

@@ -708,6 +708,53 @@ static bool ref_model_ok(const struct place_request *q, const struct node_type *
 	return false;
 }
 
+/* In service, every GPU free, nothing used (the leaf term's whole node). */
+static bool ref_whole(struct placer *p, int i)
+{
+	const struct node_type *t = fleet_node_type(placer_fleet(p), i);
+	if (!placer_node_usable(p, i) || placer_cpus_used(p, i) || placer_mem_used_mib(p, i) ||
+	    placer_free_mask(p, i) != (gpumask_t)((1u << t->ngpus) - 1))
+		return false;
+	for (int g = 0; g < t->ngpus; g++)
+		if (placer_gpu_used_milli(p, i, g))
+			return false;
+	return true;
+}
+
+static int ref_leaf_whole(struct placer *p, int leaf)
+{
+	int n = 0;
+	for (int i = 0; i < placer_fleet(p)->nnodes; i++)
+		n += placer_fleet(p)->nodes[i].leaf == leaf && ref_whole(p, i);
+	return n;
+}
+
+/* The leaf term (place.h): a whole node chosen for whole GPUs moves to the
+ * whole node of the same kind (site, owner, type, shareable, price) whose leaf
+ * has the fewest whole nodes, then the first by name; not for types of more
+ * GPUs than the index's buckets cover (place_leaf.c). */
+static int ref_leaf_term(struct placer *p, int b)
+{
+	const struct fleet *f = placer_fleet(p);
+	if (b < 0 || !ref_whole(p, b) || fleet_node_type(f, b)->ngpus > PTAB_EAGER_GPUS)
+		return b;
+	const struct fleet_node *bn = &f->nodes[b];
+	int best = b, bw = ref_leaf_whole(p, bn->leaf);
+	for (int i = 0; i < f->nnodes; i++) {
+		const struct fleet_node *fn = &f->nodes[i];
+		if (fn->site != bn->site || fn->owner != bn->owner || fn->type != bn->type ||
+		    fn->shareable != bn->shareable || fn->price_hint != bn->price_hint ||
+		    !ref_whole(p, i))
+			continue;
+		int w = ref_leaf_whole(p, fn->leaf);
+		if (w < bw || (w == bw && strcmp(fn->name, f->nodes[best].name) < 0)) {
+			best = i;
+			bw = w;
+		}
+	}
+	return best;
+}
+
 /* Best node for k GPUs (or, when milli > 0, for breaking one whole GPU for a
  * share) by a full scan; returns the node or -1, with its pick. */
 static int ref_best(struct ref *rf, struct placer *p, const struct place_request *q,
@@ -764,7 +811,7 @@ static int ref_best(struct ref *rf, struct placer *p, const struct place_request
 			*out = pk;
 		}
 	}
-	return best;
+	return milli > 0 ? best : ref_leaf_term(p, best);
 }
 
 /* Best partly used GPU for a share by a full scan: least room that still

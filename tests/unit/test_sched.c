@@ -47,10 +47,12 @@ static void fx_init(struct fx *x, int n, const char *type)
 	assert_int_equal(fleet_add_leaf(&x->f, fab, "l2", &x->leaf[1], NULL), SL_OK);
 	int t = fleet_find_type(&x->f, type);
 	assert_true(t >= 0);
+	/* The smaller half under l1, so that the leaf term (place.h: a whole
+	 * node from the leaf with the fewest) agrees with name order at first. */
 	for (int i = 0; i < n; i++) {
 		char name[16];
 		snprintf(name, sizeof(name), "n%d", i);
-		assert_int_equal(fleet_add_node(&x->f, x->leaf[i < (n + 1) / 2 ? 0 : 1], name, t,
+		assert_int_equal(fleet_add_node(&x->f, x->leaf[i < n / 2 ? 0 : 1], name, t,
 						&x->node[i], NULL),
 				 SL_OK);
 	}

@@ -168,7 +168,7 @@ enum sl_err placer_new(const struct fleet *f, struct placer **out)
 			}
 		}
 	}
-	if (pl_index_build(p) != SL_OK)
+	if (pl_index_build(p) != SL_OK || pl_leaf_build(p) != SL_OK)
 		goto nomem;
 	p->group_ok = calloc((size_t)p->ngroups + 1, sizeof(*p->group_ok));
 	if (!p->group_ok)
@@ -225,6 +225,8 @@ enum sl_err placer_nodes_added(struct placer *p)
 		}
 	}
 	enum sl_err e = pl_frag_nodes_added(p, old);
+	if (e == SL_OK)
+		e = pl_leaf_build(p); /* the new nodes' leaves count them */
 	if (e != SL_OK)
 		return e;
 	/* The index: a node that sorts last in its group is appended there
@@ -249,6 +251,7 @@ void placer_free(struct placer *p)
 			ptab_free(p->ptabs[t]);
 	pl_index_free(p);
 	pl_frag_free(p);
+	pl_leaf_free(p);
 	free(p->ptabs);
 	free(p->nodes);
 	free(p->partial);
@@ -289,6 +292,7 @@ static void node_changed(struct placer *p, int node)
 	pl_frag_node_changed(p, node);
 	pl_index_update(p, node);
 	pl_partial_update(p, node);
+	pl_leaf_node_changed(p, node);
 }
 
 static bool node_ok(const struct placer *p, int node)
@@ -854,11 +858,14 @@ static enum sl_err place_req(struct placer *p, const struct place_request *req,
 		e = place_single(p, &c, out);
 	if (e == SL_OK) {
 		struct place_score fs = out->score; /* the policy's part of it */
+		if (!c.share && c.k > 0 && out->npicks == 1)
+			fs.leaf_kept = pl_leaf_refine(p, out);
 		pl_fill_score(p, out);
 		out->score.frag = fs.frag;
 		out->score.bestfit_same = fs.bestfit_same;
 		out->score.frag_milli = fs.frag_milli;
 		out->score.bestfit_milli = fs.bestfit_milli;
+		out->score.leaf_kept = fs.leaf_kept;
 	}
 	else if (e != SL_ENOSPACE)
 		out->npicks = 0;

@@ -15,8 +15,22 @@
  * nodes that can give per_node GPUs at full quality; fewest NVLink domains for
  * models with multi-node domains (a gang that fits one domain stays in one),
  * then fewest leaf switches, then rail alignment (same local GPU indices on
- * every node), then best fit. With one_leaf a gang that no single leaf can
- * hold is refused (it waits in a queue) instead of spanning leaves. */
+ * every node), then best fit; between node types that tie so far, the one
+ * where the gang fills its (last) leaf's free nodes exactly, then the one
+ * with the most candidates (so gangs that could go to several types do not
+ * drain the first by name while others stay whole). With one_leaf a gang that no single leaf can
+ * hold is refused (it waits in a queue) instead of spanning leaves.
+ *
+ * The leaf term (frag's idea one level up): a whole node (in service, every
+ * GPU free, nothing used) is what whole-node gang pieces need, and a gang
+ * needs its nodes under one leaf. Single-node work that would take a whole
+ * node takes, among the equal whole nodes (same type, free mask, price,
+ * owner, site: same decision otherwise), one in the leaf with the fewest
+ * whole nodes, so emptier leaves stay whole (place_leaf.c). A gang that fits
+ * one leaf goes to the leaf where it breaks the fewest whole nodes (partly
+ * used nodes taken first when it asks fewer GPUs per node than they hold),
+ * then the best-fit leaf; a gang that must span leaves does the same for its
+ * last leaf. score.leaf_kept says when the term changed the choice. */
 #ifndef SL_PLACE_H
 #define SL_PLACE_H
 
@@ -105,6 +119,11 @@ struct place_score {
 	 * frag_milli, with bestfit_same, when best fit agrees). */
 	bool frag, bestfit_same;
 	int64_t frag_milli, bestfit_milli;
+	/* Set (> 0) when the leaf term changed the choice (see above): for a
+	 * single node, the whole nodes of the leaf it spared (plain choice's
+	 * leaf); for a gang, how many fewer whole nodes it broke than the
+	 * best-fit leaf would have. 0 when the term agreed. */
+	int leaf_kept;
 };
 
 struct placement {
@@ -213,6 +232,11 @@ gpumask_t placer_free_mask(const struct placer *p, int node);
 int placer_gpu_used_milli(const struct placer *p, int node, int gpu);
 int placer_cpus_used(const struct placer *p, int node);
 int64_t placer_mem_used_mib(const struct placer *p, int node);
+/* Whole nodes (in service, every GPU free, nothing used) under leaf. */
+int placer_leaf_whole(const struct placer *p, int leaf);
+/* Turns the leaf term off (plain best fit / frag, name order) or back on (the
+ * default) - for comparisons. */
+void placer_set_leaf_term(struct placer *p, bool on);
 /* Free GPUs on the node that are in no full-quality pair among the free ones. */
 int placer_node_stranded(struct placer *p, int node);
 

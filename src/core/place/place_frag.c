@@ -445,24 +445,29 @@ static bool node_cand(struct placer *p, const struct pl_ctx *c, int node, struct
 		if (!ptab_full_quality(pt, 1, &q1) || q1.bottleneck_gbps < c->req->min_bw_gbps)
 			return false;
 		bool found = false;
+		int64_t dl[TOPO_MAX_GPUS];
 		for (int g = 0; g < s.ngpus; g++) {
 			gpumask_t bit = (gpumask_t)1 << g;
 			if ((n->bad & bit) || s.fv[g] < milli ||
 			    (n->used[g] > 0 && !(n->shared & bit)))
 				continue;
-			bool seen = false; /* F only sees the multiset of free values */
-			for (int h = 0; h < g && !seen; h++)
-				seen = !(n->bad & ((gpumask_t)1 << h)) && s.fv[h] == s.fv[g] &&
-				       (n->used[h] == 0 || (n->shared & ((gpumask_t)1 << h)));
-			if (seen)
-				continue;
+			/* F only sees the multiset of free values: a GPU with the same
+			 * free value as an earlier one has its F, but not its leftover
+			 * shape (which whole GPUs stay free), so it is still judged. */
+			int same = -1;
+			for (int h = 0; h < g && same < 0; h++)
+				if (!(n->bad & ((gpumask_t)1 << h)) && s.fv[h] == s.fv[g] &&
+				    (n->used[h] == 0 || (n->shared & ((gpumask_t)1 << h))))
+					same = h;
 			s.fv[g] -= milli;
 			struct fcand k = *out;
 			k.gpu = g;
 			k.q = q1;
-			k.delta = p->frag ? frag_of(p->frag, s.type, s.fv, s.ngpus, s.cpu_left - cpus,
-						    s.mem_left - mem) - before
-					  : 0;
+			k.delta = same >= 0 ? dl[same]
+				  : p->frag ? frag_of(p->frag, s.type, s.fv, s.ngpus, s.cpu_left - cpus,
+						      s.mem_left - mem) - before
+					    : 0;
+			dl[g] = k.delta;
 			k.free_after = free_total(&s);
 			gpumask_t after = fm & ~bit;
 			ptab_leftover(pt, after, &k.left);

@@ -9,9 +9,13 @@
  * level: if one unit suffices, the best-fit unit (fewest candidates that still
  * hold the gang, so big units stay whole for big gangs); otherwise the largest
  * units greedily, with the last replaced by the smallest unit that still
- * covers the remainder, which needs the fewest units. Inside the last unit,
- * nodes whose chosen local GPU set is the most common come first (rail
- * alignment), then the fullest nodes, then names.
+ * covers the remainder, which needs the fewest units. At the leaf level the
+ * leaf term (place.h) comes before best fit: the leaf where the gang breaks
+ * the fewest whole nodes (every GPU free), counting partly used nodes as
+ * taken first when the gang asks fewer GPUs per node than the type holds.
+ * Inside the last unit, such partly used nodes do come first; then nodes
+ * whose chosen local GPU set is the most common (rail alignment), then the
+ * fullest nodes, then names.
  *
  * Candidates able to give k GPUs at their type's full quality are tried first;
  * only when no gang can be formed from them are lesser sets accepted. Units
@@ -27,6 +31,7 @@ enum { LV_DOMAIN, LV_LEAF, LV_NODE };
 
 struct unit_stat {
 	int unit, count;
+	int whole; /* of count: candidates with every GPU free */
 	const char *name;
 };
 
@@ -36,6 +41,10 @@ struct gang {
 	struct pl_cand *out; /* n chosen */
 	int nout;
 	struct unit_stat *ustat;
+	bool partial;        /* k < the type's GPUs: a pick may fill a partly used node */
+	bool leaf_term;      /* on unless placer_set_leaf_term(p, false) */
+	int leaf_kept;       /* the leaf term's choice (place.h): whole nodes it kept */
+	bool leaf_exact;     /* the last leaf chosen had exactly the nodes taken there */
 	char why[256];       /* why the arrangement failed */
 	bool lesser;         /* a pick was left out only for not being of full
 				quality: the second pass may find more */
@@ -219,6 +228,8 @@ static int ustat_cmp(const void *a, const void *b)
 static int node_order_cmp(const void *a, const void *b)
 {
 	const struct pl_cand *x = a, *y = b;
+	if (x->whole != y->whole) /* the leaf term: partly used nodes first */
+		return x->whole ? 1 : -1;
 	if (x->freq != y->freq)
 		return x->freq > y->freq ? -1 : 1;
 	if (x->pick.set != y->pick.set)
@@ -233,8 +244,11 @@ static void take_nodes(struct placer *p, struct gang *gg, struct pl_cand *arr, i
 {
 	for (int i = 0; i < m; i++)
 		p->set_count[arr[i].pick.set]++;
-	for (int i = 0; i < m; i++)
+	int ngpus = p->f->types[gg->type].ngpus;
+	for (int i = 0; i < m; i++) {
 		arr[i].freq = p->set_count[arr[i].pick.set];
+		arr[i].whole = gg->leaf_term && gg->partial && arr[i].freecnt >= ngpus;
+	}
 	for (int i = 0; i < m; i++)
 		p->set_count[arr[i].pick.set] = 0;
 	qsort(arr, (size_t)m, sizeof(*arr), node_order_cmp);
@@ -242,16 +256,40 @@ static void take_nodes(struct placer *p, struct gang *gg, struct pl_cand *arr, i
 	gg->nout += need;
 }
 
-/* The index in ustat[0..nu) of the unit with the fewest candidates >= need
- * (ties by name), or -1. */
-static int best_fit_unit(const struct unit_stat *us, int nu, int need)
+/* Whole nodes (every GPU free) that taking need candidates of u would break,
+ * when partly used candidates are taken first: 0 while u has enough partly
+ * used nodes. With k = the type's GPUs every pick is a whole node. */
+static int unit_breaks(const struct unit_stat *u, int need, bool partial)
+{
+	if (!partial)
+		return need;
+	int part = u->count - u->whole;
+	return need > part ? need - part : 0;
+}
+
+/* The index in ustat[0..nu) of the unit that holds need candidates, or -1:
+ * with leaf_term, the one whose whole nodes the gang breaks fewest of (the
+ * leaf term, place.h), then fewest candidates (best fit), then name; without,
+ * best fit then name. */
+static int best_unit(const struct unit_stat *us, int nu, int need, bool partial,
+		     bool leaf_term)
 {
 	int b = -1;
-	for (int i = 0; i < nu; i++)
-		if (us[i].count >= need &&
-		    (b < 0 || us[i].count < us[b].count ||
-		     (us[i].count == us[b].count && strcmp(us[i].name, us[b].name) < 0)))
+	for (int i = 0; i < nu; i++) {
+		if (us[i].count < need)
+			continue;
+		if (b >= 0 && leaf_term) {
+			int x = unit_breaks(&us[i], need, partial), y = unit_breaks(&us[b], need, partial);
+			if (x != y) {
+				if (x < y)
+					b = i;
+				continue;
+			}
+		}
+		if (b < 0 || us[i].count < us[b].count ||
+		    (us[i].count == us[b].count && strcmp(us[i].name, us[b].name) < 0))
 			b = i;
+	}
 	return b;
 }
 
@@ -264,7 +302,7 @@ static bool choose(struct placer *p, struct gang *gg, struct pl_cand *arr, int m
 		take_nodes(p, gg, arr, m, need);
 		return true;
 	}
-	int nu = 0;
+	int nu = 0, ngpus = p->f->types[gg->type].ngpus;
 	for (int i = 0; i < m; i++) {
 		int u = unit_of(p, &arr[i], level);
 		arr[i].unit = u;
@@ -272,11 +310,22 @@ static bool choose(struct placer *p, struct gang *gg, struct pl_cand *arr, int m
 			p->units[nu++] = u;
 	}
 	struct unit_stat *us = gg->ustat;
-	for (int i = 0; i < nu; i++)
-		us[i] = (struct unit_stat){p->units[i], p->unit_count[p->units[i]],
+	for (int i = 0; i < nu; i++) {
+		us[i] = (struct unit_stat){p->units[i], p->unit_count[p->units[i]], 0,
 					   unit_name(p, p->units[i])};
+		p->unit_count[p->units[i]] = i; /* unit -> us[] until sorted */
+	}
+	for (int i = 0; i < m; i++)
+		us[p->unit_count[arr[i].unit]].whole += arr[i].freecnt >= ngpus;
 	qsort(us, (size_t)nu, sizeof(*us), ustat_cmp);
-	int last = best_fit_unit(us, nu, need), nfull = 0, r = need;
+	bool lt = level == LV_LEAF && gg->leaf_term;
+	int last = best_unit(us, nu, need, gg->partial, lt), nfull = 0, r = need;
+	if (lt && last >= 0) {
+		int plain = best_unit(us, nu, need, gg->partial, false);
+		if (plain != last)
+			gg->leaf_kept = unit_breaks(&us[plain], need, gg->partial) -
+					unit_breaks(&us[last], need, gg->partial);
+	}
 	if (last < 0 && one_unit) {
 		if (level == LV_LEAF)
 			snprintf(gg->why, sizeof(gg->why),
@@ -295,8 +344,10 @@ static bool choose(struct placer *p, struct gang *gg, struct pl_cand *arr, int m
 	if (last < 0) {
 		while (r > us[nfull].count)
 			r -= us[nfull++].count;
-		last = nfull + best_fit_unit(us + nfull, nu - nfull, r);
+		last = nfull + best_unit(us + nfull, nu - nfull, r, gg->partial, lt);
 	}
+	if (level == LV_LEAF)
+		gg->leaf_exact = us[last].count == r;
 	for (int i = 0; i < nu; i++)
 		p->unit_count[us[i].unit] = i < nfull ? -1 : (i == last ? -2 : 0);
 	int j = 0;
@@ -322,6 +373,8 @@ struct gang_key {
 	int domains, leaves;
 	bool aligned;
 	int fit;
+	bool exact; /* fills the last leaf's candidates exactly: first */
+	int cands;  /* candidates of the type: more first (types stay balanced) */
 	const char *first;
 };
 
@@ -370,6 +423,10 @@ static int gang_key_cmp(const struct gang_key *a, const struct gang_key *b)
 		return a->aligned ? -1 : 1;
 	if (a->fit != b->fit)
 		return a->fit < b->fit ? -1 : 1;
+	if (a->exact != b->exact)
+		return a->exact ? -1 : 1;
+	if (a->cands != b->cands)
+		return a->cands > b->cands ? -1 : 1;
 	return strcmp(a->first, b->first);
 }
 
@@ -392,6 +449,10 @@ static bool gang_try_type(struct placer *p, struct gang *gg, bool full_only, int
 		return false;
 	const struct gpu_model *model = p->f->types[gg->type].gpu;
 	gg->nout = 0;
+	gg->leaf_kept = 0;
+	gg->leaf_exact = false;
+	gg->partial = !gg->c->req->exclusive && gg->k < p->f->types[gg->type].ngpus;
+	gg->leaf_term = !p->leaf_off;
 	if (model && model->domain_gpus > 0) {
 		if (!choose(p, gg, p->cand, m, gg->n, LV_DOMAIN,
 			    gg->c->req->one_leaf || (int64_t)gg->n * gg->k <= model->domain_gpus))
@@ -442,6 +503,7 @@ enum sl_err pl_gang_place(struct placer *p, const struct pl_ctx *c, struct place
 	struct gang gg = {.c = c, .k = k, .n = n, .out = cur, .ustat = us};
 	struct gang_key bk = {0}, ck;
 	bool found = false;
+	int best_kept = 0;
 	char why[256] = "";
 	int most = -1;
 	const char *most_type = "";
@@ -467,10 +529,13 @@ enum sl_err pl_gang_place(struct placer *p, const struct pl_ctx *c, struct place
 				continue;
 			}
 			gang_key(p, cur, n, &ck);
+			ck.exact = gg.leaf_exact;
+			ck.cands = ncand;
 			if (found && gang_key_cmp(&ck, &bk) >= 0)
 				continue;
 			memcpy(best, cur, (size_t)n * sizeof(*best));
 			bk = ck; /* first points at a name, not into cur */
+			best_kept = gg.leaf_kept;
 			found = true;
 		}
 	}
@@ -480,6 +545,7 @@ enum sl_err pl_gang_place(struct placer *p, const struct pl_ctx *c, struct place
 		for (int i = 0; i < n && e == SL_OK; i++)
 			e = pl_add_pick(out, p, c, best[i].node, best[i].pick.set, -1, 0,
 					&best[i].pick.q);
+		out->score.leaf_kept = best_kept;
 	} else {
 		if (!why[0])
 			snprintf(why, sizeof(why),

@@ -88,6 +88,8 @@ struct placer {
 	int *set_count;           /* [1 << TOPO_MAX_GPUS] gang scratch, lazy */
 	struct pl_cand *cand;     /* [nnodes] gang candidates, lazy */
 	struct pl_frag *frag;     /* fragmentation-aware policy (place_frag.c) or NULL */
+	struct pl_leaf *leaf;     /* whole nodes per leaf (place_leaf.c) */
+	bool leaf_off;            /* placer_set_leaf_term(p, false) */
 };
 
 /* A node that can take a request, with the set it would get. */
@@ -97,6 +99,7 @@ struct pl_cand {
 	int freecnt;   /* free GPUs before the pick */
 	int unit;      /* gang grouping key (leaf or domain) */
 	int freq;      /* gang: how many candidates share pick.set */
+	bool whole;    /* gang: taking it breaks a whole node (the leaf term) */
 	const char *name;
 	int64_t price;
 };
@@ -173,6 +176,15 @@ void pl_frag_index_changed(struct placer *p); /* after pl_index_rebuild */
 void pl_frag_free(struct placer *p);
 /* Grows the per-node arrays from old_nn to p->f->nnodes nodes. */
 enum sl_err pl_frag_nodes_added(struct placer *p, int old_nn) SL_MUST_USE;
+
+/* place_leaf.c: the leaf term for single-node work (place.h). */
+enum sl_err pl_leaf_build(struct placer *p) SL_MUST_USE; /* (re)counts from scratch */
+void pl_leaf_free(struct placer *p);
+void pl_leaf_node_changed(struct placer *p, int node);
+/* A single whole-GPU pick on a whole node moves to the equal whole node whose
+ * leaf has the fewest whole nodes; returns the whole nodes of the leaf it
+ * spared (0: the pick stayed). */
+int pl_leaf_refine(struct placer *p, struct placement *out);
 
 /* place_explain.c: fills out->failed and out->why; returns SL_ENOSPACE. */
 enum sl_err pl_explain(struct placer *p, const struct pl_ctx *c, int per_node, int nnodes,

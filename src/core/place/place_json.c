@@ -29,6 +29,8 @@ json_t *place_score_to_json(const struct place_score *s)
 			 "price_hint", (json_int_t)s->price_hint, "nodes", s->nodes,
 			 "leaves", s->leaves, "domains", s->domains,
 			 "rails_aligned", s->rails_aligned, "full_quality", s->full_quality);
+	if (o && s->leaf_kept > 0)
+		json_object_set_new(o, "leaf_kept", json_integer(s->leaf_kept));
 	if (o && s->frag)
 		json_object_set_new(o, "fragmentation",
 				    json_pack("{s:s, s:I, s:I, s:b}", "policy", "frag", "delta_milli",
