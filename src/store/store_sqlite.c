@@ -133,16 +133,34 @@ static const char sq_migration_7[] =
 	" updated_ns INTEGER NOT NULL);\n"
 	"CREATE INDEX ssh_keys_tenant ON ssh_keys(tenant);\n";
 
+/* v8: history (store.h): leases, jobs and instances in a final state, moved
+ * out of the live tables so that a restart reads only live rows. The rows of
+ * an old store move when the controller first starts on it (ctl.c), since
+ * only it knows which states are final; the store never reads bodies. */
+static const char sq_migration_8[] =
+	"CREATE TABLE lease_history (id TEXT PRIMARY KEY, tenant TEXT, body TEXT NOT NULL,"
+	" updated_ns INTEGER NOT NULL);\n"
+	"CREATE INDEX lease_history_tenant ON lease_history(tenant, id);\n"
+	"CREATE INDEX lease_history_updated ON lease_history(updated_ns, id);\n"
+	"CREATE TABLE job_history (id TEXT PRIMARY KEY, tenant TEXT, body TEXT NOT NULL,"
+	" updated_ns INTEGER NOT NULL);\n"
+	"CREATE INDEX job_history_tenant ON job_history(tenant, id);\n"
+	"CREATE INDEX job_history_updated ON job_history(updated_ns, id);\n"
+	"CREATE TABLE instance_history (id TEXT PRIMARY KEY, tenant TEXT, body TEXT NOT NULL,"
+	" updated_ns INTEGER NOT NULL);\n"
+	"CREATE INDEX instance_history_tenant ON instance_history(tenant, id);\n"
+	"CREATE INDEX instance_history_updated ON instance_history(updated_ns, id);\n";
+
 /* Shared with the PostgreSQL backend (store_pg.c), which translates the
  * column types, so both backends always have the same schema. */
 const char *const store_migrations[] = {sq_migration_1, sq_migration_2, sq_migration_3,
 					sq_migration_4, sq_migration_5, sq_migration_6,
-					sq_migration_7};
+					sq_migration_7, sq_migration_8};
 #define sq_migrations store_migrations
 #define SQ_SCHEMA_VERSION ((int)(sizeof(sq_migrations) / sizeof(sq_migrations[0])))
 const int store_migrations_count = SQ_SCHEMA_VERSION;
 
-enum sq_verb { SQ_PUT, SQ_DEL, SQ_GET, SQ_SCAN, SQ_VERB__COUNT };
+enum sq_verb { SQ_PUT, SQ_DEL, SQ_GET, SQ_SCAN, SQ_PAGE, SQ_RECENT, SQ_VERB__COUNT };
 
 /* %s is a table name from store_kind_name(), never outside input. */
 static const char *const sq_verb_sql[SQ_VERB__COUNT] = {
@@ -152,6 +170,9 @@ static const char *const sq_verb_sql[SQ_VERB__COUNT] = {
 	[SQ_DEL] = "DELETE FROM %s WHERE id = ?1",
 	[SQ_GET] = "SELECT body FROM %s WHERE id = ?1",
 	[SQ_SCAN] = "SELECT id, tenant, body FROM %s ORDER BY id",
+	[SQ_PAGE] = "SELECT id, tenant, body FROM %s WHERE id > ?1 AND (?2 IS NULL OR tenant = ?2)"
+		    " ORDER BY id LIMIT ?3",
+	[SQ_RECENT] = "SELECT id, tenant, body FROM %s ORDER BY updated_ns DESC, id DESC LIMIT ?1",
 };
 
 struct sq {
@@ -604,11 +625,10 @@ static enum sl_err sq_get(void *impl, enum store_kind k, const char *id, char **
 			 (struct sq_what){"reading", store_kind_name(k), id});
 }
 
-static enum sl_err sq_scan(void *impl, enum store_kind k, store_scan_fn fn, void *arg,
-			   struct sl_diag *d)
+/* Steps st (bound) to the end, calling fn per row; resets it. */
+static enum sl_err sq_rows(struct sq *q, enum store_kind k, sqlite3_stmt *st, store_scan_fn fn,
+			   void *arg, struct sl_diag *d)
 {
-	struct sq *q = impl;
-	sqlite3_stmt *st = q->kind_stmt[k][SQ_SCAN];
 	enum sl_err e = SL_OK;
 	int rc = SQLITE_DONE;
 	while (e == SL_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -625,7 +645,42 @@ static enum sl_err sq_scan(void *impl, enum store_kind k, store_scan_fn fn, void
 		e = sq_error_on(q, rc, d, (struct sq_what){"scanning", store_kind_name(k), NULL});
 	}
 	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
 	return e;
+}
+
+static enum sl_err sq_scan(void *impl, enum store_kind k, store_scan_fn fn, void *arg,
+			   struct sl_diag *d)
+{
+	struct sq *q = impl;
+	return sq_rows(q, k, q->kind_stmt[k][SQ_SCAN], fn, arg, d);
+}
+
+static enum sl_err sq_page(void *impl, enum store_kind k, const char *after, const char *tenant,
+			   int limit, store_scan_fn fn, void *arg, struct sl_diag *d)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = q->kind_stmt[k][SQ_PAGE];
+	if (sqlite3_bind_text(st, 1, after, -1, SQLITE_STATIC) != SQLITE_OK ||
+	    (tenant ? sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC)
+		    : sqlite3_bind_null(st, 2)) != SQLITE_OK ||
+	    sqlite3_bind_int(st, 3, limit) != SQLITE_OK) {
+		sqlite3_clear_bindings(st);
+		return sq_error(q, sqlite3_errcode(q->db), d, "binding a page query");
+	}
+	return sq_rows(q, k, st, fn, arg, d);
+}
+
+static enum sl_err sq_recent(void *impl, enum store_kind k, int limit, store_scan_fn fn,
+			     void *arg, struct sl_diag *d)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = q->kind_stmt[k][SQ_RECENT];
+	if (sqlite3_bind_int(st, 1, limit) != SQLITE_OK) {
+		sqlite3_clear_bindings(st);
+		return sq_error(q, sqlite3_errcode(q->db), d, "binding a recent query");
+	}
+	return sq_rows(q, k, st, fn, arg, d);
 }
 
 static enum sl_err sq_meta_get(void *impl, const char *key, char **value_out,
@@ -951,6 +1006,8 @@ const struct store_ops store_sqlite_ops = {
 	.del = sq_del,
 	.get = sq_get,
 	.scan = sq_scan,
+	.page = sq_page,
+	.recent = sq_recent,
 	.meta_get = sq_meta_get,
 	.meta_set = sq_meta_set,
 	.meta_scan = sq_meta_scan,
