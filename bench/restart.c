@@ -12,7 +12,8 @@
  * for this build, or - when $SUANLID_OLD names a build from before history
  * tables - into the live leases table of a store taken back to schema 7
  * (the sqlite3 shell drops the history tables), which is what that build
- * reads. Each daemon is started pinned to core 0, and "ready" is the time
+ * reads. A third series gives every ended lease billing's usage record too
+ * (the `usage` table), as a priced deployment has. Each daemon is started pinned to core 0, and "ready" is the time
  * from its start until /healthz answers 200 and GET /v1/leases/ls-000001
  * (a live lease) and the newest ended lease both answer 200. Each point is
  * the median of RUNS starts. Figures go to stdout and bench/results/history.md
@@ -104,7 +105,7 @@ static void retext(const char *row, const char *old, const char *id, struct sl_b
 
 /* Appends n ended leases after the seed's into data (live: into the leases
  * table, for a build without history tables). */
-static double fill(const char *data, const char *tmpl, long n, bool live)
+static double fill(const char *data, const char *tmpl, long n, bool live, bool usage)
 {
 	double t0 = bl_now_ms();
 	struct store *s;
@@ -123,6 +124,20 @@ static double fill(const char *data, const char *tmpl, long n, bool live)
 		if (store_put(s, live ? STORE_LEASES : STORE_LEASE_HISTORY, id, "acme", sl_buf_str(&b),
 			      1700000000000000000LL + i, &d))
 			bl_die("put %s: %s", id, d.msg);
+		if (usage) {
+			/* billing's record of a metered lease (src/ctl/billing.c usage_json) */
+			char u[512];
+			long long at = 1700000000000LL + i * 1000;
+			snprintf(u, sizeof(u),
+				 "{\"lease\":\"%s\",\"tenant\":\"acme\",\"site\":\"bench-a\",\"region\":"
+				 "\"cn-east\",\"model\":\"h100-sxm\",\"plan\":\"hourly\",\"priced\":true,"
+				 "\"ended\":true,\"events\":[{\"at_ms\":%lld,\"kind\":\"started\",\"gpus\":1},"
+				 "{\"at_ms\":%lld,\"kind\":\"ended\",\"gpus\":1,\"end\":\"released\"}],"
+				 "\"bought_ms\":0,\"term_months\":0,\"gpus\":1}",
+				 id, at, at + 3600000);
+			if (store_put(s, STORE_USAGE, id, "acme", u, 1700000000000000000LL + i, &d))
+				bl_die("put usage %s: %s", id, d.msg);
+		}
 		if ((i + 1) % BATCH == 0 || i + 1 == n) {
 			if (store_commit(s, &d))
 				bl_die("commit: %s", d.msg);
@@ -140,7 +155,7 @@ static double fill(const char *data, const char *tmpl, long n, bool live)
  * into the live tables, the history tables dropped. */
 static void downgrade(const char *data, const char *log)
 {
-	char db[BL_PATH_MAX + 32];
+	char db[BL_PATH_MAX + 256];
 	snprintf(db, sizeof(db), "%s/%s", data, STORE_DB_FILE);
 	char *argv[] = {"/usr/bin/sqlite3", db,
 			"INSERT INTO leases SELECT * FROM lease_history;"
@@ -188,7 +203,7 @@ static double ready_ms(const char *suanlid, struct bl_daemon *d, const char *dat
 
 static long dir_kib(const char *data)
 {
-	char p[BL_PATH_MAX + 32];
+	char p[BL_PATH_MAX + 256];
 	struct stat st;
 	long kib = 0;
 	const char *sfx[] = {"", "-wal"};
@@ -202,7 +217,7 @@ static long dir_kib(const char *data)
 
 struct point {
 	long n;
-	double new_ms, new_cpu, old_ms, old_cpu, fill_ms;
+	double new_ms, new_cpu, old_ms, old_cpu, use_ms, use_cpu, fill_ms;
 	long kib;
 };
 
@@ -229,30 +244,26 @@ int main(int argc, char **argv)
 		struct point *p = &pts[i];
 		memset(p, 0, sizeof(*p));
 		p->n = sizes[i];
-		for (int pass = 0; pass < (old ? 2 : 1); pass++) {
-			bool is_old = pass == 1;
+		/* pass 0: this build; 1: this build, each ended lease also with
+		 * billing's usage record; 2: the old build ($SUANLID_OLD). */
+		for (int pass = 0; pass < (old ? 3 : 2); pass++) {
+			bool is_old = pass == 2, usage = pass == 1;
 			char *rm[] = {"/bin/rm", "-rf", copy, NULL};
 			char *cp[] = {"/bin/cp", "-a", d.data, copy, NULL};
 			run_wait(rm, d.log);
 			run_wait(cp, d.log);
-			double f = fill(copy, tmpl, p->n, is_old);
+			double f = fill(copy, tmpl, p->n, is_old, usage);
 			if (is_old)
 				downgrade(copy, d.log);
-			else {
+			else if (!usage) {
 				p->fill_ms = f;
 				p->kib = dir_kib(copy);
 			}
 			double cpu = 0, ms = ready_ms(is_old ? old : d.suanlid, &d, copy, p->n, &cpu);
-			if (is_old) {
-				p->old_ms = ms;
-				p->old_cpu = cpu;
-			} else {
-				p->new_ms = ms;
-				p->new_cpu = cpu;
-			}
-			printf("%-9s %8ld ended: ready in %8.1f ms (daemon CPU %8.1f ms)%s\n",
-			       is_old ? "before" : "history", p->n, ms, cpu,
-			       is_old ? "" : "");
+			*(is_old ? &p->old_ms : usage ? &p->use_ms : &p->new_ms) = ms;
+			*(is_old ? &p->old_cpu : usage ? &p->use_cpu : &p->new_cpu) = cpu;
+			printf("%-14s %8ld ended: ready in %8.1f ms (daemon CPU %8.1f ms)\n",
+			       is_old ? "before" : usage ? "history+usage" : "history", p->n, ms, cpu);
 			fflush(stdout);
 		}
 	}
@@ -267,12 +278,16 @@ int main(int argc, char **argv)
 		   "and the newest ended lease all answer 200. Median of %d starts, daemon "
 		   "pinned to core 0. *before*: the build named by `SUANLID_OLD` (ended rows "
 		   "in the live `leases` table, which it scans whole at start); *history*: this "
-		   "build (ended rows in `lease_history`, which a start does not read).\n\n",
+		   "build (ended rows in `lease_history`, which a start does not read); "
+		   "*history + usage rows*: this build with billing's usage record of each ended "
+		   "lease in the store too, as a priced deployment has (billing still loads "
+		   "every usage record at start).\n\n",
 		LIVE, NODES, RUNS);
 	bl_machine(o, argc, argv);
 	fprintf(o, "- before: %s\n\n", old ? old : "(not measured: SUANLID_OLD unset)");
 	fprintf(o, "| ended leases | store size | ready, history (ms) | CPU, history (ms) "
-		   "| ready, before (ms) | CPU, before (ms) |\n|---:|---:|---:|---:|---:|---:|\n");
+		   "| ready, history + usage rows (ms) | CPU (ms) "
+		   "| ready, before (ms) | CPU, before (ms) |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n");
 	for (int i = 0; i < nsizes; i++) {
 		const struct point *p = &pts[i];
 		char o1[32] = "-", o2[32] = "-";
@@ -280,8 +295,8 @@ int main(int argc, char **argv)
 			snprintf(o1, sizeof(o1), "%.0f", p->old_ms);
 			snprintf(o2, sizeof(o2), "%.0f", p->old_cpu);
 		}
-		fprintf(o, "| %ld | %.1f MiB | %.0f | %.0f | %s | %s |\n", p->n, (double)p->kib / 1024,
-			p->new_ms, p->new_cpu, o1, o2);
+		fprintf(o, "| %ld | %.1f MiB | %.0f | %.0f | %.0f | %.0f | %s | %s |\n", p->n,
+			(double)p->kib / 1024, p->new_ms, p->new_cpu, p->use_ms, p->use_cpu, o1, o2);
 	}
 	fprintf(o, "\nGoal: ready in under 2,000 ms at 1,000,000 ended leases (reported, not "
 		   "asserted).\n");
