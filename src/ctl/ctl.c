@@ -191,8 +191,8 @@ bool ctl_delete(struct ctl *c, enum store_kind k, const char *id)
 	sl_diag_clear(&d);
 	if (!tx_ensure(c))
 		return false;
-	enum sl_err e = store_delete(c->store, k, id, &d);
-	if (e && e != SL_ENOTFOUND) {
+	enum sl_err e = store_forget(c->store, k, id, &d); /* pipelined on PostgreSQL */
+	if (e) {
 		sl_log_error("store delete failed", "kind=%s id=%s error=%s", store_kind_name(k), id,
 			     d.msg);
 		c->fatal = true;

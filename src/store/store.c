@@ -298,6 +298,20 @@ enum sl_err store_delete(struct store *s, enum store_kind k, const char *id, str
 	return note_error(s, s->ops->del(s->impl, k, id, d), true, d);
 }
 
+enum sl_err store_forget(struct store *s, enum store_kind k, const char *id, struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	enum sl_err e = check_usable(s, d);
+	if (e == SL_OK)
+		e = check_kind(k, d);
+	if (e == SL_OK)
+		e = check_name("id", id, d);
+	if (e != SL_OK)
+		return e;
+	return note_error(s, s->ops->forget(s->impl, k, id, d), true, d);
+}
+
 enum sl_err store_get(struct store *s, enum store_kind k, const char *id, char **json_out,
 		      struct sl_diag *d)
 {

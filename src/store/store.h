@@ -151,6 +151,12 @@ enum sl_err store_put(struct store *s, enum store_kind k, const char *id,
  * changes and the store stays healthy). */
 enum sl_err store_delete(struct store *s, enum store_kind k, const char *id,
 			 struct sl_diag *d) SL_MUST_USE;
+/* Deletes row id of kind k if there is one: unlike store_delete a missing
+ * row is no error and nothing is read back, so inside a PostgreSQL
+ * transaction it is pipelined like store_put (its failure surfaces at the
+ * next read or the commit). What a row moving to history uses. */
+enum sl_err store_forget(struct store *s, enum store_kind k, const char *id,
+			 struct sl_diag *d) SL_MUST_USE;
 /* Reads the body of row id of kind k into *json_out (NUL-terminated, the caller
  * free()s it). SL_ENOTFOUND if there is no such row. Sees the open
  * transaction's own changes. */

@@ -30,6 +30,8 @@ struct store_ops {
 			   const char *json, size_t json_len, int64_t updated_ns,
 			   struct sl_diag *d);
 	enum sl_err (*del)(void *impl, enum store_kind k, const char *id, struct sl_diag *d);
+	/* store_forget: del without the existence check (pipelined where it can be). */
+	enum sl_err (*forget)(void *impl, enum store_kind k, const char *id, struct sl_diag *d);
 	enum sl_err (*get)(void *impl, enum store_kind k, const char *id, char **json_out,
 			   struct sl_diag *d);
 	enum sl_err (*scan)(void *impl, enum store_kind k, store_scan_fn fn, void *arg,

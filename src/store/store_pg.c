@@ -596,6 +596,14 @@ static enum sl_err pg_del(void *impl, enum store_kind k, const char *id, struct 
 	return e;
 }
 
+static enum sl_err pg_forget(void *impl, enum store_kind k, const char *id, struct sl_diag *d)
+{
+	char name[32];
+	pg_kind_stmt(name, k, PG_DEL);
+	const char *v[] = {id};
+	return pg_write(impl, name, 1, v, NULL, NULL, NULL, d, store_kind_name(k), id);
+}
+
 /* A one-row, one-column text lookup. */
 static enum sl_err pg_lookup(struct pg *g, const char *stmt, const char *key, char **out,
 			     struct sl_diag *d, const char *obj)
@@ -728,6 +736,7 @@ const struct store_ops store_pg_ops = {
 	.rollback = pg_rollback,
 	.put = pg_put,
 	.del = pg_del,
+	.forget = pg_forget,
 	.get = pg_get,
 	.scan = pg_scan,
 	.page = pg_page,

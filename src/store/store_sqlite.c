@@ -149,7 +149,6 @@ const char *const store_migrations[] = {sq_migration_1, sq_migration_2, sq_migra
 #define SQ_SCHEMA_VERSION ((int)(sizeof(sq_migrations) / sizeof(sq_migrations[0])))
 const int store_migrations_count = SQ_SCHEMA_VERSION;
 
-
 /* %s is a table name from store_kind_name(), never outside input. */
 static const char *const sq_verb_sql[SQ_VERB__COUNT] = {
 	[SQ_PUT] = "INSERT INTO %s (id, tenant, body, updated_ns) VALUES (?1, ?2, ?3, ?4)"
@@ -162,7 +161,6 @@ static const char *const sq_verb_sql[SQ_VERB__COUNT] = {
 		    " ORDER BY id LIMIT ?3",
 	[SQ_RECENT] = "SELECT id, tenant, body FROM %s ORDER BY updated_ns DESC, id DESC LIMIT ?1",
 };
-
 
 /* Names the extended codes an operator is most likely to meet, so a log line
  * says "fsync" rather than only "disk I/O error". */
@@ -181,7 +179,6 @@ static const char *sq_code_detail(int rc)
 	default: return "";
 	}
 }
-
 
 enum sl_err sq_error_on(struct sq *q, int rc, struct sl_diag *d, struct sq_what w)
 {
@@ -332,7 +329,6 @@ static enum sl_err sq_migrate(struct sq *q, const char *path, struct sl_diag *d)
 	}
 	return SL_OK;
 }
-
 
 static enum sl_err sq_prepare_all(struct sq *q, struct sl_diag *d)
 {
@@ -520,6 +516,14 @@ static enum sl_err sq_del(void *impl, enum store_kind k, const char *id, struct 
 	return e == SL_OK ? sq_after_write(q, d) : e;
 }
 
+static enum sl_err sq_forget(void *impl, enum store_kind k, const char *id, struct sl_diag *d)
+{
+	enum sl_err e = sq_del(impl, k, id, d);
+	if (e == SL_ENOTFOUND)
+		sl_diag_clear(d);
+	return e == SL_ENOTFOUND ? SL_OK : e;
+}
+
 /* Copies column 0 of the current row, which may hold NUL-free text only. */
 static enum sl_err sq_copy_text(struct sq *q, sqlite3_stmt *st, char **out, struct sl_diag *d)
 {
@@ -642,7 +646,6 @@ static enum sl_err sq_meta_set(void *impl, const char *key, const char *value,
 
 /* ---- the audit tables ---- */
 
-
 /* Rare (store copy): prepared per call. */
 static enum sl_err sq_meta_scan(void *impl, store_scan_fn fn, void *arg, struct sl_diag *d)
 {
@@ -663,7 +666,6 @@ static enum sl_err sq_meta_scan(void *impl, store_scan_fn fn, void *arg, struct 
 	return e;
 }
 
-
 const struct store_ops store_sqlite_ops = {
 	.name = "sqlite",
 	.open = sq_open,
@@ -674,6 +676,7 @@ const struct store_ops store_sqlite_ops = {
 	.rollback = sq_rollback,
 	.put = sq_put,
 	.del = sq_del,
+	.forget = sq_forget,
 	.get = sq_get,
 	.scan = sq_scan,
 	.page = sq_page,

@@ -166,8 +166,9 @@ static void test_bad_page_arguments_are_refused(void **state)
 	store_close(s);
 }
 
-/* A row moves from the live table to history in one transaction: after a
- * rollback it is where it was, after a commit only in history. */
+/* A row moves from the live table to history in one transaction (put, then
+ * store_forget, which PostgreSQL pipelines): after a rollback it is where it
+ * was, after a commit only in history. */
 static void test_move_is_one_transaction(void **state)
 {
 	struct tdir *t = *state;
@@ -176,7 +177,9 @@ static void test_move_is_one_transaction(void **state)
 	for (int commit = 0; commit < 2; commit++) {
 		assert_int_equal(store_begin(s, NULL), SL_OK);
 		put_at(s, STORE_JOB_HISTORY, "job-000001", "acme", 2);
-		assert_int_equal(store_delete(s, STORE_JOBS, "job-000001", NULL), SL_OK);
+		assert_int_equal(store_forget(s, STORE_JOBS, "job-000001", NULL), SL_OK);
+		/* forgetting a row that is not there is no error */
+		assert_int_equal(store_forget(s, STORE_LEASES, "ls-999999", NULL), SL_OK);
 		assert_int_equal(commit ? store_commit(s, NULL) : store_rollback(s, NULL), SL_OK);
 		char *v = NULL;
 		assert_int_equal(store_get(s, STORE_JOBS, "job-000001", &v, NULL),
@@ -187,6 +190,9 @@ static void test_move_is_one_transaction(void **state)
 				 commit ? SL_OK : SL_ENOTFOUND);
 		free(v);
 	}
+	struct sl_diag d;
+	assert_int_equal(store_forget(s, STORE_JOBS, "a b", &d), SL_EINVAL); /* checked first */
+	assert_false(store_failed(s));
 	store_close(s);
 	s = open_ok(t->path); /* and it stays so */
 	struct ids r;
