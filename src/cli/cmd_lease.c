@@ -105,7 +105,7 @@ static const char create_help[] =
 enum {
 	OPT_GPUS = 0x200, OPT_MODEL, OPT_PER_NODE, OPT_PLAN, OPT_DURATION, OPT_REGION,
 	OPT_SITE, OPT_MIN_BW, OPT_MIN_MEM, OPT_ELASTIC, OPT_EXCLUSIVE, OPT_TENANT, OPT_IDEM,
-	OPT_BY, OPT_STATE, OPT_ONE_LEAF, OPT_ON_NODE_FAILURE,
+	OPT_BY, OPT_STATE, OPT_ONE_LEAF, OPT_ON_NODE_FAILURE, OPT_ENDED,
 };
 
 /* Sets key to the integer s in [min, max]; -1 after a usage error. */
@@ -251,9 +251,11 @@ done:
 /* ---- list ---- */
 
 static const char list_help[] =
-	"usage: suanli lease list [--state S] [--tenant T] [OPTIONS]\n\n"
-	"Lists the leases you may see (a tenant sees its own), newest last.\n\n"
+	"usage: suanli lease list [--state S | --ended] [--tenant T] [OPTIONS]\n\n"
+	"Lists the leases you may see (a tenant sees its own), newest last, page\n"
+	"by page (ended leases come from the controller's lease history).\n\n"
 	"  --state S          only leases in state S (pending, active, released, ...)\n"
+	"  --ended            only ended leases (released, expired, preempted, failed)\n"
 	"  --tenant T         only tenant T's leases\n"
 	"  --watch            print the list again whenever a lease changes (until ^C)\n"
 	CLIENT_HELP_OPTS "\nExample:\n"
@@ -293,6 +295,7 @@ static void lease_row(struct out_table *t, const json_t *l, const void *ctx)
 static int lease_list(int argc, char **argv)
 {
 	static const struct option opts[] = {{"state", required_argument, NULL, OPT_STATE},
+					     {"ended", no_argument, NULL, OPT_ENDED},
 					     {"tenant", required_argument, NULL, OPT_TENANT},
 					     {"watch", no_argument, NULL, 'w'},
 					     CLIENT_LONG_OPTS,
@@ -316,6 +319,7 @@ static int lease_list(int argc, char **argv)
 		switch (c) {
 		case 'h': fputs(list_help, stdout); return CLI_EXIT_OK;
 		case OPT_STATE: state = optarg; break;
+		case OPT_ENDED: state = "ended"; break;
 		case OPT_TENANT: tenant = optarg; break;
 		case 'w': watch = 1; break;
 		default: return client_getopt_error(cl.cmd, c, argv);
@@ -333,7 +337,7 @@ static int lease_list(int argc, char **argv)
 		struct client lc = cl;
 		if (watch && (rc = client_watch_wait(&wc, "lease", &seq)) != CLI_EXIT_OK)
 			break;
-		if ((rc = client_get_list(&lc, path, "No leases.\n", &arr)) != CLIENT_GO)
+		if ((rc = client_get_pages(&lc, path, "No leases.\n", &arr)) != CLIENT_GO)
 			continue;
 		now = time(NULL);
 		rc = out_table_list(stdout, 8, head, arr, lease_row, &now) ? CLI_EXIT_FAIL : CLI_EXIT_OK;

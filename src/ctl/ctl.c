@@ -191,8 +191,8 @@ bool ctl_delete(struct ctl *c, enum store_kind k, const char *id)
 	sl_diag_clear(&d);
 	if (!tx_ensure(c))
 		return false;
-	enum sl_err e = store_delete(c->store, k, id, &d);
-	if (e && e != SL_ENOTFOUND) {
+	enum sl_err e = store_forget(c->store, k, id, &d); /* pipelined on PostgreSQL */
+	if (e) {
 		sl_log_error("store delete failed", "kind=%s id=%s error=%s", store_kind_name(k), id,
 			     d.msg);
 		c->fatal = true;
@@ -521,71 +521,6 @@ static enum sl_err load_resv(void *arg, const char *id, const char *tenant, cons
 	return e;
 }
 
-static enum sl_err load_lease(void *arg, const char *id, const char *tenant, const char *json)
-{
-	struct load_arg *a = arg;
-	struct ctl *c = a->c;
-	struct ctl_lease l;
-	(void)tenant;
-	json_t *o = load_json(json, a->d);
-	if (!o)
-		return SL_EPARSE;
-	enum sl_err e = lease_from_json(c, o, &l, a->d);
-	json_decref(o);
-	if (e)
-		return e;
-	struct ctl_lease *heap = NULL;
-	if (l.seq > (uint64_t)INT32_MAX ||
-	    sl_grow(&c->lt.leases, &c->lt.cap_leases, l.seq, CTL_MAX_LEASES) ||
-	    !(heap = malloc(sizeof(*heap)))) {
-		lease_release_mem(&l);
-		return sl_diag_set(a->d, SL_ELIMIT, "lease %s: id out of range or out of memory", id);
-	}
-	/* Slots between the highest seen and this one are filled as they come;
-	 * ids are dense because a failed commit kills the process. */
-	while (c->lt.nleases < (int)l.seq)
-		c->lt.leases[c->lt.nleases++] = NULL;
-	*heap = l;
-	c->lt.leases[l.seq - 1] = heap;
-	if (l.state != LS_PENDING && l.state != LS_ACTIVE && l.state != LS_PREEMPTING)
-		ctl_lease_ended(c, heap);
-	return SL_OK;
-}
-
-/* Re-claims running leases' placements on the placer (which checks that no
- * two hold one GPU; ctl_sched_start then hands them to the scheduler) and
- * fills the deadline heap. */
-static enum sl_err leases_rebuild(struct ctl *c, struct sl_diag *d)
-{
-	/* Claims first with every node in service (the placer refuses claims
-	 * on nodes out of service), then the real service state. */
-	for (int n = 0; n < c->fleet->nnodes; n++)
-		placer_set_node_usable(c->placer, n, true);
-	for (int i = 0; i < c->lt.nleases; i++) {
-		struct ctl_lease *l = c->lt.leases[i];
-		if (!l)
-			return sl_diag_set(d, SL_EPARSE, "lease ls-%06d is missing from the store", i + 1);
-		if (l->state == LS_ACTIVE || l->state == LS_PREEMPTING) {
-			struct placement v;
-			enum sl_err e = placer_claim(c->placer, place_kept_view(&l->pl, &v), d);
-			if (e) {
-				char why[SL_DIAG_MSG];
-				snprintf(why, sizeof(why), "%s", d->msg);
-				sl_diag_hint(d, "the store holds two leases on one GPU, or a lease on a node the fleet no longer has");
-				return sl_diag_set(d, SL_ECONFLICT, "lease %s cannot be re-claimed: %.400s",
-						   l->id, why);
-			}
-			c->lt.nactive++;
-			if (l->expires_ns && ctl_expiry_push(c, l->expires_ns, i))
-				return SL_ENOMEM;
-			if (l->state == LS_PREEMPTING && ctl_expiry_push(c, l->preempt_ns, i))
-				return SL_ENOMEM;
-		}
-	}
-	ctl_apply_usable(c);
-	return SL_OK;
-}
-
 struct prune_arg {
 	struct ctl *c;
 	char **ids;
@@ -725,8 +660,7 @@ static enum sl_err ctl_load(struct ctl *c, const struct ctl_opts *o, struct sl_d
 	    (e = store_scan(c->store, STORE_RESERVATIONS, load_resv, &a, d)) ||
 	    (e = load_stored_fleet(c, d)))
 		return e;
-	if ((e = store_scan(c->store, STORE_LEASES, load_lease, &a, d)) ||
-	    (e = leases_rebuild(c, d)) || (e = idem_prune(c, d)))
+	if ((e = ctl_leases_load(c, d)) || (e = idem_prune(c, d)))
 		return e;
 	if (o->fleet_file) {
 		char *text = NULL;

@@ -236,15 +236,21 @@ void h_instance_list(struct ctl_call *call)
 		return;
 	}
 	json_t *a = json_array();
+	/* Released instances in history (NULL slots) are read for the list and
+	 * let go; a filter on another state skips them. */
 	for (int i = 0; a && i < is->n; i++) {
+		struct instance *tmp = NULL;
 		const struct instance *in = is->v[i];
-		if (!in || (own && strcmp(own, in->tenant)) || (tenant && strcmp(tenant, in->tenant)) ||
-		    (st >= 0 && (int)in->state != st))
-			continue;
-		if (json_array_append_new(a, inst_to_json(c, in, false))) {
+		if (!in && (st < 0 || st == IS_RELEASED))
+			in = inst_at(c, i, &tmp);
+		if (in && !(own && strcmp(own, in->tenant)) && !(tenant && strcmp(tenant, in->tenant)) &&
+		    !(st >= 0 && (int)in->state != st) &&
+		    json_array_append_new(a, inst_to_json(c, in, false))) {
 			json_decref(a);
 			a = NULL;
 		}
+		if (tmp)
+			inst_free(tmp);
 	}
 	if (!a) {
 		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);

@@ -241,10 +241,13 @@ void h_job_list(struct ctl_call *call)
 	const char *node = http_request_param(call->req, "node");
 	int from = 0;
 	if (pg.after) {
+		/* The cursor names its slot: jobs in history need not be read. */
+		unsigned long long seq = 0;
+		char tail;
 		from = -1;
-		for (int i = 0; i < c->jobs->njobs && from < 0; i++)
-			if (c->jobs->jobs[i] && !strcmp(c->jobs->jobs[i]->id, pg.after))
-				from = i + 1;
+		if (sscanf(pg.after, "job-%llu%c", &seq, &tail) == 1 && seq >= 1 &&
+		    seq <= (unsigned long long)c->jobs->njobs)
+			from = (int)seq;
 		if (from < 0) {
 			ctl_answer_error(call, SL_EINVAL, "?after: no such job",
 					 "pass the \"next\" of the previous page");
@@ -254,24 +257,35 @@ void h_job_list(struct ctl_call *call)
 	json_t *a = json_array();
 	const char *next = NULL;
 	int n = 0;
+	/* Only ended states are in history: a live filter skips its slots. */
+	bool live_st = st == JS_PENDING || st == JS_RUNNING || st == JS_CANCELLING;
 	for (int i = from; a && i < c->jobs->njobs; i++) {
+		struct job *tmp = NULL;
 		const struct job *j = c->jobs->jobs[i];
+		if (!j && !live_st)
+			j = jobs_at(c, i, &tmp);
 		if (!j || (own && strcmp(own, j->tenant)) || (lease && strcmp(lease, j->lease)) ||
-		    (st >= 0 && (int)j->state != st) || (tenant && strcmp(tenant, j->tenant)))
+		    (st >= 0 && (int)j->state != st) || (tenant && strcmp(tenant, j->tenant))) {
+			jobs_tmp_free(tmp);
 			continue;
+		}
 		bool on = !node;
 		for (int r = 0; !on && r < j->nranks; r++)
 			on = !strcmp(j->ranks[r].node, node);
-		if (!on)
+		if (!on) {
+			jobs_tmp_free(tmp);
 			continue;
+		}
 		if (pg.paged && n == pg.limit) {
-			next = c->jobs->jobs[i]->id; /* replaced by the page's last below */
+			next = ""; /* replaced by the page's last below */
+			jobs_tmp_free(tmp);
 			break;
 		}
 		if (json_array_append_new(a, job_to_json(c, j, false))) {
 			json_decref(a);
 			a = NULL;
 		}
+		jobs_tmp_free(tmp);
 		n++;
 	}
 	if (a && next && n > 0)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "agents.h"
+#include "history.h"
 #include "instances_int.h"
 
 /* ---- JSON ---- */
@@ -163,7 +164,14 @@ void inst_save(struct ctl *c, struct instance *in)
 		c->fatal = true;
 		return;
 	}
-	ctl_put(c, STORE_INSTANCES, in->id, in->tenant, o);
+	if (!inst_in_history(in)) {
+		ctl_put(c, STORE_INSTANCES, in->id, in->tenant, o);
+		return;
+	}
+	/* Released for good: the row moves to history in this turn. */
+	if (ctl_put(c, STORE_INSTANCE_HISTORY, in->id, in->tenant, o) &&
+	    ctl_delete(c, STORE_INSTANCES, in->id))
+		ctl_hist_seq_note(c, "instances", &c->instances->hist_seq, in->seq);
 }
 
 int64_t inst_tfield(const json_t *o, const char *k)

@@ -23,9 +23,42 @@
 #include "instances_int.h"
 #include "jobs.h"
 #include "job_env.h"
+#include "history.h"
 #include "log.h"
 
 /* ---- lookup ---- */
+
+/* Reads instance seq from history (or, in an old store, the live table). */
+static struct instance *inst_load(struct ctl *c, uint64_t seq)
+{
+	char id[INST_ID_LEN + 8], *row = NULL;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	snprintf(id, sizeof(id), "in-%06llu", (unsigned long long)seq);
+	if (store_get(c->store, STORE_INSTANCE_HISTORY, id, &row, &d) &&
+	    store_get(c->store, STORE_INSTANCES, id, &row, &d))
+		return NULL;
+	json_t *o = json_loads(row, JSON_REJECT_DUPLICATES, NULL);
+	free(row);
+	struct instance *in = o ? inst_from_json(c, o, &d) : NULL;
+	json_decref(o);
+	if (in && in->seq != seq) {
+		inst_free(in);
+		in = NULL;
+	}
+	return in;
+}
+
+const struct instance *inst_at(struct ctl *c, int i, struct instance **tmp)
+{
+	struct ctl_instances *is = c->instances;
+	*tmp = NULL;
+	if (!is || i < 0 || i >= is->n)
+		return NULL;
+	if (is->v[i])
+		return is->v[i];
+	return *tmp = inst_load(c, (uint64_t)i + 1);
+}
 
 struct instance *inst_find(struct ctl *c, const char *id)
 {
@@ -36,6 +69,8 @@ struct instance *inst_find(struct ctl *c, const char *id)
 	    seq > (unsigned long long)is->n)
 		return NULL;
 	struct instance *in = is->v[seq - 1];
+	if (!in && (in = inst_load(c, seq)))
+		is->v[seq - 1] = in; /* kept: handlers hold it through the call */
 	return in && !strcmp(in->id, id) ? in : NULL;
 }
 
@@ -196,6 +231,7 @@ bool inst_event(struct ctl *c, struct instance *in, enum inst_event e, const cha
 struct load_arg {
 	struct ctl *c;
 	struct sl_diag *d;
+	struct ctl_hist_moves moves;
 };
 
 static enum sl_err load_row(void *arg, const char *id, const char *tenant, const char *text)
@@ -208,6 +244,13 @@ static enum sl_err load_row(void *arg, const char *id, const char *tenant, const
 	json_decref(o);
 	if (!in)
 		return a->d->msg[0] ? SL_EPARSE : sl_diag_set(a->d, SL_EPARSE, "stored instance %s is not JSON", id);
+	if (inst_in_history(in)) {
+		/* An old store's released instance: moved to history after the scan. */
+		if (in->seq > is->hist_seq)
+			is->hist_seq = in->seq;
+		inst_free(in);
+		return ctl_hist_note(&a->moves, id, tenant);
+	}
 	if ((int)in->seq > is->cap) {
 		int old = is->cap;
 		enum sl_err ge = sl_grow(&is->v, &is->cap, (int)in->seq, INST_MAX);
@@ -235,13 +278,32 @@ enum sl_err instances_start(struct ctl *c, const struct instances_opts *o, struc
 	c->instances = is;
 	is->retention_ns = (o && o->retention_s > 0 ? o->retention_s : INSTANCES_RETENTION_DEFAULT_S) *
 			   (int64_t)1000000000;
-	struct load_arg a = {c, d};
-	enum sl_err e = store_scan(c->store, STORE_INSTANCES, load_row, &a, d);
+	struct load_arg a = {c, d, {0}};
+	enum sl_err e = ctl_hist_seq_get(c, "instances", &is->hist_seq, d);
+	uint64_t stored = is->hist_seq;
+	if (!e)
+		e = store_scan(c->store, STORE_INSTANCES, load_row, &a, d);
+	if (!e && a.moves.n)
+		e = ctl_hist_move(c, STORE_INSTANCES, STORE_INSTANCE_HISTORY, &a.moves, d);
+	ctl_hist_release(&a.moves);
+	if (!e && is->hist_seq > stored) {
+		uint64_t seq = is->hist_seq;
+		is->hist_seq = stored;
+		ctl_hist_seq_note(c, "instances", &is->hist_seq, seq);
+	}
 	if (e)
 		return e;
-	for (int i = 0; i < is->n; i++)
-		if (!is->v[i])
-			return sl_diag_set(d, SL_EPARSE, "instance in-%06d is missing from the store", i + 1);
+	/* Numbering goes on after the highest instance; NULL slots are history. */
+	if (is->hist_seq > (uint64_t)INST_MAX)
+		return sl_diag_set(d, SL_ELIMIT, "instance history seq %llu out of range",
+				   (unsigned long long)is->hist_seq);
+	if ((int)is->hist_seq > is->n) {
+		int old = is->cap;
+		if (sl_grow(&is->v, &is->cap, (int)is->hist_seq, INST_MAX))
+			return sl_diag_set(d, SL_ENOMEM, "out of memory");
+		memset(is->v + old, 0, (size_t)(is->cap - old) * sizeof(*is->v));
+		is->n = (int)is->hist_seq;
+	}
 	return ssh_keys_load(c, d);
 }
 

@@ -137,7 +137,18 @@ struct ctl_instances {
 	struct ssh_key_rec *keys;
 	int nkeys, capkeys;
 	uint64_t key_seq;
+	uint64_t hist_seq;           /* highest seq in the store's instance history */
 };
+
+/* Released for good (removal confirmed, no migration left): the row lives
+ * in the instance history (history.h) and a restart does not load it. */
+static inline bool inst_in_history(const struct instance *in)
+{
+	return in->state == IS_RELEASED && !in->tracked;
+}
+/* The instance at index i (seq - 1): in memory, or read from history into
+ * *tmp (inst_free it); NULL if none. */
+const struct instance *inst_at(struct ctl *c, int i, struct instance **tmp);
 
 /* instance_codec.c */
 json_t *inst_to_json(struct ctl *c, const struct instance *in, bool store);

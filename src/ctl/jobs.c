@@ -16,6 +16,7 @@
 #include "buf.h"
 #include "events.h"
 #include "jobs_int.h"
+#include "history.h"
 #include "log.h"
 
 static const char *const job_state_names[] = {"pending",   "running",    "succeeded",
@@ -96,6 +97,46 @@ struct job *jobs_live_next(struct ctl *c, int *k)
 	return NULL;
 }
 
+static struct job *job_from_json(const json_t *o, struct sl_diag *d);
+static void job_free(struct job *j);
+
+/* Reads job seq from history (or, in an old store, the live table). */
+static struct job *job_load(struct ctl *c, uint64_t seq)
+{
+	char id[JOB_ID_LEN], *row = NULL;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	snprintf(id, sizeof(id), "job-%06llu", (unsigned long long)seq);
+	if (store_get(c->store, STORE_JOB_HISTORY, id, &row, &d) &&
+	    store_get(c->store, STORE_JOBS, id, &row, &d))
+		return NULL;
+	json_t *o = json_loads(row, JSON_REJECT_DUPLICATES, NULL);
+	free(row);
+	struct job *j = o ? job_from_json(o, &d) : NULL;
+	json_decref(o);
+	if (j && j->seq != seq) {
+		job_free(j);
+		j = NULL;
+	}
+	return j;
+}
+
+const struct job *jobs_at(struct ctl *c, int i, struct job **tmp)
+{
+	struct ctl_jobs *js = c->jobs;
+	*tmp = NULL;
+	if (!js || i < 0 || i >= js->njobs)
+		return NULL;
+	if (js->jobs[i])
+		return js->jobs[i];
+	return *tmp = job_load(c, (uint64_t)i + 1);
+}
+
+void jobs_tmp_free(struct job *tmp)
+{
+	job_free(tmp);
+}
+
 struct job *jobs_find(struct ctl *c, const char *id)
 {
 	struct ctl_jobs *js = c->jobs;
@@ -105,6 +146,8 @@ struct job *jobs_find(struct ctl *c, const char *id)
 	    seq > (unsigned long long)js->njobs)
 		return NULL;
 	struct job *j = js->jobs[seq - 1];
+	if (!j && (j = job_load(c, seq)))
+		js->jobs[seq - 1] = j; /* kept: handlers hold it through the call */
 	return j && !strcmp(j->id, id) ? j : NULL;
 }
 
@@ -298,7 +341,7 @@ void job_save(struct ctl *c, struct job *j)
 		c->fatal = true;
 		return;
 	}
-	ctl_put(c, STORE_JOBS, j->id, j->tenant, o);
+	ctl_put(c, job_ended(j) ? STORE_JOB_HISTORY : STORE_JOBS, j->id, j->tenant, o);
 }
 
 /* ---- nodes and versions ---- */
@@ -408,6 +451,7 @@ void job_set_state(struct ctl *c, struct job *j, enum job_state s, const char *r
 {
 	if (j->state == s && !reason)
 		return;
+	bool was_ended = job_ended(j);
 	j->state = s;
 	if (reason)
 		snprintf(j->reason, sizeof(j->reason), "%s", reason);
@@ -419,6 +463,12 @@ void job_set_state(struct ctl *c, struct job *j, enum job_state s, const char *r
 		cancel_deadline(c, j->cancel_ns + ((int64_t)j->stop_grace_s + JOB_CANCEL_SLACK_S) * 1000000000);
 	sl_log_info("job state", "job=%s lease=%s state=%s reason=%s", j->id, j->lease,
 		    job_state_name(s), j->reason);
+	if (job_ended(j) && !was_ended) {
+		/* The row moves to history in this turn's transaction. */
+		ctl_delete(c, STORE_JOBS, j->id); /* fatal on failure */
+		ctl_hist_seq_note(c, "jobs", &c->jobs->hist_seq, j->seq);
+		job_save(c, j);
+	}
 	events_emit(c, "job", j->id, job_state_name(s), j->tenant);
 }
 
@@ -492,6 +542,7 @@ void job_eval(struct ctl *c, struct job *j)
 struct load_arg {
 	struct ctl *c;
 	struct sl_diag *d;
+	struct ctl_hist_moves moves;
 };
 
 static enum sl_err load_job(void *arg, const char *id, const char *tenant, const char *text)
@@ -504,6 +555,13 @@ static enum sl_err load_job(void *arg, const char *id, const char *tenant, const
 	json_decref(o);
 	if (!j)
 		return a->d->msg[0] ? SL_EPARSE : sl_diag_set(a->d, SL_EPARSE, "stored job %s is not JSON", id);
+	if (job_ended(j)) {
+		/* An old store's ended job: moved to history after the scan. */
+		if (j->seq > js->hist_seq)
+			js->hist_seq = j->seq;
+		job_free(j);
+		return ctl_hist_note(&a->moves, id, tenant);
+	}
 	if ((int)j->seq > js->cap_jobs) {
 		int old = js->cap_jobs;
 		enum sl_err ge = sl_grow(&js->jobs, &js->cap_jobs, j->seq, CTL_MAX_JOBS);
@@ -534,13 +592,35 @@ enum sl_err jobs_start(struct ctl *c, struct sl_diag *d)
 	}
 	c->jobs = js;
 	js->version_base = c->now_ns / 1000000;
-	struct load_arg a = {c, d};
-	enum sl_err e = store_scan(c->store, STORE_JOBS, load_job, &a, d);
+	struct load_arg a = {c, d, {0}};
+	enum sl_err e = ctl_hist_seq_get(c, "jobs", &js->hist_seq, d);
+	uint64_t stored = js->hist_seq;
+	if (!e)
+		e = store_scan(c->store, STORE_JOBS, load_job, &a, d);
+	if (!e && a.moves.n)
+		e = ctl_hist_move(c, STORE_JOBS, STORE_JOB_HISTORY, &a.moves, d);
+	ctl_hist_release(&a.moves);
+	if (!e && js->hist_seq > stored) {
+		uint64_t seq = js->hist_seq;
+		js->hist_seq = stored;
+		ctl_hist_seq_note(c, "jobs", &js->hist_seq, seq);
+	}
 	if (e)
 		return e;
+	/* Numbering goes on after the highest job, live or in history. */
+	if (js->hist_seq > (uint64_t)CTL_MAX_JOBS)
+		return sl_diag_set(d, SL_ELIMIT, "job history seq %llu out of range",
+				   (unsigned long long)js->hist_seq);
+	if ((int)js->hist_seq > js->njobs) {
+		int old = js->cap_jobs;
+		if (sl_grow(&js->jobs, &js->cap_jobs, js->hist_seq, CTL_MAX_JOBS))
+			return sl_diag_set(d, SL_ENOMEM, "out of memory");
+		memset(js->jobs + old, 0, (size_t)(js->cap_jobs - old) * sizeof(*js->jobs));
+		js->njobs = (int)js->hist_seq;
+	}
 	for (int i = 0; i < js->njobs; i++) {
 		if (!js->jobs[i])
-			return sl_diag_set(d, SL_EPARSE, "job job-%06d is missing from the store", i + 1);
+			continue; /* in history */
 		if (job_active(c, js->jobs[i]) && !jobs_track(c, js->jobs[i]))
 			return sl_diag_set(d, SL_ENOMEM, "out of memory");
 	}

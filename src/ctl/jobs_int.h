@@ -1,8 +1,12 @@
 /* jobs_int.h - what the jobs files (jobs.c, h_jobs.c, job_work.c, job_logs.c)
  * share: the job records, per-node work versions and waiting polls.
  *
- * Jobs live in an array indexed by seq - 1 and are never removed (history);
- * ranks name their node by fleet name (fleet replacements renumber nodes).
+ * Jobs live in an array indexed by seq - 1. An ended job's row moves to the
+ * store's job history in the turn that ends it (history.h); a restart loads
+ * only live jobs, and a slot left NULL is a job in history, read back when
+ * asked for (jobs_find keeps it from then on; a list reads it and lets it
+ * go). Ranks name their node by fleet name (fleet replacements renumber
+ * nodes).
  * Loop thread only. */
 #ifndef SL_CTL_JOBS_INT_H
 #define SL_CTL_JOBS_INT_H
@@ -105,6 +109,7 @@ struct ctl_jobs {
 	int64_t cancel_deadline; /* earliest cancelling timeout, 0: none */
 	int64_t version_base;    /* start time in ms: versions never repeat across restarts */
 	uint64_t hb_seq;
+	uint64_t hist_seq;       /* highest seq in the store's job history */
 };
 
 const char *job_state_name(enum job_state s);
@@ -123,8 +128,12 @@ bool jobs_track(struct ctl *c, struct job *j);
 /* The next live job from position *k (start at 0), dropping jobs that no
  * longer matter; NULL at the end. */
 struct job *jobs_live_next(struct ctl *c, int *k);
-/* The job by id, NULL if none. */
+/* The job by id, NULL if none; a job in history is read back and kept. */
 struct job *jobs_find(struct ctl *c, const char *id);
+/* The job at index i (seq - 1): in memory, or read from history into *tmp
+ * (free with jobs_tmp_free); NULL if none. */
+const struct job *jobs_at(struct ctl *c, int i, struct job **tmp);
+void jobs_tmp_free(struct job *tmp);
 /* The job as the API shows it (logs: add log_size/log_start per rank) or as
  * stored (store: internal fields too). New reference, NULL on ENOMEM. */
 json_t *job_to_json(struct ctl *c, const struct job *j, bool store);

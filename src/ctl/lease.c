@@ -13,6 +13,7 @@
 #include "buf.h"
 #include "ctl_int.h"
 #include "events.h"
+#include "history.h"
 #include "instances.h"
 #include "jobs.h"
 #include "log.h"
@@ -25,7 +26,9 @@ static struct ctl_lease *lease_load(struct ctl *c, const char *id)
 	char *row = NULL;
 	struct sl_diag d;
 	sl_diag_clear(&d);
-	if (store_get(c->store, STORE_LEASES, id, &row, &d))
+	/* Evicted leases ended, so history; a live row of an old store too. */
+	if (store_get(c->store, STORE_LEASE_HISTORY, id, &row, &d) &&
+	    store_get(c->store, STORE_LEASES, id, &row, &d))
 		return NULL;
 	json_t *o = json_loads(row, 0, NULL);
 	free(row);
@@ -81,6 +84,9 @@ void ctl_names_free(struct ctl *c)
 
 void ctl_lease_ended(struct ctl *c, struct ctl_lease *l)
 {
+	/* The row moves: ctl_lease_save writes it to history in this turn. */
+	ctl_delete(c, STORE_LEASES, l->id); /* fatal on failure */
+	ctl_hist_seq_note(c, "leases", &c->lt.hist_seq, l->seq);
 	if (c->lt.ended_n == c->lt.ended_cap) {
 		/* A turn may end many leases before the trim: grow, keeping order. */
 		int old = c->lt.ended_cap;
@@ -157,7 +163,7 @@ enum sl_err ctl_lease_each(struct ctl *c, void (*fn)(void *arg, const struct ctl
 	if (!evicted)
 		return SL_OK;
 	struct each_arg a = {c, fn, arg};
-	return store_scan(c->store, STORE_LEASES, each_row, &a, d);
+	return store_scan(c->store, STORE_LEASE_HISTORY, each_row, &a, d);
 }
 
 struct ctl_lease *ctl_lease_find(struct ctl *c, const char *id)
@@ -258,7 +264,8 @@ bool ctl_lease_save(struct ctl *c, struct ctl_lease *l)
 {
 	size_t len = 0, split = 0;
 	char *s = lease_row_dump(c, l, &len, &split);
-	bool ok = ctl_put_text(c, STORE_LEASES, l->id, l->tenant, s);
+	bool ok = ctl_put_text(c, lease_state_final(l->state) ? STORE_LEASE_HISTORY : STORE_LEASES,
+			       l->id, l->tenant, s);
 	ctl_row_cache_clear(c);
 	if (!ok || l->state == LS_PENDING) {
 		/* A pending lease's answer shows its live queue entry, not the row's. */

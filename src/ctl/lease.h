@@ -5,8 +5,10 @@
  * names, the deadline heap) and the lease-change hooks.
  *
  * Private to src/ctl; loop thread only. Leases are never removed from the
- * store; an ended lease may leave memory (ctl_leases_trim) and is read back
- * on demand (ctl_lease_find), so index = seq - 1 is a stable handle. */
+ * store: an ended lease's row moves to the lease history table in the
+ * transaction that ends it (history.h), it may leave memory
+ * (ctl_leases_trim) and is read back on demand (ctl_lease_find), so
+ * index = seq - 1 is a stable handle. A restart reads only live leases. */
 #ifndef SL_CTL_LEASE_H
 #define SL_CTL_LEASE_H
 
@@ -36,6 +38,12 @@ enum lease_state {
 	LS_FAILED,
 	LS__COUNT
 };
+
+/* True for the states a lease never leaves (its row is in history). */
+static inline bool lease_state_final(enum lease_state s)
+{
+	return s == LS_RELEASED || s == LS_EXPIRED || s == LS_PREEMPTED || s == LS_FAILED;
+}
 
 /* A lease request, validated (the JSON as posted is kept beside it).
  * region, site and tenant are never NULL ("" when absent): lease_req_parse
@@ -126,6 +134,7 @@ struct ctl_lease_table {
 	int *ended;          /* ring of ended leases still in memory, oldest first */
 	int ended_start, ended_n, ended_cap;
 	int keep_ended;      /* how many ended leases stay in memory */
+	uint64_t hist_seq;   /* highest seq in the store's lease history (history.h) */
 	struct ctl_lease **loaded; /* evicted leases read back for this turn */
 	int nloaded, cap_loaded;
 	int nactive;
@@ -186,8 +195,12 @@ enum sl_err placement_from_json(const struct fleet *f, const json_t *arr, struct
 				struct sl_diag *d) SL_MUST_USE;
 
 /* ---- the lease table (lease.c) ---- */
-/* Notes that lease l ended; at the end of the turn the oldest ended leases
- * beyond the table's keep_ended leave memory. */
+/* At start (lease_load.c): reads the live leases, moves an old store's ended
+ * rows to history, re-claims running placements and fills the deadlines. */
+enum sl_err ctl_leases_load(struct ctl *c, struct sl_diag *d) SL_MUST_USE;
+/* Notes that lease l ended: its row leaves the live table (ctl_lease_save
+ * writes it to history) in the turn's transaction; at the end of the turn
+ * the oldest ended leases beyond the table's keep_ended leave memory. */
 void ctl_lease_ended(struct ctl *c, struct ctl_lease *l);
 /* The controller's copy of name s (equal names share one), valid until
  * ctl_names_free; NULL when out of memory. */
@@ -196,14 +209,15 @@ void ctl_names_free(struct ctl *c);
 /* Frees what the turn read back from the store and evicts old ended leases;
  * no lease pointer may be held across it. */
 void ctl_leases_trim(struct ctl *c);
-/* Calls fn for every lease, in memory or evicted (read from the store), in
- * id order; fn must not keep l. */
+/* Calls fn for every lease, in memory or evicted (read from the store's
+ * history: all of it), in memory first; fn must not keep l. */
 enum sl_err ctl_lease_each(struct ctl *c, void (*fn)(void *arg, const struct ctl_lease *l), void *arg,
 			   struct sl_diag *d) SL_MUST_USE;
 /* The lease with this id, read back from the store if evicted (valid until
  * the end of the turn); NULL if there is none. */
 struct ctl_lease *ctl_lease_find(struct ctl *c, const char *id);
-/* Saves lease l to the store in the open transaction. */
+/* Saves lease l to the store in the open transaction: to the live table, or
+ * to history once its state is final. */
 bool ctl_lease_save(struct ctl *c, struct ctl_lease *l);
 /* Empties c->row (the cached row text). */
 void ctl_row_cache_clear(struct ctl *c);

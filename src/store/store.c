@@ -43,6 +43,9 @@ static const char *const kind_names[STORE_KIND__COUNT] = {
 	[STORE_SESSIONS] = "sessions",
 	[STORE_INSTANCES] = "instances",
 	[STORE_SSH_KEYS] = "ssh_keys",
+	[STORE_LEASE_HISTORY] = "lease_history",
+	[STORE_JOB_HISTORY] = "job_history",
+	[STORE_INSTANCE_HISTORY] = "instance_history",
 };
 
 const char *store_kind_name(enum store_kind k)
@@ -59,7 +62,7 @@ enum sl_err store_kind_parse(const char *name, enum store_kind *out, struct sl_d
 		}
 	}
 	sl_diag_set(d, SL_EINVAL, "unknown store kind '%.64s'", name ? name : "(null)");
-	sl_diag_hint(d, "kinds are tenants, tokens, leases, reservations, nodes, fleets, idempotency, prices, postings, usage, billing, agents, jobs, images, instances, ssh_keys");
+	sl_diag_hint(d, "kinds are tenants, tokens, leases, reservations, nodes, fleets, idempotency, prices, postings, usage, billing, agents, jobs, images, instances, ssh_keys, lease_history, job_history, instance_history");
 	return SL_EINVAL;
 }
 
@@ -295,6 +298,20 @@ enum sl_err store_delete(struct store *s, enum store_kind k, const char *id, str
 	return note_error(s, s->ops->del(s->impl, k, id, d), true, d);
 }
 
+enum sl_err store_forget(struct store *s, enum store_kind k, const char *id, struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	enum sl_err e = check_usable(s, d);
+	if (e == SL_OK)
+		e = check_kind(k, d);
+	if (e == SL_OK)
+		e = check_name("id", id, d);
+	if (e != SL_OK)
+		return e;
+	return note_error(s, s->ops->forget(s->impl, k, id, d), true, d);
+}
+
 enum sl_err store_get(struct store *s, enum store_kind k, const char *id, char **json_out,
 		      struct sl_diag *d)
 {
@@ -354,6 +371,64 @@ enum sl_err store_scan(struct store *s, enum store_kind k, store_scan_fn fn, voi
 		return sl_diag_set(d, relay.cb_err, "scan of %s stopped by the callback at id '%s': %s",
 				   kind_names[k], relay.at, sl_err_message(relay.cb_err));
 	return note_error(s, e, false, d);
+}
+
+/* store_page and store_recent: the checks and relay of store_scan. */
+static enum sl_err page_check(struct store *s, enum store_kind k, int limit, store_scan_fn fn,
+			      const char *what, struct sl_diag *d)
+{
+	enum sl_err e = check_usable(s, d);
+	if (e == SL_OK)
+		e = check_kind(k, d);
+	if (e == SL_OK && !fn)
+		e = sl_diag_set(d, SL_EINVAL, "%s: no callback (NULL)", what);
+	if (e == SL_OK && (limit < 1 || limit > STORE_MAX_PAGE))
+		e = sl_diag_set(d, SL_EINVAL, "%s: limit %d is not 1..%d", what, limit,
+				STORE_MAX_PAGE);
+	return e;
+}
+
+static enum sl_err page_done(struct store *s, enum store_kind k, const struct scan_relay *relay,
+			     enum sl_err e, struct sl_diag *d)
+{
+	s->in_scan = false;
+	if (relay->cb_err != SL_OK)
+		return sl_diag_set(d, relay->cb_err, "read of %s stopped by the callback at id '%s': %s",
+				   kind_names[k], relay->at, sl_err_message(relay->cb_err));
+	return note_error(s, e, false, d);
+}
+
+enum sl_err store_page(struct store *s, enum store_kind k, const char *after,
+		       const char *tenant, int limit, store_scan_fn fn, void *arg,
+		       struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	enum sl_err e = page_check(s, k, limit, fn, "store_page", d);
+	if (e == SL_OK && after && after[0] && strnlen(after, STORE_MAX_ID + 1) > STORE_MAX_ID)
+		e = sl_diag_set(d, SL_ELIMIT, "store_page: cursor longer than %d bytes", STORE_MAX_ID);
+	if (e == SL_OK && tenant)
+		e = check_name("tenant", tenant, d);
+	if (e != SL_OK)
+		return e;
+	struct scan_relay relay = {.fn = fn, .arg = arg, .cb_err = SL_OK};
+	s->in_scan = true;
+	e = s->ops->page(s->impl, k, after ? after : "", tenant, limit, scan_relay_row, &relay, d);
+	return page_done(s, k, &relay, e, d);
+}
+
+enum sl_err store_recent(struct store *s, enum store_kind k, int limit, store_scan_fn fn,
+			 void *arg, struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	enum sl_err e = page_check(s, k, limit, fn, "store_recent", d);
+	if (e != SL_OK)
+		return e;
+	struct scan_relay relay = {.fn = fn, .arg = arg, .cb_err = SL_OK};
+	s->in_scan = true;
+	e = s->ops->recent(s->impl, k, limit, scan_relay_row, &relay, d);
+	return page_done(s, k, &relay, e, d);
 }
 
 enum sl_err store_meta_get(struct store *s, const char *key, char **value_out, struct sl_diag *d)

@@ -63,6 +63,13 @@ enum store_kind {
 	STORE_SESSIONS,    /* signed-in sessions, keyed by the SHA-256 of the cookie */
 	STORE_INSTANCES,   /* instances (src/ctl/instances.c) */
 	STORE_SSH_KEYS,    /* users' SSH public keys (src/ctl/ssh_keys.c) */
+	/* History: rows of leases, jobs and instances that reached a final
+	 * state, moved out of their live table in the transaction of that
+	 * change (same row format), so a restart reads only live rows. Indexed
+	 * by (tenant, id) and updated_ns for store_page() and store_recent(). */
+	STORE_LEASE_HISTORY,
+	STORE_JOB_HISTORY,
+	STORE_INSTANCE_HISTORY,
 	STORE_KIND__COUNT
 };
 
@@ -144,6 +151,12 @@ enum sl_err store_put(struct store *s, enum store_kind k, const char *id,
  * changes and the store stays healthy). */
 enum sl_err store_delete(struct store *s, enum store_kind k, const char *id,
 			 struct sl_diag *d) SL_MUST_USE;
+/* Deletes row id of kind k if there is one: unlike store_delete a missing
+ * row is no error and nothing is read back, so inside a PostgreSQL
+ * transaction it is pipelined like store_put (its failure surfaces at the
+ * next read or the commit). What a row moving to history uses. */
+enum sl_err store_forget(struct store *s, enum store_kind k, const char *id,
+			 struct sl_diag *d) SL_MUST_USE;
 /* Reads the body of row id of kind k into *json_out (NUL-terminated, the caller
  * free()s it). SL_ENOTFOUND if there is no such row. Sees the open
  * transaction's own changes. */
@@ -153,6 +166,21 @@ enum sl_err store_get(struct store *s, enum store_kind k, const char *id,
  * the callback's error if it stopped the scan (d says at which id). */
 enum sl_err store_scan(struct store *s, enum store_kind k, store_scan_fn fn, void *arg,
 		       struct sl_diag *d) SL_MUST_USE;
+
+/* Calls fn for at most limit rows (1..STORE_MAX_PAGE) of kind k whose id
+ * is byte-greater than after (NULL or "": from the first) and whose tenant
+ * equals tenant (NULL: any), in ascending id order: one page of a listing,
+ * read by the primary key, so its cost does not grow with the table. Same
+ * callback rules as store_scan. */
+#define STORE_MAX_PAGE 100000
+enum sl_err store_page(struct store *s, enum store_kind k, const char *after,
+		       const char *tenant, int limit, store_scan_fn fn, void *arg,
+		       struct sl_diag *d) SL_MUST_USE;
+/* Calls fn for the limit (1..STORE_MAX_PAGE) rows of kind k most recently
+ * written (highest updated_ns; ties by id), newest first. Indexed on the
+ * history kinds; on the others it reads the whole table. */
+enum sl_err store_recent(struct store *s, enum store_kind k, int limit, store_scan_fn fn,
+			 void *arg, struct sl_diag *d) SL_MUST_USE;
 
 /* Reads meta key into *value_out (NUL-terminated, the caller free()s it).
  * Keys are 1..STORE_MAX_META_KEY characters of [a-z0-9_.-]. SL_ENOTFOUND if

@@ -30,10 +30,18 @@ struct store_ops {
 			   const char *json, size_t json_len, int64_t updated_ns,
 			   struct sl_diag *d);
 	enum sl_err (*del)(void *impl, enum store_kind k, const char *id, struct sl_diag *d);
+	/* store_forget: del without the existence check (pipelined where it can be). */
+	enum sl_err (*forget)(void *impl, enum store_kind k, const char *id, struct sl_diag *d);
 	enum sl_err (*get)(void *impl, enum store_kind k, const char *id, char **json_out,
 			   struct sl_diag *d);
 	enum sl_err (*scan)(void *impl, enum store_kind k, store_scan_fn fn, void *arg,
 			    struct sl_diag *d);
+	/* store_page / store_recent (store.h); after is never NULL ("": all),
+	 * tenant may be NULL. */
+	enum sl_err (*page)(void *impl, enum store_kind k, const char *after, const char *tenant,
+			    int limit, store_scan_fn fn, void *arg, struct sl_diag *d);
+	enum sl_err (*recent)(void *impl, enum store_kind k, int limit, store_scan_fn fn,
+			      void *arg, struct sl_diag *d);
 	enum sl_err (*meta_get)(void *impl, const char *key, char **value_out,
 				struct sl_diag *d);
 	enum sl_err (*meta_set)(void *impl, const char *key, const char *value,

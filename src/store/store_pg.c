@@ -283,6 +283,10 @@ static const char *const pg_verb_sql[PG_VERB__COUNT] = {
 	[PG_DEL] = "DELETE FROM %s WHERE id = $1",
 	[PG_GET] = "SELECT body FROM %s WHERE id = $1",
 	[PG_SCAN] = "SELECT id, tenant, body FROM %s ORDER BY id",
+	[PG_PAGE] = "SELECT id, tenant, body FROM %s WHERE id > $1::text"
+		    " AND ($2::text IS NULL OR tenant = $2::text) ORDER BY id LIMIT $3::bigint",
+	[PG_RECENT] = "SELECT id, tenant, body FROM %s ORDER BY updated_ns DESC, id DESC"
+		      " LIMIT $1::bigint",
 };
 
 static const struct {
@@ -592,6 +596,14 @@ static enum sl_err pg_del(void *impl, enum store_kind k, const char *id, struct 
 	return e;
 }
 
+static enum sl_err pg_forget(void *impl, enum store_kind k, const char *id, struct sl_diag *d)
+{
+	char name[32];
+	pg_kind_stmt(name, k, PG_DEL);
+	const char *v[] = {id};
+	return pg_write(impl, name, 1, v, NULL, NULL, NULL, d, store_kind_name(k), id);
+}
+
 /* A one-row, one-column text lookup. */
 static enum sl_err pg_lookup(struct pg *g, const char *stmt, const char *key, char **out,
 			     struct sl_diag *d, const char *obj)
@@ -664,6 +676,29 @@ static enum sl_err pg_scan(void *impl, enum store_kind k, store_scan_fn fn, void
 	return pg_stream(impl, name, 0, NULL, NULL, NULL, 0, pg_scan_row, &a, d, "scanning");
 }
 
+static enum sl_err pg_page(void *impl, enum store_kind k, const char *after, const char *tenant,
+			   int limit, store_scan_fn fn, void *arg, struct sl_diag *d)
+{
+	char name[32], lim[16];
+	pg_kind_stmt(name, k, PG_PAGE);
+	snprintf(lim, sizeof(lim), "%d", limit);
+	const char *v[] = {after, tenant, lim};
+	struct pg_scan_arg a = {fn, arg};
+	return pg_stream(impl, name, 3, v, NULL, NULL, 0, pg_scan_row, &a, d, "reading a page");
+}
+
+static enum sl_err pg_recent(void *impl, enum store_kind k, int limit, store_scan_fn fn,
+			     void *arg, struct sl_diag *d)
+{
+	char name[32], lim[16];
+	pg_kind_stmt(name, k, PG_RECENT);
+	snprintf(lim, sizeof(lim), "%d", limit);
+	const char *v[] = {lim};
+	struct pg_scan_arg a = {fn, arg};
+	return pg_stream(impl, name, 1, v, NULL, NULL, 0, pg_scan_row, &a, d,
+			 "reading the most recent rows");
+}
+
 static enum sl_err pg_meta_get(void *impl, const char *key, char **value_out,
 			       struct sl_diag *d)
 {
@@ -701,8 +736,11 @@ const struct store_ops store_pg_ops = {
 	.rollback = pg_rollback,
 	.put = pg_put,
 	.del = pg_del,
+	.forget = pg_forget,
 	.get = pg_get,
 	.scan = pg_scan,
+	.page = pg_page,
+	.recent = pg_recent,
 	.meta_get = pg_meta_get,
 	.meta_set = pg_meta_set,
 	.meta_scan = pg_meta_scan,

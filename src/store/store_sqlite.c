@@ -29,14 +29,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "store_backend.h"
+#include "store_sqlite_int.h"
 
 #define SQ_BUSY_TIMEOUT_MS 200       /* how long open waits for another holder of the lock */
 #define SQ_CHECKPOINT_FRAMES 1000     /* checkpoint once the WAL holds this many pages */
@@ -133,16 +132,22 @@ static const char sq_migration_7[] =
 	" updated_ns INTEGER NOT NULL);\n"
 	"CREATE INDEX ssh_keys_tenant ON ssh_keys(tenant);\n";
 
+/* v8: history (store.h); an old store's ended rows are moved by the controller
+ * at its first start (it knows which states are final; the store never reads bodies). */
+#define SQ_HISTORY(t)                                                                          \
+	"CREATE TABLE " t "_history (id TEXT PRIMARY KEY, tenant TEXT, body TEXT NOT NULL,"       \
+	" updated_ns INTEGER NOT NULL);\nCREATE INDEX " t "_history_tenant ON " t "_history"     \
+	"(tenant, id);\nCREATE INDEX " t "_history_updated ON " t "_history(updated_ns, id);\n"
+static const char sq_migration_8[] = SQ_HISTORY("lease") SQ_HISTORY("job") SQ_HISTORY("instance");
+
 /* Shared with the PostgreSQL backend (store_pg.c), which translates the
  * column types, so both backends always have the same schema. */
 const char *const store_migrations[] = {sq_migration_1, sq_migration_2, sq_migration_3,
 					sq_migration_4, sq_migration_5, sq_migration_6,
-					sq_migration_7};
+					sq_migration_7, sq_migration_8};
 #define sq_migrations store_migrations
 #define SQ_SCHEMA_VERSION ((int)(sizeof(sq_migrations) / sizeof(sq_migrations[0])))
 const int store_migrations_count = SQ_SCHEMA_VERSION;
-
-enum sq_verb { SQ_PUT, SQ_DEL, SQ_GET, SQ_SCAN, SQ_VERB__COUNT };
 
 /* %s is a table name from store_kind_name(), never outside input. */
 static const char *const sq_verb_sql[SQ_VERB__COUNT] = {
@@ -152,17 +157,9 @@ static const char *const sq_verb_sql[SQ_VERB__COUNT] = {
 	[SQ_DEL] = "DELETE FROM %s WHERE id = ?1",
 	[SQ_GET] = "SELECT body FROM %s WHERE id = ?1",
 	[SQ_SCAN] = "SELECT id, tenant, body FROM %s ORDER BY id",
-};
-
-struct sq {
-	sqlite3 *db;
-	int version;
-	int wal_frames; /* pages in the WAL after the last commit */
-	sqlite3_stmt *kind_stmt[STORE_KIND__COUNT][SQ_VERB__COUNT];
-	sqlite3_stmt *begin, *commit, *rollback, *meta_get, *meta_set;
-	/* audit: scan[tenant filter][action filter] */
-	sqlite3_stmt *a_append, *a_last, *a_leaf, *a_scan[2][2], *a_sub_put, *a_sub_get,
-		*a_cp_put, *a_cp_scan, *a_cp_latest, *a_sub_scan, *a_heads;
+	[SQ_PAGE] = "SELECT id, tenant, body FROM %s WHERE id > ?1 AND (?2 IS NULL OR tenant = ?2)"
+		    " ORDER BY id LIMIT ?3",
+	[SQ_RECENT] = "SELECT id, tenant, body FROM %s ORDER BY updated_ns DESC, id DESC LIMIT ?1",
 };
 
 /* Names the extended codes an operator is most likely to meet, so a log line
@@ -183,13 +180,7 @@ static const char *sq_code_detail(int rc)
 	}
 }
 
-/* What an operation was doing, formatted only when it fails: "writing" +
- * "leases" + "l-1" reads "writing leases 'l-1'". obj and id may be NULL. */
-struct sq_what {
-	const char *verb, *obj, *id;
-};
-
-static enum sl_err sq_error_on(struct sq *q, int rc, struct sl_diag *d, struct sq_what w)
+enum sl_err sq_error_on(struct sq *q, int rc, struct sl_diag *d, struct sq_what w)
 {
 	const char *msg = q && q->db ? sqlite3_errmsg(q->db) : sqlite3_errstr(rc);
 	sl_diag_set(d, rc == SQLITE_NOMEM ? SL_ENOMEM : SL_EIO, "sqlite: %s%s%s%s%s%s: %s%s [code %d]",
@@ -198,13 +189,13 @@ static enum sl_err sq_error_on(struct sq *q, int rc, struct sl_diag *d, struct s
 	return rc == SQLITE_NOMEM ? SL_ENOMEM : SL_EIO;
 }
 
-static enum sl_err sq_error(struct sq *q, int rc, struct sl_diag *d, const char *what)
+enum sl_err sq_error(struct sq *q, int rc, struct sl_diag *d, const char *what)
 {
 	return sq_error_on(q, rc, d, (struct sq_what){what, NULL, NULL});
 }
 
 /* Runs a prepared statement that returns no rows, then makes it reusable. */
-static enum sl_err sq_run(struct sq *q, sqlite3_stmt *st, struct sl_diag *d, struct sq_what w)
+enum sl_err sq_run(struct sq *q, sqlite3_stmt *st, struct sl_diag *d, struct sq_what w)
 {
 	int rc = sqlite3_step(st);
 	enum sl_err e = rc == SQLITE_DONE ? SL_OK : sq_error_on(q, rc, d, w);
@@ -219,8 +210,8 @@ static enum sl_err sq_exec(struct sq *q, const char *sql, struct sl_diag *d, con
 	return rc == SQLITE_OK ? SL_OK : sq_error(q, rc, d, what);
 }
 
-static enum sl_err sq_prepare(struct sq *q, const char *sql, sqlite3_stmt **st,
-			      struct sl_diag *d)
+enum sl_err sq_prepare(struct sq *q, const char *sql, sqlite3_stmt **st,
+		       struct sl_diag *d)
 {
 	int rc = sqlite3_prepare_v3(q->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
 	return rc == SQLITE_OK ? SL_OK : sq_error(q, rc, d, "preparing a statement");
@@ -239,7 +230,7 @@ static int sq_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 /* ...and after a durable write outside a transaction, the checkpoint runs here
  * and its failure is an I/O error like any other, so the store fails. The
  * change itself was committed (it is in the fsync'd WAL). */
-static enum sl_err sq_after_write(struct sq *q, struct sl_diag *d)
+enum sl_err sq_after_write(struct sq *q, struct sl_diag *d)
 {
 	if (q->wal_frames < SQ_CHECKPOINT_FRAMES || !sqlite3_get_autocommit(q->db))
 		return SL_OK;
@@ -337,42 +328,6 @@ static enum sl_err sq_migrate(struct sq *q, const char *path, struct sl_diag *d)
 		q->version = v + 1;
 	}
 	return SL_OK;
-}
-
-static enum sl_err sq_prepare_audit(struct sq *q, struct sl_diag *d)
-{
-	struct {
-		sqlite3_stmt **st;
-		const char *sql;
-	} t[] = {
-		{&q->a_append, "INSERT INTO audit_entries (seq, time_ns, tenant, action, canonical,"
-			       " leaf_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"},
-		{&q->a_last, "SELECT max(seq) FROM audit_entries"},
-		{&q->a_leaf, "SELECT leaf_hash FROM audit_entries WHERE seq = ?1"},
-		{&q->a_sub_put, "INSERT OR REPLACE INTO audit_subtrees (level, idx, hash)"
-				" VALUES (?1, ?2, ?3)"},
-		{&q->a_sub_get, "SELECT hash FROM audit_subtrees WHERE level = ?1 AND idx = ?2"},
-		{&q->a_cp_put, "INSERT OR REPLACE INTO audit_checkpoints (size, note) VALUES (?1, ?2)"},
-		{&q->a_cp_scan, "SELECT size, note FROM audit_checkpoints ORDER BY size"},
-		{&q->a_cp_latest, "SELECT size, note FROM audit_checkpoints ORDER BY size DESC LIMIT 1"},
-		{&q->a_sub_scan, "SELECT level, idx, hash FROM audit_subtrees ORDER BY level, idx"},
-		{&q->a_heads, "SELECT seq, time_ns, tenant, action, canonical, leaf_hash"
-			      " FROM audit_entries WHERE seq IN (SELECT max(seq) FROM audit_entries"
-			      " WHERE seq <= ?1 AND tenant IS NOT NULL GROUP BY tenant) ORDER BY seq"},
-	};
-	enum sl_err e = SL_OK;
-	for (size_t i = 0; e == SL_OK && i < sizeof(t) / sizeof(t[0]); i++)
-		e = sq_prepare(q, t[i].sql, t[i].st, d);
-	for (int ten = 0; e == SL_OK && ten < 2; ten++)
-		for (int act = 0; e == SL_OK && act < 2; act++) {
-			char sql[320];
-			snprintf(sql, sizeof(sql),
-				 "SELECT seq, time_ns, tenant, action, canonical, leaf_hash"
-				 " FROM audit_entries WHERE seq > :since%s%s ORDER BY seq LIMIT :limit",
-				 ten ? " AND tenant = :tenant" : "", act ? " AND action = :action" : "");
-			e = sq_prepare(q, sql, &q->a_scan[ten][act], d);
-		}
-	return e;
 }
 
 static enum sl_err sq_prepare_all(struct sq *q, struct sl_diag *d)
@@ -561,6 +516,14 @@ static enum sl_err sq_del(void *impl, enum store_kind k, const char *id, struct 
 	return e == SL_OK ? sq_after_write(q, d) : e;
 }
 
+static enum sl_err sq_forget(void *impl, enum store_kind k, const char *id, struct sl_diag *d)
+{
+	enum sl_err e = sq_del(impl, k, id, d);
+	if (e == SL_ENOTFOUND)
+		sl_diag_clear(d);
+	return e == SL_ENOTFOUND ? SL_OK : e;
+}
+
 /* Copies column 0 of the current row, which may hold NUL-free text only. */
 static enum sl_err sq_copy_text(struct sq *q, sqlite3_stmt *st, char **out, struct sl_diag *d)
 {
@@ -604,11 +567,10 @@ static enum sl_err sq_get(void *impl, enum store_kind k, const char *id, char **
 			 (struct sq_what){"reading", store_kind_name(k), id});
 }
 
-static enum sl_err sq_scan(void *impl, enum store_kind k, store_scan_fn fn, void *arg,
-			   struct sl_diag *d)
+/* Steps st (bound) to the end, calling fn per row; resets it. */
+static enum sl_err sq_rows(struct sq *q, enum store_kind k, sqlite3_stmt *st, store_scan_fn fn,
+			   void *arg, struct sl_diag *d)
 {
-	struct sq *q = impl;
-	sqlite3_stmt *st = q->kind_stmt[k][SQ_SCAN];
 	enum sl_err e = SL_OK;
 	int rc = SQLITE_DONE;
 	while (e == SL_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -625,7 +587,37 @@ static enum sl_err sq_scan(void *impl, enum store_kind k, store_scan_fn fn, void
 		e = sq_error_on(q, rc, d, (struct sq_what){"scanning", store_kind_name(k), NULL});
 	}
 	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
 	return e;
+}
+
+static enum sl_err sq_scan(void *impl, enum store_kind k, store_scan_fn fn, void *arg,
+			   struct sl_diag *d)
+{
+	struct sq *q = impl;
+	return sq_rows(q, k, q->kind_stmt[k][SQ_SCAN], fn, arg, d);
+}
+
+/* Unbound parameters are NULL (a page's tenant when it has none). */
+static enum sl_err sq_page(void *impl, enum store_kind k, const char *after, const char *tenant,
+			   int limit, store_scan_fn fn, void *arg, struct sl_diag *d)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = q->kind_stmt[k][after ? SQ_PAGE : SQ_RECENT];
+	int p = after ? 3 : 1;
+	if ((after && sqlite3_bind_text(st, 1, after, -1, SQLITE_STATIC)) ||
+	    (tenant && sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC)) ||
+	    sqlite3_bind_int(st, p, limit)) {
+		sqlite3_clear_bindings(st);
+		return sq_error(q, sqlite3_errcode(q->db), d, "binding a page query");
+	}
+	return sq_rows(q, k, st, fn, arg, d);
+}
+
+static enum sl_err sq_recent(void *impl, enum store_kind k, int limit, store_scan_fn fn,
+			     void *arg, struct sl_diag *d)
+{
+	return sq_page(impl, k, NULL, NULL, limit, fn, arg, d);
 }
 
 static enum sl_err sq_meta_get(void *impl, const char *key, char **value_out,
@@ -654,242 +646,6 @@ static enum sl_err sq_meta_set(void *impl, const char *key, const char *value,
 
 /* ---- the audit tables ---- */
 
-static enum sl_err sq_audit_append(void *impl, const struct store_audit_row *r,
-				   struct sl_diag *d)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = q->a_append;
-	char id[32];
-	snprintf(id, sizeof(id), "%llu", (unsigned long long)r->seq);
-	struct sq_what w = {"appending", "audit entry", id};
-	int rc = sqlite3_bind_int64(st, 1, (sqlite3_int64)r->seq);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_bind_int64(st, 2, r->time_ns);
-	if (rc == SQLITE_OK)
-		rc = r->tenant && r->tenant[0] ? sqlite3_bind_text(st, 3, r->tenant, -1, SQLITE_STATIC)
-					       : sqlite3_bind_null(st, 3);
-	if (rc == SQLITE_OK)
-		rc = r->action && r->action[0] ? sqlite3_bind_text(st, 4, r->action, -1, SQLITE_STATIC)
-					       : sqlite3_bind_null(st, 4);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_bind_blob(st, 5, r->canonical, (int)r->len, SQLITE_STATIC);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_bind_blob(st, 6, r->leaf_hash, (int)r->leaf_len, SQLITE_STATIC);
-	if (rc != SQLITE_OK) {
-		sqlite3_clear_bindings(st);
-		return sq_error_on(q, rc, d, w);
-	}
-	enum sl_err e = sq_run(q, st, d, w);
-	return e == SL_OK ? sq_after_write(q, d) : e;
-}
-
-/* Steps a statement expected to give at most one row; *row tells whether it
- * did. The caller reads the columns, then resets. */
-static enum sl_err sq_step_one(struct sq *q, sqlite3_stmt *st, bool *row, struct sl_diag *d,
-			       struct sq_what w)
-{
-	int rc = sqlite3_step(st);
-	*row = rc == SQLITE_ROW;
-	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
-		return SL_OK;
-	enum sl_err e = sq_error_on(q, rc, d, w);
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	return e;
-}
-
-static void sq_done(sqlite3_stmt *st)
-{
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-}
-
-static enum sl_err sq_audit_last(void *impl, uint64_t *seq_out, struct sl_diag *d)
-{
-	struct sq *q = impl;
-	bool row;
-	enum sl_err e = sq_step_one(q, q->a_last, &row, d, (struct sq_what){"reading", "audit size", NULL});
-	if (e != SL_OK)
-		return e;
-	sqlite3_int64 v = row ? sqlite3_column_int64(q->a_last, 0) : 0;
-	*seq_out = v > 0 ? (uint64_t)v : 0;
-	sq_done(q->a_last);
-	return SL_OK;
-}
-
-/* Copies a blob column that must be exactly STORE_AUDIT_HASH bytes. */
-static bool sq_hash_col(sqlite3_stmt *st, int col, uint8_t out[STORE_AUDIT_HASH])
-{
-	const void *b = sqlite3_column_blob(st, col);
-	if (!b || sqlite3_column_bytes(st, col) != STORE_AUDIT_HASH)
-		return false;
-	memcpy(out, b, STORE_AUDIT_HASH);
-	return true;
-}
-
-static enum sl_err sq_audit_leaf(void *impl, uint64_t seq, uint8_t out[STORE_AUDIT_HASH],
-				 struct sl_diag *d)
-{
-	struct sq *q = impl;
-	bool row;
-	sqlite3_bind_int64(q->a_leaf, 1, (sqlite3_int64)seq);
-	enum sl_err e = sq_step_one(q, q->a_leaf, &row, d, (struct sq_what){"reading", "audit leaf", NULL});
-	if (e != SL_OK)
-		return e;
-	if (!row || !sq_hash_col(q->a_leaf, 0, out))
-		e = sl_diag_set(d, SL_ENOTFOUND, "audit entry %llu is missing or has no 32-byte leaf hash",
-				(unsigned long long)seq);
-	sq_done(q->a_leaf);
-	return e;
-}
-
-static enum sl_err sq_audit_rows(struct sq *q, sqlite3_stmt *st, store_audit_fn fn, void *arg,
-				 struct sl_diag *d);
-
-static enum sl_err sq_audit_scan(void *impl, const struct store_audit_filter *f,
-				 store_audit_fn fn, void *arg, struct sl_diag *d)
-{
-	struct sq *q = impl;
-	bool ten = f->tenant && f->tenant[0], act = f->action && f->action[0];
-	sqlite3_stmt *st = q->a_scan[ten][act];
-	sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":since"), (sqlite3_int64)f->since);
-	sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":limit"),
-			   f->limit ? (sqlite3_int64)f->limit : -1);
-	if (ten)
-		sqlite3_bind_text(st, sqlite3_bind_parameter_index(st, ":tenant"), f->tenant, -1,
-				  SQLITE_STATIC);
-	if (act)
-		sqlite3_bind_text(st, sqlite3_bind_parameter_index(st, ":action"), f->action, -1,
-				  SQLITE_STATIC);
-	return sq_audit_rows(q, st, fn, arg, d);
-}
-
-/* Steps st (columns seq, time_ns, tenant, action, canonical, leaf_hash) and
- * hands each row to fn; resets st. */
-static enum sl_err sq_audit_rows(struct sq *q, sqlite3_stmt *st, store_audit_fn fn, void *arg,
-				 struct sl_diag *d)
-{
-	enum sl_err e = SL_OK;
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		sqlite3_int64 seq = sqlite3_column_int64(st, 0);
-		const char *t = (const char *)sqlite3_column_text(st, 2);
-		const char *a = (const char *)sqlite3_column_text(st, 3);
-		struct store_audit_row r = {
-			.seq = seq > 0 ? (uint64_t)seq : 0,
-			.time_ns = sqlite3_column_int64(st, 1),
-			.tenant = t ? t : "",
-			.action = a ? a : "",
-			.canonical = sqlite3_column_blob(st, 4),
-			.len = (size_t)sqlite3_column_bytes(st, 4),
-			.leaf_hash = sqlite3_column_blob(st, 5),
-			.leaf_len = (size_t)sqlite3_column_bytes(st, 5),
-		};
-		if ((e = fn(arg, &r)) != SL_OK)
-			break;
-	}
-	if (e == SL_OK && rc != SQLITE_DONE)
-		e = sq_error_on(q, rc, d, (struct sq_what){"scanning", "audit entries", NULL});
-	sq_done(st);
-	return e;
-}
-
-static enum sl_err sq_audit_subtree_put(void *impl, unsigned level, uint64_t index,
-					const uint8_t hash[STORE_AUDIT_HASH], struct sl_diag *d)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = q->a_sub_put;
-	int rc = sqlite3_bind_int(st, 1, (int)level);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_bind_int64(st, 2, (sqlite3_int64)index);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_bind_blob(st, 3, hash, STORE_AUDIT_HASH, SQLITE_STATIC);
-	struct sq_what w = {"writing", "audit subtree", NULL};
-	if (rc != SQLITE_OK) {
-		sqlite3_clear_bindings(st);
-		return sq_error_on(q, rc, d, w);
-	}
-	enum sl_err e = sq_run(q, st, d, w);
-	return e == SL_OK ? sq_after_write(q, d) : e;
-}
-
-static enum sl_err sq_audit_subtree_get(void *impl, unsigned level, uint64_t index,
-					uint8_t out[STORE_AUDIT_HASH], struct sl_diag *d)
-{
-	struct sq *q = impl;
-	bool row;
-	sqlite3_bind_int(q->a_sub_get, 1, (int)level);
-	sqlite3_bind_int64(q->a_sub_get, 2, (sqlite3_int64)index);
-	enum sl_err e = sq_step_one(q, q->a_sub_get, &row, d,
-				    (struct sq_what){"reading", "audit subtree", NULL});
-	if (e != SL_OK)
-		return e;
-	if (!row || !sq_hash_col(q->a_sub_get, 0, out))
-		e = sl_diag_set(d, SL_ENOTFOUND, "no cached audit subtree (%u, %llu)", level,
-				(unsigned long long)index);
-	sq_done(q->a_sub_get);
-	return e;
-}
-
-static enum sl_err sq_audit_cp_put(void *impl, uint64_t size, const char *note, size_t len,
-				   struct sl_diag *d)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = q->a_cp_put;
-	int rc = sqlite3_bind_int64(st, 1, (sqlite3_int64)size);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_bind_text64(st, 2, note, len, SQLITE_STATIC, SQLITE_UTF8);
-	struct sq_what w = {"writing", "audit checkpoint", NULL};
-	if (rc != SQLITE_OK) {
-		sqlite3_clear_bindings(st);
-		return sq_error_on(q, rc, d, w);
-	}
-	enum sl_err e = sq_run(q, st, d, w);
-	return e == SL_OK ? sq_after_write(q, d) : e;
-}
-
-static enum sl_err sq_audit_cp_scan(void *impl, store_audit_note_fn fn, void *arg,
-				    struct sl_diag *d)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = q->a_cp_scan;
-	enum sl_err e = SL_OK;
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		sqlite3_int64 size = sqlite3_column_int64(st, 0);
-		const char *note = (const char *)sqlite3_column_text(st, 1);
-		if ((e = fn(arg, size > 0 ? (uint64_t)size : 0, note ? note : "")) != SL_OK)
-			break;
-	}
-	if (e == SL_OK && rc != SQLITE_DONE)
-		e = sq_error_on(q, rc, d, (struct sq_what){"scanning", "audit checkpoints", NULL});
-	sq_done(st);
-	return e;
-}
-
-static enum sl_err sq_audit_cp_latest(void *impl, uint64_t *size_out, char **note_out,
-				      struct sl_diag *d)
-{
-	struct sq *q = impl;
-	bool row;
-	sqlite3_stmt *st = q->a_cp_latest;
-	enum sl_err e = sq_step_one(q, st, &row, d, (struct sq_what){"reading", "audit checkpoint", NULL});
-	if (e != SL_OK)
-		return e;
-	if (!row) {
-		e = sl_diag_set(d, SL_ENOTFOUND, "no audit checkpoint yet");
-	} else {
-		sqlite3_int64 size = sqlite3_column_int64(st, 0);
-		*size_out = size > 0 ? (uint64_t)size : 0;
-		const unsigned char *t = sqlite3_column_text(st, 1);
-		*note_out = strdup(t ? (const char *)t : "");
-		if (!*note_out)
-			e = sl_diag_set(d, SL_ENOMEM, "out of memory");
-	}
-	sq_done(st);
-	return e;
-}
-
 /* Rare (store copy): prepared per call. */
 static enum sl_err sq_meta_scan(void *impl, store_scan_fn fn, void *arg, struct sl_diag *d)
 {
@@ -910,35 +666,6 @@ static enum sl_err sq_meta_scan(void *impl, store_scan_fn fn, void *arg, struct 
 	return e;
 }
 
-static enum sl_err sq_audit_heads(void *impl, uint64_t max_seq, store_audit_fn fn, void *arg,
-				  struct sl_diag *d)
-{
-	struct sq *q = impl;
-	sqlite3_bind_int64(q->a_heads, 1, (sqlite3_int64)max_seq);
-	return sq_audit_rows(q, q->a_heads, fn, arg, d);
-}
-
-static enum sl_err sq_audit_subtree_scan(void *impl, store_audit_subtree_fn fn, void *arg,
-					 struct sl_diag *d)
-{
-	struct sq *q = impl;
-	sqlite3_stmt *st = q->a_sub_scan;
-	enum sl_err e = SL_OK;
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		sqlite3_int64 level = sqlite3_column_int64(st, 0), idx = sqlite3_column_int64(st, 1);
-		e = fn(arg, level > 0 && level < 64 ? (unsigned)level : 64,
-		       idx > 0 ? (uint64_t)idx : 0, sqlite3_column_blob(st, 2),
-		       (size_t)sqlite3_column_bytes(st, 2));
-		if (e != SL_OK)
-			break;
-	}
-	if (e == SL_OK && rc != SQLITE_DONE)
-		e = sq_error_on(q, rc, d, (struct sq_what){"scanning", "audit subtrees", NULL});
-	sq_done(st);
-	return e;
-}
-
 const struct store_ops store_sqlite_ops = {
 	.name = "sqlite",
 	.open = sq_open,
@@ -949,8 +676,11 @@ const struct store_ops store_sqlite_ops = {
 	.rollback = sq_rollback,
 	.put = sq_put,
 	.del = sq_del,
+	.forget = sq_forget,
 	.get = sq_get,
 	.scan = sq_scan,
+	.page = sq_page,
+	.recent = sq_recent,
 	.meta_get = sq_meta_get,
 	.meta_set = sq_meta_set,
 	.meta_scan = sq_meta_scan,

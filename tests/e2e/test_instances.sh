@@ -499,5 +499,12 @@ start_daemon "$TMP/log2" --data "$DATA" --heartbeat 1 --unreachable-after 3600 -
 after=$(body_of "$(api "$ACME" GET "/v1/instances/$ID")" | jq -c 'del(.cost, .notice)')
 expect_eq "after a restart the instance is the same" "$after" "$before"
 expect_eq "... and its node is still told to keep it stopped" "$(item a1 "$ID" | jq -r .state)" stop
+expect_eq "a released instance shows after the restart (from the history)" "$(inst "$ID2" .state)" released
+expect_match "... and the instance list still has it" "$(body_of "$(api "$ACME" GET /v1/instances)" | jq -r '[.[].id] | join(" ")')" "$ID2"
+stop_daemon || bad "daemon exits cleanly"
+if command -v sqlite3 >/dev/null; then
+	expect_eq "the released instance's row moved to instance_history" \
+		"$(sqlite3 "$DATA/suanli.db" "SELECT (SELECT count(*) FROM instance_history WHERE id = '$ID2') || ' ' || (SELECT count(*) FROM instances WHERE id = '$ID2')")" "1 0"
+fi
 grep -q "ERROR\|AddressSanitizer" "$TMP/log" "$TMP/log2" && bad "no errors in the daemon's log" "$(grep "ERROR\|AddressSanitizer" "$TMP/log" "$TMP/log2" | head -3)"
 finish
