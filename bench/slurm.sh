@@ -17,7 +17,9 @@
 # env:   SLURM_PEER (the harness; default ../shared/peers/slurm/run.sh beside
 #        the repository), SLURM_PEER_DIR (its work dir, default
 #        /tmp/suanli-slurm-peer), NJOBS=2000 NMIX=400 NSW=40 PAR=4
-#        JOB_SLEEP=5 (as the harness), SKIP_SLURM=1 (suanli side only, the
+#        JOB_SLEEP=5 (as the harness), PHASES (as the harness: S, P, T),
+#        CLI_JOBS (CLI submissions in S, default NJOBS), CTLD_PORT and
+#        NODE_PORT0 (the harness's ports), SKIP_SLURM=1 (suanli side only, the
 #        Slurm column from the last run's files when present).
 set -uo pipefail
 export LC_ALL=C

@@ -38,7 +38,7 @@
  * Usage: bench_slurm_side FLEET MIXFILE SWFILE OUT.jsonl
  * env: SUANLID, SUANLI (the CLI), SUANLI_AGENT (else each beside this
  *      program), PHASES, NJOBS, PAR, JOB_SLEEP. Fixed streams; nothing is
- *      asserted. */
+ *      asserted. CLI_JOBS: how many CLI submissions in S (default NJOBS). */
 #include <jansson.h>
 
 #include "bench_lib.h"
@@ -445,26 +445,29 @@ static void phase_s(struct side *s, const char *cli, int njobs, int par, int sec
 		cpu1 - cpu0, t1 - t0);
 	free(st.v);
 
-	/* The CLI: a process per submission, into a drained fleet (nothing starts). */
+	/* The CLI: a process per submission, into a drained fleet (nothing starts);
+	 * CLI_JOBS of them (default NJOBS), half in sequence. */
 	all_nodes(s, true);
-	double cseq = submit_cli(s, cli, nseq, 1, secs);
-	double cpar = submit_cli(s, cli, njobs - nseq, par, secs);
+	int ncli = getenv("CLI_JOBS") && atoi(getenv("CLI_JOBS")) >= 2 ? atoi(getenv("CLI_JOBS")) : njobs;
+	int cli_seq = ncli / 2;
+	double cseq = submit_cli(s, cli, cli_seq, 1, secs);
+	double cpar = submit_cli(s, cli, ncli - cli_seq, par, secs);
 	fprintf(stderr, "slurm_side: CLI submissions: sequential %.0f/s, %d clients %.0f/s\n",
-		nseq / cseq, par, (njobs - nseq) / cpar);
+		cli_seq / cseq, par, (ncli - cli_seq) / cpar);
 	fprintf(s->out,
 		"{\"kind\":\"submission\",\"via\":\"cli\",\"sequential_per_s\":%.1f,"
 		"\"parallel_per_s\":%.1f,\"parallel_clients\":%d,\"jobs\":%d}\n",
-		nseq / cseq, (njobs - nseq) / cpar, par, njobs);
+		cli_seq / cseq, (ncli - cli_seq) / cpar, par, ncli);
 	side_stop(s);
 	/* The CLI over HTTPS: a process, and so a TLS handshake, per submission. */
-	cseq = submit_cli(&t, cli, nseq, 1, secs);
-	cpar = submit_cli(&t, cli, njobs - nseq, par, secs);
+	cseq = submit_cli(&t, cli, cli_seq, 1, secs);
+	cpar = submit_cli(&t, cli, ncli - cli_seq, par, secs);
 	fprintf(stderr, "slurm_side: CLI submissions over TLS: sequential %.0f/s, %d clients %.0f/s\n",
-		nseq / cseq, par, (njobs - nseq) / cpar);
+		cli_seq / cseq, par, (ncli - cli_seq) / cpar);
 	fprintf(s->out,
 		"{\"kind\":\"submission\",\"via\":\"cli_tls\",\"sequential_per_s\":%.1f,"
 		"\"parallel_per_s\":%.1f,\"parallel_clients\":%d,\"jobs\":%d}\n",
-		nseq / cseq, (njobs - nseq) / cpar, par, njobs);
+		cli_seq / cseq, (ncli - cli_seq) / cpar, par, ncli);
 	side_stop(&t);
 }
 
