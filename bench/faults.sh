@@ -59,12 +59,12 @@ section=$log.md
 {
 	echo "## Every I/O point under the real daemon (bench/faults.sh)"
 	echo
-	echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ); machine: $(uname -srm); cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) online cores"
+	echo "- date: $(date -u -d @"$t0" +%Y-%m-%dT%H:%MZ) to $(date -u -d @"$t1" +%H:%MZ); machine: $(uname -srm); cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) online cores"
 	echo "- load average at start / end (other work on the machine; it slows the sweep, it changes no outcome): $load0 / $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "- command: \`bench/faults.sh ${1:-build/release}\` (build: $(basename "$build"), suanli $(git -C "$root" rev-parse --short HEAD 2>/dev/null)); tests/e2e/test_ctl_faults.sh with FAULTS_STEP=1; $((t1 - t0)) s; the test's own checks: exit $rc"
+	echo "- command: \`bench/faults.sh ${1:-build/release}\` (build: $(basename "$build"), suanli ${FAULTS_REV:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null)}); tests/e2e/test_ctl_faults.sh with FAULTS_STEP=1; $((t1 - t0)) s; the test's own checks: exit $rc"
 	echo "- workload: 6 x (POST /v1/leases, POST /v1/tenants/acme/topups of 100 x i), each with its audit entry, stopping at the first request not acknowledged; it reaches $total write/sync/truncate calls on the store's files (dry run)"
 	echo
-	echo "| fault | I/O points tried | fault during start-up (refused to start) | stopped by itself mid-workload | kept serving (the failed call was one SQLite did not need) | restarted consistent | acknowledged requests lost | balance or ledger off | audit log not intact |"
+	echo "| fault | I/O points tried | fault during start-up (refused to start) | stopped by itself mid-workload | served the whole workload (the fault fell on a later write: the shutdown's) | restarted consistent | acknowledged requests lost | balance or ledger off | audit log not intact |"
 	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for mode in ${FAULTS_MODES:-eio enospc torn}; do
 		awk -v m="$mode" '$1 == m {
@@ -79,7 +79,7 @@ section=$log.md
 		}' "$log"
 	done
 	echo
-	echo "Where the points fell that the daemon survived (kept serving), by mode: $(awk '$6 == "running" {a[$1] = a[$1] " " $2} END {for (m in a) printf "%s at%s; ", m, a[m]}' "$log")"
+	echo "Points where the whole workload was served before the fault, by mode: $(awk '$6 == "running" {a[$1] = a[$1] " " $2} END {for (m in a) printf "%s at%s; ", m, a[m]}' "$log")"
 	bad=$(awk '$7 != "yes"' "$log")
 	if [ -n "$bad" ]; then
 		echo
