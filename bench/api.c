@@ -23,7 +23,11 @@
  * reported side by side (BENCH_NO_PG skips it).
  *
  * Usage: bench_api [results.md] [pairs]
- * env: SUANLID (the daemon), BENCH_CONNS (connections), BENCH_NO_WRK (skip wrk) */
+ * Plain and TLS side by side: two fresh daemons (one --tls), the same
+ * client and pairs in interleaved rounds (run_tls_side).
+ *
+ * env: SUANLID (the daemon), BENCH_CONNS (connections), BENCH_NO_WRK (skip wrk),
+ *      BENCH_NO_TLS, BENCH_NO_PG */
 #include <sys/epoll.h>
 
 #include "bench_lib.h"
@@ -57,8 +61,16 @@ struct phase {
 	struct bl_samples lat[2]; /* create / release, or reads */
 	char (*ids)[64];  /* leases to read (OP_GET_LEASE) */
 	int nids;
-	double wall_ms, daemon_cpu_ms;
+	double wall_ms, daemon_cpu_ms, client_cpu_ms; /* summed over rounds */
 };
+
+/* CPU time of this process (the client) in ms. */
+static double self_cpu_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
 
 static const int gpu_sizes[] = {1, 2, 4, 8};
 
@@ -89,8 +101,9 @@ static void start_op(struct phase *ph, struct client *cl, enum op op)
 		return;
 	}
 	cl->sent_ms = bl_now_ms();
-	/* Requests are far smaller than a socket buffer: one send suffices. */
-	if (send(cl->c.fd, req, n, MSG_NOSIGNAL) != (ssize_t)n)
+	/* Requests are far smaller than a socket buffer: one send (one TLS
+	 * record over HTTPS) suffices. */
+	if (!bl_send(&cl->c, req, n))
 		bl_die("send: %s", strerror(errno));
 }
 
@@ -149,7 +162,7 @@ static void run_phase(struct phase *ph, struct client *cls, int ncl, enum op fir
 	int ep = epoll_create1(EPOLL_CLOEXEC), active = 0;
 	if (ep < 0)
 		bl_die("epoll: %s", strerror(errno));
-	double cpu0 = bl_proc_cpu_ms(daemon), t0 = bl_now_ms();
+	double cpu0 = bl_proc_cpu_ms(daemon), t0 = bl_now_ms(), self0 = self_cpu_ms();
 	for (int i = 0; i < ncl && ph->todo > 0; i++) {
 		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &cls[i]};
 		if (epoll_ctl(ep, EPOLL_CTL_ADD, cls[i].c.fd, &ev))
@@ -189,8 +202,9 @@ static void run_phase(struct phase *ph, struct client *cls, int ncl, enum op fir
 			}
 		}
 	}
-	ph->wall_ms = bl_now_ms() - t0;
-	ph->daemon_cpu_ms = bl_proc_cpu_ms(daemon) - cpu0;
+	ph->wall_ms += bl_now_ms() - t0;
+	ph->daemon_cpu_ms += bl_proc_cpu_ms(daemon) - cpu0;
+	ph->client_cpu_ms += self_cpu_ms() - self0;
 	close(ep);
 }
 
@@ -289,29 +303,10 @@ static void run_wrk(struct wrk_row *row, const char *wrk, const char *dir, int p
 		fprintf(stderr, "bench_api: no figures in wrk's output (%s)\n", outp);
 }
 
-/* Waits until the port takes a connection (an HTTPS daemon: bl_wait_healthy
- * speaks plain HTTP). */
-static bool wait_tcp(int port, pid_t pid, double limit_ms)
-{
-	double t0 = bl_now_ms();
-	while (bl_now_ms() - t0 < limit_ms) {
-		int fd = bl_connect(port);
-		if (fd >= 0) {
-			close(fd);
-			return true;
-		}
-		if (waitpid(pid, NULL, WNOHANG) == pid)
-			return false;
-		struct timespec ts = {0, 2000000};
-		nanosleep(&ts, NULL);
-	}
-	return false;
-}
-
 /* Admin setup over one connection: tenant, its token. */
-static void setup(int port, const char *admin, char *tok, size_t n)
+static void setup(int port, bool https, const char *admin, char *tok, size_t n)
 {
-	struct bl_conn c = {.fd = -1};
+	struct bl_conn c = {.fd = -1, .https = https};
 	char *body = NULL;
 	int st = bl_call(&c, port, "POST", "/v1/tenants", admin, "{\"name\":\"bench\"}", NULL, &body);
 	if (st != 201)
@@ -418,7 +413,7 @@ static void run_pg(struct pg_run *r, const struct bl_daemon *dm, long pairs, int
 	pid = bl_spawn(serve, log);
 	if (!bl_wait_healthy(port, pid, 30000))
 		bl_die("suanlid --store did not become healthy (log: %s)", log);
-	setup(port, admin, tok, sizeof(tok));
+	setup(port, false, admin, tok, sizeof(tok));
 	struct client *cls = calloc((size_t)conns, sizeof(*cls));
 	if (!cls)
 		bl_die("out of memory");
@@ -469,6 +464,171 @@ static void report_pg(FILE *o, struct phase *sq, struct pg_run *pg)
 			100.0 * ph->daemon_cpu_ms / ph->wall_ms);
 	}
 	fprintf(o, "\n**PostgreSQL / SQLite: %.2f** (goal >= 0.5, not asserted).\n", s > 0 ? p / s : 0);
+}
+
+/* ---- plain and TLS side by side ---- */
+
+#define TLS_ROUNDS 4
+
+struct tls_run {
+	bool ran;
+	struct phase plain, tls;
+	int hs_n; /* TLS connections opened (handshakes) */
+	double hs_wall_ms, hs_daemon_ms;
+	char proto[32], cipher[64];
+	struct wrk_row wr[2]; /* wrk create+release, plain then TLS */
+};
+
+/* Starts a fresh daemon (its own data dir, fleet and port; HTTPS when tls)
+ * and makes the tenant's token; the pid. */
+static pid_t side_daemon(struct bl_daemon *d, const char *tag, bool tls, char *tok, size_t n)
+{
+	bl_daemon_prepare(d, tag, NODES);
+	char *args[] = {d->suanlid, "serve", "--data", d->data, "--listen", d->portarg, "--fleet",
+			d->fleet, "--simulate", "--log-level", "warn", tls ? "--tls" : NULL, NULL};
+	pid_t pid = bl_spawn(args, d->log);
+	if (!bl_wait_tcp(d->port, pid, 30000))
+		bl_die("suanlid %sdid not start (log: %s)", tls ? "--tls " : "", d->log);
+	if (tls) {
+		char ca[BL_PATH_MAX + 32];
+		snprintf(ca, sizeof(ca), "%s/tls/ca.pem", d->data);
+		bl_tls_use(ca);
+	}
+	setup(d->port, tls, d->admin, tok, n);
+	return pid;
+}
+
+static void stop_side(struct bl_daemon *d, pid_t pid, struct client *cls, int conns)
+{
+	for (int i = 0; i < conns; i++) {
+		bl_conn_reset(&cls[i].c);
+		free(cls[i].c.buf);
+	}
+	free(cls);
+	int st;
+	kill(pid, SIGTERM);
+	waitpid(pid, &st, 0);
+	if (WIFEXITED(st) && !WEXITSTATUS(st))
+		bl_rmrf(d->dir);
+	else
+		fprintf(stderr, "bench_api: suanlid stopped with status %d (log: %s)\n", st, d->log);
+}
+
+/* The same create+release pairs against two fresh daemons started side by
+ * side, one plain and one HTTPS (certificate from `suanlid init`), with the
+ * same client, in TLS_ROUNDS interleaved rounds (the order flips each round)
+ * so that the load of a shared machine falls on both alike. Connections are
+ * opened once (the handshakes are timed apart) and kept, as a real client
+ * keeps them. Then wrk against each. */
+static void run_tls_side(struct tls_run *t, long pairs, int conns, const char *wrk)
+{
+	struct bl_daemon dp, dt;
+	char ptok[256], ttok[256];
+	pid_t pp = side_daemon(&dp, "api-plain", false, ptok, sizeof(ptok));
+	pid_t tp = side_daemon(&dt, "api-tls", true, ttok, sizeof(ttok));
+	struct client *pc = calloc((size_t)conns, sizeof(*pc)), *tc = calloc((size_t)conns, sizeof(*tc));
+	if (!pc || !tc)
+		bl_die("out of memory");
+	double cpu0 = bl_proc_cpu_ms(tp), t0 = bl_now_ms();
+	for (int i = 0; i < conns; i++) {
+		tc[i].seed = 0x9e3779b97f4a7c15ULL * (uint64_t)(unsigned)(i + 1);
+		tc[i].c.https = true;
+		if (!bl_conn_open(&tc[i].c, dt.port))
+			bl_die("connect: %s", strerror(errno));
+	}
+	t->hs_wall_ms = bl_now_ms() - t0;
+	t->hs_daemon_ms = bl_proc_cpu_ms(tp) - cpu0;
+	t->hs_n = conns;
+	snprintf(t->proto, sizeof(t->proto), "%s",
+		 gnutls_protocol_get_name(gnutls_protocol_get_version(tc[0].c.tls)));
+	snprintf(t->cipher, sizeof(t->cipher), "%s",
+		 gnutls_cipher_get_name(gnutls_cipher_get(tc[0].c.tls)));
+	for (int i = 0; i < conns; i++) {
+		pc[i].seed = tc[i].seed;
+		if (!bl_conn_open(&pc[i].c, dp.port))
+			bl_die("connect: %s", strerror(errno));
+	}
+	t->plain = (struct phase){.name = "create+release, plain", .port = dp.port, .token = ptok};
+	t->tls = (struct phase){.name = "create+release, HTTPS", .port = dt.port, .token = ttok};
+	fprintf(stderr, "bench_api: plain and TLS side by side, %d rounds of %ld pairs each...\n",
+		TLS_ROUNDS, pairs / TLS_ROUNDS);
+	for (int r = 0; r < TLS_ROUNDS; r++) {
+		t->plain.todo = t->tls.todo = pairs / TLS_ROUNDS;
+		if (r % 2 == 0) {
+			run_phase(&t->plain, pc, conns, OP_CREATE, pp);
+			run_phase(&t->tls, tc, conns, OP_CREATE, tp);
+		} else {
+			run_phase(&t->tls, tc, conns, OP_CREATE, tp);
+			run_phase(&t->plain, pc, conns, OP_CREATE, pp);
+		}
+	}
+	t->ran = true;
+	t->wr[0].what = "wrk: POST /v1/leases + release, plain";
+	t->wr[1].what = "wrk: POST /v1/leases + release, HTTPS";
+	if (wrk) {
+		run_wrk(&t->wr[0], wrk, dp.dir, dp.port, ptok, "/v1/leases", wrk_create_lua, WRK_CONNS, false);
+		run_wrk(&t->wr[1], wrk, dt.dir, dt.port, ttok, "/v1/leases", wrk_create_lua, WRK_CONNS, true);
+	}
+	stop_side(&dp, pp, pc, conns);
+	stop_side(&dt, tp, tc, conns);
+}
+
+static double per_s(const struct phase *p)
+{
+	return p->wall_ms > 0 ? (double)p->placed / (p->wall_ms / 1000.0) : 0;
+}
+
+static void report_tls(FILE *o, struct tls_run *t, int conns)
+{
+	fprintf(o, "\n## Plain and TLS side by side\n\n");
+	if (!t->ran) {
+		fprintf(o, "Not run.\n");
+		return;
+	}
+	fprintf(o, "Two fresh daemons started side by side for this (same fleet, both pinned to core 0, "
+		   "SQLite WAL synchronous=FULL): one plain, one `--tls` with the certificate `suanlid "
+		   "init` made (ECDSA P-256); the same client (%d keep-alive connections, one epoll "
+		   "loop, on core 1; over HTTPS GnuTLS verifying the server against the CA) sends the "
+		   "same create+release pairs to each in %d interleaved rounds, the order flipping "
+		   "each round, so that load on the machine falls on both alike. Negotiated: %s, %s. "
+		   "CPU per request is the daemon's (or the client's) user+system time over the "
+		   "requests answered (a pair is two).\n\n",
+		conns, TLS_ROUNDS, t->proto, t->cipher);
+	fprintf(o, "| mode | pairs | placed leases/s | create p50 ms | create p99 ms | release p99 ms | "
+		   "failed | daemon CPU | daemon CPU us/request | client CPU us/request |\n"
+		   "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+	struct phase *rows[2] = {&t->plain, &t->tls};
+	const char *names[2] = {"plain HTTP", "HTTPS"};
+	for (int i = 0; i < 2; i++) {
+		struct phase *p = rows[i];
+		double reqs = (double)(p->lat[0].n + p->lat[1].n);
+		fprintf(o, "| %s | %ld | %.0f | %.2f | %.2f | %.2f | %ld | %.0f%% | %.1f | %.1f |\n",
+			names[i], p->done, per_s(p), bl_pct(&p->lat[0], 50), bl_pct(&p->lat[0], 99),
+			bl_pct(&p->lat[1], 99), p->failed, 100.0 * p->daemon_cpu_ms / p->wall_ms,
+			reqs > 0 ? 1000.0 * p->daemon_cpu_ms / reqs : 0,
+			reqs > 0 ? 1000.0 * p->client_cpu_ms / reqs : 0);
+	}
+	double pl = per_s(&t->plain), tl = per_s(&t->tls);
+	fprintf(o, "\n**Leases/s over TLS: %.0f**, beside %.0f over plain HTTP in the same run (%.0f%%).\n",
+		tl, pl, pl > 0 ? 100.0 * tl / pl : 0);
+	fprintf(o, "\nHandshakes: opening the %d HTTPS connections took %.1f ms, %.2f ms of daemon CPU "
+		   "per handshake (a client that opens a connection per request pays this every time; "
+		   "keep connections alive).\n",
+		t->hs_n, t->hs_wall_ms, t->hs_n ? t->hs_daemon_ms / t->hs_n : 0);
+	if (t->wr[0].ran && t->wr[1].ran) {
+		fprintf(o, "\nDebian's wrk against the same two daemons after the rounds (1 thread, %d "
+			   "connections, %s each; OpenSSL on the client side; creates `{\"gpus\":1}` "
+			   "and their releases):\n\n| run | requests | req/s | p50 ms | p99 ms | "
+			   "non-2xx | socket errors |\n|---|---:|---:|---:|---:|---:|---:|\n",
+			WRK_CONNS, WRK_DURATION);
+		for (int i = 0; i < 2; i++)
+			fprintf(o, "| %s | %ld | %.0f | %.2f | %.2f | %ld | %ld |\n", t->wr[i].what,
+				t->wr[i].requests, (double)t->wr[i].requests / t->wr[i].dur_s,
+				t->wr[i].p50, t->wr[i].p99, t->wr[i].non2xx, t->wr[i].sockerr);
+		double a = (double)t->wr[0].requests / t->wr[0].dur_s,
+		       b = (double)t->wr[1].requests / t->wr[1].dur_s;
+		fprintf(o, "\nwrk over TLS: %.0f%% of plain.\n", a > 0 ? 100.0 * b / a : 0);
+	}
 }
 
 static void report(FILE *o, int argc, char **argv, int conns, struct phase *ph, int nph,
@@ -524,16 +684,6 @@ static void report(FILE *o, int argc, char **argv, int conns, struct phase *ph, 
 				wr[i].what, wr[i].requests, (double)wr[i].requests / wr[i].dur_s,
 				wr[i].p50, wr[i].p99, wr[i].p999, wr[i].max, wr[i].non2xx,
 				wr[i].sockerr);
-	if (nwr >= 3 && wr[2].ran) {
-		double plain = (double)wr[0].requests / wr[0].dur_s / 2;
-		double tls = (double)wr[2].requests / wr[2].dur_s / 2;
-		fprintf(o, "\n**Leases/s over TLS (wrk create+release pairs): %.0f**, beside %.0f over "
-			   "plain HTTP in the same run (%.0f%%). The TLS rows restart the same daemon on "
-			   "the same store with `--tls` (its certificate from `suanlid init`: ECDSA "
-			   "P-256), after the plain rows; wrk keeps its connections, so this is the "
-			   "steady-state cost of encryption, not of handshakes.\n",
-			tls, plain, plain > 0 ? 100.0 * tls / plain : 0);
-	}
 }
 
 int main(int argc, char **argv)
@@ -555,7 +705,7 @@ int main(int argc, char **argv)
 	bl_pin(1);
 	if (!bl_wait_healthy(port, pid, 30000))
 		bl_die("suanlid did not become healthy (log: %s)", log);
-	setup(port, admin, tok, sizeof(tok));
+	setup(port, false, admin, tok, sizeof(tok));
 
 	struct client *cls = calloc((size_t)conns, sizeof(*cls));
 	if (!cls)
@@ -583,10 +733,8 @@ int main(int argc, char **argv)
 
 	for (int i = 0; i < conns; i++)
 		bl_conn_reset(&cls[i].c);
-	struct wrk_row wr[4] = {{.what = "POST /v1/leases + release"},
-				{.what = "GET /v1/leases/{id}"},
-				{.what = "POST /v1/leases + release, HTTPS (TLS 1.3)"},
-				{.what = "GET /v1/leases/{id}, HTTPS (TLS 1.3)"}};
+	struct wrk_row wr[2] = {{.what = "POST /v1/leases + release"},
+				{.what = "GET /v1/leases/{id}"}};
 	const char *wrk = getenv("BENCH_NO_WRK") ? NULL : find_wrk();
 	if (wrk) {
 		char path[96];
@@ -601,41 +749,28 @@ int main(int argc, char **argv)
 	bool clean = WIFEXITED(st) && !WEXITSTATUS(st);
 	if (!clean)
 		fprintf(stderr, "bench_api: suanlid stopped with status %d (log: %s)\n", st, log);
-	/* The same daemon and store over HTTPS (suanlid init made DATA/tls):
-	 * the cost of TLS, in the same run, with the same client. */
-	if (wrk && clean) {
-		char path[96];
-		char *targs[] = {suanlid, "serve", "--data", data, "--listen", portarg, "--tls",
-				 "--simulate", "--log-level", "warn", NULL};
-		pid = bl_spawn(targs, log);
-		if (!wait_tcp(port, pid, 30000))
-			bl_die("suanlid --tls did not start (log: %s)", log);
-		fprintf(stderr, "bench_api: wrk over TLS...\n");
-		run_wrk(&wr[2], wrk, dir, port, tok, "/v1/leases", wrk_create_lua, WRK_CONNS, true);
-		snprintf(path, sizeof(path), "/v1/leases/%s", ph[1].ids[0]);
-		run_wrk(&wr[3], wrk, dir, port, tok, path, "", WRK_CONNS, true);
-		kill(pid, SIGTERM);
-		waitpid(pid, &st, 0);
-		clean = WIFEXITED(st) && !WEXITSTATUS(st);
-		if (!clean)
-			fprintf(stderr, "bench_api: suanlid --tls stopped with status %d (log: %s)\n", st,
-				log);
-	}
+	/* The cost of TLS, in the same run, with the same client. */
+	static struct tls_run tr;
+	if (!getenv("BENCH_NO_TLS"))
+		run_tls_side(&tr, pairs, conns, wrk);
 
 	struct pg_run pg = {.ran = false};
 	if (getenv("BENCH_NO_PG"))
 		snprintf(pg.why, sizeof(pg.why), "BENCH_NO_PG was set");
 	else
 		run_pg(&pg, &dm, pairs, conns);
-	report(stdout, argc, argv, conns, ph, 3, wr, 4);
+	report(stdout, argc, argv, conns, ph, 3, wr, 2);
+	report_tls(stdout, &tr, conns);
 	report_pg(stdout, &ph[0], &pg);
 	FILE *o = fopen(out, "w");
 	if (!o)
 		bl_die("cannot write %s", out);
-	report(o, argc, argv, conns, ph, 3, wr, 4);
+	report(o, argc, argv, conns, ph, 3, wr, 2);
+	report_tls(o, &tr, conns);
 	report_pg(o, &ph[0], &pg);
 	fclose(o);
 	free(pg.ph.lat[0].v), free(pg.ph.lat[1].v);
+	free(tr.plain.lat[0].v), free(tr.plain.lat[1].v), free(tr.tls.lat[0].v), free(tr.tls.lat[1].v);
 	if (clean)
 		bl_rmrf(dir);
 	for (int i = 0; i < conns; i++)

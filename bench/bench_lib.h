@@ -8,7 +8,12 @@
  * sockets rather than libcurl: the client must cost far less than the
  * daemon it measures, and a response parser for Content-Length answers from
  * one known server is a few lines. Benchmarks exit on setup failures (they
- * are programs, not library code); the figures are never judged here. */
+ * are programs, not library code); the figures are never judged here.
+ *
+ * HTTPS: a bl_conn with .https set speaks TLS with GnuTLS (TLS 1.2 or 1.3,
+ * the server verified against the CA given to bl_tls_use and 127.0.0.1), as
+ * a real client does: one handshake per connection, kept alive, one record
+ * per request. */
 #ifndef SL_BENCH_LIB_H
 #define SL_BENCH_LIB_H
 
@@ -35,6 +40,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <gnutls/gnutls.h>
 
 #include "buf.h"
 
@@ -228,7 +235,44 @@ struct bl_conn {
 	int fd;
 	char *buf; /* bytes read and not yet consumed */
 	size_t len, cap;
+	bool https; /* set by the caller: connect with TLS */
+	gnutls_session_t tls; /* the session while connected over TLS */
 };
+
+/* Process-wide: the CA that HTTPS connections verify the server with. */
+static gnutls_certificate_credentials_t bl_tls_cred;
+
+/* HTTPS connections opened from now on trust the CA in ca_file (PEM). */
+static inline void bl_tls_use(const char *ca_file)
+{
+	if (bl_tls_cred)
+		gnutls_certificate_free_credentials(bl_tls_cred);
+	if (gnutls_certificate_allocate_credentials(&bl_tls_cred) < 0 ||
+	    gnutls_certificate_set_x509_trust_file(bl_tls_cred, ca_file, GNUTLS_X509_FMT_PEM) <= 0)
+		bl_die("cannot load the CA certificate %s", ca_file);
+}
+
+/* The TLS handshake on c->fd (blocking), verifying the server's certificate
+ * for 127.0.0.1; dies on failure (a bench against a server it cannot trust
+ * measures nothing). */
+static inline void bl_tls_start(struct bl_conn *c)
+{
+	int rc;
+	if (!bl_tls_cred)
+		bl_die("an HTTPS connection without a CA (bl_tls_use)");
+	if ((rc = gnutls_init(&c->tls, GNUTLS_CLIENT | GNUTLS_NO_SIGNAL)) < 0 ||
+	    (rc = gnutls_set_default_priority(c->tls)) < 0 ||
+	    (rc = gnutls_credentials_set(c->tls, GNUTLS_CRD_CERTIFICATE, bl_tls_cred)) < 0)
+		bl_die("TLS session: %s", gnutls_strerror(rc));
+	gnutls_session_set_verify_cert(c->tls, "127.0.0.1", 0);
+	gnutls_transport_set_int(c->tls, c->fd);
+	gnutls_handshake_set_timeout(c->tls, GNUTLS_DEFAULT_HANDSHAKE_TIMEOUT);
+	do
+		rc = gnutls_handshake(c->tls);
+	while (rc < 0 && !gnutls_error_is_fatal(rc));
+	if (rc < 0)
+		bl_die("TLS handshake with 127.0.0.1: %s", gnutls_strerror(rc));
+}
 
 /* Connects to 127.0.0.1:port; -1 when refused (the daemon is not up yet). */
 static inline int bl_connect(int port)
@@ -250,10 +294,42 @@ static inline int bl_connect(int port)
 
 static inline void bl_conn_reset(struct bl_conn *c)
 {
+	if (c->tls)
+		gnutls_deinit(c->tls);
+	c->tls = NULL;
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
 	c->len = 0;
+}
+
+/* Connects c to 127.0.0.1:port (with TLS when c->https); false when refused. */
+static inline bool bl_conn_open(struct bl_conn *c, int port)
+{
+	c->tls = NULL;
+	c->len = 0;
+	if ((c->fd = bl_connect(port)) < 0)
+		return false;
+	if (c->https)
+		bl_tls_start(c);
+	return true;
+}
+
+/* Sends all n bytes of p (one TLS record for a request); false when the
+ * connection broke. */
+static inline bool bl_send(struct bl_conn *c, const char *p, size_t n)
+{
+	size_t off = 0;
+	while (off < n) {
+		ssize_t w = c->tls ? gnutls_record_send(c->tls, p + off, n - off)
+				   : send(c->fd, p + off, n - off, MSG_NOSIGNAL);
+		if (c->tls && w < 0 && !gnutls_error_is_fatal((int)w))
+			continue;
+		if (w <= 0)
+			return false;
+		off += (size_t)w;
+	}
+	return true;
 }
 
 /* Formats a request into out (size n); returns its length. body may be NULL,
@@ -315,7 +391,20 @@ static inline ssize_t bl_fill(struct bl_conn *c)
 			bl_die("out of memory");
 		c->cap = alloc - 1;
 	}
-	return read(c->fd, c->buf + c->len, c->cap - c->len);
+	if (!c->tls)
+		return read(c->fd, c->buf + c->len, c->cap - c->len);
+	/* A record at a time; and what GnuTLS already holds (no readiness
+	 * event will come for it). */
+	size_t got = 0;
+	do {
+		ssize_t r = gnutls_record_recv(c->tls, c->buf + c->len + got, c->cap - c->len - got);
+		if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED)
+			continue;
+		if (r <= 0)
+			return got ? (ssize_t)got : r < 0 ? -1 : 0;
+		got += (size_t)r;
+	} while (gnutls_record_check_pending(c->tls) > 0 && got < c->cap - c->len);
+	return (ssize_t)got;
 }
 
 /* One blocking exchange on a keep-alive connection (connecting first if
@@ -326,16 +415,12 @@ static inline int bl_call(struct bl_conn *c, int port, const char *method, const
 			  const char *token, const char *json, const char *key, char **body)
 {
 	static char req[16384];
-	if (c->fd < 0 && (c->fd = bl_connect(port)) < 0)
+	if (c->fd < 0 && !bl_conn_open(c, port))
 		return -1;
-	size_t n = bl_format(req, sizeof(req), method, path, token, json, key), off = 0;
-	while (off < n) {
-		ssize_t w = send(c->fd, req + off, n - off, MSG_NOSIGNAL);
-		if (w <= 0) {
-			bl_conn_reset(c);
-			return -1;
-		}
-		off += (size_t)w;
+	size_t n = bl_format(req, sizeof(req), method, path, token, json, key);
+	if (!bl_send(c, req, n)) {
+		bl_conn_reset(c);
+		return -1;
 	}
 	for (;;) {
 		int st;
@@ -386,6 +471,26 @@ static inline bool bl_wait_healthy(int port, pid_t pid, double limit_ms)
 	bl_conn_reset(&c);
 	free(c.buf);
 	return ok;
+}
+
+/* Waits until the port takes a connection (for an HTTPS daemon, which
+ * bl_wait_healthy's plain request cannot reach); false when the process
+ * died or limit_ms passed. */
+static inline bool bl_wait_tcp(int port, pid_t pid, double limit_ms)
+{
+	double t0 = bl_now_ms();
+	while (bl_now_ms() - t0 < limit_ms) {
+		int fd = bl_connect(port);
+		if (fd >= 0) {
+			close(fd);
+			return true;
+		}
+		if (waitpid(pid, NULL, WNOHANG) == pid)
+			return false;
+		struct timespec ts = {0, 2000000};
+		nanosleep(&ts, NULL);
+	}
+	return false;
 }
 
 /* The value of "key":"..." first found in json, into out (size n); false if

@@ -17,11 +17,12 @@
 # env:   SLURM_PEER (the harness; default ../shared/peers/slurm/run.sh beside
 #        the repository), SLURM_PEER_DIR (its work dir, default
 #        /tmp/suanli-slurm-peer), NJOBS=2000 NMIX=400 NSW=40 PAR=4
-#        JOB_SLEEP=5 (as the harness), SKIP_SLURM=1 (suanli side only, the
-#        Slurm column from the last run's files when present), PHASES=T (only
-#        the multi-node phase, both sides), T_RELEASE=resume (suanli's phase T
-#        backlog released by resuming nodes one by one, as before 2026-12-05,
-#        instead of all at once as Slurm's partition UP).
+#        JOB_SLEEP=5 (as the harness), PHASES (as the harness: S, P, T; both
+#        sides), CLI_JOBS (CLI submissions in S, default NJOBS), CTLD_PORT and
+#        NODE_PORT0 (the harness's ports), SKIP_SLURM=1 (suanli side only, the
+#        Slurm column from the last run's files when present), T_RELEASE=resume
+#        (suanli's phase T backlog released by resuming nodes one by one, as
+#        before 2026-12-05, instead of all at once as Slurm's partition UP).
 set -uo pipefail
 export LC_ALL=C
 root=$(cd "$(dirname "$0")/.." && pwd)

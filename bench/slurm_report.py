@@ -46,6 +46,7 @@ s_sub, s_thr = pick(S, "submission"), pick(S, "throughput")
 s_pl = pick(S, "placement")
 s_sw1, s_sw0 = pick(S, "switches", label="switches1"), pick(S, "switches", label="noswitches")
 q_api, q_cli = pick(Q, "submission", via="api"), pick(Q, "submission", via="cli")
+q_tls, q_cli_tls = pick(Q, "submission", via="api_tls"), pick(Q, "submission", via="cli_tls")
 q_pair = pick(Q, "submission", via="api_lease_and_job")
 q_thr, q_pl = pick(Q, "throughput"), pick(Q, "placement")
 q_ag = pick(Q, "throughput_agents")
@@ -155,6 +156,13 @@ p(f"| submissions/s, one client in sequence (sbatch / API lease create) | "
 p(f"| submissions/s, {env.get('PAR')} clients in parallel (sbatch / API) | "
   f"{f(s_sub.get('parallel_per_s'))} | {f(q_api.get('parallel_per_s'))} | "
   f"{ratio(q_api.get('parallel_per_s'), s_sub.get('parallel_per_s'))} | >= 10x |")
+p(f"| submissions/s over HTTPS (TLS, the client verifying the server), one client in sequence "
+  f"(sbatch / API lease create) | "
+  f"{f(s_sub.get('sequential_per_s'))} | {f(q_tls.get('sequential_per_s'))} | "
+  f"{ratio(q_tls.get('sequential_per_s'), s_sub.get('sequential_per_s'))} | >= 10x |")
+p(f"| submissions/s over HTTPS, {env.get('PAR')} clients in parallel (sbatch / API) | "
+  f"{f(s_sub.get('parallel_per_s'))} | {f(q_tls.get('parallel_per_s'))} | "
+  f"{ratio(q_tls.get('parallel_per_s'), s_sub.get('parallel_per_s'))} | >= 10x |")
 p(f"| ... the data dir's fdatasync p50 / p99 (ms) at that moment: one client waits for one "
   f"per lease | | {f(q_api.get('fsync_p50_ms'), '{:.2f}')} / {f(q_api.get('fsync_p99_ms'), '{:.2f}')} | | |")
 p(f"| submissions/s, one client in sequence (sbatch / `suanli lease create`, a process each) | "
@@ -163,6 +171,12 @@ p(f"| submissions/s, one client in sequence (sbatch / `suanli lease create`, a p
 p(f"| submissions/s, {env.get('PAR')} clients (sbatch / `suanli lease create`) | "
   f"{f(s_sub.get('parallel_per_s'))} | {f(q_cli.get('parallel_per_s'))} | "
   f"{ratio(q_cli.get('parallel_per_s'), s_sub.get('parallel_per_s'))} | |")
+p(f"| submissions/s over HTTPS through the CLI, one in sequence / {env.get('PAR')} clients "
+  f"(sbatch / `suanli lease create --ca`, a process and a TLS handshake each) | "
+  f"{f(s_sub.get('sequential_per_s'))} / {f(s_sub.get('parallel_per_s'))} | "
+  f"{f(q_cli_tls.get('sequential_per_s'))} / {f(q_cli_tls.get('parallel_per_s'))} | "
+  f"{ratio(q_cli_tls.get('sequential_per_s'), s_sub.get('sequential_per_s'))} / "
+  f"{ratio(q_cli_tls.get('parallel_per_s'), s_sub.get('parallel_per_s'))} | |")
 p(f"| submissions/s with agents running the jobs: lease + job (2 API calls), one client / "
   f"{env.get('PAR')} clients ({q_pair.get('jobs', 'n/a')} on a free fleet) | "
   f"{f(s_sub.get('sequential_per_s'))} / {f(s_sub.get('parallel_per_s'))} | "
@@ -234,6 +248,14 @@ p("""
   (the dynamic linking of libcurl and its ~35 libraries) is most of its cost: the CLI is
   no faster than sbatch. Lease + job with the agents running costs two commits and wakes
   the node's agent (work fetch, fork, report) on the same two cores.
+- **Over HTTPS.** The TLS rows go to a second daemon (same fleet, `--tls`, the
+  certificate `suanlid init` made, TLS 1.3), started beside the plain one and
+  measured alternately with it (plain in sequence, TLS in sequence, plain in
+  parallel, TLS in parallel), so that both meet the same machine. The API client
+  keeps its connection, as a real client does: one handshake, then one record per
+  request each way plus the AES-GCM work on both sides. The CLI opens a connection,
+  and so does a full handshake (X25519 and an ECDSA P-256 signature on the daemon),
+  per process.
 - **Starts.** With the partition released at once, suanli fills all GPU slots in tens
   of milliseconds: one pass of the scheduler after the nodes return. Slurm's main and
   backfill schedulers take seconds. After the fill, starts are bounded by the GPUs, not

@@ -12,10 +12,13 @@
  *
  * Phases (env PHASES, default SAPT; S, P and T as the harness's):
  *   S  submissions per second: NJOBS/2 one-GPU leases over one keep-alive
- *      connection, NJOBS/2 over PAR connections (one process each); the
+ *      connection, NJOBS/2 over PAR connections (one process each), to a
+ *      plain daemon and to its twin over HTTPS (--tls, verified; the two
+ *      alternate, the idle one waiting); the
  *      backlog released at once: jobs started per second (fill, overall,
  *      steady). Then the same counts through the `suanli` CLI (a process per
- *      submission, as sbatch), sequential and with PAR parallel clients.
+ *      submission, as sbatch), sequential and with PAR parallel clients, plain
+ *      and over HTTPS.
  *   A  the S backlog again with one `suanli-agent run --simulate TYPE` per
  *      node running real processes: each lease that becomes active gets a
  *      job `sleep JOB_SLEEP` (POST /v1/jobs; jobs run on active leases), and
@@ -43,7 +46,7 @@
  * Usage: bench_slurm_side FLEET MIXFILE SWFILE OUT.jsonl
  * env: SUANLID, SUANLI (the CLI), SUANLI_AGENT (else each beside this
  *      program), PHASES, NJOBS, PAR, JOB_SLEEP. Fixed streams; nothing is
- *      asserted. */
+ *      asserted. CLI_JOBS: how many CLI submissions in S (default NJOBS). */
 #include <jansson.h>
 
 #include "bench_lib.h"
@@ -60,6 +63,8 @@ struct side {
 	char nodes[MAX_NODES][16];
 	int nnodes;
 	struct bl_conn c; /* admin's */
+	bool https;           /* the daemon serves HTTPS (--tls) */
+	char ca[BL_PATH_MAX + 32]; /* ... verified against this CA */
 	FILE *out;
 	char agent[BL_PATH_MAX]; /* suanli-agent, for phase A */
 	pid_t agents[MAX_NODES];
@@ -115,19 +120,10 @@ static void read_nodes(struct side *s)
 	free(body);
 }
 
-/* A fresh data dir and daemon on s->fleet (simulated nodes unless agents
- * will report), a tenant "bench" and its token. */
-static void side_start_as(struct side *s, bool simulate)
+/* A tenant "bench" and its token on a started daemon; its node names. */
+static void side_setup(struct side *s)
 {
-	memset(&s->dm, 0, sizeof(s->dm));
-	bl_daemon_prepare(&s->dm, "slurmside", 1); /* its generated fleet goes unused */
-	char *args[] = {s->dm.suanlid, "serve", "--data", s->dm.data, "--listen", s->dm.portarg,
-			"--fleet", s->fleet, "--log-level", "warn",
-			simulate ? "--simulate" : NULL, NULL};
-	s->pid = bl_spawn(args, s->dm.log);
-	if (!bl_wait_healthy(s->dm.port, s->pid, 30000))
-		bl_die("suanlid did not become healthy (log: %s)", s->dm.log);
-	s->c.fd = -1;
+	s->c = (struct bl_conn){.fd = -1, .https = s->https};
 	char *body = NULL;
 	int st = bl_call(&s->c, s->dm.port, "POST", "/v1/tenants", s->dm.admin,
 			 "{\"name\":\"bench\"}", NULL, &body);
@@ -140,6 +136,39 @@ static void side_start_as(struct side *s, bool simulate)
 		bl_die("creating the token answered %d: %s", st, body ? body : "");
 	free(body);
 	read_nodes(s);
+}
+
+/* A fresh data dir and daemon on s->fleet (simulated nodes unless agents
+ * will report), a tenant "bench" and its token. */
+static void side_start_as(struct side *s, bool simulate)
+{
+	memset(&s->dm, 0, sizeof(s->dm));
+	bl_daemon_prepare(&s->dm, "slurmside", 1); /* its generated fleet goes unused */
+	char *args[] = {s->dm.suanlid, "serve", "--data", s->dm.data, "--listen", s->dm.portarg,
+			"--fleet", s->fleet, "--log-level", "warn",
+			simulate ? "--simulate" : NULL, NULL};
+	s->pid = bl_spawn(args, s->dm.log);
+	if (!bl_wait_healthy(s->dm.port, s->pid, 30000))
+		bl_die("suanlid did not become healthy (log: %s)", s->dm.log);
+	side_setup(s);
+}
+
+/* The same, served over HTTPS (--tls, the certificate `suanlid init` made in
+ * its own data dir), the client verifying it against that CA: the
+ * submission rows over TLS. */
+static void side_start_tls(struct side *s)
+{
+	memset(&s->dm, 0, sizeof(s->dm));
+	bl_daemon_prepare(&s->dm, "slurmside-tls", 1);
+	char *args[] = {s->dm.suanlid, "serve", "--data", s->dm.data, "--listen", s->dm.portarg,
+			"--fleet", s->fleet, "--log-level", "warn", "--simulate", "--tls", NULL};
+	s->pid = bl_spawn(args, s->dm.log);
+	if (!bl_wait_tcp(s->dm.port, s->pid, 30000))
+		bl_die("suanlid --tls did not start (log: %s)", s->dm.log);
+	snprintf(s->ca, sizeof(s->ca), "%s/tls/ca.pem", s->dm.data);
+	bl_tls_use(s->ca);
+	s->https = true;
+	side_setup(s);
 }
 
 static void side_start(struct side *s)
@@ -238,7 +267,7 @@ static double submit_parallel(struct side *s, const char *body, int n, int par)
 		if (kids[k] < 0)
 			bl_die("fork: %s", strerror(errno));
 		if (kids[k] == 0) {
-			struct bl_conn c = {.fd = -1};
+			struct bl_conn c = {.fd = -1, .https = s->https};
 			for (int i = 0; i < mine; i++)
 				submit(&c, s->dm.port, s->tok, body);
 			_exit(0);
@@ -257,7 +286,8 @@ static double submit_parallel(struct side *s, const char *body, int n, int par)
 static double submit_cli(struct side *s, const char *cli, int n, int par, int secs)
 {
 	char server[64], dur[32];
-	snprintf(server, sizeof(server), "http://127.0.0.1:%d", s->dm.port);
+	snprintf(server, sizeof(server), "%s://127.0.0.1:%d", s->https ? "https" : "http",
+		 s->dm.port);
 	snprintf(dur, sizeof(dur), "%ds", secs);
 	double t0 = bl_now_ms();
 	pid_t kids[64];
@@ -275,6 +305,8 @@ static double submit_cli(struct side *s, const char *cli, int n, int par, int se
 			(void)sched_setaffinity(0, sizeof(all), &all);
 			setenv("SUANLI_SERVER", server, 1);
 			setenv("SUANLI_TOKEN", s->tok, 1);
+			if (s->https)
+				setenv("SUANLI_CA", s->ca, 1);
 			for (int i = 0; i < mine; i++) {
 				pid_t p = fork();
 				if (p == 0) {
@@ -327,25 +359,45 @@ static void fsync_probe(const char *dir, double *p50, double *p99)
 	free(v.v);
 }
 
+/* n submissions of body in sequence over one keep-alive connection (TLS
+ * when the daemon serves it, its handshake counted); wall seconds. */
+static double submit_seq(struct side *s, const char *body, int n)
+{
+	double t = bl_now_ms();
+	struct bl_conn c = {.fd = -1, .https = s->https};
+	for (int i = 0; i < n; i++)
+		submit(&c, s->dm.port, s->tok, body);
+	double secs = (bl_now_ms() - t) / 1e3;
+	bl_conn_reset(&c);
+	free(c.buf);
+	return secs;
+}
+
 static void phase_s(struct side *s, const char *cli, int njobs, int par, int secs)
 {
 	char body[96];
 	snprintf(body, sizeof(body), "{\"gpus\":1,\"duration_s\":%d}", secs);
 	int nseq = njobs / 2;
 	side_start(s);
+	/* Its twin over HTTPS, idle while the plain one is measured and the
+	 * other way round: the submission rows over TLS, in the same run. */
+	static struct side t;
+	snprintf(t.fleet, sizeof(t.fleet), "%s", s->fleet);
+	side_start_tls(&t);
 	double f50, f99;
 	fsync_probe(s->dm.dir, &f50, &f99);
 	all_nodes(s, true);
-	double t = bl_now_ms();
-	struct bl_conn c = {.fd = -1};
-	for (int i = 0; i < nseq; i++)
-		submit(&c, s->dm.port, s->tok, body);
-	double seq_s = (bl_now_ms() - t) / 1e3;
-	bl_conn_reset(&c);
-	free(c.buf);
+	all_nodes(&t, true);
+	double seq_s = submit_seq(s, body, nseq), tseq_s = submit_seq(&t, body, nseq);
 	double par_s = submit_parallel(s, body, njobs - nseq, par);
-	fprintf(stderr, "slurm_side: API submissions: sequential %.0f/s, %d clients %.0f/s\n",
-		nseq / seq_s, par, (njobs - nseq) / par_s);
+	double tpar_s = submit_parallel(&t, body, njobs - nseq, par);
+	fprintf(stderr, "slurm_side: API submissions: sequential %.0f/s, %d clients %.0f/s; "
+		"over TLS %.0f/s and %.0f/s\n", nseq / seq_s, par, (njobs - nseq) / par_s,
+		nseq / tseq_s, (njobs - nseq) / tpar_s);
+	fprintf(s->out,
+		"{\"kind\":\"submission\",\"via\":\"api_tls\",\"sequential_per_s\":%.1f,"
+		"\"parallel_per_s\":%.1f,\"parallel_clients\":%d,\"jobs\":%d}\n",
+		nseq / tseq_s, (njobs - nseq) / tpar_s, par, njobs);
 
 	int slots = 0;
 	json_t *nl = NULL;
@@ -401,17 +453,30 @@ static void phase_s(struct side *s, const char *cli, int njobs, int par, int sec
 		cpu1 - cpu0, t1 - t0);
 	free(st.v);
 
-	/* The CLI: a process per submission, into a drained fleet (nothing starts). */
+	/* The CLI: a process per submission, into a drained fleet (nothing starts);
+	 * CLI_JOBS of them (default NJOBS), half in sequence. */
 	all_nodes(s, true);
-	double cseq = submit_cli(s, cli, nseq, 1, secs);
-	double cpar = submit_cli(s, cli, njobs - nseq, par, secs);
+	int ncli = getenv("CLI_JOBS") && atoi(getenv("CLI_JOBS")) >= 2 ? atoi(getenv("CLI_JOBS")) : njobs;
+	int cli_seq = ncli / 2;
+	double cseq = submit_cli(s, cli, cli_seq, 1, secs);
+	double cpar = submit_cli(s, cli, ncli - cli_seq, par, secs);
 	fprintf(stderr, "slurm_side: CLI submissions: sequential %.0f/s, %d clients %.0f/s\n",
-		nseq / cseq, par, (njobs - nseq) / cpar);
+		cli_seq / cseq, par, (ncli - cli_seq) / cpar);
 	fprintf(s->out,
 		"{\"kind\":\"submission\",\"via\":\"cli\",\"sequential_per_s\":%.1f,"
 		"\"parallel_per_s\":%.1f,\"parallel_clients\":%d,\"jobs\":%d}\n",
-		nseq / cseq, (njobs - nseq) / cpar, par, njobs);
+		cli_seq / cseq, (ncli - cli_seq) / cpar, par, ncli);
 	side_stop(s);
+	/* The CLI over HTTPS: a process, and so a TLS handshake, per submission. */
+	cseq = submit_cli(&t, cli, cli_seq, 1, secs);
+	cpar = submit_cli(&t, cli, ncli - cli_seq, par, secs);
+	fprintf(stderr, "slurm_side: CLI submissions over TLS: sequential %.0f/s, %d clients %.0f/s\n",
+		cli_seq / cseq, par, (ncli - cli_seq) / cpar);
+	fprintf(s->out,
+		"{\"kind\":\"submission\",\"via\":\"cli_tls\",\"sequential_per_s\":%.1f,"
+		"\"parallel_per_s\":%.1f,\"parallel_clients\":%d,\"jobs\":%d}\n",
+		cli_seq / cseq, (ncli - cli_seq) / cpar, par, ncli);
+	side_stop(&t);
 }
 
 /* ---- A: the throughput stream with agents running real processes ---- */

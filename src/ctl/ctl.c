@@ -698,6 +698,7 @@ static enum sl_err ctl_load(struct ctl *c, const struct ctl_opts *o, struct sl_d
 	 * commit like any other. */
 	if ((e = ctl_sched_start(c, d)))
 		return e;
+	ctl_workload_save(c);
 	if (c->fatal)
 		return sl_diag_set(d, SL_EIO, "could not store the start-up changes");
 	if (c->tx_open && (e = store_commit(c->store, d)))
@@ -852,6 +853,7 @@ void ctl_free(struct ctl *c)
 /* Commits the turn and sends its answers. SL_EIO: nothing may be sent. */
 static enum sl_err end_turn(struct ctl *c, struct sl_diag *d)
 {
+	ctl_workload_save(c);
 	if (c->fatal)
 		return sl_diag_set(d, SL_EIO, "a store write failed in this turn");
 	if (c->tx_open) {

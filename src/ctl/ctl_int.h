@@ -47,6 +47,7 @@ struct ctl {
 	struct placer *placer;
 	bool bestfit;          /* --placement bestfit (ctl_workload.h) */
 	struct place_wmodel *wmodel; /* the learned workload; NULL until applied */
+	bool wmodel_unsaved; /* counted a request this turn: save before the commit */
 	int64_t fleet_version;
 	char fleet_id[32];
 	bool fleet_ok;       /* fleet initialised (to release) */

@@ -69,6 +69,18 @@ void ctl_workload_observe(struct ctl *c, const struct place_request *pr)
 	if (c->bestfit || !c->wmodel)
 		return;
 	bool refresh = place_wmodel_observe(c->wmodel, pr);
+	c->wmodel_unsaved = true;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	if (refresh && place_wmodel_apply(c->wmodel, c->placer, &d))
+		sl_log_warn("placement workload not refreshed", "error=%s", d.msg);
+}
+
+void ctl_workload_save(struct ctl *c)
+{
+	if (!c->wmodel_unsaved || !c->wmodel)
+		return;
+	c->wmodel_unsaved = false;
 	char *text = NULL;
 	if (place_wmodel_encode(c->wmodel, &text)) {
 		sl_log_error("placement workload not saved", "error=%s", "out of memory");
@@ -77,10 +89,6 @@ void ctl_workload_observe(struct ctl *c, const struct place_request *pr)
 	}
 	ctl_meta_set(c, META_KEY, text); /* fatal on failure */
 	free(text);
-	struct sl_diag d;
-	sl_diag_clear(&d);
-	if (refresh && place_wmodel_apply(c->wmodel, c->placer, &d))
-		sl_log_warn("placement workload not refreshed", "error=%s", d.msg);
 }
 
 json_t *ctl_workload_json(struct ctl *c)
