@@ -425,6 +425,7 @@ enum sl_err sim_build_fleet(struct fleet *f, const struct sim_node *nodes, int n
 			int8_t numa[TOPO_MAX_GPUS] = {0};
 			e = topo_type_init(&t, tname, m, nd->gpus, nd->cpu_milli,
 					   (int)(nd->mem_mib / 1024), numa, d);
+			t.cpu_milli = true;
 			if (e == SL_OK)
 				e = fleet_add_type(f, &t, &type, d);
 			if (e != SL_OK)
