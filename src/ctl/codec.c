@@ -452,9 +452,17 @@ void lease_explain(const struct ctl *c, const struct ctl_lease *l, char *buf, si
 	for (int i = 0; i < l->pl.npicks; i++)
 		gpus += __builtin_popcount(l->pl.picks[i].gpus);
 	const struct fleet_node *first = &c->fleet->nodes[l->pl.picks[0].node];
-	size_t off = (size_t)snprintf(buf, n, "%d GPU%s of %s on %d node%s", gpus, gpus == 1 ? "" : "s",
-				      fleet_node_type(c->fleet, l->pl.picks[0].node)->gpu->name,
-				      l->pl.npicks, l->pl.npicks == 1 ? "" : "s");
+	const struct place_pick *p0 = &l->pl.picks[0];
+	size_t off;
+	if (p0->milli > 0)
+		off = (size_t)snprintf(buf, n, "a share of GPU %d (%d/1000) of %s on 1 node", p0->gpu,
+				       p0->milli, fleet_node_type(c->fleet, p0->node)->gpu->name);
+	else if (gpus == 0)
+		off = (size_t)snprintf(buf, n, "CPUs and memory without GPUs on 1 node");
+	else
+		off = (size_t)snprintf(buf, n, "%d GPU%s of %s on %d node%s", gpus, gpus == 1 ? "" : "s",
+				       fleet_node_type(c->fleet, p0->node)->gpu->name, l->pl.npicks,
+				       l->pl.npicks == 1 ? "" : "s");
 	if (l->pl.npicks == 1 && off < n)
 		off += (size_t)snprintf(buf + off, n - off, " (%s)", first->name);
 	int bottleneck = l->pl.picks[0].q.bottleneck_gbps, numa = 0;
