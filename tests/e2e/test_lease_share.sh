@@ -101,6 +101,20 @@ expect_match "suanli lease show says it is a share" "$("$SUANLI" lease show "$id
 expect_eq "--gpus with --gpu-milli is a usage error" "$?" 2
 expect_match "saying why" "$(cat "$TMP/err")" "exclude each other"
 
+# Billing: a share is billed as the one GPU it runs on (its container sees
+# all of it); a lease without GPUs is not metered (docs/billing.md).
+api "$A" POST /v1/prices '{"model":"l40s","plan":"hourly","price":1000}' >/dev/null
+api "$A" POST /v1/tenants/acme/topups '{"amount":100000}' >/dev/null
+sid=$(body_of "$(api "$T" POST /v1/leases '{"gpu_milli":300}')" | jq -r .id)
+cid=$(body_of "$(api "$T" POST /v1/leases '{"cpu_milli":500}')" | jq -r .id)
+u=$(body_of "$(api "$A" GET /v1/usage)")
+expect_eq "a priced share is metered as one GPU" \
+	"$(jq -c --arg s "$sid" '[.tenants[].running[] | select(.lease == $s) | .gpus]' <<<"$u")" '[1]'
+expect_eq "a lease without GPUs is not metered" \
+	"$(jq -c --arg s "$cid" '[.tenants[].running[] | select(.lease == $s)] | length' <<<"$u")" 0
+api "$T" POST "/v1/leases/$sid/release" '{}' >/dev/null
+api "$T" POST "/v1/leases/$cid/release" '{}' >/dev/null
+
 # Releasing one share gives its part back.
 api "$T" POST "/v1/leases/$id_a/release" '{}' >/dev/null
 expect_eq "a released share frees its part" "$(allocated)" 2350

@@ -381,6 +381,51 @@ static void test_saturation_samples_to_inflate(void **state)
 	world_free(&w);
 }
 
+/* The stream a live run sends (bench/openb_live.c) is the one sim_saturate
+ * offers: trace order, then the seeded samples, the same length. And on the
+ * sim's node types (CPUs in thousandths) a request's cpu_milli is exact. */
+static void test_saturate_order(void **state)
+{
+	(void)state;
+	const char *pods = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
+			   "p1,100,100,1,250\np2,3152,100,1,1000\np3,0,0,0,0\n";
+	struct world w;
+	world_load(&w, tiny_nodes, pods, true);
+	struct sim_sat_result r;
+	struct sl_diag d;
+	assert_int_equal(sim_saturate(w.p, w.pods, w.npods, 130, 9, false, &r, &d), SL_OK);
+	int *ord, n, *again, n2;
+	assert_int_equal(sim_saturate_order(w.pods, w.npods, r.capacity_milli, 130, 9, false, &ord,
+					    &n, &d), SL_OK);
+	assert_int_equal(n, r.pods);
+	for (int i = 0; i < w.npods; i++)
+		assert_int_equal(ord[i], i);
+	int64_t arrived = 0;
+	for (int i = 0; i < n; i++)
+		arrived += sim_pod_milli(&w.pods[ord[i]]);
+	assert_int_equal(arrived, r.arrived_milli);
+	assert_int_equal(sim_saturate_order(w.pods, w.npods, r.capacity_milli, 130, 9, false,
+					    &again, &n2, &d), SL_OK);
+	assert_int_equal(n2, n);
+	assert_memory_equal(again, ord, (size_t)n * sizeof(*ord));
+	free(again);
+	assert_int_equal(sim_saturate_order(w.pods, w.npods, r.capacity_milli, 0, 9, false, &again,
+					    &n2, &d), SL_EINVAL);
+	assert_null(again);
+	free(ord);
+	/* cpu_milli on a node type counted in thousandths: exact. */
+	placer_free(w.p);
+	assert_int_equal(placer_new(&w.f, &w.p), SL_OK);
+	assert_true(fleet_node_type(&w.f, 0)->cpu_milli);
+	struct place_request q = {.gpus = 1, .cpu_milli = 3152, .mem_mib = 100, .exact_cpu_mem = true};
+	struct placement pl;
+	placement_init(&pl);
+	assert_int_equal(placer_place(w.p, &q, &pl, &d), SL_OK);
+	assert_int_equal(pl.picks[0].cpus, 3152);
+	placement_release(&pl);
+	world_free(&w);
+}
+
 static void test_gpu_spec_filtering(void **state)
 {
 	(void)state;
@@ -655,7 +700,7 @@ int main(void)
 		cmocka_unit_test(test_fleet_yaml_models),
 		cmocka_unit_test(test_saturation_exact_curve),
 		cmocka_unit_test(test_saturation_samples_to_inflate),
-		cmocka_unit_test(test_gpu_spec_filtering),
+		cmocka_unit_test(test_saturate_order), cmocka_unit_test(test_gpu_spec_filtering),
 		cmocka_unit_test(test_shares_and_cpu_only),
 		cmocka_unit_test(test_frag_beats_best_fit),
 		cmocka_unit_test(test_workload_checks),

@@ -481,10 +481,12 @@ static enum sl_err ld_type(struct ld *l, const struct ynode *m)
 		e = ld_gpu_model(l, v[NT_GPU], &gpu);
 	if (e == SL_OK)
 		e = ld_intv(l, v[NT_GPUS], "gpus", 1, TOPO_MAX_GPUS, &ngpus);
-	if (e == SL_OK && !v[NT_CPUS] == !v[NT_CPU_MILLI])
-		e = ld_err(l, SL_EINVAL, v[NT_CPUS] ? k[NT_CPU_MILLI] : m,
-			   "node type '%s' needs exactly one of 'cpus' (cores) and 'cpu_milli' "
-			   "(thousandths of a core)", name);
+	if (e == SL_OK && !v[NT_CPUS] && !v[NT_CPU_MILLI])
+		e = ld_err(l, SL_EINVAL, m, "node type is missing 'cpus' (cores; or 'cpu_milli', "
+			   "thousandths of a core)");
+	if (e == SL_OK && v[NT_CPUS] && v[NT_CPU_MILLI])
+		e = ld_err(l, SL_EINVAL, k[NT_CPU_MILLI], "node type '%s': 'cpu_milli' cannot be "
+			   "combined with 'cpus'; give the CPUs once, in cores or in thousandths", name);
 	if (e == SL_OK && v[NT_CPUS])
 		e = ld_intv(l, v[NT_CPUS], "cpus", 1, YAML_MAX_CPUS, &cpus);
 	if (e == SL_OK && v[NT_CPU_MILLI])
