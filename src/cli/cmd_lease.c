@@ -267,7 +267,7 @@ static int lease_create(int argc, char **argv)
 	}
 	if (!json_object_get(req, "gpus") && !json_object_get(req, "gpu_milli") &&
 	    !json_object_get(req, "cpu_milli") && !json_object_get(req, "memory_mib")) {
-		cli_usage_error(cl.cmd, "--gpus N (or --gpu-milli M for a share of one GPU) is required");
+		cli_usage_error(cl.cmd, "--gpus N is required (or --gpu-milli M for a share of one GPU)");
 		goto done;
 	}
 	if ((rc = client_open(&cl)) != CLI_EXIT_OK)

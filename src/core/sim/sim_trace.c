@@ -384,7 +384,8 @@ void sim_pod_request(const struct sim_pod *pod, struct place_request *req)
 	req->nmodels = pod->nmodels;
 	for (int i = 0; i < pod->nmodels; i++)
 		req->models[i] = pod->models[i];
-	req->cpus = pod->cpu_milli;
+	req->cpu_milli = pod->cpu_milli; /* exact on sim_build_fleet's types (cpu_milli),
+					    whole cores on a controller's (history replays) */
 	req->mem_mib = pod->mem_mib;
 	req->exact_cpu_mem = true;
 }
