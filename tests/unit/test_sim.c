@@ -169,7 +169,7 @@ static void test_parse_pods_and_jobs(void **state)
 	struct place_request r;
 	sim_pod_request(&p[1], &r);
 	assert_int_equal(r.gpu_milli, 460);
-	assert_int_equal(r.cpus, 6000);
+	assert_int_equal(r.cpu_milli, 6000);
 	assert_true(r.exact_cpu_mem);
 	assert_string_equal(r.models[0], "V100M16");
 	free(p);
