@@ -345,7 +345,7 @@ static const struct bad bad_files[] = {
 	{"node_types:\n  - {name: t1, gpu: h100-sxm, gpus: 8, memory_gib: 1}\n", NULL, SL_EINVAL, 2,
 	 5, "node type is missing 'cpus'", NULL},
 	{"node_types:\n  - {name: t1, gpu: h100-sxm, gpus: 8, cpus: 1, cpu_milli: 1000, memory_gib: 1}\n",
-	 NULL, SL_EINVAL, 2, 49, "node type 't1': 'cpu_milli' cannot be combined with 'cpus'", NULL},
+	 NULL, SL_EINVAL, 2, 49, "node type has both 'cpus' and 'cpu_milli'; give one", NULL},
 	{"node_types:\n  - {name: t1, gpu: h100-sxm, gpus: 8, cpu_milli: 0, memory_gib: 1}\n",
 	 NULL, SL_EINVAL, 2, 51, "for 'cpu_milli'", NULL},
 	{TYPE_HEAD "    numa: [0, 1, 1]\n", NULL, SL_EINVAL, 7, 11,
