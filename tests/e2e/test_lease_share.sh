@@ -21,6 +21,7 @@ sites:
           - name: l1
             nodes:
               - {name: whole-01, type: pcie-l40s-8}
+              - {name: h100-01, type: hgx-h100-8}
               - {name: share-01, type: pcie-l40s-8, shareable: true}
 EOF
 "$SUANLID" init --data "$DATA" >/dev/null || { bad "init"; finish; exit 1; }
@@ -87,6 +88,9 @@ bad_req "an exclusive share" '{"gpu_milli":500,"exclusive":true}' "exclusive.*wh
 bad_req "an elastic share" '{"gpu_milli":500,"elastic":{"min":1,"max":2}}' "elastic.*whole GPUs"
 bad_req "nothing asked for" '{"gpus":0}' "nothing else is asked for"
 bad_req "negative CPUs" '{"gpus":1,"cpu_milli":-1}' "cpu_milli"
+r=$(api "$T" POST /v1/leases '{"gpu_milli":500,"models":["h100-sxm"]}')
+expect_match "a share of a model no shareable node has: refused, saying so" \
+	"$(status_of "$r") $(body_of "$r" | jq -r '.error.message')" "^409 no shareable node has a GPU model among \[h100-sxm\]"
 expect_eq "and nothing was stored" "$(nleases)" "$before"
 expect_eq "nor allocated" "$(allocated)" 2600
 
