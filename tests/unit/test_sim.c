@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "sim.h"
+#include "sim_history.h"
 #include "svg_plot.h"
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -426,6 +427,47 @@ static void test_saturate_order(void **state)
 	world_free(&w);
 }
 
+/* A controller's history with a share (gpus 0, gpu_milli) and a lease without
+ * GPUs replays; a share with whole GPUs, or gpus 0 asking nothing, does not. */
+static void test_history_shares(void **state)
+{
+	(void)state;
+	static const char ok[] =
+		"{\"fleet\":\"x\",\"leases\":[{\"id\":\"ls-1\",\"gpus\":0,\"gpu_milli\":500,"
+		"\"submit_s\":10,\"start_s\":10,\"end_s\":null},{\"id\":\"ls-2\",\"gpus\":0,"
+		"\"cpu_milli\":2500,\"memory_mib\":4096,\"submit_s\":12,\"start_s\":12,\"end_s\":20}]}";
+	struct sim_pod *p = NULL;
+	char *fleet = NULL;
+	int n = 0, skipped = 0;
+	int64_t t0;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	assert_int_equal(sim_parse_history(ok, strlen(ok), "h", &p, &n, &fleet, &t0, &skipped, &d),
+			 SL_OK);
+	assert_int_equal(n, 2);
+	assert_int_equal(p[0].gpus, 0);
+	assert_int_equal(p[0].gpu_milli, 500);
+	assert_int_equal(sim_pod_milli(&p[0]), 500);
+	assert_int_equal(p[1].cpu_milli, 2500);
+	assert_int_equal(p[1].mem_mib, 4096);
+	assert_int_equal(p[1].duration, 8);
+	free(p);
+	free(fleet);
+	static const char *const bad[] = {
+		"{\"fleet\":\"x\",\"leases\":[{\"gpus\":1,\"gpu_milli\":500,\"submit_s\":1}]}",
+		"{\"fleet\":\"x\",\"leases\":[{\"gpus\":0,\"submit_s\":1}]}",
+		"{\"fleet\":\"x\",\"leases\":[{\"gpus\":0,\"gpu_milli\":1000,\"submit_s\":1}]}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		p = NULL;
+		fleet = NULL;
+		assert_int_equal(sim_parse_history(bad[i], strlen(bad[i]), "h", &p, &n, &fleet, &t0,
+						   &skipped, &d), SL_EPARSE);
+		assert_non_null(strstr(d.msg, "gpu_milli 1..999"));
+		assert_null(p);
+	}
+}
+
 static void test_gpu_spec_filtering(void **state)
 {
 	(void)state;
@@ -700,7 +742,7 @@ int main(void)
 		cmocka_unit_test(test_fleet_yaml_models),
 		cmocka_unit_test(test_saturation_exact_curve),
 		cmocka_unit_test(test_saturation_samples_to_inflate),
-		cmocka_unit_test(test_saturate_order), cmocka_unit_test(test_gpu_spec_filtering),
+		cmocka_unit_test(test_saturate_order), cmocka_unit_test(test_history_shares), cmocka_unit_test(test_gpu_spec_filtering),
 		cmocka_unit_test(test_shares_and_cpu_only),
 		cmocka_unit_test(test_frag_beats_best_fit),
 		cmocka_unit_test(test_workload_checks),
