@@ -48,6 +48,7 @@ bench: build
 	$(BUILD)/bench_memory && \
 	$(BUILD)/bench_audit && \
 	{ [ ! -x bench/openb.sh ] || bench/openb.sh $(BUILD); } && \
+	$(BUILD)/bench_openb_live && \
 	bench/slurm.sh $(BUILD) && \
 	echo "make bench: every benchmark in $$(( $$(date +%s) - start )) s (after the build)"
 

@@ -20,6 +20,16 @@
 
 /* ---- sentences ---- */
 
+/* A pick's GPUs ("0-7"), or its share of one ("3, 500/1000"). */
+static void share_or_gpus(const json_t *p, char *buf, size_t n)
+{
+	if (json_integer_value(json_object_get(p, "milli")) > 0)
+		snprintf(buf, n, "%lld, %lld/1000", (long long)json_integer_value(json_object_get(p, "gpu")),
+			 (long long)json_integer_value(json_object_get(p, "milli")));
+	else
+		out_gpu_list(json_object_get(p, "gpus"), buf, n);
+}
+
 /* "fza-h100-001 (GPUs 0-7), fza-h100-002 (GPUs 0-7) and 3 more" */
 static void placement_text(const json_t *placement, char *buf, size_t n)
 {
@@ -28,11 +38,11 @@ static void placement_text(const json_t *placement, char *buf, size_t n)
 	for (size_t i = 0; i < count && i < LEASE_SHOW_NODES && off < n; i++) {
 		const json_t *p = json_array_get(placement, i);
 		char gpus[256];
-		out_gpu_list(json_object_get(p, "gpus"), gpus, sizeof(gpus));
+		share_or_gpus(p, gpus, sizeof(gpus));
 		int w = snprintf(buf + off, n - off, "%s%s (GPU%s %s)",
 				 !i ? "" : (i + 1 == count ? " and " : ", "),
 				 out_str(p, "node", "?"),
-				 json_array_size(json_object_get(p, "gpus")) == 1 ? "" : "s", gpus);
+				 json_array_size(json_object_get(p, "gpus")) > 1 ? "s" : "", gpus);
 		if (w < 0)
 			return;
 		off += (size_t)w;
@@ -77,11 +87,20 @@ static void print_lease_sentence(const json_t *l)
 /* ---- create ---- */
 
 static const char create_help[] =
-	"usage: suanli lease create --gpus N [OPTIONS]\n\n"
+	"usage: suanli lease create --gpus N | --gpu-milli M [OPTIONS]\n\n"
 	"Asks the controller for GPUs. The lease is active at once when it can be\n"
 	"placed, else pending in the queue (see 'suanli queue').\n\n"
 	"  --gpus N             whole GPUs wanted (a gang over several nodes when\n"
 	"                       N is larger than one node, or with --per-node)\n"
+	"  --gpu-milli M        a share of one GPU in thousandths (1..999; 500 is\n"
+	"                       half), on nodes the fleet marks shareable. The share\n"
+	"                       is scheduling only: the container sees the whole GPU\n"
+	"                       and the lease is billed as one GPU (docs/placement.md)\n"
+	"  --cpu-milli C        CPUs it needs on its node, in thousandths of a core\n"
+	"  --memory-mib MIB     host memory it needs on its node. With either of these\n"
+	"                       both are exact (the other 0); without, a lease gets\n"
+	"                       the node's CPUs and memory in proportion to its GPUs.\n"
+	"                       Alone (no --gpus or --gpu-milli): a lease without GPUs\n"
 	"  --model M[,M2]       allowed GPU models, e.g. h100-sxm,h800-sxm\n"
 	"  --per-node K         GPUs per node for a multi-node gang\n"
 	"  --plan P             hourly (default), monthly or spot\n"
@@ -105,7 +124,8 @@ static const char create_help[] =
 enum {
 	OPT_GPUS = 0x200, OPT_MODEL, OPT_PER_NODE, OPT_PLAN, OPT_DURATION, OPT_REGION,
 	OPT_SITE, OPT_MIN_BW, OPT_MIN_MEM, OPT_ELASTIC, OPT_EXCLUSIVE, OPT_TENANT, OPT_IDEM,
-	OPT_BY, OPT_STATE, OPT_ONE_LEAF, OPT_ON_NODE_FAILURE, OPT_ENDED,
+	OPT_BY, OPT_STATE, OPT_ONE_LEAF, OPT_ON_NODE_FAILURE, OPT_ENDED, OPT_GPU_MILLI,
+	OPT_CPU_MILLI, OPT_MEMORY_MIB,
 };
 
 /* Sets key to the integer s in [min, max]; -1 after a usage error. */
@@ -149,6 +169,11 @@ static int create_opt(json_t *req, const char *cmd, int c, const char *arg)
 	switch (c) {
 	case OPT_GPUS: return set_int(req, cmd, "gpus", "--gpus", arg, 1, LEASE_MAX_GPUS);
 	case OPT_PER_NODE: return set_int(req, cmd, "per_node", "--per-node", arg, 1, 1024);
+	case OPT_GPU_MILLI: return set_int(req, cmd, "gpu_milli", "--gpu-milli", arg, 1, 999);
+	case OPT_CPU_MILLI:
+		return set_int(req, cmd, "cpu_milli", "--cpu-milli", arg, 0, 2000000000L);
+	case OPT_MEMORY_MIB:
+		return set_int(req, cmd, "memory_mib", "--memory-mib", arg, 0, 1000000000000L);
 	case OPT_MIN_BW: return set_int(req, cmd, "min_bw_gbps", "--min-bw", arg, 0, 1000000);
 	case OPT_MIN_MEM: return set_int(req, cmd, "min_mem_gib", "--min-mem", arg, 0, 1000000);
 	case OPT_MODEL:
@@ -186,6 +211,9 @@ static int lease_create(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"gpus", required_argument, NULL, OPT_GPUS},
+		{"gpu-milli", required_argument, NULL, OPT_GPU_MILLI},
+		{"cpu-milli", required_argument, NULL, OPT_CPU_MILLI},
+		{"memory-mib", required_argument, NULL, OPT_MEMORY_MIB},
 		{"model", required_argument, NULL, OPT_MODEL},
 		{"per-node", required_argument, NULL, OPT_PER_NODE},
 		{"plan", required_argument, NULL, OPT_PLAN},
@@ -232,8 +260,14 @@ static int lease_create(int argc, char **argv)
 		cli_usage_error(cl.cmd, "unexpected argument '%s'", argv[optind]);
 		goto done;
 	}
-	if (!json_object_get(req, "gpus")) {
-		cli_usage_error(cl.cmd, "--gpus N is required");
+	if (json_object_get(req, "gpus") && json_object_get(req, "gpu_milli")) {
+		cli_usage_error(cl.cmd, "--gpus and --gpu-milli exclude each other: whole GPUs or a "
+				"share of one");
+		goto done;
+	}
+	if (!json_object_get(req, "gpus") && !json_object_get(req, "gpu_milli") &&
+	    !json_object_get(req, "cpu_milli") && !json_object_get(req, "memory_mib")) {
+		cli_usage_error(cl.cmd, "--gpus N is required (or --gpu-milli M for a share of one GPU)");
 		goto done;
 	}
 	if ((rc = client_open(&cl)) != CLI_EXIT_OK)
@@ -360,7 +394,14 @@ static void print_request(const json_t *l)
 	const json_t *r = json_object_get(l, "request"), *e = json_object_get(r, "elastic");
 	char models[256], buf[32];
 	lease_models(l, models, sizeof(models));
-	printf("Request:   %s GPUs", out_int(r, "gpus", buf, sizeof(buf)));
+	if (json_object_get(r, "gpu_milli"))
+		printf("Request:   a share of one GPU (%s/1000)", out_int(r, "gpu_milli", buf, sizeof(buf)));
+	else
+		printf("Request:   %s GPUs", out_int(r, "gpus", buf, sizeof(buf)));
+	if (json_object_get(r, "cpu_milli"))
+		printf(", %s thousandths of a CPU", out_int(r, "cpu_milli", buf, sizeof(buf)));
+	if (json_object_get(r, "memory_mib"))
+		printf(", %s MiB memory", out_int(r, "memory_mib", buf, sizeof(buf)));
 	if (strcmp(models, "-"))
 		printf(", models %s", models);
 	if (json_object_get(r, "per_node"))
@@ -426,7 +467,7 @@ static int print_lease_detail(const json_t *l)
 		out_table_init(&t, 5, phead);
 		json_array_foreach(pl, i, e) {
 			char gpus[256], bw[32];
-			out_gpu_list(json_object_get(e, "gpus"), gpus, sizeof(gpus));
+			share_or_gpus(e, gpus, sizeof(gpus));
 			const char *row[] = {out_str(e, "node", "?"), out_str(e, "type", "-"),
 					     out_str(e, "site", "-"), gpus,
 					     out_int(json_object_get(e, "quality"),

@@ -5,6 +5,7 @@
  * `sim replay`) replays creation and deletion times with a FIFO queue. The
  * work is in src/core/sim.c; this file reads files, loops over seeds and
  * prints. See docs/sim.md. */
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <math.h>
@@ -63,6 +64,9 @@ static const char sim_help[] =
 	"                    openb list is a sparse snapshot (a few dozen GPUs busy at\n"
 	"                    once), so N of 1000 or more is what loads the fleet\n"
 	"  --samples N       (replay) points over time in the plot and JSON (default 400)\n"
+	"  --write-fleet F   (openb) write the node list as a fleet file for suanlid\n"
+	"                    (same nodes, order, names, CPUs in thousandths: what\n"
+	"                    bench/openb_live.c serves) and exit\n"
 	"  --json            print JSON: {\"allocation_curve\":[131 percents],\n"
 	"                    \"failed_pods\":N,\"seed\":N,\"pods\":N,...} (with --seeds: the\n"
 	"                    means, and \"runs\" per seed)\n";
@@ -70,6 +74,7 @@ static const char sim_help[] =
 struct sim_args {
 	const char *nodes, *pods, *jobs, *workload, *published, *plot;
 	const char *history, *server, *token; /* --history FILE; --from-controller */
+	const char *write_fleet;
 	bool from_controller;
 	char nodes_buf[1024], pods_buf[1024], pub_buf[1024];
 	int inflate_pct, seed_lo, seed_hi, samples;
@@ -111,6 +116,7 @@ static int sim_parse(int argc, char **argv, struct sim_args *a)
 		{"from-controller", no_argument, NULL, 'F'}, {"history", required_argument, NULL, 'H'},
 		{"server", required_argument, NULL, CLIENT_OPT_SERVER},
 		{"token", required_argument, NULL, CLIENT_OPT_TOKEN},
+		{"write-fleet", required_argument, NULL, 'W'},
 		{0, 0, 0, 0}};
 	int c;
 	long v;
@@ -126,6 +132,7 @@ static int sim_parse(int argc, char **argv, struct sim_args *a)
 		case 'r': a->replay = true; break;
 		case 'F': a->from_controller = true; break;
 		case 'H': a->history = optarg; break;
+		case 'W': a->write_fleet = optarg; break;
 		case CLIENT_OPT_SERVER: a->server = optarg; break;
 		case CLIENT_OPT_TOKEN: a->token = optarg; break;
 		case 'j': a->json = true; break;
@@ -186,6 +193,8 @@ static int sim_parse(int argc, char **argv, struct sim_args *a)
 						   a->workload || (a->history && a->from_controller)))
 		return cli_usage_error("sim", "--from-controller and --history replay the controller's "
 				       "own fleet and leases: 'sim replay' without --nodes, --pods or --jobs");
+	if (a->write_fleet && (a->replay || a->history || a->from_controller))
+		return cli_usage_error("sim", "--write-fleet writes the node list of 'sim openb'");
 	if (a->history || a->from_controller)
 		return CLI_EXIT_OK;
 	if (!a->nodes) {
@@ -421,6 +430,53 @@ static enum sl_err make_placer(const struct sim_args *a, struct sim_input *in,
 	if (e == SL_OK && a->fgd)
 		placer_set_frag_balance(*p, false);
 	return e;
+}
+
+/* ---- the node list as a fleet file -------------------------------------- */
+
+/* The fleet sim_build_fleet made, as a fleet file suanlid loads into the same
+ * fleet: its custom models and types in the same order, one site, fabric and
+ * leaf called "sim", every node shareable, in node-list order (placement ties
+ * break by name and index, so a controller on this file decides as the sim). */
+static int write_fleet(const char *path, const struct sim_input *in)
+{
+	const struct fleet *f = &in->f;
+	FILE *o = fopen(path, "w");
+	if (!o) {
+		fprintf(stderr, "suanli: cannot write %s: %s\n", path, strerror(errno));
+		return CLI_EXIT_FAIL;
+	}
+	fprintf(o, "# openb node list as a suanli fleet (suanli sim openb --write-fleet)\n"
+		   "gpu_models:\n");
+	for (int i = 0; i < f->nmodels; i++) {
+		const struct gpu_model *m = f->models[i];
+		fprintf(o, "  - {name: \"%s\", vendor: \"%s\", memory_gib: %d, pcie_gen: %d}\n",
+			m->name, m->vendor ? m->vendor : "unknown", m->mem_gib, m->pcie_gen);
+	}
+	fprintf(o, "node_types:\n");
+	for (int i = topo_builtin_count(); i < f->ntypes; i++) {
+		const struct node_type *t = &f->types[i];
+		fprintf(o, "  - {name: \"%s\", gpu: \"%s\", gpus: %d, %s: %d, memory_gib: %d}\n",
+			t->name, t->gpu->name, t->ngpus, t->cpu_milli ? "cpu_milli" : "cpus", t->cpus,
+			t->mem_gib);
+	}
+	fprintf(o, "sites:\n  - name: sim\n    region: sim\n    fabrics:\n      - name: sim\n"
+		   "        kind: roce\n        gbps: 100\n        leaves:\n          - name: sim\n"
+		   "            nodes:\n");
+	for (int i = 0; i < f->nnodes; i++)
+		fprintf(o, "              - {name: \"%s\", type: \"%s\", shareable: %s}\n",
+			f->nodes[i].name, fleet_node_type(f, i)->name,
+			f->nodes[i].shareable ? "true" : "false");
+	if (fclose(o) != 0) {
+		fprintf(stderr, "suanli: cannot write %s: %s\n", path, strerror(errno));
+		return CLI_EXIT_FAIL;
+	}
+	int gpus = 0;
+	for (int i = 0; i < f->nnodes; i++)
+		gpus += fleet_node_type(f, i)->ngpus;
+	fprintf(stderr, "suanli: wrote %s: %d nodes, %d GPUs (%d nodes without GPUs left out)\n",
+		path, f->nnodes, gpus, in->skipped);
+	return CLI_EXIT_OK;
 }
 
 /* ---- saturation --------------------------------------------------------- */
@@ -708,7 +764,9 @@ int cmd_sim(int argc, char **argv)
 	struct sim_input in;
 	if (!input_load(&a, &in))
 		return CLI_EXIT_FAIL;
-	rc = a.replay ? run_replay(&a, &in) : run_saturation(&a, &in);
+	rc = a.write_fleet ? write_fleet(a.write_fleet, &in)
+	     : a.replay    ? run_replay(&a, &in)
+			   : run_saturation(&a, &in);
 	input_release(&in);
 	return rc;
 }

@@ -520,6 +520,8 @@ void billing_lease_changed(struct ctl *c, struct ctl_lease *l)
 	struct bill_usage *u = billing_usage_find(c, l->id);
 	if (live && !u) {
 		bool oom;
+		if (l->gpus == 0)
+			return; /* CPU and memory only: GPU-hours are what is billed */
 		if ((u = usage_start(c, l, &oom)))
 			bill_usage_save(c, u);
 		else if (oom)
@@ -560,7 +562,9 @@ static int64_t first_hour_min(struct ctl *c, const struct lease_req *r, bool *an
 		int64_t cost;
 		struct sl_diag d;
 		sl_diag_clear(&d);
-		if (rating_first_hour(b->prices, &k, r->gpus, billing_ms(c->now_ns), &cost, &d))
+		/* A share of one GPU is billed as the whole GPU it runs on (docs/billing.md) */
+		int gpus = r->gpu_milli > 0 ? 1 : r->gpus;
+		if (rating_first_hour(b->prices, &k, gpus, billing_ms(c->now_ns), &cost, &d))
 			continue;
 		if (!*any || cost < best)
 			best = cost;
@@ -573,7 +577,7 @@ enum sl_err billing_can_start(struct ctl *c, const char *tenant, const struct le
 			      struct sl_diag *d)
 {
 	struct ctl_billing *b = c->billing;
-	if (!b || r->plan == PLAN_MONTHLY)
+	if (!b || r->plan == PLAN_MONTHLY || (r->gpus == 0 && r->gpu_milli == 0))
 		return SL_OK;
 	bool any;
 	int64_t cost = first_hour_min(c, r, &any);
@@ -594,7 +598,8 @@ enum sl_err billing_can_start(struct ctl *c, const char *tenant, const struct le
 	return sl_diag_set(d, SL_EFUNDS,
 			   "tenant %s's balance %s %s plus credit line %s %s does not cover the first "
 			   "hour of this lease (%d GPUs: %s %s)",
-			   tenant, sb, b->cur->code, sl, b->cur->code, r->gpus, sc, b->cur->code);
+			   tenant, sb, b->cur->code, sl, b->cur->code,
+			   r->gpu_milli > 0 ? 1 : r->gpus, sc, b->cur->code);
 }
 
 /* Stops a running lease because its tenant's balance ran out. */

@@ -255,9 +255,43 @@ enum sl_err lease_req_parse(const json_t *o, struct lease_req *r, struct sl_diag
 	memset(r, 0, sizeof(*r));
 	r->region = r->site = r->tenant = "";
 	r->plan = PLAN_HOURLY;
-	if (!get_int(o, "gpus", 1, PLACE_MAX_GPUS, &v, d, &e))
-		return e ? e : sl_diag_set(d, SL_EINVAL, "field 'gpus' is required");
-	r->gpus = (int)v;
+	if (get_int(o, "gpus", 0, PLACE_MAX_GPUS, &v, d, &e))
+		r->gpus = (int)v;
+	if (!e && get_int(o, "gpu_milli", 1, 999, &v, d, &e))
+		r->gpu_milli = (int)v;
+	if (e == SL_EINVAL && json_is_integer(json_object_get(o, "gpu_milli")))
+		sl_diag_hint(d, "a share of one GPU in thousandths: 500 is half a GPU; ask for "
+				"whole GPUs with \"gpus\"");
+	if (!e && get_int(o, "cpu_milli", 0, (int64_t)FLEET_MAX_CPUS * 1000, &v, d, &e))
+		r->cpu_milli = (int)v;
+	if (!e && get_int(o, "memory_mib", 0, (int64_t)FLEET_MAX_MEM_GIB * 1024, &v, d, &e))
+		r->mem_mib = v;
+	if (e)
+		return e;
+	r->cpu_mem = json_object_get(o, "cpu_milli") || json_object_get(o, "memory_mib");
+	if (r->gpus > 0 && r->gpu_milli > 0) {
+		sl_diag_hint(d, "leave out \"gpus\" (or set it to 0) for a share of one GPU");
+		return sl_diag_set(d, SL_EINVAL, "field 'gpu_milli' (a share of one GPU) cannot be "
+				   "combined with 'gpus' %d", r->gpus);
+	}
+	if (r->gpus == 0 && r->gpu_milli == 0 && r->cpu_milli == 0 && r->mem_mib == 0) {
+		sl_diag_hint(d, "\"gpus\": N for whole GPUs, \"gpu_milli\": M for a share of one, "
+				"or \"cpu_milli\"/\"memory_mib\" for a lease without GPUs");
+		return sl_diag_set(d, SL_EINVAL, json_object_get(o, "gpus")
+						 ? "field 'gpus' is 0 and nothing else is asked for"
+						 : "field 'gpus' is required");
+	}
+	const char *whole = NULL;
+	if (json_object_get(o, "per_node"))
+		whole = "per_node";
+	else if (json_object_get(o, "elastic"))
+		whole = "elastic";
+	else if (json_is_true(json_object_get(o, "exclusive")))
+		whole = "exclusive";
+	if (r->gpus == 0 && whole)
+		return sl_diag_set(d, SL_EINVAL, "field '%s' needs whole GPUs (\"gpus\" >= 1); "
+				   "a %s cannot use it", whole,
+				   r->gpu_milli ? "share of one GPU" : "lease without GPUs");
 	if (get_int(o, "per_node", 1, TOPO_MAX_GPUS, &v, d, &e))
 		r->per_node = (int)v;
 	if (!e && get_int(o, "min_bw_gbps", 0, FLEET_MAX_GBPS * 100, &v, d, &e))
@@ -348,6 +382,10 @@ void lease_req_to_place(const struct lease_req *r, const char *tenant, struct pl
 {
 	memset(pr, 0, sizeof(*pr));
 	pr->gpus = r->gpus;
+	pr->gpu_milli = r->gpu_milli;
+	pr->cpu_milli = r->cpu_milli;
+	pr->mem_mib = r->mem_mib;
+	pr->exact_cpu_mem = r->cpu_mem;
 	pr->per_node = r->per_node;
 	pr->nmodels = r->nmodels;
 	for (int i = 0; i < r->nmodels; i++)
@@ -414,9 +452,17 @@ void lease_explain(const struct ctl *c, const struct ctl_lease *l, char *buf, si
 	for (int i = 0; i < l->pl.npicks; i++)
 		gpus += __builtin_popcount(l->pl.picks[i].gpus);
 	const struct fleet_node *first = &c->fleet->nodes[l->pl.picks[0].node];
-	size_t off = (size_t)snprintf(buf, n, "%d GPU%s of %s on %d node%s", gpus, gpus == 1 ? "" : "s",
-				      fleet_node_type(c->fleet, l->pl.picks[0].node)->gpu->name,
-				      l->pl.npicks, l->pl.npicks == 1 ? "" : "s");
+	const struct place_pick *p0 = &l->pl.picks[0];
+	size_t off;
+	if (p0->milli > 0)
+		off = (size_t)snprintf(buf, n, "a share of GPU %d (%d/1000) of %s on 1 node", p0->gpu,
+				       p0->milli, fleet_node_type(c->fleet, p0->node)->gpu->name);
+	else if (gpus == 0)
+		off = (size_t)snprintf(buf, n, "CPUs and memory without GPUs on 1 node");
+	else
+		off = (size_t)snprintf(buf, n, "%d GPU%s of %s on %d node%s", gpus, gpus == 1 ? "" : "s",
+				       fleet_node_type(c->fleet, p0->node)->gpu->name, l->pl.npicks,
+				       l->pl.npicks == 1 ? "" : "s");
 	if (l->pl.npicks == 1 && off < n)
 		off += (size_t)snprintf(buf + off, n - off, " (%s)", first->name);
 	int bottleneck = l->pl.picks[0].q.bottleneck_gbps, numa = 0;

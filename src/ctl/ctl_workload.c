@@ -103,9 +103,11 @@ json_t *ctl_workload_json(struct ctl *c)
 		sum += cl[i].weight;
 	json_t *arr = json_array();
 	for (int i = 0; arr && i < n; i++)
-		json_array_append_new(arr, json_pack("{s:i, s:i, s:s, s:f}", "gpus", cl[i].gpus,
-						     "gpu_milli", cl[i].gpu_milli, "models",
-						     cl[i].models, "share",
+		json_array_append_new(arr, json_pack("{s:i, s:i, s:i, s:I, s:s, s:f}", "gpus",
+						     cl[i].gpus, "gpu_milli", cl[i].gpu_milli,
+						     "cpu_milli", cl[i].cpu_milli, "memory_mib",
+						     (json_int_t)cl[i].mem_mib, "models", cl[i].models,
+						     "share",
 						     sum ? (double)cl[i].weight / (double)sum : 0.0));
 	json_object_set_new(o, "window", json_integer(PLACE_WMODEL_WINDOW));
 	json_object_set_new(o, "seen", json_integer(place_wmodel_seen(c->wmodel)));

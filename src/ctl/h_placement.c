@@ -23,6 +23,12 @@ static json_t *lease_entry(const struct ctl_lease *l)
 			      (json_int_t)(l->created_ns / 1000000000), "plan", plan_name(l->req.plan));
 	if (!o)
 		return NULL;
+	if (l->req.gpu_milli > 0)
+		json_object_set_new(o, "gpu_milli", json_integer(l->req.gpu_milli));
+	if (l->req.cpu_mem) {
+		json_object_set_new(o, "cpu_milli", json_integer(l->req.cpu_milli));
+		json_object_set_new(o, "memory_mib", json_integer(l->req.mem_mib));
+	}
 	json_object_set_new(o, "start_s", l->started_ns ? json_integer(l->started_ns / 1000000000)
 							: json_null());
 	json_object_set_new(o, "end_s", l->ended_ns ? json_integer(l->ended_ns / 1000000000)

@@ -13,7 +13,9 @@
 #include "ctl_int.h"
 
 static const struct ctl_field plan_fields[] = {
-	{"gpus", FT_INT, true},        {"models", FT_ARRAY, false},
+	{"gpus", FT_INT, false},       {"models", FT_ARRAY, false},
+	{"gpu_milli", FT_INT, false},  {"cpu_milli", FT_INT, false},
+	{"memory_mib", FT_INT, false},
 	{"per_node", FT_INT, false},   {"min_bw_gbps", FT_INT, false},
 	{"min_mem_gib", FT_INT, false}, {"region", FT_STRING, false},
 	{"site", FT_STRING, false},    {"plan", FT_STRING, false},

@@ -51,7 +51,13 @@ static inline bool lease_state_final(enum lease_state s)
  * region and site after lease_req_keep and keeps no tenant (ctl_lease has
  * it). */
 struct lease_req {
-	int gpus;
+	int gpus;       /* whole GPUs; 0 for a share or a CPU-only lease */
+	int gpu_milli;  /* a share of one GPU, 1..999 thousandths, else 0 */
+	int cpu_milli;  /* per node, thousandths of a core; with mem_mib exact when
+			   cpu_mem (absent: 0, none reserved) */
+	int64_t mem_mib;
+	bool cpu_mem;   /* cpu_milli or memory_mib given: both exact; else the node's
+			   CPUs and memory in proportion to the GPUs */
 	int nmodels;
 	const char *models[PLACE_MAX_MODELS]; /* catalog names (static) */
 	int per_node, min_bw_gbps, min_mem_gib;

@@ -113,14 +113,18 @@ void h_metrics(struct ctl_call *call)
 		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
 		return;
 	}
+	int64_t alloc_milli = 0, cap_milli = 0; /* every model, the fleet's own included */
 	for (int n = 0; n < c->fleet->nnodes; n++) {
 		const struct node_type *t = fleet_node_type(c->fleet, n);
+		bool usable = placer_node_usable(c->placer, n);
+		for (int g = 0; g < t->ngpus; g++)
+			alloc_milli += placer_gpu_used_milli(c->placer, n, g);
+		cap_milli += usable ? (int64_t)t->ngpus * 1000 : 0;
 		size_t m;
 		for (m = 0; m < nm && catalog_gpu_at(m) != t->gpu; m++)
 			;
 		if (m == nm)
 			continue;
-		bool usable = placer_node_usable(c->placer, n);
 		for (int g = 0; g < t->ngpus; g++) {
 			if (placer_gpu_used_milli(c->placer, n, g) > 0)
 				used_by[m]++;
@@ -140,6 +144,12 @@ void h_metrics(struct ctl_call *call)
 		sl_buf_addf(&b, "suanli_gpus{state=\"unavailable\",model=\"%s\"} %d\n", name, out_by[m]);
 	}
 	free(free_by), free(used_by), free(out_by);
+	sl_buf_addf(&b, "# HELP suanli_gpu_allocated_milli GPU capacity held by leases, in "
+		    "thousandths of a GPU (a share counts its part).\n# TYPE suanli_gpu_allocated_milli "
+		    "gauge\nsuanli_gpu_allocated_milli %lld\n", (long long)alloc_milli);
+	sl_buf_addf(&b, "# HELP suanli_gpu_capacity_milli GPUs on nodes in service, in thousandths.\n"
+		    "# TYPE suanli_gpu_capacity_milli gauge\nsuanli_gpu_capacity_milli %lld\n",
+		    (long long)cap_milli);
 	sl_buf_addf(&b, "# HELP suanli_queue_depth Leases waiting for capacity.\n"
 		    "# TYPE suanli_queue_depth gauge\nsuanli_queue_depth %d\n", c->sched ? sched_pending_count(c->sched) : 0);
 	sl_buf_addf(&b, "# HELP suanli_leases_active Leases holding GPUs.\n"

@@ -72,7 +72,23 @@ static void test_lease_req(void **state)
 	static const struct req_case cases[] = {
 		{"{\"gpus\":8}", SL_OK, NULL},
 		{"{}", SL_EINVAL, "'gpus' is required"},
-		{"{\"gpus\":0}", SL_EINVAL, "expected 1.."},
+		{"{\"gpus\":0}", SL_EINVAL, "nothing else is asked for"},
+		{"{\"gpus\":-1}", SL_EINVAL, "expected 0.."},
+		/* a share of one GPU (gpu_milli), exact CPUs and memory */
+		{"{\"gpu_milli\":500}", SL_OK, NULL},
+		{"{\"gpus\":0,\"gpu_milli\":999}", SL_OK, NULL},
+		{"{\"gpus\":1,\"gpu_milli\":500}", SL_EINVAL, "cannot be combined with 'gpus' 1"},
+		{"{\"gpu_milli\":1000}", SL_EINVAL, "'gpu_milli' is 1000; expected 1..999"},
+		{"{\"gpu_milli\":0}", SL_EINVAL, "'gpu_milli' is 0; expected 1..999"},
+		{"{\"gpu_milli\":0.5}", SL_EINVAL, "'gpu_milli' must be an integer"},
+		{"{\"gpu_milli\":500,\"per_node\":1}", SL_EINVAL, "'per_node' needs whole GPUs"},
+		{"{\"gpu_milli\":500,\"exclusive\":true}", SL_EINVAL, "'exclusive' needs whole GPUs"},
+		{"{\"gpu_milli\":500,\"exclusive\":false}", SL_OK, NULL},
+		{"{\"gpu_milli\":500,\"elastic\":{\"min\":1,\"max\":2}}", SL_EINVAL, "'elastic' needs whole"},
+		{"{\"cpu_milli\":1500}", SL_OK, NULL},
+		{"{\"memory_mib\":1024,\"per_node\":1}", SL_EINVAL, "lease without GPUs"},
+		{"{\"gpus\":1,\"cpu_milli\":-1}", SL_EINVAL, "'cpu_milli' is -1"},
+		{"{\"gpus\":1,\"memory_mib\":\"4G\"}", SL_EINVAL, "'memory_mib' must be an integer"},
 		{"{\"gpus\":8,\"plan\":\"weekly\"}", SL_EINVAL, "plan"},
 		{"{\"gpus\":8,\"plan\":\"hosting\"}", SL_EINVAL, "plan"}, /* a price plan only */
 		{"{\"gpus\":8,\"models\":[\"h100-sxm\",\"nope\"]}", SL_EINVAL, "unknown GPU model 'nope'"},
@@ -111,6 +127,33 @@ static void test_lease_req(void **state)
 	assert_int_equal(r.per_node, 8);
 	assert_int_equal(r.nmodels, 1);
 	assert_string_equal(r.models[0], "b200");
+	/* A share with exact CPUs and memory reaches the placer as asked. */
+	o = json_loads("{\"gpu_milli\":250,\"cpu_milli\":3152,\"memory_mib\":12288}", 0, NULL);
+	assert_int_equal(lease_req_parse(o, &r, &d), SL_OK);
+	json_decref(o);
+	struct place_request pr;
+	lease_req_to_place(&r, "acme", &pr);
+	assert_int_equal(pr.gpus, 0);
+	assert_int_equal(pr.gpu_milli, 250);
+	assert_int_equal(pr.cpu_milli, 3152);
+	assert_int_equal(pr.mem_mib, 12288);
+	assert_true(pr.exact_cpu_mem);
+	/* Without them, the node's share per GPU (not exact). */
+	o = json_loads("{\"gpus\":2}", 0, NULL);
+	assert_int_equal(lease_req_parse(o, &r, &d), SL_OK);
+	json_decref(o);
+	lease_req_to_place(&r, "acme", &pr);
+	assert_int_equal(pr.gpus, 2);
+	assert_int_equal(pr.cpu_milli, 0);
+	assert_false(pr.exact_cpu_mem);
+	/* Memory alone is exact too: CPUs 0 then. */
+	o = json_loads("{\"gpus\":1,\"memory_mib\":2048}", 0, NULL);
+	assert_int_equal(lease_req_parse(o, &r, &d), SL_OK);
+	json_decref(o);
+	lease_req_to_place(&r, "acme", &pr);
+	assert_true(pr.exact_cpu_mem);
+	assert_int_equal(pr.cpu_milli, 0);
+	assert_int_equal(pr.mem_mib, 2048);
 	/* Strings are borrowed until kept; kept ones outlive the document. */
 	o = json_loads("{\"gpus\":1,\"region\":\"cn-east\",\"tenant\":\"acme\"}", 0, NULL);
 	assert_int_equal(lease_req_parse(o, &r, &d), SL_OK);

@@ -344,6 +344,10 @@ static const struct bad bad_files[] = {
 	 SL_EINVAL, 2, 37, "expected an integer from 1 to 16 for 'gpus'", NULL},
 	{"node_types:\n  - {name: t1, gpu: h100-sxm, gpus: 8, memory_gib: 1}\n", NULL, SL_EINVAL, 2,
 	 5, "node type is missing 'cpus'", NULL},
+	{"node_types:\n  - {name: t1, gpu: h100-sxm, gpus: 8, cpus: 1, cpu_milli: 1000, memory_gib: 1}\n",
+	 NULL, SL_EINVAL, 2, 49, "node type has both 'cpus' and 'cpu_milli'; give one", NULL},
+	{"node_types:\n  - {name: t1, gpu: h100-sxm, gpus: 8, cpu_milli: 0, memory_gib: 1}\n",
+	 NULL, SL_EINVAL, 2, 51, "for 'cpu_milli'", NULL},
 	{TYPE_HEAD "    numa: [0, 1, 1]\n", NULL, SL_EINVAL, 7, 11,
 	 "'numa' lists 3 NUMA nodes; expected one per GPU (2)", NULL},
 	{TYPE_HEAD "    links: [{gpus: [0, 2], kind: nvlink}]\n", NULL, SL_EINVAL, 7, 24,
@@ -379,6 +383,28 @@ static const struct bad bad_files[] = {
 	{"sites: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n", NULL,
 	 SL_ELIMIT, 1, 39, "nesting deeper than 32 levels", NULL},
 };
+
+/* A node type may count its CPUs in thousandths of a core (cpu_milli): what a
+ * fleet made from the openb traces needs (sim openb --write-fleet). */
+static void test_cpu_milli_type(void **state)
+{
+	(void)state;
+	static const char text[] =
+		"node_types:\n  - {name: milli, gpu: l40s, gpus: 2, cpu_milli: 64500, memory_gib: 256}\n"
+		"  - {name: cores, gpu: l40s, gpus: 2, cpus: 64, memory_gib: 256}\n";
+	struct fleet f;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	assert_int_equal(fleet_init(&f), SL_OK);
+	assert_int_equal(fleet_load_yaml(&f, text, strlen(text), "t.yaml", &d), SL_OK);
+	const struct node_type *m = &f.types[fleet_find_type(&f, "milli")];
+	const struct node_type *c = &f.types[fleet_find_type(&f, "cores")];
+	assert_int_equal(m->cpus, 64500);
+	assert_true(m->cpu_milli);
+	assert_int_equal(c->cpus, 64);
+	assert_false(c->cpu_milli);
+	fleet_release(&f);
+}
 
 static void test_bad_files(void **state)
 {
@@ -583,7 +609,7 @@ int main(void)
 		cmocka_unit_test(test_example_block_style),
 		cmocka_unit_test(test_design_excerpt_verbatim),
 		cmocka_unit_test(test_topo_matrix_type),
-		cmocka_unit_test(test_bad_files),
+		cmocka_unit_test(test_bad_files), cmocka_unit_test(test_cpu_milli_type),
 		cmocka_unit_test(test_pasted_matrix_hint),
 		cmocka_unit_test(test_failed_load_leaves_fleet_usable),
 		cmocka_unit_test(test_file_size_limit),

@@ -508,6 +508,37 @@ static void test_huge_cpu_mem(void **state)
 	fleet_release(&x.f);
 }
 
+/* cpu_milli: rounded up to whole cores on a node type counted in cores. */
+static void test_cpu_milli_cores(void **state)
+{
+	(void)state;
+	struct fx x;
+	fx_init(&x);
+	int node = fx_node(&x, 0, "n0", "hgx-h100-8");
+	struct placer *p;
+	assert_int_equal(placer_new(&x.f, &p), SL_OK);
+	struct placement pl;
+	placement_init(&pl);
+	struct place_request q = req_gpus(1);
+	q.cpu_milli = 2500;
+	q.mem_mib = 4096;
+	q.exact_cpu_mem = true;
+	assert_int_equal(place(p, &q, &pl), SL_OK);
+	assert_int_equal(pl.picks[0].cpus, 3);
+	assert_int_equal(pl.picks[0].mem_mib, 4096);
+	assert_int_equal(placer_claim(p, &pl, NULL), SL_OK);
+	assert_int_equal(placer_cpus_used(p, node), 3);
+	/* CPUs alone (no GPUs) are a valid request; a negative share is not. */
+	struct place_request c = {.cpu_milli = 1, .exact_cpu_mem = true};
+	assert_int_equal(place(p, &c, &pl), SL_OK);
+	assert_int_equal(pl.picks[0].cpus, 1);
+	c.cpu_milli = -1;
+	assert_int_equal(placer_place(p, &c, &pl, NULL), SL_EINVAL);
+	placement_release(&pl);
+	placer_free(p);
+	fleet_release(&x.f);
+}
+
 static void test_unusable(void **state)
 {
 	(void)state;
@@ -1036,7 +1067,7 @@ int main(void)
 		cmocka_unit_test(test_invalid),     cmocka_unit_test(test_owners),
 		cmocka_unit_test(test_exclusive),   cmocka_unit_test(test_claim_release),
 		cmocka_unit_test(test_unusable),    cmocka_unit_test(test_shares),
-		cmocka_unit_test(test_huge_cpu_mem),
+		cmocka_unit_test(test_huge_cpu_mem), cmocka_unit_test(test_cpu_milli_cores),
 		cmocka_unit_test(test_score),       cmocka_unit_test(test_differential),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -131,8 +131,8 @@ static void test_encode_decode(void **state)
 	assert_string_equal(text, "wmodel 1 3 0\n");
 	free(text);
 	assert_int_equal(place_wmodel_encode(m, &text), SL_OK);
-	assert_non_null(strstr(text, "wmodel 1 5 7\n"));
-	assert_non_null(strstr(text, "1 300 l40s\n"));
+	assert_non_null(strstr(text, "wmodel 2 5 7\n"));
+	assert_non_null(strstr(text, "1 300 0 0 l40s\n"));
 	struct sl_diag d;
 	sl_diag_clear(&d);
 	/* A smaller window keeps the newest: r[4..6] = 1 GPU, share, 8 GPUs. */
@@ -143,10 +143,12 @@ static void test_encode_decode(void **state)
 	assert_int_equal(weight_of(k, 2, 0, ""), 6);
 	char *again;
 	assert_int_equal(place_wmodel_encode(k, &again), SL_OK);
-	assert_string_equal(again, "wmodel 1 3 7\n1 0 -\n1 300 l40s\n8 0 h100-sxm\n");
+	assert_string_equal(again, "wmodel 2 3 7\n1 0 0 0 -\n1 300 0 0 l40s\n8 0 0 0 h100-sxm\n");
 	/* Bad text changes nothing and names the line. */
 	assert_int_equal(place_wmodel_decode(k, "wmodel 1 3 7\n1 0 -\nx 0 -\n", &d), SL_EPARSE);
 	assert_int_equal(d.line, 3);
+	assert_int_equal(place_wmodel_decode(k, "wmodel 2 3 7\n1 0 -\n", &d), SL_EPARSE);
+	assert_int_equal(d.line, 2);
 	assert_int_equal(place_wmodel_decode(k, "nope", &d), SL_EPARSE);
 	assert_int_equal(place_wmodel_seen(k), 3);
 	free(text);
@@ -191,12 +193,67 @@ static void test_apply(void **state)
 	fleet_release(&f);
 }
 
+/* Requests that state CPUs and memory bring them into their class (and
+ * CPU-only ones count then); a version 1 window (no CPUs) still decodes. */
+static void test_cpu_mem_classes(void **state)
+{
+	(void)state;
+	struct place_wmodel *m;
+	assert_int_equal(place_wmodel_new(8, &m), SL_OK);
+	struct place_request a = rq(1, 0, NULL), b = rq(0, 500, NULL), c = rq(0, 0, NULL),
+			     plain = rq(0, 0, NULL);
+	a.cpu_milli = 12000;
+	a.mem_mib = 16384;
+	a.exact_cpu_mem = true;
+	b.cpu_milli = 3152;
+	b.exact_cpu_mem = true;
+	c.cpu_milli = 500;
+	c.exact_cpu_mem = true;
+	assert_false(place_wmodel_observe(m, &plain)); /* asks nothing: not counted */
+	(void)place_wmodel_observe(m, &a);
+	(void)place_wmodel_observe(m, &a);
+	(void)place_wmodel_observe(m, &b);
+	(void)place_wmodel_observe(m, &c);
+	assert_int_equal(place_wmodel_seen(m), 4);
+	const struct place_wmodel_class *cl;
+	int n = place_wmodel_classes(m, &cl), found = 0;
+	for (int i = 0; i < n; i++) {
+		if (cl[i].gpus == 1 && cl[i].gpu_milli == 0 && cl[i].cpu_milli == 12000) {
+			assert_int_equal(cl[i].mem_mib, 16384);
+			assert_int_equal(cl[i].weight, 2);
+			found++;
+		}
+		if (cl[i].gpu_milli == 500 && cl[i].cpu_milli == 3152)
+			found++;
+		if (cl[i].gpus == 0 && cl[i].gpu_milli == 0 && cl[i].cpu_milli == 500)
+			found++;
+	}
+	assert_int_equal(found, 3);
+	char *text;
+	assert_int_equal(place_wmodel_encode(m, &text), SL_OK);
+	assert_non_null(strstr(text, "1 0 12000 16384 -\n"));
+	assert_non_null(strstr(text, "0 0 500 0 -\n"));
+	struct place_wmodel *k;
+	assert_int_equal(place_wmodel_new(8, &k), SL_OK);
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	assert_int_equal(place_wmodel_decode(k, text, &d), SL_OK);
+	assert_int_equal(place_wmodel_seen(k), 4);
+	assert_int_equal(place_wmodel_decode(k, "wmodel 1 8 2\n1 0 -\n4 0 h100-sxm\n", &d), SL_OK);
+	assert_int_equal(place_wmodel_seen(k), 2);
+	assert_int_equal(weight_of(k, 4, 0, "h100-sxm"), 1);
+	free(text);
+	place_wmodel_free(m);
+	place_wmodel_free(k);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cold_start_prior), cmocka_unit_test(test_window_slides),
 		cmocka_unit_test(test_refresh_cadence),  cmocka_unit_test(test_order_independent),
 		cmocka_unit_test(test_encode_decode),    cmocka_unit_test(test_apply),
+		cmocka_unit_test(test_cpu_mem_classes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "sim.h"
+#include "sim_history.h"
 #include "svg_plot.h"
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -169,7 +170,7 @@ static void test_parse_pods_and_jobs(void **state)
 	struct place_request r;
 	sim_pod_request(&p[1], &r);
 	assert_int_equal(r.gpu_milli, 460);
-	assert_int_equal(r.cpus, 6000);
+	assert_int_equal(r.cpu_milli, 6000);
 	assert_true(r.exact_cpu_mem);
 	assert_string_equal(r.models[0], "V100M16");
 	free(p);
@@ -379,6 +380,92 @@ static void test_saturation_samples_to_inflate(void **state)
 	assert_int_equal(r2.pods, 1);
 	assert_int_equal(sim_saturate(w.p, w.pods, w.npods, 0, 7, false, &r2, &d), SL_EINVAL);
 	world_free(&w);
+}
+
+/* The stream a live run sends (bench/openb_live.c) is the one sim_saturate
+ * offers: trace order, then the seeded samples, the same length. And on the
+ * sim's node types (CPUs in thousandths) a request's cpu_milli is exact. */
+static void test_saturate_order(void **state)
+{
+	(void)state;
+	const char *pods = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
+			   "p1,100,100,1,250\np2,3152,100,1,1000\np3,0,0,0,0\n";
+	struct world w;
+	world_load(&w, tiny_nodes, pods, true);
+	struct sim_sat_result r;
+	struct sl_diag d;
+	assert_int_equal(sim_saturate(w.p, w.pods, w.npods, 130, 9, false, &r, &d), SL_OK);
+	int *ord, n, *again, n2;
+	assert_int_equal(sim_saturate_order(w.pods, w.npods, r.capacity_milli, 130, 9, false, &ord,
+					    &n, &d), SL_OK);
+	assert_int_equal(n, r.pods);
+	for (int i = 0; i < w.npods; i++)
+		assert_int_equal(ord[i], i);
+	int64_t arrived = 0;
+	for (int i = 0; i < n; i++)
+		arrived += sim_pod_milli(&w.pods[ord[i]]);
+	assert_int_equal(arrived, r.arrived_milli);
+	assert_int_equal(sim_saturate_order(w.pods, w.npods, r.capacity_milli, 130, 9, false,
+					    &again, &n2, &d), SL_OK);
+	assert_int_equal(n2, n);
+	assert_memory_equal(again, ord, (size_t)n * sizeof(*ord));
+	free(again);
+	assert_int_equal(sim_saturate_order(w.pods, w.npods, r.capacity_milli, 0, 9, false, &again,
+					    &n2, &d), SL_EINVAL);
+	assert_null(again);
+	free(ord);
+	/* cpu_milli on a node type counted in thousandths: exact. */
+	placer_free(w.p);
+	assert_int_equal(placer_new(&w.f, &w.p), SL_OK);
+	assert_true(fleet_node_type(&w.f, 0)->cpu_milli);
+	struct place_request q = {.gpus = 1, .cpu_milli = 3152, .mem_mib = 100, .exact_cpu_mem = true};
+	struct placement pl;
+	placement_init(&pl);
+	assert_int_equal(placer_place(w.p, &q, &pl, &d), SL_OK);
+	assert_int_equal(pl.picks[0].cpus, 3152);
+	placement_release(&pl);
+	world_free(&w);
+}
+
+/* A controller's history with a share (gpus 0, gpu_milli) and a lease without
+ * GPUs replays; a share with whole GPUs, or gpus 0 asking nothing, does not. */
+static void test_history_shares(void **state)
+{
+	(void)state;
+	static const char ok[] =
+		"{\"fleet\":\"x\",\"leases\":[{\"id\":\"ls-1\",\"gpus\":0,\"gpu_milli\":500,"
+		"\"submit_s\":10,\"start_s\":10,\"end_s\":null},{\"id\":\"ls-2\",\"gpus\":0,"
+		"\"cpu_milli\":2500,\"memory_mib\":4096,\"submit_s\":12,\"start_s\":12,\"end_s\":20}]}";
+	struct sim_pod *p = NULL;
+	char *fleet = NULL;
+	int n = 0, skipped = 0;
+	int64_t t0;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	assert_int_equal(sim_parse_history(ok, strlen(ok), "h", &p, &n, &fleet, &t0, &skipped, &d),
+			 SL_OK);
+	assert_int_equal(n, 2);
+	assert_int_equal(p[0].gpus, 0);
+	assert_int_equal(p[0].gpu_milli, 500);
+	assert_int_equal(sim_pod_milli(&p[0]), 500);
+	assert_int_equal(p[1].cpu_milli, 2500);
+	assert_int_equal(p[1].mem_mib, 4096);
+	assert_int_equal(p[1].duration, 8);
+	free(p);
+	free(fleet);
+	static const char *const bad[] = {
+		"{\"fleet\":\"x\",\"leases\":[{\"gpus\":1,\"gpu_milli\":500,\"submit_s\":1}]}",
+		"{\"fleet\":\"x\",\"leases\":[{\"gpus\":0,\"submit_s\":1}]}",
+		"{\"fleet\":\"x\",\"leases\":[{\"gpus\":0,\"gpu_milli\":1000,\"submit_s\":1}]}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		p = NULL;
+		fleet = NULL;
+		assert_int_equal(sim_parse_history(bad[i], strlen(bad[i]), "h", &p, &n, &fleet, &t0,
+						   &skipped, &d), SL_EPARSE);
+		assert_non_null(strstr(d.msg, "gpu_milli 1..999"));
+		assert_null(p);
+	}
 }
 
 static void test_gpu_spec_filtering(void **state)
@@ -655,7 +742,7 @@ int main(void)
 		cmocka_unit_test(test_fleet_yaml_models),
 		cmocka_unit_test(test_saturation_exact_curve),
 		cmocka_unit_test(test_saturation_samples_to_inflate),
-		cmocka_unit_test(test_gpu_spec_filtering),
+		cmocka_unit_test(test_saturate_order), cmocka_unit_test(test_history_shares), cmocka_unit_test(test_gpu_spec_filtering),
 		cmocka_unit_test(test_shares_and_cpu_only),
 		cmocka_unit_test(test_frag_beats_best_fit),
 		cmocka_unit_test(test_workload_checks),

@@ -264,10 +264,10 @@ static enum sl_err ld_fields(struct ld *l, const struct ynode *m, const char *wh
 /* ---- node types ---- */
 
 enum { NT_NAME, NT_GPU, NT_GPUS, NT_CPUS, NT_MEM, NT_NUMA, NT_LINKS, NT_SWITCHES, NT_NICS,
-       NT_GROUPS, NT_STRICT, NT_MATRIX, NT__N };
+       NT_GROUPS, NT_STRICT, NT_MATRIX, NT_CPU_MILLI, NT__N };
 static const struct field type_fields[NT__N] = {
 	[NT_NAME] = {"name", true},       [NT_GPU] = {"gpu", true},
-	[NT_GPUS] = {"gpus", true},       [NT_CPUS] = {"cpus", true},
+	[NT_GPUS] = {"gpus", true}, [NT_CPUS] = {"cpus", false}, [NT_CPU_MILLI] = {"cpu_milli", false},
 	[NT_MEM] = {"memory_gib", true},  [NT_NUMA] = {"numa", false},
 	[NT_LINKS] = {"links", false},    [NT_SWITCHES] = {"pcie_switches", false},
 	[NT_NICS] = {"nics", false},      [NT_GROUPS] = {"groups", false},
@@ -480,8 +480,12 @@ static enum sl_err ld_type(struct ld *l, const struct ynode *m)
 		e = ld_gpu_model(l, v[NT_GPU], &gpu);
 	if (e == SL_OK)
 		e = ld_intv(l, v[NT_GPUS], "gpus", 1, TOPO_MAX_GPUS, &ngpus);
+	if (e == SL_OK && !v[NT_CPUS] == !v[NT_CPU_MILLI]) /* cores, or thousandths of a core */
+		e = ld_err(l, SL_EINVAL, v[NT_CPUS] ? k[NT_CPU_MILLI] : m, "node type %s", v[NT_CPUS]
+			   ? "has both 'cpus' and 'cpu_milli'; give one" : "is missing 'cpus' (or 'cpu_milli')");
 	if (e == SL_OK)
-		e = ld_intv(l, v[NT_CPUS], "cpus", 1, YAML_MAX_CPUS, &cpus);
+		e = v[NT_CPUS] ? ld_intv(l, v[NT_CPUS], "cpus", 1, YAML_MAX_CPUS, &cpus)
+			       : ld_intv(l, v[NT_CPU_MILLI], "cpu_milli", 1, YAML_MAX_CPUS * 1000, &cpus);
 	if (e == SL_OK)
 		e = ld_intv(l, v[NT_MEM], "memory_gib", 1, YAML_MAX_MEM_GIB, &mem);
 	if (e == SL_OK && v[NT_MATRIX]) {
@@ -499,6 +503,7 @@ static enum sl_err ld_type(struct ld *l, const struct ynode *m)
 	struct node_type t;
 	if ((e = topo_type_init(&t, name, gpu, ngpus, cpus, mem, numa, l->d)) != SL_OK)
 		return ld_place(l, e, m);
+	t.cpu_milli = v[NT_CPU_MILLI] != NULL;
 	if (v[NT_MATRIX]) {
 		const char *text;
 		if ((e = ld_str(l, v[NT_MATRIX], "topo_matrix", &text)) != SL_OK)

@@ -50,7 +50,10 @@ struct node_type {
 	char name[TOPO_NAME_MAX];
 	const struct gpu_model *gpu;
 	int ngpus;
-	int cpus;                   /* CPU cores */
+	int cpus;                   /* CPU cores, or thousandths of a core when cpu_milli */
+	bool cpu_milli;             /* cpus is in thousandths (fleet file's cpu_milli; the
+				       openb traces' nodes): placement counts requests'
+				       cpu_milli exactly there, in whole cores elsewhere */
 	int mem_gib;                /* host memory */
 	int8_t numa[TOPO_MAX_GPUS]; /* NUMA node of each GPU */
 	struct topo_link link[TOPO_MAX_GPUS][TOPO_MAX_GPUS]; /* symmetric */

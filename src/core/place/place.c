@@ -568,8 +568,10 @@ void pl_demand(const struct pl_ctx *c, const struct node_type *t, int k, int mil
 	int64_t share_num = k > 0 ? (int64_t)k * PL_MILLI : milli;
 	int64_t den = (int64_t)t->ngpus * PL_MILLI;
 	bool exact = c->req->exact_cpu_mem;
-	*cpus = c->req->cpus > 0 || exact ? c->req->cpus
-					  : (int)((int64_t)t->cpus * share_num / den);
+	int want = c->req->cpus;
+	if (c->req->cpu_milli > 0)
+		want = t->cpu_milli ? c->req->cpu_milli : (c->req->cpu_milli + 999) / 1000;
+	*cpus = want > 0 || exact ? want : (int)((int64_t)t->cpus * share_num / den);
 	*mem = c->req->mem_mib > 0 || exact ? c->req->mem_mib
 					    : (int64_t)t->mem_gib * 1024 * share_num / den;
 }
@@ -723,7 +725,7 @@ static enum sl_err check_numbers(const struct place_request *r, struct sl_diag *
 		return sl_diag_set(d, SL_EINVAL, "gpu_milli %d out of range 1..%d",
 				   r->gpu_milli, PL_MILLI - 1);
 	if (r->gpus == 0 && r->gpu_milli == 0 &&
-	    (!r->exact_cpu_mem || (r->cpus == 0 && r->mem_mib == 0)))
+	    (!r->exact_cpu_mem || (r->cpus == 0 && r->cpu_milli == 0 && r->mem_mib == 0)))
 		return sl_diag_set(d, SL_EINVAL, "request asks for no GPUs "
 				   "(set gpus or gpu_milli, or exact CPUs or memory)");
 	if (r->gpus == 0 && r->gpu_milli == 0 && (r->per_node != 0 || r->exclusive))
@@ -739,7 +741,8 @@ static enum sl_err check_numbers(const struct place_request *r, struct sl_diag *
 	if (r->nmodels < 0 || r->nmodels > PLACE_MAX_MODELS)
 		return sl_diag_set(d, SL_EINVAL, "%d models given; at most %d", r->nmodels,
 				   PLACE_MAX_MODELS);
-	if (r->min_mem_gib < 0 || r->min_bw_gbps < 0 || r->cpus < 0 || r->mem_mib < 0)
+	if (r->min_mem_gib < 0 || r->min_bw_gbps < 0 || r->cpus < 0 || r->mem_mib < 0 ||
+	    r->cpu_milli < 0)
 		return sl_diag_set(d, SL_EINVAL, "negative memory, bandwidth, CPU or "
 				   "host-memory constraint");
 	return SL_OK;

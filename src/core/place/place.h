@@ -60,7 +60,12 @@ struct place_request {
 	bool exclusive;     /* whole nodes: every GPU of each chosen node is taken */
 	bool one_leaf;      /* a gang must sit under one leaf switch (Slurm's
 			       --switches=1); refused rather than spread */
-	int cpus;           /* per node; 0 = the node's share per GPU */
+	int cpus;           /* per node, in the node type's unit; 0 = the node's share
+			       per GPU */
+	int cpu_milli;      /* per node, thousandths of a core; when > 0 it replaces
+			       cpus: exact on node types counted in thousandths
+			       (node_type.cpu_milli), rounded up to whole cores on
+			       the others */
 	int64_t mem_mib;    /* per node; 0 = the node's share per GPU */
 	bool exact_cpu_mem; /* cpus and mem_mib are exactly what is asked, 0 = none
 			       (no per-GPU share); a request may then ask for no GPUs

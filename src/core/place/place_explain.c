@@ -355,8 +355,9 @@ static void why_text(struct placer *p, struct ex_acc *a, int stage, const int *s
 	case PLACE_C_REQUEST:
 		snprintf(w, wn, "no node accepts GPU shares (no shareable node)");
 		break;
-	case PLACE_C_MODEL:
-		snprintf(w, wn, "no node has a GPU model among [%s]", models);
+	case PLACE_C_MODEL: /* shares reach this stage only on shareable nodes */
+		snprintf(w, wn, "no %snode has a GPU model among [%s]", r->gpu_milli ? "shareable " : "",
+			 models);
 		break;
 	case PLACE_C_MEMORY:
 		snprintf(w, wn, "no model among [%s] has >= %d GiB memory (%s has %lld)",

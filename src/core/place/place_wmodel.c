@@ -15,6 +15,8 @@
 
 struct wm_entry {
 	int gpus, milli;
+	int cpu_milli;  /* exact requests' CPUs (thousandths) and memory, else 0 */
+	int64_t mem_mib;
 	char models[PLACE_WMODEL_MODELS_LEN];
 };
 
@@ -94,13 +96,18 @@ bool place_wmodel_observe(struct place_wmodel *m, const struct place_request *r)
 		return false;
 	struct wm_entry e;
 	memset(&e, 0, sizeof(e));
+	bool exact = r->exact_cpu_mem || r->cpu_milli > 0;
+	if (exact) {
+		e.cpu_milli = r->cpu_milli > 0 ? r->cpu_milli : 0;
+		e.mem_mib = r->mem_mib > 0 ? r->mem_mib : 0;
+	}
 	if (r->gpu_milli > 0 && r->gpu_milli < PL_MILLI && r->gpus <= 1) {
 		e.gpus = 1;
 		e.milli = r->gpu_milli;
 	} else if (r->gpus > 0) {
 		e.gpus = r->per_node > 0 ? r->per_node : r->gpus;
 		e.milli = 0;
-	} else {
+	} else if (e.cpu_milli == 0 && e.mem_mib == 0) {
 		return false;
 	}
 	if (e.gpus > PLACE_MAX_GPUS)
@@ -128,6 +135,10 @@ static int cls_cmp(const void *a, const void *b)
 		return x->gpus < y->gpus ? -1 : 1;
 	if (x->gpu_milli != y->gpu_milli)
 		return x->gpu_milli < y->gpu_milli ? -1 : 1;
+	if (x->cpu_milli != y->cpu_milli)
+		return x->cpu_milli < y->cpu_milli ? -1 : 1;
+	if (x->mem_mib != y->mem_mib)
+		return x->mem_mib < y->mem_mib ? -1 : 1;
 	return strcmp(x->models, y->models);
 }
 
@@ -136,12 +147,14 @@ int place_wmodel_classes(struct place_wmodel *m, const struct place_wmodel_class
 	if (m->dirty) {
 		int n = 0;
 		for (size_t i = 0; i < sizeof(prior) / sizeof(prior[0]); i++)
-			m->cls[n++] = (struct place_wmodel_class){prior[i].gpus, 0, "", prior[i].w};
+			m->cls[n++] = (struct place_wmodel_class){prior[i].gpus, 0, 0, 0, "", prior[i].w};
 		for (int i = 0; i < m->n; i++) {
 			const struct wm_entry *e = &m->ring[(m->head + i) % m->window];
 			struct place_wmodel_class *c = &m->cls[n++];
 			c->gpus = e->gpus;
 			c->gpu_milli = e->milli;
+			c->cpu_milli = e->cpu_milli;
+			c->mem_mib = e->mem_mib;
 			memcpy(c->models, e->models, sizeof(c->models));
 			c->weight = 1;
 		}
@@ -166,9 +179,12 @@ enum sl_err place_wmodel_apply(struct place_wmodel *m, struct placer *p, struct 
 	int n = place_wmodel_classes(m, &wc);
 	const struct fleet *f = p->f;
 	int maxg = 0;
+	bool milli_cpus = true; /* every node type counts CPUs in thousandths */
 	for (int t = 0; t < f->ntypes; t++)
-		if (p->ptabs[t] && f->types[t].ngpus > maxg)
-			maxg = f->types[t].ngpus;
+		if (p->ptabs[t]) {
+			maxg = f->types[t].ngpus > maxg ? f->types[t].ngpus : maxg;
+			milli_cpus &= f->types[t].cpu_milli;
+		}
 	struct place_class *pc = calloc((size_t)n + 1, sizeof(*pc));
 	char (*names)[PLACE_WMODEL_MODELS_LEN] = calloc((size_t)n + 1, sizeof(*names));
 	if (!pc || !names) {
@@ -182,6 +198,9 @@ enum sl_err place_wmodel_apply(struct place_wmodel *m, struct placer *p, struct 
 		memset(c, 0, sizeof(*c));
 		c->gpus = wc[i].gpus > maxg ? maxg : wc[i].gpus;
 		c->gpu_milli = wc[i].gpu_milli;
+		/* CPUs in the node types' unit (as pl_demand counts a request's) */
+		c->cpus = milli_cpus ? wc[i].cpu_milli : (wc[i].cpu_milli + 999) / 1000;
+		c->mem_mib = wc[i].mem_mib;
 		c->weight = wc[i].weight;
 		if (c->gpu_milli > 0)
 			c->gpus = 0;
@@ -225,16 +244,18 @@ static char *put_int(char *p, long long v, char sep)
  * were a third of a lease create's CPU time (bench/results/api.md). */
 enum sl_err place_wmodel_encode(const struct place_wmodel *m, char **out)
 {
-	/* a line: two numbers of at most 20 digits, the models, 3 separators */
-	const size_t line_max = 2 * 20 + PLACE_WMODEL_MODELS_LEN + 3;
+	/* a line: four numbers of at most 20 digits, the models, 5 separators */
+	const size_t line_max = 4 * 20 + PLACE_WMODEL_MODELS_LEN + 5;
 	struct sl_buf b = SL_BUF_INIT(64 + (size_t)m->n * line_max);
-	sl_buf_addf(&b, "wmodel 1 %d %lld\n", m->window, m->total);
+	sl_buf_addf(&b, "wmodel 2 %d %lld\n", m->window, m->total);
 	if (sl_buf_grow(&b, (size_t)m->n * line_max) == SL_OK) {
 		char *p = b.p + b.len;
 		for (int i = 0; i < m->n; i++) {
 			const struct wm_entry *e = &m->ring[(m->head + i) % m->window];
 			p = put_int(p, e->gpus < 0 ? 0 : e->gpus, ' ');
 			p = put_int(p, e->milli < 0 ? 0 : e->milli, ' ');
+			p = put_int(p, e->cpu_milli < 0 ? 0 : e->cpu_milli, ' ');
+			p = put_int(p, e->mem_mib < 0 ? 0 : (long long)e->mem_mib, ' ');
 			size_t len = e->models[0] ? strnlen(e->models, sizeof(e->models) - 1) : 1;
 			memcpy(p, e->models[0] ? e->models : "-", len);
 			p += len;
@@ -262,8 +283,10 @@ enum sl_err place_wmodel_decode(struct place_wmodel *m, const char *text, struct
 {
 	const char *s = text;
 	long long win, total;
-	if (strncmp(s, "wmodel 1 ", 9))
-		return sl_diag_at(d, SL_EPARSE, 1, 1, "expected 'wmodel 1 WINDOW TOTAL'");
+	/* Version 1 lines are GPUS MILLI MODELS; version 2 adds CPU_MILLI MEM_MIB. */
+	int ver = !strncmp(s, "wmodel 1 ", 9) ? 1 : !strncmp(s, "wmodel 2 ", 9) ? 2 : 0;
+	if (!ver)
+		return sl_diag_at(d, SL_EPARSE, 1, 1, "expected 'wmodel 2 WINDOW TOTAL'");
 	s += 9;
 	if (!parse_int(&s, 1, PLACE_WMODEL_WINDOW_MAX, &win) ||
 	    !parse_int(&s, 0, (long long)1 << 62, &total) || *s != '\n')
@@ -276,14 +299,20 @@ enum sl_err place_wmodel_decode(struct place_wmodel *m, const char *text, struct
 		return sl_diag_set(d, SL_ENOMEM, "out of memory");
 	int n = 0, head = 0, line = 2;
 	for (; *s; line++) {
-		long long g, milli;
+		long long g, milli, cpu = 0, mem = 0;
 		struct wm_entry e;
 		memset(&e, 0, sizeof(e));
-		if (!parse_int(&s, 1, PLACE_MAX_GPUS, &g) || !parse_int(&s, 0, PL_MILLI - 1, &milli) ||
+		if (!parse_int(&s, ver == 1 ? 1 : 0, PLACE_MAX_GPUS, &g) ||
+		    !parse_int(&s, 0, PL_MILLI - 1, &milli) ||
+		    (ver == 2 && (!parse_int(&s, 0, INT32_MAX, &cpu) ||
+				  !parse_int(&s, 0, (long long)1 << 50, &mem))) ||
 		    *s++ != ' ') {
 			free(ring);
-			return sl_diag_at(d, SL_EPARSE, line, 1, "expected 'GPUS MILLI MODELS'");
+			return sl_diag_at(d, SL_EPARSE, line, 1, ver == 1 ? "expected 'GPUS MILLI MODELS'"
+					  : "expected 'GPUS MILLI CPU_MILLI MEM_MIB MODELS'");
 		}
+		e.cpu_milli = (int)cpu;
+		e.mem_mib = mem;
 		const char *nl = strchr(s, '\n');
 		size_t len = nl ? (size_t)(nl - s) : strlen(s);
 		if (len == 0 || len >= PLACE_WMODEL_MODELS_LEN || memchr(s, ' ', len)) {

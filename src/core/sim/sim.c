@@ -72,45 +72,74 @@ static enum sl_err place_pod(struct placer *p, const struct sim_pod *pod,
 	return e;
 }
 
-enum sl_err sim_saturate(struct placer *p, const struct sim_pod *pods, int n, int inflate_pct,
-			 uint64_t seed, bool shuffle, struct sim_sat_result *r, struct sl_diag *d)
+enum sl_err sim_saturate_order(const struct sim_pod *pods, int n, int64_t cap, int inflate_pct,
+			       uint64_t seed, bool shuffle, int **out, int *nout, struct sl_diag *d)
 {
-	memset(r, 0, sizeof(*r));
-	if (!p || !pods || n < 1)
+	*out = NULL;
+	*nout = 0;
+	if (!pods || n < 1)
 		return sl_diag_set(d, SL_EINVAL, "no pods to replay");
 	if (inflate_pct < 1 || inflate_pct > SIM_MAX_INFLATE_PCT)
 		return sl_diag_set(d, SL_EINVAL, "inflate %d%% out of range 1..%d%%", inflate_pct,
 				   SIM_MAX_INFLATE_PCT);
-	r->capacity_milli = sim_capacity_milli(p);
-	int64_t cap = r->capacity_milli, trace_milli = 0;
+	int64_t trace_milli = 0;
 	for (int i = 0; i < n; i++)
 		trace_milli += sim_pod_milli(&pods[i]);
-	struct placement pl;
-	placement_init(&pl);
 	uint64_t rng = seed;
-	int *ord = NULL;
-	if (shuffle) {
-		ord = malloc((size_t)n * sizeof(*ord));
-		if (!ord)
-			return sl_diag_set(d, SL_ENOMEM, "out of memory");
-		for (int i = 0; i < n; i++)
-			ord[i] = i;
+	int cap_ord = n, cnt = 0;
+	int *ord = malloc((size_t)cap_ord * sizeof(*ord));
+	if (!ord)
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	for (int i = 0; i < n; i++)
+		ord[i] = i;
+	if (shuffle)
 		for (int i = n - 1; i > 0; i--) {
 			int j = rand_below(&rng, i + 1), t = ord[i];
 			ord[i] = ord[j];
 			ord[j] = t;
 		}
-	}
-	enum sl_err e = SL_OK;
-	for (int i = 0;; i++) {
-		const struct sim_pod *pod;
-		if (i < n) {
-			pod = &pods[ord ? ord[i] : i];
-		} else {
-			if (trace_milli == 0 || r->arrived_milli * 100 >= (int64_t)inflate_pct * cap)
-				break;
-			pod = &pods[rand_below(&rng, n)];
+	int64_t arrived = 0;
+	for (cnt = 0; cnt < n; cnt++)
+		arrived += sim_pod_milli(&pods[ord[cnt]]);
+	/* Then pods sampled uniformly until the demand reaches inflate x capacity. */
+	while (trace_milli > 0 && arrived * 100 < (int64_t)inflate_pct * cap) {
+		if (cnt == cap_ord) {
+			if (cap_ord > INT32_MAX / 2) {
+				free(ord);
+				return sl_diag_set(d, SL_ELIMIT, "saturation stream too long");
+			}
+			int *g = realloc(ord, (size_t)cap_ord * 2 * sizeof(*ord));
+			if (!g) {
+				free(ord);
+				return sl_diag_set(d, SL_ENOMEM, "out of memory");
+			}
+			ord = g;
+			cap_ord *= 2;
 		}
+		ord[cnt] = rand_below(&rng, n);
+		arrived += sim_pod_milli(&pods[ord[cnt++]]);
+	}
+	*out = ord;
+	*nout = cnt;
+	return SL_OK;
+}
+
+enum sl_err sim_saturate(struct placer *p, const struct sim_pod *pods, int n, int inflate_pct,
+			 uint64_t seed, bool shuffle, struct sim_sat_result *r, struct sl_diag *d)
+{
+	memset(r, 0, sizeof(*r));
+	if (!p)
+		return sl_diag_set(d, SL_EINVAL, "no placer");
+	r->capacity_milli = sim_capacity_milli(p);
+	int64_t cap = r->capacity_milli;
+	int *ord = NULL, nord = 0;
+	enum sl_err e = sim_saturate_order(pods, n, cap, inflate_pct, seed, shuffle, &ord, &nord, d);
+	if (e != SL_OK)
+		return e;
+	struct placement pl;
+	placement_init(&pl);
+	for (int i = 0; i < nord; i++) {
+		const struct sim_pod *pod = &pods[ord[i]];
 		r->pods++;
 		int64_t milli = sim_pod_milli(pod);
 		r->arrived_milli += milli;

@@ -57,6 +57,16 @@ int64_t sim_capacity_milli(const struct placer *p);
 enum sl_err sim_saturate(struct placer *p, const struct sim_pod *pods, int n, int inflate_pct,
 			 uint64_t seed, bool shuffle, struct sim_sat_result *r, struct sl_diag *d) SL_MUST_USE;
 
+/* The stream sim_saturate offers: indexes into pods, the trace's pods (in
+ * trace order, or shuffled) and then the sampled ones, until the GPU demand
+ * reaches inflate_pct of cap (thousandths of a GPU). It depends on the pods,
+ * cap, inflate, seed and shuffle alone, never on placement, so a live run
+ * (bench/openb_live.c) can send the same stream to a controller. *out is
+ * malloc'd. SL_EINVAL (no pods, inflate out of range), SL_ENOMEM. */
+enum sl_err sim_saturate_order(const struct sim_pod *pods, int n, int64_t cap, int inflate_pct,
+			       uint64_t seed, bool shuffle, int **out, int *nout,
+			       struct sl_diag *d) SL_MUST_USE;
+
 /* The workload classes of a pod list for placer_set_workload: one per
  * distinct (GPUs, share, CPUs, memory, models), weighted by count. Models f
  * lacks are left out of a class; a class left with none is dropped (its pods

@@ -57,10 +57,23 @@ enum sl_err sim_parse_history(const char *text, size_t len, const char *file,
 		int64_t sub, st = -1, en = -1;
 		const json_t *g = json_object_get(l, "gpus"), *pn = json_object_get(l, "per_node"),
 			     *ms = json_object_get(l, "models"), *id = json_object_get(l, "id");
+		/* A share (gpu_milli) or a lease without GPUs (cpu_milli, memory_mib) has
+		 * gpus 0. */
+		const json_t *gm = json_object_get(l, "gpu_milli"), *cm = json_object_get(l, "cpu_milli"),
+			     *mm = json_object_get(l, "memory_mib");
+		json_int_t milli = json_integer_value(gm), cpu = json_integer_value(cm),
+			   mem = json_integer_value(mm);
+		bool other = (json_is_integer(gm) && milli >= 1 && milli <= 999) ||
+			     (json_is_integer(cm) && cpu > 0) || (json_is_integer(mm) && mem > 0);
 		if (!json_is_object(l) || !get_time(l, "submit_s", &sub) || !json_is_integer(g) ||
-		    json_integer_value(g) < 1 || json_integer_value(g) > 100000) {
-			e = sl_diag_set(d, SL_EPARSE, "%s: lease %zu: expected gpus (1..100000) and "
-					"submit_s", file, i);
+		    json_integer_value(g) < (other ? 0 : 1) || json_integer_value(g) > 100000 ||
+		    (gm && (!json_is_integer(gm) || milli < 1 || milli > 999 ||
+			    json_integer_value(g) != 0)) ||
+		    (cm && (!json_is_integer(cm) || cpu < 0 || cpu > SIM_MAX_CPU_MILLI)) ||
+		    (mm && (!json_is_integer(mm) || mem < 0 || mem > SIM_MAX_MEM_MIB))) {
+			e = sl_diag_set(d, SL_EPARSE, "%s: lease %zu: expected gpus (1..100000, or 0 "
+					"with gpu_milli 1..999, cpu_milli or memory_mib) and submit_s",
+					file, i);
 			break;
 		}
 		bool started = get_time(l, "start_s", &st), ended = get_time(l, "end_s", &en);
@@ -73,6 +86,9 @@ enum sl_err sim_parse_history(const char *text, size_t len, const char *file,
 		struct sim_pod *q = &p[k];
 		snprintf(q->name, sizeof(q->name), "%s", json_is_string(id) ? json_string_value(id) : "lease");
 		q->gpus = (int)json_integer_value(g);
+		q->gpu_milli = (int)milli;
+		q->cpu_milli = (int)cpu;
+		q->mem_mib = mem;
 		q->per_node = json_is_integer(pn) ? (int)json_integer_value(pn) : 0;
 		for (size_t m = 0; json_is_array(ms) && m < json_array_size(ms) && q->nmodels < PLACE_MAX_MODELS; m++)
 			if (json_is_string(json_array_get(ms, m)))

@@ -384,7 +384,8 @@ void sim_pod_request(const struct sim_pod *pod, struct place_request *req)
 	req->nmodels = pod->nmodels;
 	for (int i = 0; i < pod->nmodels; i++)
 		req->models[i] = pod->models[i];
-	req->cpus = pod->cpu_milli;
+	req->cpu_milli = pod->cpu_milli; /* exact on sim_build_fleet's types (cpu_milli),
+					    whole cores on a controller's (history replays) */
 	req->mem_mib = pod->mem_mib;
 	req->exact_cpu_mem = true;
 }
@@ -425,6 +426,7 @@ enum sl_err sim_build_fleet(struct fleet *f, const struct sim_node *nodes, int n
 			int8_t numa[TOPO_MAX_GPUS] = {0};
 			e = topo_type_init(&t, tname, m, nd->gpus, nd->cpu_milli,
 					   (int)(nd->mem_mib / 1024), numa, d);
+			t.cpu_milli = true;
 			if (e == SL_OK)
 				e = fleet_add_type(f, &t, &type, d);
 			if (e != SL_OK)

@@ -78,7 +78,8 @@ enum sl_err sim_build_fleet(struct fleet *f, const struct sim_node *nodes, int n
 			    int *skipped, struct sl_diag *d) SL_MUST_USE;
 
 /* The placement request for a pod (models point into pod, which must outlive
- * req). CPUs in thousandths, exact. */
+ * req). CPUs as cpu_milli and memory exact (place.h: exact on node types that
+ * count thousandths, as sim_build_fleet's do). */
 void sim_pod_request(const struct sim_pod *pod, struct place_request *req);
 
 #endif
