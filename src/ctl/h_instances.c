@@ -205,8 +205,7 @@ void h_instance_create(struct ctl_call *call)
 	snprintf(why, sizeof(why), "created: lease %s on %s%s; pulling and creating the container",
 		 in->lease, in->nodes[0].node, in->nnodes > 1 ? " and more" : "");
 	snprintf(in->reason, sizeof(in->reason), "%s", why);
-	in->hist[in->nhist++] = (struct inst_hist){c->now_ns, IS_STARTING, ""};
-	snprintf(in->hist[0].reason, sizeof(in->hist[0].reason), "%s", why);
+	inst_hist_add(in, c->now_ns, IS_STARTING, why);
 	inst_save(c, in);
 	inst_bump(c, in);
 	events_emit(c, "instance", in->id, inst_state_name(in->state), in->tenant); /* events.h */

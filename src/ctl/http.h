@@ -89,7 +89,7 @@
 #define HTTP_CONN_TIMEOUT_S 30u
 /* Memory per connection for the request line, headers and read buffer;
  * headers beyond it get MHD's 431 and the connection is closed. */
-#define HTTP_CONN_MEMORY ((size_t)64 << 10)
+#define HTTP_CONN_MEMORY ((size_t)4 << 10)
 /* Headers and query parameters kept per request; more is a 431 error. */
 #define HTTP_MAX_FIELDS 100u
 /* Extra response headers one answer may carry (http_response_header). */

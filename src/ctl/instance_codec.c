@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "agents.h"
+#include "buf.h"
 #include "instances_int.h"
 
 /* ---- JSON ---- */
@@ -192,7 +193,8 @@ static gpumask_t mask_of(const json_t *a)
 	return m;
 }
 
-static int segs_from(const json_t *a, struct inst_seg *s, const char *unit)
+/* The runs of a into *sp (grown; *cap its room); -1 out of memory. */
+static int segs_from(const json_t *a, struct inst_seg **sp, int *cap, const char *unit)
 {
 	int n = 0;
 	size_t i;
@@ -200,6 +202,9 @@ static int segs_from(const json_t *a, struct inst_seg *s, const char *unit)
 	json_array_foreach(a, i, x) {
 		if (n == INST_MAX_SEGS)
 			break;
+		if (sl_grow(sp, cap, n + 1, INST_MAX_SEGS))
+			return -1;
+		struct inst_seg *s = *sp;
 		s[n].from_ns = inst_tfield(x, "from");
 		s[n].to_ns = inst_tfield(x, "to");
 		s[n].units = (int)json_integer_value(json_object_get(x, unit));
@@ -220,7 +225,7 @@ struct instance *inst_from_json(struct ctl *c, const json_t *o, struct sl_diag *
 		return NULL;
 	}
 	struct instance *in = calloc(1, sizeof(*in));
-	if (!in || !(in->hist = calloc(INST_MAX_HIST, sizeof(*in->hist)))) {
+	if (!in || !inst_nodes_reserve(in, 1)) { /* nodes[0] is always there */
 		free(in);
 		sl_diag_set(d, SL_ENOMEM, "out of memory");
 		return NULL;
@@ -259,6 +264,11 @@ struct instance *inst_from_json(struct ctl *c, const json_t *o, struct sl_diag *
 	json_array_foreach(json_object_get(o, "node_detail"), i, x) {
 		if (in->nnodes == INST_MAX_NODES)
 			break;
+		if (!inst_nodes_reserve(in, in->nnodes + 1)) {
+			inst_free(in);
+			sl_diag_set(d, SL_ENOMEM, "out of memory");
+			return NULL;
+		}
 		struct inst_node *n = &in->nodes[in->nnodes++];
 		inst_sfield(n->node, sizeof(n->node), x, "node");
 		n->gpus = mask_of(json_object_get(x, "gpus"));
@@ -293,8 +303,15 @@ struct instance *inst_from_json(struct ctl *c, const json_t *o, struct sl_diag *
 	inst_sfield(in->gpu_region, sizeof(in->gpu_region), o, "gpu_region");
 	inst_sfield(in->gpu_model, sizeof(in->gpu_model), o, "gpu_model");
 	const json_t *bill = json_object_get(o, "billing");
-	in->ngpu_segs = segs_from(json_object_get(bill, "gpu"), in->gpu_segs, "gpus");
-	in->nnogpu_segs = segs_from(json_object_get(bill, "no_gpu"), in->nogpu_segs, "units");
+	in->ngpu_segs = segs_from(json_object_get(bill, "gpu"), &in->gpu_segs, &in->capgpu_segs, "gpus");
+	in->nnogpu_segs = segs_from(json_object_get(bill, "no_gpu"), &in->nogpu_segs,
+				    &in->capnogpu_segs, "units");
+	if (in->ngpu_segs < 0 || in->nnogpu_segs < 0) {
+		in->ngpu_segs = in->nnogpu_segs = 0;
+		inst_free(in);
+		sl_diag_set(d, SL_ENOMEM, "out of memory");
+		return NULL;
+	}
 	in->disk_from_ns = inst_tfield(json_object_get(bill, "storage"), "from");
 	in->disk_to_ns = inst_tfield(json_object_get(bill, "storage"), "to");
 	json_array_foreach(json_object_get(o, "history"), i, x) {

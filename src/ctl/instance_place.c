@@ -261,6 +261,8 @@ enum sl_err inst_place(struct ctl *c, struct instance *in, enum inst_where w, co
 		}
 	}
 	free(ok);
+	if (!e && !inst_nodes_reserve(in, pl.npicks < INST_MAX_NODES ? pl.npicks : INST_MAX_NODES))
+		e = sl_diag_set(d, SL_ENOMEM, "out of memory");
 	if (!e)
 		e = quota_ok(c, in, &pl, d);
 	struct ctl_lease *l = NULL;

@@ -104,8 +104,29 @@ void inst_free(struct instance *in)
 		json_decref(in->nodes[k].host_keys);
 	}
 	json_decref(in->authorized_keys);
+	for (int i = 0; i < in->nhist; i++)
+		if (in->hist[i].reason != inst_hist_empty)
+			free(in->hist[i].reason);
 	free(in->hist);
+	free(in->nodes);
+	free(in->gpu_segs);
+	free(in->nogpu_segs);
 	free(in);
+}
+
+bool inst_nodes_reserve(struct instance *in, int n)
+{
+	if (n <= in->capnodes)
+		return true;
+	if (n > INST_MAX_NODES)
+		return false;
+	struct inst_node *v = realloc(in->nodes, (size_t)n * sizeof(*v));
+	if (!v)
+		return false;
+	memset(v + in->capnodes, 0, (size_t)(n - in->capnodes) * sizeof(*v));
+	in->nodes = v;
+	in->capnodes = n;
+	return true;
 }
 
 struct instance *inst_new(struct ctl *c)
@@ -114,10 +135,7 @@ struct instance *inst_new(struct ctl *c)
 	if (!is || is->n >= INST_MAX)
 		return NULL;
 	struct instance *in = calloc(1, sizeof(*in));
-	if (!in)
-		return NULL;
-	in->hist = calloc(INST_MAX_HIST, sizeof(*in->hist));
-	if (!in->hist) {
+	if (!in || !inst_nodes_reserve(in, 1)) { /* nodes[0] is always there, as before */
 		free(in);
 		return NULL;
 	}
@@ -145,16 +163,30 @@ bool inst_add(struct ctl *c, struct instance *in)
 	return true;
 }
 
+char inst_hist_empty[1];
+
 void inst_hist_add(struct instance *in, int64_t at, enum inst_state s, const char *reason)
 {
-	if (in->nhist == INST_MAX_HIST) {
-		memmove(in->hist, in->hist + 1, (INST_MAX_HIST - 1) * sizeof(*in->hist));
+	if (in->nhist >= INST_MAX_HIST || sl_grow(&in->hist, &in->caphist, in->nhist + 1, INST_MAX_HIST)) {
+		if (!in->nhist)
+			return; /* out of memory before the first entry */
+		if (in->hist[0].reason != inst_hist_empty)
+			free(in->hist[0].reason);
+		memmove(in->hist, in->hist + 1, (size_t)(in->nhist - 1) * sizeof(*in->hist));
 		in->nhist--;
 	}
 	struct inst_hist *h = &in->hist[in->nhist++];
 	h->at_ns = at;
 	h->state = s;
-	snprintf(h->reason, sizeof(h->reason), "%s", reason ? reason : "");
+	/* as the fixed buffer it replaces kept it: at most INST_REASON_MAX - 1 bytes */
+	size_t n = reason ? strnlen(reason, INST_REASON_MAX - 1) : 0;
+	h->reason = n ? malloc(n + 1) : NULL;
+	if (h->reason) {
+		memcpy(h->reason, reason, n);
+		h->reason[n] = 0;
+	} else {
+		h->reason = inst_hist_empty;
+	}
 }
 
 void inst_bump(struct ctl *c, const struct instance *in)

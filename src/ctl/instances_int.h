@@ -58,11 +58,13 @@ struct inst_node {
 	int64_t last_report_ns;
 };
 
+/* reason: malloc'd (inst_hist_add), or inst_hist_empty when none could be. */
 struct inst_hist {
 	int64_t at_ns;
 	enum inst_state state;
-	char reason[INST_REASON_MAX];
+	char *reason;
 };
+extern char inst_hist_empty[1];
 
 /* A billing run of one kind: [from, to) with units (GPUs, 1, GiB); to 0: open. */
 struct inst_seg {
@@ -95,9 +97,11 @@ struct instance {
 	int64_t auto_stop_idle_s;    /* 0: never */
 	int ports[INST_MAX_PORTS];
 	int nports;
-	/* where it lives: the home nodes (the disks are there) */
-	int nnodes;
-	struct inst_node nodes[INST_MAX_NODES];
+	/* where it lives: the home nodes (the disks are there); nodes holds
+	 * capnodes entries (inst_nodes_reserve), so a one-node instance does not
+	 * carry INST_MAX_NODES of them */
+	int nnodes, capnodes;
+	struct inst_node *nodes;
 	int64_t epoch;
 	/* migration: the old node (home before) exporting its disks; "" none */
 	char migrate_from[FLEET_NAME_MAX + 1];
@@ -108,14 +112,15 @@ struct instance {
 	/* instants */
 	int64_t created_ns, running_since_ns, stopped_ns, released_ns;
 	int64_t broke_since_ns;      /* its tenant below zero since (0: not) */
-	/* billing runs, for the answer and the oracle (the meters are billing's) */
-	struct inst_seg gpu_segs[INST_MAX_SEGS], nogpu_segs[INST_MAX_SEGS];
-	int ngpu_segs, nnogpu_segs;
+	/* billing runs, for the answer and the oracle (the meters are billing's);
+	 * grown as runs open, at most INST_MAX_SEGS each */
+	struct inst_seg *gpu_segs, *nogpu_segs;
+	int ngpu_segs, nnogpu_segs, capgpu_segs, capnogpu_segs;
 	int64_t disk_from_ns, disk_to_ns;
 	char gpu_site[FLEET_NAME_MAX + 1], gpu_region[FLEET_NAME_MAX + 1]; /* of the home */
 	char gpu_model[32];
-	struct inst_hist *hist;
-	int nhist;
+	struct inst_hist *hist;      /* grown as entries come, at most INST_MAX_HIST */
+	int nhist, caphist;
 	bool tracked;                /* not released, or removal not yet confirmed */
 };
 
@@ -149,8 +154,11 @@ int64_t inst_tfield(const json_t *o, const char *k);
 void inst_sfield(char *dst, size_t n, const json_t *o, const char *k);
 
 /* instances.c */
-/* Appends a history entry (the oldest goes past INST_MAX_HIST). */
+/* Appends a history entry (the oldest goes past INST_MAX_HIST, or when out
+ * of memory). */
 void inst_hist_add(struct instance *in, int64_t at, enum inst_state s, const char *reason);
+/* Room for n nodes in in->nodes (new ones zeroed); false out of memory. */
+bool inst_nodes_reserve(struct instance *in, int n);
 struct instance *inst_find(struct ctl *c, const char *id);
 /* The instance named in the path, visible to the caller; NULL after a 404. */
 struct instance *inst_path(struct ctl_call *call);
