@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <zlib.h>
+
 #include "agents_int.h"
 #include "audit_log.h"
 #include "billing.h"
@@ -66,10 +68,20 @@ static void rec_free(struct agent_rec *r)
 bool agents_set_discovery(struct agent_rec *r, const json_t *d)
 {
 	char *text = d ? json_dumps(d, JSON_COMPACT) : NULL;
-	if (d && !text)
+	size_t len = text ? strlen(text) : 0;
+	uLongf zlen = text ? compressBound((uLong)len) : 0;
+	unsigned char *z = text && len < UINT32_MAX / 2 ? malloc(zlen) : NULL;
+	if (d && (!z || compress2(z, &zlen, (const Bytef *)text, (uLong)len, Z_DEFAULT_COMPRESSION) != Z_OK)) {
+		free(text);
+		free(z);
 		return false;
+	}
+	free(text);
+	unsigned char *fit = z ? realloc(z, zlen) : NULL; /* compressBound is generous */
 	free(r->discovery);
-	r->discovery = text;
+	r->discovery = fit ? fit : z;
+	r->disc_zlen = (uint32_t)zlen;
+	r->disc_len = (uint32_t)len;
 	snprintf(r->driver, sizeof(r->driver), "%s",
 		 json_string_value(json_object_get(d, "driver")) ?: "");
 	const json_t *gs = json_object_get(d, "gpus");
@@ -83,7 +95,16 @@ bool agents_set_discovery(struct agent_rec *r, const json_t *d)
 
 json_t *agents_discovery_json(const struct agent_rec *r)
 {
-	return r->discovery ? json_loads(r->discovery, 0, NULL) : NULL;
+	uLongf len = r->disc_len;
+	char *text = r->discovery ? malloc((size_t)len + 1) : NULL;
+	json_t *o = NULL;
+	if (text && uncompress((Bytef *)text, &len, r->discovery, r->disc_zlen) == Z_OK &&
+	    len == r->disc_len)
+		o = json_loadb(text, len, 0, NULL);
+	else if (r->discovery)
+		sl_log_error("a node's kept discovery cannot be read", "node=%s", r->name);
+	free(text);
+	return o;
 }
 
 bool agents_gpus_reset(struct agent_rec *r, int n)
@@ -116,12 +137,12 @@ bool agents_keep_gpus(struct agent_rec *r, const json_t *gpus)
 		/* checked: integers are 0..AGENT_MAX_METRIC, index a GPU of the node */
 		if (json_is_integer(x)) {
 			figs[i].index = (int32_t)json_integer_value(x);
-			figs[i].has |= 1u << AGF_N;
+			figs[i].has = (uint8_t)(figs[i].has | 1u << AGF_N);
 		}
 		for (int k = 0; k < AGF_N; k++)
 			if (json_is_integer(x = json_object_get(gj, agent_fig_keys[k]))) {
 				figs[i].fig[k] = (int32_t)json_integer_value(x);
-				figs[i].has |= 1u << k;
+				figs[i].has = (uint8_t)(figs[i].has | 1u << k);
 			}
 	}
 	free(r->gpus_text);

@@ -486,7 +486,10 @@ void h_agent_register(struct ctl_call *call)
 		return;
 	}
 	json_t *old_labels = r->labels;
-	char *old_disc = r->discovery, old_driver[sizeof(r->driver)];
+	/* the discovery kept before, to put back if the join fails */
+	unsigned char *old_disc = r->discovery;
+	uint32_t old_zlen = r->disc_zlen, old_len = r->disc_len;
+	char old_driver[sizeof(r->driver)];
 	int8_t old_nvlinks[TOPO_MAX_GPUS];
 	memcpy(old_driver, r->driver, sizeof(old_driver));
 	memcpy(old_nvlinks, r->disc_nvlinks, sizeof(old_nvlinks));
@@ -505,6 +508,8 @@ void h_agent_register(struct ctl_call *call)
 			/* Nothing changed: the record stays as it was (or unregistered). */
 			free(r->discovery);
 			r->discovery = old_disc;
+			r->disc_zlen = old_zlen;
+			r->disc_len = old_len;
 			memcpy(r->driver, old_driver, sizeof(old_driver));
 			memcpy(r->disc_nvlinks, old_nvlinks, sizeof(old_nvlinks));
 			r->labels = old_labels;

@@ -131,6 +131,7 @@ static bool parse_request(struct ctl_call *call, struct instance *in, const stru
 	images_min_driver(c, used, in->min_driver, sizeof(in->min_driver));
 	const char *key = json_string_value(json_object_get(b, "ssh_key"));
 	const char *user = call->tok->user, *ktenant = call->tok->tenant;
+	json_t *keys;
 	if (key) {
 		const struct ssh_key_rec *k = ssh_key_find(c, ktenant, user, key);
 		if (!k) {
@@ -138,10 +139,12 @@ static bool parse_request(struct ctl_call *call, struct instance *in, const stru
 			return bad(call, SL_ENOTFOUND, msg, "add one: suanli ssh-key add NAME --file ~/.ssh/id_ed25519.pub");
 		}
 		snprintf(in->ssh_key, sizeof(in->ssh_key), "%s", key);
-		in->authorized_keys = json_pack("[s]", k->line);
+		keys = json_pack("[s]", k->line);
 	} else {
-		in->authorized_keys = ssh_keys_of(c, ktenant, user);
+		keys = ssh_keys_of(c, ktenant, user);
 	}
+	in->authorized_keys = inst_text_of(keys);
+	json_decref(keys);
 	return in->authorized_keys != NULL || bad(call, SL_ENOMEM, NULL, NULL);
 }
 

@@ -100,10 +100,10 @@ void inst_free(struct instance *in)
 	if (!in)
 		return;
 	for (int k = 0; k < in->nnodes; k++) {
-		json_decref(in->nodes[k].ports);
-		json_decref(in->nodes[k].host_keys);
+		free(in->nodes[k].ports);
+		free(in->nodes[k].host_keys);
 	}
-	json_decref(in->authorized_keys);
+	free(in->authorized_keys);
 	for (int i = 0; i < in->nhist; i++)
 		if (in->hist[i].reason != inst_hist_empty)
 			free(in->hist[i].reason);
@@ -112,6 +112,22 @@ void inst_free(struct instance *in)
 	free(in->gpu_segs);
 	free(in->nogpu_segs);
 	free(in);
+}
+
+char *inst_text_of(const json_t *v)
+{
+	return v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+}
+
+json_t *inst_json_of(const char *text)
+{
+	return text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
+}
+
+json_t *inst_keys_json(const struct instance *in)
+{
+	json_t *a = inst_json_of(in->authorized_keys);
+	return a ? a : json_array();
 }
 
 bool inst_nodes_reserve(struct instance *in, int n)
@@ -338,8 +354,8 @@ void inst_mig_abandon(struct ctl *c, struct instance *in)
 	if (!in->migrate_from[0] || in->mig_removing)
 		return;
 	jobs_node_changed(c, in->nodes[0].node);
-	json_decref(in->nodes[0].ports);
-	json_decref(in->nodes[0].host_keys);
+	free(in->nodes[0].ports);
+	free(in->nodes[0].host_keys);
 	memset(&in->nodes[0], 0, sizeof(in->nodes[0]));
 	snprintf(in->nodes[0].node, sizeof(in->nodes[0].node), "%s", in->migrate_from);
 	in->nnodes = 1;
@@ -523,13 +539,13 @@ static void apply_node_report(struct ctl *c, struct inst_node *n, const json_t *
 		n->ssh_port = (int)sp;
 	const json_t *ports = json_object_get(r, "ports");
 	if (json_is_array(ports) && json_array_size(ports) <= INST_MAX_PORTS) {
-		json_decref(n->ports);
-		n->ports = json_deep_copy(ports);
+		free(n->ports);
+		n->ports = inst_text_of(ports);
 	}
 	const json_t *hk = json_object_get(r, "host_keys");
 	if (json_is_array(hk) && json_array_size(hk) <= 8) {
-		json_decref(n->host_keys);
-		n->host_keys = json_deep_copy(hk);
+		free(n->host_keys);
+		n->host_keys = inst_text_of(hk);
 	}
 	int64_t t = inst_tfield(r, "running_since");
 	if (n->rep == IR_RUNNING)
@@ -674,14 +690,14 @@ static json_t *item(struct ctl *c, const struct instance *in, int rank, const ch
 		json_array_append_new(ports, json_integer(in->ports[i]));
 	const struct inst_node *n = &in->nodes[rank];
 	bool gpu = in->mode == IM_GPU;
-	json_t *o = json_pack("{s:s, s:i, s:I, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:i, s:I, s:b, s:O, "
+	json_t *o = json_pack("{s:s, s:i, s:I, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:i, s:I, s:b, s:o, "
 			      "s:o, s:i, s:i}",
 			      "instance", in->id, "node_rank", rank, "epoch", (json_int_t)in->epoch,
 			      "lease", gpu ? in->lease : "", "state", state, "tenant", in->tenant,
 			      "image", in->image_ref, "gpus", gpus, "nics", nics, "env", env, "cpus",
 			      gpu ? n->cpus : INST_NOGPU_CPUS, "mem_mib",
 			      (json_int_t)(gpu ? n->mem_mib : INST_NOGPU_MEM_MIB), "host_network",
-			      gpu && n->whole, "authorized_keys", in->authorized_keys, "ports", ports,
+			      gpu && n->whole, "authorized_keys", inst_keys_json(in), "ports", ports,
 			      "volume_gib", in->volume_gib, "stop_grace_s", INST_STOP_GRACE_S);
 	if (o && first_of_migration)
 		json_object_set_new(o, "migrate_from", json_string(in->migrate_from));

@@ -50,8 +50,10 @@ struct inst_node {
 	char progress[160];
 	char error[256];
 	int ssh_port;
-	json_t *ports;           /* [{"port","host_port"}] as reported, NULL: none */
-	json_t *host_keys;       /* [{"type","fingerprint"}] */
+	/* as reported, kept as compact JSON text (inst_text_of; a jansson
+	 * tree of each took ~600 bytes); NULL: none */
+	char *ports;             /* [{"port","host_port"}] */
+	char *host_keys;         /* [{"type","fingerprint"}] */
 	int64_t running_since_ns, stopped_at_ns;
 	char stopped_by[8];
 	int64_t idle_since_ns;   /* every GPU below 1% since (0: busy or unknown) */
@@ -92,7 +94,7 @@ struct instance {
 	char image[IMAGE_NAME_MAX + 1], image_ref[IMAGE_REF_MAX + 1];
 	char min_driver[32];         /* the image's need when created ("": none) */
 	char ssh_key[INST_KEY_NAME_MAX + 1]; /* the key named at create ("": all the user's) */
-	json_t *authorized_keys;     /* array of key lines, fixed at create */
+	char *authorized_keys;       /* array of key lines, fixed at create (compact JSON text) */
 	int volume_gib;
 	int64_t auto_stop_idle_s;    /* 0: never */
 	int ports[INST_MAX_PORTS];
@@ -157,6 +159,13 @@ void inst_sfield(char *dst, size_t n, const json_t *o, const char *k);
 /* Appends a history entry (the oldest goes past INST_MAX_HIST, or when out
  * of memory). */
 void inst_hist_add(struct instance *in, int64_t at, enum inst_state s, const char *reason);
+/* A JSON value as compact text (malloc'd; NULL for NULL or out of memory),
+ * and back (a new reference; NULL for NULL or unreadable text): what an
+ * instance keeps of a report is text, which costs a tenth of the tree. */
+char *inst_text_of(const json_t *v);
+json_t *inst_json_of(const char *text);
+/* in->authorized_keys as a JSON array (a new reference; [] when none). */
+json_t *inst_keys_json(const struct instance *in);
 /* Room for n nodes in in->nodes (new ones zeroed); false out of memory. */
 bool inst_nodes_reserve(struct instance *in, int n);
 struct instance *inst_find(struct ctl *c, const char *id);
