@@ -208,6 +208,15 @@ struct run {
 
 static char req[REQ_MAX];
 
+/* The daemon of the run in progress, stopped should the tool die. */
+static pid_t daemon_pid;
+
+static void stop_daemon(void)
+{
+	if (daemon_pid > 0)
+		kill(daemon_pid, SIGTERM);
+}
+
 static void send_all(int fd, const char *b, size_t n)
 {
 	size_t off = 0;
@@ -592,7 +601,7 @@ static void run_size(int nodes, const char *agent_bin, struct size_result *res)
 			dm.portarg, "--fleet",   dm.fleet,     "--max-connections", maxconn,
 			"--log-level", "warn",  NULL};
 	double t0 = bl_now_ms();
-	r.pid = bl_spawn(args, dm.log);
+	r.pid = daemon_pid = bl_spawn(args, dm.log);
 	if (!bl_wait_healthy(dm.port, r.pid, 120000))
 		bl_die("suanlid did not become healthy (log: %s)", dm.log);
 	double cpu0 = bl_proc_cpu_ms(r.pid);
@@ -659,6 +668,7 @@ static void run_size(int nodes, const char *agent_bin, struct size_result *res)
 	kill(r.pid, SIGTERM);
 	int st;
 	waitpid(r.pid, &st, 0);
+	daemon_pid = 0;
 	for (int i = 0; i < nodes; i++) {
 		if (r.ag[i].fd > 0)
 			close(r.ag[i].fd);
@@ -786,6 +796,7 @@ int main(int argc, char **argv)
 				(unsigned long long)rl.rlim_cur);
 	}
 	bl_pin(1);
+	atexit(stop_daemon);
 	static struct size_result res[MAX_SIZES];
 	for (int s = 0; s < nsizes; s++)
 		run_size(sizes[s], agent, &res[s]);

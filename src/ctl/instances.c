@@ -165,8 +165,10 @@ struct instance *inst_new(struct ctl *c)
 void inst_drop_last(struct ctl *c, struct instance *in)
 {
 	struct ctl_instances *is = c->instances;
-	if (is->n > 0 && is->v[is->n - 1] == in)
+	if (is->n > 0 && is->v[is->n - 1] == in) {
 		is->v[--is->n] = NULL;
+		is->nidle -= in->auto_stop_idle_s > 0;
+	}
 	inst_free(in);
 }
 
@@ -176,6 +178,7 @@ bool inst_add(struct ctl *c, struct instance *in)
 	if ((int)in->seq != is->n + 1 || sl_grow(&is->v, &is->cap, is->n + 1, INST_MAX))
 		return false;
 	is->v[is->n++] = in;
+	is->nidle += in->auto_stop_idle_s > 0;
 	return true;
 }
 
@@ -270,6 +273,7 @@ static enum sl_err load_row(void *arg, const char *id, const char *tenant, const
 		return sl_diag_set(a->d, SL_EPARSE, "instance %s is stored twice", id);
 	}
 	is->v[in->seq - 1] = in;
+	is->nidle += in->auto_stop_idle_s > 0;
 	if ((int)in->seq > is->n)
 		is->n = (int)in->seq;
 	return SL_OK;
@@ -622,7 +626,10 @@ void instances_on_heartbeat(struct ctl *c, int node, const json_t *reports, cons
 			inst_save(c, in);
 		eval(c, in);
 	}
-	for (int k = 0; k < is->n; k++) {
+	/* Idle tracking: a scan of every instance, so only when one asked for
+	 * it (at 20,000 instances and 2,000 heartbeats/s the scan alone
+	 * outran the loop). */
+	for (int k = 0; is->nidle > 0 && k < is->n; k++) {
 		struct instance *in = is->v[k];
 		if (!in || in->state != IS_RUNNING || in->mode != IM_GPU || !in->auto_stop_idle_s)
 			continue;

@@ -139,6 +139,7 @@ struct ssh_key_rec {
 struct ctl_instances {
 	struct instance **v;         /* index seq - 1 */
 	int n, cap;
+	int nidle;                   /* of them, with auto_stop_idle_s (set at create only) */
 	int64_t retention_ns;
 	int64_t next_ms;             /* next tick */
 	struct ssh_key_rec *keys;
