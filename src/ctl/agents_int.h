@@ -62,7 +62,7 @@ struct agent_rec {
 	enum agent_life life;
 	char reason[CTL_REASON_MAX];
 	int ngpus;
-	struct gpu_health *gpu; /* ngpus of them (at least one allocated) */
+	struct gpu_health *gpu; /* ngpus of them (agents_gpus_reset); NULL while 0 */
 	/* The last heartbeat's "gpus" (memory only): the array as sent, as
 	 * compact text (GET /v1/nodes/NAME shows each object), and the figures
 	 * /metrics shows, parsed once per heartbeat. */

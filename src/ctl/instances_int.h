@@ -100,8 +100,8 @@ struct instance {
 	int ports[INST_MAX_PORTS];
 	int nports;
 	/* where it lives: the home nodes (the disks are there); nodes holds
-	 * capnodes entries (inst_nodes_reserve), so a one-node instance does not
-	 * carry INST_MAX_NODES of them */
+	 * capnodes entries (inst_nodes_reserve; nodes[0] always exists), so a
+	 * one-node instance does not carry INST_MAX_NODES of them */
 	int nnodes, capnodes;
 	struct inst_node *nodes;
 	int64_t epoch;
