@@ -179,7 +179,7 @@ static enum sl_err extend_one(struct fleet *f, const struct agent_rec *r, struct
 	bool custom = false;
 	if (!t)
 		return sl_diag_set(d, SL_ENOMEM, "out of memory");
-	/* The discovery (kept as text) is read only for a type it decides. */
+	/* The discovery (kept deflated) is read only for a type it decides. */
 	const char *tname = json_string_value(json_object_get(r->labels, "type"));
 	json_t *disc = tname && strncmp(tname, CUSTOM_PREFIX, strlen(CUSTOM_PREFIX))
 			       ? NULL
