@@ -18,7 +18,7 @@ set -euo pipefail
 pkgs=(
   build-essential binutils python3 cmake pkg-config                  # build
   libyaml-dev libjansson-dev libcmocka-dev libsqlite3-dev libmicrohttpd-dev
-  libcurl4-openssl-dev libsodium-dev libpq-dev libgnutls28-dev linux-libc-dev # libraries
+  libcurl4-openssl-dev libsodium-dev libpq-dev libgnutls28-dev linux-libc-dev zlib1g-dev # libraries
   jq curl sqlite3 faketime libfaketime python3-yaml wrk python3-torch # tests
   iproute2 iptables                                                  # netns hosts; --lease-net (ip, iptables-restore)
   postgresql                                                         # HA store tests

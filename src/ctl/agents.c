@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <zlib.h>
+
 #include "agents_int.h"
 #include "audit_log.h"
 #include "billing.h"
@@ -54,11 +56,101 @@ static void rec_free(struct agent_rec *r)
 {
 	if (!r)
 		return;
-	json_decref(r->discovery);
+	free(r->discovery);
 	json_decref(r->labels);
-	json_decref(r->gpus);
+	free(r->gpu);
+	free(r->gpus_text);
+	free(r->figs);
 	json_decref(r->events);
 	free(r);
+}
+
+bool agents_set_discovery(struct agent_rec *r, const json_t *d)
+{
+	char *text = d ? json_dumps(d, JSON_COMPACT) : NULL;
+	size_t len = text ? strlen(text) : 0;
+	uLongf zlen = text ? compressBound((uLong)len) : 0;
+	unsigned char *z = text && len < UINT32_MAX / 2 ? malloc(zlen) : NULL;
+	if (d && (!z || compress2(z, &zlen, (const Bytef *)text, (uLong)len, Z_DEFAULT_COMPRESSION) != Z_OK)) {
+		free(text);
+		free(z);
+		return false;
+	}
+	free(text);
+	unsigned char *fit = z ? realloc(z, zlen) : NULL; /* compressBound is generous */
+	free(r->discovery);
+	r->discovery = fit ? fit : z;
+	r->disc_zlen = (uint32_t)zlen;
+	r->disc_len = (uint32_t)len;
+	snprintf(r->driver, sizeof(r->driver), "%s",
+		 json_string_value(json_object_get(d, "driver")) ?: "");
+	const json_t *gs = json_object_get(d, "gpus");
+	for (int g = 0; g < TOPO_MAX_GPUS; g++) {
+		const json_t *x = json_object_get(json_array_get(gs, (size_t)g), "nvlinks");
+		json_int_t v = json_is_integer(x) ? json_integer_value(x) : -1;
+		r->disc_nvlinks[g] = (int8_t)(v < 0 || v > INT8_MAX ? -1 : v);
+	}
+	return true;
+}
+
+json_t *agents_discovery_json(const struct agent_rec *r)
+{
+	uLongf len = r->disc_len;
+	char *text = r->discovery ? malloc((size_t)len + 1) : NULL;
+	json_t *o = NULL;
+	if (text && uncompress((Bytef *)text, &len, r->discovery, r->disc_zlen) == Z_OK &&
+	    len == r->disc_len)
+		o = json_loadb(text, len, 0, NULL);
+	else if (r->discovery)
+		sl_log_error("a node's kept discovery cannot be read", "node=%s", r->name);
+	free(text);
+	return o;
+}
+
+bool agents_gpus_reset(struct agent_rec *r, int n)
+{
+	struct gpu_health *g = n > 0 ? calloc((size_t)n, sizeof(*g)) : NULL;
+	if (n > 0 && !g)
+		return false;
+	for (int i = 0; i < n; i++)
+		gpu_health_init(&g[i]);
+	free(r->gpu);
+	r->gpu = g;
+	r->ngpus = n;
+	return true;
+}
+
+const char *const agent_fig_keys[AGF_N] = {"temp_c", "power_w", "ecc_sbe", "ecc_dbe", "nvlink_up"};
+
+bool agents_keep_gpus(struct agent_rec *r, const json_t *gpus)
+{
+	size_t n = json_array_size(gpus);
+	char *text = json_dumps(gpus, JSON_COMPACT);
+	struct agent_gpu_fig *figs = n ? calloc(n, sizeof(*figs)) : NULL;
+	if (!text || (n && !figs)) {
+		free(text);
+		free(figs);
+		return false;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const json_t *gj = json_array_get(gpus, i), *x = json_object_get(gj, "index");
+		/* checked: integers are 0..AGENT_MAX_METRIC, index a GPU of the node */
+		if (json_is_integer(x)) {
+			figs[i].index = (int32_t)json_integer_value(x);
+			figs[i].has = (uint8_t)(figs[i].has | 1u << AGF_N);
+		}
+		for (int k = 0; k < AGF_N; k++)
+			if (json_is_integer(x = json_object_get(gj, agent_fig_keys[k]))) {
+				figs[i].fig[k] = (int32_t)json_integer_value(x);
+				figs[i].has = (uint8_t)(figs[i].has | 1u << k);
+			}
+	}
+	free(r->gpus_text);
+	free(r->figs);
+	r->gpus_text = text;
+	r->figs = figs;
+	r->nfigs = (int)n;
+	return true;
 }
 
 struct agent_rec *agents_rec_add(struct ctl *c, const char *name)
@@ -72,8 +164,6 @@ struct agent_rec *agents_rec_add(struct ctl *c, const char *name)
 		return NULL;
 	}
 	snprintf(r->name, sizeof(r->name), "%s", name);
-	for (int g = 0; g < TOPO_MAX_GPUS; g++)
-		gpu_health_init(&r->gpu[g]);
 	a->recs[a->n++] = r;
 	return r;
 }
@@ -97,9 +187,10 @@ void agents_rec_save(struct ctl *c, struct agent_rec *r)
 	json_t *gh = json_array();
 	for (int g = 0; gh && g < r->ngpus; g++)
 		json_array_append_new(gh, health_json(&r->gpu[g], g));
-	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:O, s:o, s:o, s:o, s:O}", "node", r->name,
+	json_t *disc = agents_discovery_json(r);
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:O}", "node", r->name,
 			      "addr", r->addr, "boot_id", r->boot_id, "agent_version", r->version,
-			      "discovery", r->discovery ? r->discovery : json_null(), "registered_at",
+			      "discovery", disc ? disc : json_null(), "registered_at",
 			      ctl_time_json(r->registered_ns), "last_heartbeat",
 			      ctl_time_json(r->last_hb_ns), "gpu_health", gh, "gpu_events", r->events);
 	if (o && r->labels)
@@ -164,13 +255,20 @@ static enum sl_err load_rec(void *arg, const char *id, const char *tenant, const
 	snprintf(r->lease_net, sizeof(r->lease_net), "%s",
 		 json_string_value(json_object_get(o, "lease_net")) ?: "");
 	json_t *disc = json_object_get(o, "discovery");
-	r->discovery = json_is_object(disc) ? json_incref(disc) : NULL;
+	if (!agents_set_discovery(r, json_is_object(disc) ? disc : NULL)) {
+		json_decref(o);
+		return sl_diag_set(la->d, SL_ENOMEM, "out of memory");
+	}
 	json_t *labels = json_object_get(o, "labels");
 	r->labels = json_is_object(labels) ? json_incref(labels) : NULL;
 	r->registered_ns = time_of(json_object_get(o, "registered_at"));
 	r->last_hb_ns = r->saved_hb_ns = time_of(json_object_get(o, "last_heartbeat"));
 	const json_t *gh = json_object_get(o, "gpu_health");
-	r->ngpus = (int)json_array_size(gh) > TOPO_MAX_GPUS ? TOPO_MAX_GPUS : (int)json_array_size(gh);
+	if (!agents_gpus_reset(r, (int)json_array_size(gh) > TOPO_MAX_GPUS ? TOPO_MAX_GPUS
+									    : (int)json_array_size(gh))) {
+		json_decref(o);
+		return sl_diag_set(la->d, SL_ENOMEM, "out of memory");
+	}
 	for (int g = 0; g < r->ngpus; g++)
 		health_from_json(json_array_get(gh, (size_t)g), &r->gpu[g]);
 	json_t *ev = json_object_get(o, "gpu_events");
@@ -275,8 +373,7 @@ const char *agents_node_lease_net(const struct ctl *c, int node)
 const char *agents_node_driver(const struct ctl *c, int node)
 {
 	const struct agent_rec *r = node_rec(c, node);
-	const char *v = r ? json_string_value(json_object_get(r->discovery, "driver")) : NULL;
-	return v ? v : "";
+	return r ? r->driver : "";
 }
 
 const char *agents_node_host_tenant(const struct ctl *c, int node)
@@ -345,16 +442,18 @@ json_t *agents_node_json(const struct ctl *c, int node)
 	if (!r)
 		return NULL;
 	json_t *gh = json_array();
+	json_t *gpus = r->gpus_text ? json_loads(r->gpus_text, 0, NULL) : NULL;
 	for (int g = 0; gh && g < r->ngpus; g++) {
 		json_t *h = health_json(&r->gpu[g], g);
 		json_t *m = NULL;
-		for (size_t i = 0; i < json_array_size(r->gpus); i++)
-			if (json_integer_value(json_object_get(json_array_get(r->gpus, i), "index")) == g)
-				m = json_array_get(r->gpus, i);
+		for (size_t i = 0; i < json_array_size(gpus); i++)
+			if (json_integer_value(json_object_get(json_array_get(gpus, i), "index")) == g)
+				m = json_array_get(gpus, i);
 		if (h && m)
 			json_object_set(h, "last_report", m);
 		json_array_append_new(gh, h);
 	}
+	json_decref(gpus);
 	json_t *agent = json_pack("{s:s, s:s, s:s, s:o, s:o, s:s, s:s}", "addr", r->addr,
 				  "agent_version", r->version, "boot_id", r->boot_id,
 				  "registered_at", ctl_time_json(r->registered_ns), "last_heartbeat",

@@ -179,7 +179,13 @@ static enum sl_err extend_one(struct fleet *f, const struct agent_rec *r, struct
 	bool custom = false;
 	if (!t)
 		return sl_diag_set(d, SL_ENOMEM, "out of memory");
-	enum sl_err e = agents_join_type(f, r->name, r->labels, r->discovery, t, &custom, d);
+	/* The discovery (kept deflated) is read only for a type it decides. */
+	const char *tname = json_string_value(json_object_get(r->labels, "type"));
+	json_t *disc = tname && strncmp(tname, CUSTOM_PREFIX, strlen(CUSTOM_PREFIX))
+			       ? NULL
+			       : agents_discovery_json(r);
+	enum sl_err e = agents_join_type(f, r->name, r->labels, disc, t, &custom, d);
+	json_decref(disc);
 	int ti = e ? -1 : fleet_find_type(f, t->name);
 	if (e == SL_OK && ti < 0)
 		e = fleet_add_type(f, t, &ti, d);
@@ -479,15 +485,33 @@ void h_agent_register(struct ctl_call *call)
 		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
 		return;
 	}
-	json_t *old_labels = r->labels, *old_disc = r->discovery;
-	r->discovery = json_incref(in.discovery);
+	json_t *old_labels = r->labels;
+	/* the discovery kept before, to put back if the join fails */
+	unsigned char *old_disc = r->discovery;
+	uint32_t old_zlen = r->disc_zlen, old_len = r->disc_len;
+	char old_driver[sizeof(r->driver)];
+	int8_t old_nvlinks[TOPO_MAX_GPUS];
+	memcpy(old_driver, r->driver, sizeof(old_driver));
+	memcpy(old_nvlinks, r->disc_nvlinks, sizeof(old_nvlinks));
+	r->discovery = NULL;
+	if (!agents_set_discovery(r, in.discovery)) {
+		r->discovery = old_disc;
+		json_decref(labels);
+		free(disc);
+		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
+		return;
+	}
 	if (labels)
 		r->labels = labels;
 	if (idx < 0) {
 		if ((e = join_node(c, r, &d)) || (idx = fleet_find_node(c->fleet, in.node)) < 0) {
 			/* Nothing changed: the record stays as it was (or unregistered). */
-			json_decref(r->discovery);
+			free(r->discovery);
 			r->discovery = old_disc;
+			r->disc_zlen = old_zlen;
+			r->disc_len = old_len;
+			memcpy(r->driver, old_driver, sizeof(old_driver));
+			memcpy(r->disc_nvlinks, old_nvlinks, sizeof(old_nvlinks));
 			r->labels = old_labels;
 			json_decref(labels);
 			if (!e)
@@ -504,7 +528,7 @@ void h_agent_register(struct ctl_call *call)
 	}
 	if (old_labels != r->labels)
 		json_decref(old_labels);
-	json_decref(old_disc);
+	free(old_disc);
 	const struct node_type *declared = fleet_node_type(c->fleet, idx);
 	char full[CTL_REASON_MAX];
 	bool weaker = discovery_weaker(disc, declared, reason, sizeof(reason));
@@ -518,10 +542,12 @@ void h_agent_register(struct ctl_call *call)
 	snprintf(r->host_tenant, sizeof(r->host_tenant), "%s", in.host_tenant ? in.host_tenant : "");
 	snprintf(r->lease_net, sizeof(r->lease_net), "%s", in.lease_net ? in.lease_net : "");
 	r->registered_ns = c->now_ns;
-	if (fresh || r->ngpus != declared->ngpus) {
-		for (int g = 0; g < TOPO_MAX_GPUS; g++)
-			gpu_health_init(&r->gpu[g]);
-		r->ngpus = declared->ngpus;
+	if ((fresh || r->ngpus != declared->ngpus) && !agents_gpus_reset(r, declared->ngpus)) {
+		/* Out of memory: no per-GPU health until the agent registers again
+		 * (every GPU usable, as for a node without an agent). */
+		(void)agents_gpus_reset(r, 0);
+		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
+		return;
 	}
 	agents_reported(c, r);
 	char secret[64] = "";
@@ -706,10 +732,8 @@ void h_agent_heartbeat(struct ctl_call *call)
 		return;
 	agents_reported(c, r);
 	bool back = false;
-	if (gpus) {
-		json_decref(r->gpus);
-		r->gpus = json_incref(gpus);
-	}
+	if (gpus && !agents_keep_gpus(r, gpus))
+		sl_log_warn("out of memory: a heartbeat's GPU figures are not kept", "node=%s", r->name);
 	if (apply_gpus(c, r, gpus, &back)) {
 		agents_apply_gpus_rec(c, r, idx);
 		agents_rec_save(c, r);

@@ -27,6 +27,16 @@
 
 enum agent_life { AL_READY, AL_UNREACHABLE, AL_DOWN };
 
+/* One GPU object of a heartbeat's "gpus", the integer figures /metrics
+ * shows (agents_metrics.c); has: bit k set when fig[k] was sent. */
+enum { AGF_TEMP, AGF_POWER, AGF_ECC_SBE, AGF_ECC_DBE, AGF_NVLINK_UP, AGF_N };
+struct agent_gpu_fig {
+	int32_t index;
+	int32_t fig[AGF_N];
+	uint8_t has;         /* bit AGF_N: index was sent */
+};
+extern const char *const agent_fig_keys[AGF_N];
+
 struct agent_rec {
 	char name[CTL_NAME_MAX + 1];
 	char addr[AGENT_ADDR_MAX + 1];
@@ -34,7 +44,15 @@ struct agent_rec {
 	char version[AGENT_VERSION_MAX + 1];
 	char host_tenant[CTL_NAME_MAX + 1]; /* runs this tenant's work as host processes ("": containers) */
 	char lease_net[LEASE_NET_CIDR_MAX]; /* its --lease-net pool ("": none; lease_net.h) */
-	json_t *discovery;     /* as registered */
+	/* The discovery as registered: its compact JSON text, deflated (zlib),
+	 * written back into the record's row as it came and parsed only for a
+	 * rejoin's custom type. As a jansson tree it took ~40 KB per node, as
+	 * text ~3.3 KB, deflated ~0.5 KB (an hgx-h100-8). What is read often is
+	 * kept apart: the driver, and each GPU's NVLink count (-1 unknown). */
+	unsigned char *discovery; /* NULL: none */
+	uint32_t disc_zlen, disc_len; /* deflated and text bytes */
+	char driver[32];
+	int8_t disc_nvlinks[TOPO_MAX_GPUS];
 	json_t *labels;        /* {"site","leaf","type"} of a node that joined; NULL otherwise */
 	int64_t registered_ns;
 	int64_t last_hb_ns;    /* last report (register or heartbeat); 0: none ever */
@@ -44,8 +62,13 @@ struct agent_rec {
 	enum agent_life life;
 	char reason[CTL_REASON_MAX];
 	int ngpus;
-	struct gpu_health gpu[TOPO_MAX_GPUS];
-	json_t *gpus;          /* the last heartbeat's "gpus" (memory only) */
+	struct gpu_health *gpu; /* ngpus of them (agents_gpus_reset); NULL while 0 */
+	/* The last heartbeat's "gpus" (memory only): the array as sent, as
+	 * compact text (GET /v1/nodes/NAME shows each object), and the figures
+	 * /metrics shows, parsed once per heartbeat. */
+	char *gpus_text;       /* NULL: none reported */
+	struct agent_gpu_fig *figs;
+	int nfigs;
 	uint64_t xids[TOPO_MAX_GPUS]; /* XID events reported since the start (memory only) */
 	json_t *events;        /* gpu_events: [{"gpu","code","at","state"}] */
 };
@@ -72,6 +95,15 @@ void agents_rec_save(struct ctl *c, struct agent_rec *r);
 /* A report arrived (register, heartbeat): timers restart; an unreachable or
  * down node comes back (audited, placer, scheduler). */
 void agents_reported(struct ctl *c, struct agent_rec *r);
+/* Sets r's discovery (compact text, driver, NVLink counts) from the tree d
+ * (NULL: none); false out of memory (r unchanged). */
+bool agents_set_discovery(struct agent_rec *r, const json_t *d);
+/* r's discovery as a tree (new reference; NULL when none or unreadable). */
+json_t *agents_discovery_json(const struct agent_rec *r);
+/* Sets r->ngpus to n with every GPU's health fresh; false out of memory. */
+bool agents_gpus_reset(struct agent_rec *r, int n);
+/* Keeps a heartbeat's "gpus" (checked) on r; false out of memory. */
+bool agents_keep_gpus(struct agent_rec *r, const json_t *gpus);
 /* Applies r's per-GPU health to the placer for fleet node idx (and, while
  * ready, names the GPUs out of service in r->reason). */
 void agents_apply_gpus_rec(struct ctl *c, struct agent_rec *r, int idx);

@@ -15,19 +15,21 @@
 #include "agents_int.h"
 #include "buf.h"
 
-/* A figure of the heartbeat's "gpus" objects and how it is shown. */
+/* A figure of the heartbeat's "gpus" objects and how it is shown; fig is
+ * its slot in struct agent_gpu_fig (the key, agent_fig_keys[fig]). */
 struct gpu_family {
-	const char *name, *type, *help, *key;
+	const char *name, *type, *help;
+	int fig;
 };
 
 static const struct gpu_family families[] = {
-	{"DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C), as of the last heartbeat.", "temp_c"},
-	{"DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W), as of the last heartbeat.", "power_w"},
+	{"DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C), as of the last heartbeat.", AGF_TEMP},
+	{"DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W), as of the last heartbeat.", AGF_POWER},
 	/* dcgm-exporter calls these counters; they are volatile (a driver
 	 * reload resets them), and promtool wants a counter to end in _total. */
-	{"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "gauge", "Single-bit (corrected) volatile ECC errors.", "ecc_sbe"},
-	{"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "gauge", "Double-bit (uncorrected) volatile ECC errors.", "ecc_dbe"},
-	{"suanli_gpu_nvlinks_up", "gauge", "NVLink links in the active state.", "nvlink_up"},
+	{"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "gauge", "Single-bit (corrected) volatile ECC errors.", AGF_ECC_SBE},
+	{"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "gauge", "Double-bit (uncorrected) volatile ECC errors.", AGF_ECC_DBE},
+	{"suanli_gpu_nvlinks_up", "gauge", "NVLink links in the active state.", AGF_NVLINK_UP},
 };
 
 /* The records /metrics shows: registered ones, at most the bound. */
@@ -41,22 +43,20 @@ static void family_head(struct sl_buf *b, const char *name, const char *type, co
 	sl_buf_addf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* A GPU's figure from the last heartbeat; false when it did not say. */
-static bool gpu_figure(const json_t *gj, const char *key, json_int_t *v)
+/* A GPU's figure from the last heartbeat (fig AGF_N: its index); false
+ * when it did not say. */
+static bool gpu_figure(const struct agent_gpu_fig *f, int fig, long long *v)
 {
-	const json_t *x = json_object_get(gj, key);
-	if (!json_is_integer(x))
+	if (!(f->has & (1u << fig)))
 		return false;
-	*v = json_integer_value(x);
+	*v = fig == AGF_N ? f->index : f->fig[fig];
 	return true;
 }
 
 /* The links the GPU had at registration (its discovery); -1 unknown. */
-static json_int_t links_expected(const struct agent_rec *r, int g)
+static long long links_expected(const struct agent_rec *r, long long g)
 {
-	const json_t *gs = json_object_get(r->discovery, "gpus");
-	const json_t *x = json_object_get(json_array_get(gs, (size_t)g), "nvlinks");
-	return json_is_integer(x) ? json_integer_value(x) : -1;
+	return g >= 0 && g < TOPO_MAX_GPUS ? r->disc_nvlinks[g] : -1;
 }
 
 static void gpu_series(const struct ctl_agents *a, struct sl_buf *b)
@@ -67,12 +67,12 @@ static void gpu_series(const struct ctl_agents *a, struct sl_buf *b)
 			const struct agent_rec *r = a->recs[i];
 			if (!shown(a, i))
 				continue;
-			for (size_t k = 0; k < json_array_size(r->gpus); k++) {
-				const json_t *gj = json_array_get(r->gpus, k);
-				json_int_t g, v;
-				if (gpu_figure(gj, "index", &g) && gpu_figure(gj, families[f].key, &v))
+			for (int k = 0; k < r->nfigs; k++) {
+				long long g, v;
+				if (gpu_figure(&r->figs[k], AGF_N, &g) &&
+				    gpu_figure(&r->figs[k], families[f].fig, &v))
 					sl_buf_addf(b, "%s{node=\"%s\",gpu=\"%lld\"} %lld\n", families[f].name,
-						    r->name, (long long)g, (long long)v);
+						    r->name, g, v);
 			}
 		}
 	}
@@ -82,14 +82,13 @@ static void gpu_series(const struct ctl_agents *a, struct sl_buf *b)
 		const struct agent_rec *r = a->recs[i];
 		if (!shown(a, i))
 			continue;
-		for (size_t k = 0; k < json_array_size(r->gpus); k++) {
-			const json_t *gj = json_array_get(r->gpus, k);
-			json_int_t g, up, want;
-			if (!gpu_figure(gj, "index", &g) || !gpu_figure(gj, "nvlink_up", &up) ||
-			    (want = links_expected(r, (int)g)) < 0)
+		for (int k = 0; k < r->nfigs; k++) {
+			long long g, up, want;
+			if (!gpu_figure(&r->figs[k], AGF_N, &g) ||
+			    !gpu_figure(&r->figs[k], AGF_NVLINK_UP, &up) || (want = links_expected(r, g)) < 0)
 				continue;
 			sl_buf_addf(b, "suanli_gpu_nvlinks_down{node=\"%s\",gpu=\"%lld\"} %lld\n", r->name,
-				    (long long)g, (long long)(want > up ? want - up : 0));
+				    g, want > up ? want - up : 0);
 		}
 	}
 	family_head(b, "DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered (0: none).");

@@ -131,6 +131,7 @@ static bool parse_request(struct ctl_call *call, struct instance *in, const stru
 	images_min_driver(c, used, in->min_driver, sizeof(in->min_driver));
 	const char *key = json_string_value(json_object_get(b, "ssh_key"));
 	const char *user = call->tok->user, *ktenant = call->tok->tenant;
+	json_t *keys;
 	if (key) {
 		const struct ssh_key_rec *k = ssh_key_find(c, ktenant, user, key);
 		if (!k) {
@@ -138,10 +139,12 @@ static bool parse_request(struct ctl_call *call, struct instance *in, const stru
 			return bad(call, SL_ENOTFOUND, msg, "add one: suanli ssh-key add NAME --file ~/.ssh/id_ed25519.pub");
 		}
 		snprintf(in->ssh_key, sizeof(in->ssh_key), "%s", key);
-		in->authorized_keys = json_pack("[s]", k->line);
+		keys = json_pack("[s]", k->line);
 	} else {
-		in->authorized_keys = ssh_keys_of(c, ktenant, user);
+		keys = ssh_keys_of(c, ktenant, user);
 	}
+	in->authorized_keys = inst_text_of(keys);
+	json_decref(keys);
 	return in->authorized_keys != NULL || bad(call, SL_ENOMEM, NULL, NULL);
 }
 
@@ -205,8 +208,7 @@ void h_instance_create(struct ctl_call *call)
 	snprintf(why, sizeof(why), "created: lease %s on %s%s; pulling and creating the container",
 		 in->lease, in->nodes[0].node, in->nnodes > 1 ? " and more" : "");
 	snprintf(in->reason, sizeof(in->reason), "%s", why);
-	in->hist[in->nhist++] = (struct inst_hist){c->now_ns, IS_STARTING, ""};
-	snprintf(in->hist[0].reason, sizeof(in->hist[0].reason), "%s", why);
+	inst_hist_add(in, c->now_ns, IS_STARTING, why);
 	inst_save(c, in);
 	inst_bump(c, in);
 	events_emit(c, "instance", in->id, inst_state_name(in->state), in->tenant); /* events.h */

@@ -22,6 +22,7 @@
 
 #include "audit_log.h"
 #include "billing.h"
+#include "buf.h"
 #include "instances_int.h"
 #include "log.h"
 
@@ -48,15 +49,19 @@ static void meter_of(const struct instance *in, const char *kind, char *id, size
 	}
 }
 
-static void seg_open(struct inst_seg *s, int *n, int64_t at, int units)
+static void seg_open(struct inst_seg **sp, int *n, int *cap, int64_t at, int units)
 {
-	if (*n > 0 && !s[*n - 1].to_ns)
+	if (*n > 0 && !(*sp)[*n - 1].to_ns)
 		return; /* already open */
-	if (*n == INST_MAX_SEGS) { /* merge the two oldest: the sum stays exact enough to show */
-		memmove(s, s + 1, (INST_MAX_SEGS - 1) * sizeof(*s));
+	if (*n == INST_MAX_SEGS || sl_grow(sp, cap, *n + 1, INST_MAX_SEGS)) {
+		/* full (or out of memory): the oldest run goes, as the answer's
+		 * bounded list always did */
+		if (!*n)
+			return;
+		memmove(*sp, *sp + 1, (size_t)(*n - 1) * sizeof(**sp));
 		(*n)--;
 	}
-	s[(*n)++] = (struct inst_seg){at, 0, units};
+	(*sp)[(*n)++] = (struct inst_seg){at, 0, units};
 }
 
 static void seg_close(struct inst_seg *s, int n, int64_t at)
@@ -71,7 +76,7 @@ void inst_bill_gpu_on(struct ctl *c, struct instance *in, int64_t at)
 	struct billing_meter m;
 	meter_of(in, "gpu", id, sizeof(id), &m);
 	(void)billing_meter_on(c, &m, at);
-	seg_open(in->gpu_segs, &in->ngpu_segs, at, in->gpus);
+	seg_open(&in->gpu_segs, &in->ngpu_segs, &in->capgpu_segs, at, in->gpus);
 }
 
 void inst_bill_gpu_off(struct ctl *c, struct instance *in, int64_t at)
@@ -88,7 +93,7 @@ void inst_bill_nogpu_on(struct ctl *c, struct instance *in, int64_t at)
 	struct billing_meter m;
 	meter_of(in, "nogpu", id, sizeof(id), &m);
 	(void)billing_meter_on(c, &m, at);
-	seg_open(in->nogpu_segs, &in->nnogpu_segs, at, 1);
+	seg_open(&in->nogpu_segs, &in->nnogpu_segs, &in->capnogpu_segs, at, 1);
 }
 
 void inst_bill_nogpu_off(struct ctl *c, struct instance *in, int64_t at)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "agents.h"
+#include "buf.h"
 #include "history.h"
 #include "instances_int.h"
 
@@ -56,15 +57,18 @@ static json_t *api_json(struct ctl *c, const struct instance *in, json_t *o)
 		}
 		size_t i;
 		const json_t *p;
-		json_array_foreach(nd->ports, i, p)
+		json_t *nports = inst_json_of(nd->ports), *nkeys = inst_json_of(nd->host_keys);
+		json_array_foreach(nports, i, p)
 			json_array_append_new(ports, json_pack("{s:O, s:s, s:s, s:O}", "port",
 							       json_object_get(p, "port"), "node", nd->node,
 							       "host", host, "host_port",
 							       json_object_get(p, "host_port")));
-		json_array_foreach(nd->host_keys, i, p)
+		json_array_foreach(nkeys, i, p)
 			json_array_append_new(keys, json_pack("{s:s, s:O, s:O}", "node", nd->node, "type",
 							      json_object_get(p, "type"), "fingerprint",
 							      json_object_get(p, "fingerprint")));
+		json_decref(nports);
+		json_decref(nkeys);
 	}
 	json_object_set_new(o, "nodes", nodes);
 	json_object_set_new(o, "ssh", ssh);
@@ -96,8 +100,8 @@ static json_t *store_nodes(const struct instance *in)
 				      "mem_mib", (json_int_t)n->mem_mib, "whole", n->whole, "rep",
 				      n->rep_word, "rep_epoch", (json_int_t)n->rep_epoch, "progress",
 				      n->progress, "error", n->error, "ssh_port", n->ssh_port, "ports",
-				      n->ports ? json_incref(n->ports) : json_array(), "host_keys",
-				      n->host_keys ? json_incref(n->host_keys) : json_array(),
+				      n->ports ? inst_json_of(n->ports) : json_array(), "host_keys",
+				      n->host_keys ? inst_json_of(n->host_keys) : json_array(),
 				      "running_since", ctl_time_json(n->running_since_ns), "stopped_at",
 				      ctl_time_json(n->stopped_at_ns), "stopped_by", n->stopped_by,
 				      "idle_since", ctl_time_json(n->idle_since_ns));
@@ -143,7 +147,7 @@ json_t *inst_to_json(struct ctl *c, const struct instance *in, bool store)
 	if (!store)
 		return api_json(c, in, o);
 	json_object_set_new(o, "node_detail", store_nodes(in));
-	json_object_set_new(o, "authorized_keys", json_incref(in->authorized_keys));
+	json_object_set_new(o, "authorized_keys", inst_keys_json(in));
 	json_object_set_new(o, "min_driver", json_string(in->min_driver));
 	json_object_set_new(o, "migrate_from", json_string(in->migrate_from));
 	json_object_set_new(o, "mig_rep", json_integer(in->mig_rep));
@@ -200,7 +204,8 @@ static gpumask_t mask_of(const json_t *a)
 	return m;
 }
 
-static int segs_from(const json_t *a, struct inst_seg *s, const char *unit)
+/* The runs of a into *sp (grown; *cap its room); -1 out of memory. */
+static int segs_from(const json_t *a, struct inst_seg **sp, int *cap, const char *unit)
 {
 	int n = 0;
 	size_t i;
@@ -208,6 +213,9 @@ static int segs_from(const json_t *a, struct inst_seg *s, const char *unit)
 	json_array_foreach(a, i, x) {
 		if (n == INST_MAX_SEGS)
 			break;
+		if (sl_grow(sp, cap, n + 1, INST_MAX_SEGS))
+			return -1;
+		struct inst_seg *s = *sp;
 		s[n].from_ns = inst_tfield(x, "from");
 		s[n].to_ns = inst_tfield(x, "to");
 		s[n].units = (int)json_integer_value(json_object_get(x, unit));
@@ -228,7 +236,7 @@ struct instance *inst_from_json(struct ctl *c, const json_t *o, struct sl_diag *
 		return NULL;
 	}
 	struct instance *in = calloc(1, sizeof(*in));
-	if (!in || !(in->hist = calloc(INST_MAX_HIST, sizeof(*in->hist)))) {
+	if (!in || !inst_nodes_reserve(in, 1)) { /* nodes[0] is always there */
 		free(in);
 		sl_diag_set(d, SL_ENOMEM, "out of memory");
 		return NULL;
@@ -253,10 +261,12 @@ struct instance *inst_from_json(struct ctl *c, const json_t *o, struct sl_diag *
 	inst_sfield(in->image_ref, sizeof(in->image_ref), o, "image_ref");
 	inst_sfield(in->min_driver, sizeof(in->min_driver), o, "min_driver");
 	inst_sfield(in->ssh_key, sizeof(in->ssh_key), o, "ssh_key");
-	in->authorized_keys = json_incref(json_object_get(o, "authorized_keys"));
-	if (!json_is_array(in->authorized_keys)) {
-		json_decref(in->authorized_keys);
-		in->authorized_keys = json_array();
+	const json_t *ak = json_object_get(o, "authorized_keys");
+	in->authorized_keys = inst_text_of(json_is_array(ak) ? ak : NULL);
+	if (json_is_array(ak) && !in->authorized_keys) {
+		inst_free(in);
+		sl_diag_set(d, SL_ENOMEM, "out of memory");
+		return NULL;
 	}
 	in->volume_gib = (int)json_integer_value(json_object_get(o, "volume_gib"));
 	in->auto_stop_idle_s = json_integer_value(json_object_get(o, "auto_stop_idle_s"));
@@ -267,6 +277,11 @@ struct instance *inst_from_json(struct ctl *c, const json_t *o, struct sl_diag *
 	json_array_foreach(json_object_get(o, "node_detail"), i, x) {
 		if (in->nnodes == INST_MAX_NODES)
 			break;
+		if (!inst_nodes_reserve(in, in->nnodes + 1)) {
+			inst_free(in);
+			sl_diag_set(d, SL_ENOMEM, "out of memory");
+			return NULL;
+		}
 		struct inst_node *n = &in->nodes[in->nnodes++];
 		inst_sfield(n->node, sizeof(n->node), x, "node");
 		n->gpus = mask_of(json_object_get(x, "gpus"));
@@ -279,8 +294,8 @@ struct instance *inst_from_json(struct ctl *c, const json_t *o, struct sl_diag *
 		inst_sfield(n->progress, sizeof(n->progress), x, "progress");
 		inst_sfield(n->error, sizeof(n->error), x, "error");
 		n->ssh_port = (int)json_integer_value(json_object_get(x, "ssh_port"));
-		n->ports = json_incref(json_object_get(x, "ports"));
-		n->host_keys = json_incref(json_object_get(x, "host_keys"));
+		n->ports = inst_text_of(json_object_get(x, "ports"));
+		n->host_keys = inst_text_of(json_object_get(x, "host_keys"));
 		n->running_since_ns = inst_tfield(x, "running_since");
 		n->stopped_at_ns = inst_tfield(x, "stopped_at");
 		inst_sfield(n->stopped_by, sizeof(n->stopped_by), x, "stopped_by");
@@ -301,8 +316,15 @@ struct instance *inst_from_json(struct ctl *c, const json_t *o, struct sl_diag *
 	inst_sfield(in->gpu_region, sizeof(in->gpu_region), o, "gpu_region");
 	inst_sfield(in->gpu_model, sizeof(in->gpu_model), o, "gpu_model");
 	const json_t *bill = json_object_get(o, "billing");
-	in->ngpu_segs = segs_from(json_object_get(bill, "gpu"), in->gpu_segs, "gpus");
-	in->nnogpu_segs = segs_from(json_object_get(bill, "no_gpu"), in->nogpu_segs, "units");
+	in->ngpu_segs = segs_from(json_object_get(bill, "gpu"), &in->gpu_segs, &in->capgpu_segs, "gpus");
+	in->nnogpu_segs = segs_from(json_object_get(bill, "no_gpu"), &in->nogpu_segs,
+				    &in->capnogpu_segs, "units");
+	if (in->ngpu_segs < 0 || in->nnogpu_segs < 0) {
+		in->ngpu_segs = in->nnogpu_segs = 0;
+		inst_free(in);
+		sl_diag_set(d, SL_ENOMEM, "out of memory");
+		return NULL;
+	}
 	in->disk_from_ns = inst_tfield(json_object_get(bill, "storage"), "from");
 	in->disk_to_ns = inst_tfield(json_object_get(bill, "storage"), "to");
 	json_array_foreach(json_object_get(o, "history"), i, x) {

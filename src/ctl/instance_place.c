@@ -261,6 +261,8 @@ enum sl_err inst_place(struct ctl *c, struct instance *in, enum inst_where w, co
 		}
 	}
 	free(ok);
+	if (!e && !inst_nodes_reserve(in, pl.npicks < INST_MAX_NODES ? pl.npicks : INST_MAX_NODES))
+		e = sl_diag_set(d, SL_ENOMEM, "out of memory");
 	if (!e)
 		e = quota_ok(c, in, &pl, d);
 	struct ctl_lease *l = NULL;
@@ -287,8 +289,8 @@ enum sl_err inst_place(struct ctl *c, struct instance *in, enum inst_where w, co
 			struct inst_node *nd = &in->nodes[k];
 			const char *name = c->fleet->nodes[p->node].name;
 			if (k >= in->nnodes || strcmp(nd->node, name)) {
-				json_decref(nd->ports);
-				json_decref(nd->host_keys);
+				free(nd->ports);
+				free(nd->host_keys);
 				memset(nd, 0, sizeof(*nd));
 				snprintf(nd->node, sizeof(nd->node), "%s", name);
 			}
@@ -299,8 +301,8 @@ enum sl_err inst_place(struct ctl *c, struct instance *in, enum inst_where w, co
 			nd->idle_since_ns = 0;
 		}
 		for (int k = n; k < in->nnodes; k++) {
-			json_decref(in->nodes[k].ports);
-			json_decref(in->nodes[k].host_keys);
+			free(in->nodes[k].ports);
+			free(in->nodes[k].host_keys);
 			in->nodes[k].ports = in->nodes[k].host_keys = NULL;
 		}
 		in->nnodes = n;

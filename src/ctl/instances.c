@@ -135,12 +135,49 @@ void inst_free(struct instance *in)
 	if (!in)
 		return;
 	for (int k = 0; k < in->nnodes; k++) {
-		json_decref(in->nodes[k].ports);
-		json_decref(in->nodes[k].host_keys);
+		free(in->nodes[k].ports);
+		free(in->nodes[k].host_keys);
 	}
-	json_decref(in->authorized_keys);
+	free(in->authorized_keys);
+	for (int i = 0; i < in->nhist; i++)
+		if (in->hist[i].reason != inst_hist_empty)
+			free(in->hist[i].reason);
 	free(in->hist);
+	free(in->nodes);
+	free(in->gpu_segs);
+	free(in->nogpu_segs);
 	free(in);
+}
+
+char *inst_text_of(const json_t *v)
+{
+	return v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+}
+
+json_t *inst_json_of(const char *text)
+{
+	return text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
+}
+
+json_t *inst_keys_json(const struct instance *in)
+{
+	json_t *a = inst_json_of(in->authorized_keys);
+	return a ? a : json_array();
+}
+
+bool inst_nodes_reserve(struct instance *in, int n)
+{
+	if (n <= in->capnodes)
+		return true;
+	if (n > INST_MAX_NODES)
+		return false;
+	struct inst_node *v = realloc(in->nodes, (size_t)n * sizeof(*v));
+	if (!v)
+		return false;
+	memset(v + in->capnodes, 0, (size_t)(n - in->capnodes) * sizeof(*v));
+	in->nodes = v;
+	in->capnodes = n;
+	return true;
 }
 
 struct instance *inst_new(struct ctl *c)
@@ -149,10 +186,7 @@ struct instance *inst_new(struct ctl *c)
 	if (!is || is->n >= INST_MAX)
 		return NULL;
 	struct instance *in = calloc(1, sizeof(*in));
-	if (!in)
-		return NULL;
-	in->hist = calloc(INST_MAX_HIST, sizeof(*in->hist));
-	if (!in->hist) {
+	if (!in || !inst_nodes_reserve(in, 1)) { /* nodes[0] is always there, as before */
 		free(in);
 		return NULL;
 	}
@@ -166,8 +200,10 @@ struct instance *inst_new(struct ctl *c)
 void inst_drop_last(struct ctl *c, struct instance *in)
 {
 	struct ctl_instances *is = c->instances;
-	if (is->n > 0 && is->v[is->n - 1] == in)
+	if (is->n > 0 && is->v[is->n - 1] == in) {
 		is->v[--is->n] = NULL;
+		is->nidle -= in->auto_stop_idle_s > 0;
+	}
 	inst_free(in);
 }
 
@@ -177,19 +213,34 @@ bool inst_add(struct ctl *c, struct instance *in)
 	if ((int)in->seq != is->n + 1 || sl_grow(&is->v, &is->cap, is->n + 1, INST_MAX))
 		return false;
 	is->v[is->n++] = in;
+	is->nidle += in->auto_stop_idle_s > 0;
 	return true;
 }
 
+char inst_hist_empty[1];
+
 void inst_hist_add(struct instance *in, int64_t at, enum inst_state s, const char *reason)
 {
-	if (in->nhist == INST_MAX_HIST) {
-		memmove(in->hist, in->hist + 1, (INST_MAX_HIST - 1) * sizeof(*in->hist));
+	if (in->nhist >= INST_MAX_HIST || sl_grow(&in->hist, &in->caphist, in->nhist + 1, INST_MAX_HIST)) {
+		if (!in->nhist)
+			return; /* out of memory before the first entry */
+		if (in->hist[0].reason != inst_hist_empty)
+			free(in->hist[0].reason);
+		memmove(in->hist, in->hist + 1, (size_t)(in->nhist - 1) * sizeof(*in->hist));
 		in->nhist--;
 	}
 	struct inst_hist *h = &in->hist[in->nhist++];
 	h->at_ns = at;
 	h->state = s;
-	snprintf(h->reason, sizeof(h->reason), "%s", reason ? reason : "");
+	/* as the fixed buffer it replaces kept it: at most INST_REASON_MAX - 1 bytes */
+	size_t n = reason ? strnlen(reason, INST_REASON_MAX - 1) : 0;
+	h->reason = n ? malloc(n + 1) : NULL;
+	if (h->reason) {
+		memcpy(h->reason, reason, n);
+		h->reason[n] = 0;
+	} else {
+		h->reason = inst_hist_empty;
+	}
 }
 
 void inst_bump(struct ctl *c, const struct instance *in)
@@ -265,6 +316,7 @@ static enum sl_err load_row(void *arg, const char *id, const char *tenant, const
 		return sl_diag_set(a->d, SL_EPARSE, "instance %s is stored twice", id);
 	}
 	is->v[in->seq - 1] = in;
+	is->nidle += in->auto_stop_idle_s > 0;
 	if ((int)in->seq > is->n)
 		is->n = (int)in->seq;
 	return SL_OK;
@@ -368,8 +420,8 @@ void inst_mig_abandon(struct ctl *c, struct instance *in)
 	if (!in->migrate_from[0] || in->mig_removing)
 		return;
 	jobs_node_changed(c, in->nodes[0].node);
-	json_decref(in->nodes[0].ports);
-	json_decref(in->nodes[0].host_keys);
+	free(in->nodes[0].ports);
+	free(in->nodes[0].host_keys);
 	memset(&in->nodes[0], 0, sizeof(in->nodes[0]));
 	snprintf(in->nodes[0].node, sizeof(in->nodes[0].node), "%s", in->migrate_from);
 	in->nnodes = 1;
@@ -553,13 +605,13 @@ static void apply_node_report(struct ctl *c, struct inst_node *n, const json_t *
 		n->ssh_port = (int)sp;
 	const json_t *ports = json_object_get(r, "ports");
 	if (json_is_array(ports) && json_array_size(ports) <= INST_MAX_PORTS) {
-		json_decref(n->ports);
-		n->ports = json_deep_copy(ports);
+		free(n->ports);
+		n->ports = inst_text_of(ports);
 	}
 	const json_t *hk = json_object_get(r, "host_keys");
 	if (json_is_array(hk) && json_array_size(hk) <= 8) {
-		json_decref(n->host_keys);
-		n->host_keys = json_deep_copy(hk);
+		free(n->host_keys);
+		n->host_keys = inst_text_of(hk);
 	}
 	int64_t t = inst_tfield(r, "running_since");
 	if (n->rep == IR_RUNNING)
@@ -636,7 +688,10 @@ void instances_on_heartbeat(struct ctl *c, int node, const json_t *reports, cons
 			inst_save(c, in);
 		eval(c, in);
 	}
-	for (int k = 0; k < is->n; k++) {
+	/* Idle tracking: a scan of every instance, so only when one asked for
+	 * it (at 20,000 instances and 2,000 heartbeats/s the scan alone
+	 * outran the loop). */
+	for (int k = 0; is->nidle > 0 && k < is->n; k++) {
 		struct instance *in = is->v[k];
 		if (!in || in->state != IS_RUNNING || in->mode != IM_GPU || !in->auto_stop_idle_s)
 			continue;
@@ -704,14 +759,14 @@ static json_t *item(struct ctl *c, const struct instance *in, int rank, const ch
 		json_array_append_new(ports, json_integer(in->ports[i]));
 	const struct inst_node *n = &in->nodes[rank];
 	bool gpu = in->mode == IM_GPU;
-	json_t *o = json_pack("{s:s, s:i, s:I, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:i, s:I, s:b, s:O, "
+	json_t *o = json_pack("{s:s, s:i, s:I, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:i, s:I, s:b, s:o, "
 			      "s:o, s:i, s:i}",
 			      "instance", in->id, "node_rank", rank, "epoch", (json_int_t)in->epoch,
 			      "lease", gpu ? in->lease : "", "state", state, "tenant", in->tenant,
 			      "image", in->image_ref, "gpus", gpus, "nics", nics, "env", env, "cpus",
 			      gpu ? n->cpus : INST_NOGPU_CPUS, "mem_mib",
 			      (json_int_t)(gpu ? n->mem_mib : INST_NOGPU_MEM_MIB), "host_network",
-			      gpu && n->whole, "authorized_keys", in->authorized_keys, "ports", ports,
+			      gpu && n->whole, "authorized_keys", inst_keys_json(in), "ports", ports,
 			      "volume_gib", in->volume_gib, "stop_grace_s", INST_STOP_GRACE_S);
 	if (o && first_of_migration)
 		json_object_set_new(o, "migrate_from", json_string(in->migrate_from));

@@ -50,19 +50,23 @@ struct inst_node {
 	char progress[160];
 	char error[256];
 	int ssh_port;
-	json_t *ports;           /* [{"port","host_port"}] as reported, NULL: none */
-	json_t *host_keys;       /* [{"type","fingerprint"}] */
+	/* as reported, kept as compact JSON text (inst_text_of; a jansson
+	 * tree of each took ~600 bytes); NULL: none */
+	char *ports;             /* [{"port","host_port"}] */
+	char *host_keys;         /* [{"type","fingerprint"}] */
 	int64_t running_since_ns, stopped_at_ns;
 	char stopped_by[8];
 	int64_t idle_since_ns;   /* every GPU below 1% since (0: busy or unknown) */
 	int64_t last_report_ns;
 };
 
+/* reason: malloc'd (inst_hist_add), or inst_hist_empty when none could be. */
 struct inst_hist {
 	int64_t at_ns;
 	enum inst_state state;
-	char reason[INST_REASON_MAX];
+	char *reason;
 };
+extern char inst_hist_empty[1];
 
 /* A billing run of one kind: [from, to) with units (GPUs, 1, GiB); to 0: open. */
 struct inst_seg {
@@ -90,14 +94,16 @@ struct instance {
 	char image[IMAGE_NAME_MAX + 1], image_ref[IMAGE_REF_MAX + 1];
 	char min_driver[32];         /* the image's need when created ("": none) */
 	char ssh_key[INST_KEY_NAME_MAX + 1]; /* the key named at create ("": all the user's) */
-	json_t *authorized_keys;     /* array of key lines, fixed at create */
+	char *authorized_keys;       /* array of key lines, fixed at create (compact JSON text) */
 	int volume_gib;
 	int64_t auto_stop_idle_s;    /* 0: never */
 	int ports[INST_MAX_PORTS];
 	int nports;
-	/* where it lives: the home nodes (the disks are there) */
-	int nnodes;
-	struct inst_node nodes[INST_MAX_NODES];
+	/* where it lives: the home nodes (the disks are there); nodes holds
+	 * capnodes entries (inst_nodes_reserve; nodes[0] always exists), so a
+	 * one-node instance does not carry INST_MAX_NODES of them */
+	int nnodes, capnodes;
+	struct inst_node *nodes;
 	int64_t epoch;
 	/* migration: the old node (home before) exporting its disks; "" none */
 	char migrate_from[FLEET_NAME_MAX + 1];
@@ -108,14 +114,15 @@ struct instance {
 	/* instants */
 	int64_t created_ns, running_since_ns, stopped_ns, released_ns;
 	int64_t broke_since_ns;      /* its tenant below zero since (0: not) */
-	/* billing runs, for the answer and the oracle (the meters are billing's) */
-	struct inst_seg gpu_segs[INST_MAX_SEGS], nogpu_segs[INST_MAX_SEGS];
-	int ngpu_segs, nnogpu_segs;
+	/* billing runs, for the answer and the oracle (the meters are billing's);
+	 * grown as runs open, at most INST_MAX_SEGS each */
+	struct inst_seg *gpu_segs, *nogpu_segs;
+	int ngpu_segs, nnogpu_segs, capgpu_segs, capnogpu_segs;
 	int64_t disk_from_ns, disk_to_ns;
 	char gpu_site[FLEET_NAME_MAX + 1], gpu_region[FLEET_NAME_MAX + 1]; /* of the home */
 	char gpu_model[32];
-	struct inst_hist *hist;
-	int nhist;
+	struct inst_hist *hist;      /* grown as entries come, at most INST_MAX_HIST */
+	int nhist, caphist;
 	bool tracked;                /* not released, or removal not yet confirmed */
 };
 
@@ -132,6 +139,7 @@ struct ssh_key_rec {
 struct ctl_instances {
 	struct instance **v;         /* index seq - 1 */
 	int n, cap;
+	int nidle;                   /* of them, with auto_stop_idle_s (set at create only) */
 	int64_t retention_ns;
 	int64_t next_ms;             /* next tick */
 	struct ssh_key_rec *keys;
@@ -160,8 +168,18 @@ int64_t inst_tfield(const json_t *o, const char *k);
 void inst_sfield(char *dst, size_t n, const json_t *o, const char *k);
 
 /* instances.c */
-/* Appends a history entry (the oldest goes past INST_MAX_HIST). */
+/* Appends a history entry (the oldest goes past INST_MAX_HIST, or when out
+ * of memory). */
 void inst_hist_add(struct instance *in, int64_t at, enum inst_state s, const char *reason);
+/* A JSON value as compact text (malloc'd; NULL for NULL or out of memory),
+ * and back (a new reference; NULL for NULL or unreadable text): what an
+ * instance keeps of a report is text, which costs a tenth of the tree. */
+char *inst_text_of(const json_t *v);
+json_t *inst_json_of(const char *text);
+/* in->authorized_keys as a JSON array (a new reference; [] when none). */
+json_t *inst_keys_json(const struct instance *in);
+/* Room for n nodes in in->nodes (new ones zeroed); false out of memory. */
+bool inst_nodes_reserve(struct instance *in, int n);
 struct instance *inst_find(struct ctl *c, const char *id);
 /* The instance named in the path, visible to the caller; NULL after a 404. */
 struct instance *inst_path(struct ctl_call *call);

@@ -162,6 +162,7 @@ C_B1=$(body_of "$r" | jq -r .credential)
 HALF=$(printf '%s' "$GOOD" | jq -c '.gpus |= .[:4] | .links |= map(select(.gpus[1] < 4))
 	| .nics |= map(.gpus |= map(select(. < 4)) | select(.gpus | length > 0))')
 r=$(api "$JOIN" POST /v1/agent/register "$(reg_body c8 "$HALF" '{"site":"s1","leaf":"l2"}')")
+C_C8=$(body_of "$r" | jq -r .credential)
 expect_eq "a node no built-in type matches joins with a type made from its discovery" \
 	"$(node_field c8 '.type + " " + (.gpus | tostring)')" "discovered-c8 4"
 
@@ -181,6 +182,14 @@ expect_eq "heartbeat naming GPU 9 of 8: 400" "$(status_of "$r")" 400
 r=$(hb "$C_A1" a1 '[{"index":0,"xid":[{"code":0}]}]')
 expect_eq "heartbeat with XID code 0: 400" "$(status_of "$r")" 400
 expect_eq "... and GPU 0 stays ok" "$(node_field a1 '.gpu_health[0].state')" ok
+# The controller keeps the last report as compact text, not a tree: what the
+# node shows must still be the agent's object, field for field and in order.
+FIGS='[{"index":1,"xid":[],"healthy":true,"temp_c":41,"power_w":88,"ecc_sbe":0,"ecc_dbe":0,"nvlink_up":17,"util_pct":5,"uuid":"GPU-0b1c"},{"util_pct":0,"index":2}]'
+r=$(hb "$C_A1" a1 "$FIGS")
+expect_eq "heartbeat with GPU figures: 200" "$(status_of "$r")" 200
+expect_eq "the node shows each GPU's last report as the agent sent it" \
+	"$(node_field a1 '[.gpu_health[1].last_report, .gpu_health[2].last_report, .gpu_health[3].last_report]' | jq -c .)" \
+	"$(printf '%s' "$FIGS" | jq -c '. + [null]')"
 r=$(api "$ADMIN" POST /v1/nodes/a1/drain '{"reason":"maintenance"}')
 r=$(api "$C_A1" POST /v1/agent/register "$(reg_body a1 "$WEAK")")
 expect_eq "a weaker discovery leaves an operator's drain and its reason alone" \
@@ -317,6 +326,7 @@ stop_daemon && ok "the daemon stops cleanly (no sanitizer report)" || { bad "the
 start_daemon "$TMP/log2" "${FLAGS[@]}" || { bad "restart"; finish; exit 1; }
 expect_eq "after a restart the joined node is still in the fleet" "$(node_field c9 .leaf)" l2
 expect_eq "... and the one with a discovered type" "$(node_field c8 '.type + " " + .leaf')" "discovered-c8 l2"
+expect_eq "... which is still the type its discovery made (4 GPUs)" "$(node_field c8 '.gpus | tostring')" 4
 expect_eq "... registered nodes get a fresh grace (ready)" "$(node_field "$N2" .state)" ready
 expect_eq "... the registration is kept" "$(node_field "$N3" .agent.addr)" 127.0.0.1
 expect_eq "... a2 is still drained by its discovery" "$(node_field a2 .state)" drained
@@ -333,5 +343,16 @@ WANT2=$(( 8 * (H2 - S2) + 8 * ($(ms "$(lease_field "$L2" .ended_at)") - $(ms "$R
 GOT=$(api "$ADMIN" GET "/v1/usage?tenant=acme" | sed 's/^[0-9]* //' | jq -r '.tenants[0].month_to_date.gpu_ms')
 WANT3=$(( 8 * ($(ms "$(lease_field "$L3" .ended_at)") - $(ms "$(lease_field "$L3" .started_at)")) ))
 expect_eq "a replaced lease is not billed for the outage (8 x ms outside it)" "$GOT" "$((WANT + WANT2 + WANT3))"
+# The discovery is kept deflated, not as a tree: a record written after the
+# restart (a GPU's health changed) still stores it as it was registered.
+r=$(api "$C_C8" POST /v1/agent/heartbeat '{"boot_id":"boot-c8","gpus":[{"index":3,"healthy":false}]}')
+expect_eq "c8 reports GPU 3 unhealthy after the restart" "$(node_field c8 '.gpu_health[3].state')" draining
 stop_daemon && ok "the restarted daemon stops cleanly" || { bad "the restarted daemon stops cleanly"; tail -30 "$TMP/log2"; }
+if command -v sqlite3 >/dev/null; then
+	expect_eq "c8's stored record (written after the restart) keeps the discovery it registered" \
+		"$(sqlite3 "$DATA/suanli.db" "SELECT body FROM agents WHERE id = 'c8'" | jq -c '[.discovery, .gpu_health[3].state]')" \
+		"$(printf '%s' "$HALF" | jq -c '[., "draining"]')"
+else
+	bad "the stored discovery check needs the sqlite3 CLI (scripts/deps.sh installs it)"
+fi
 finish

@@ -340,6 +340,65 @@ static void test_keep_alive(void **state)
 	http_server_free(t.srv);
 }
 
+/* The default per-connection memory (HTTP_CONN_MEMORY) is small, since MHD
+ * keeps all of it for every open connection: a browser's headers (with a
+ * long cookie) must still fit, on a kept-alive connection too, and a body
+ * far larger than it must still arrive whole (it passes through in pieces). */
+static void test_default_connection_memory(void **state)
+{
+	(void)state;
+	struct tserver t;
+	tserver_start(&t, NULL);
+	char cookie[1601], *req = malloc(16384);
+	assert_non_null(req);
+	memset(cookie, 'c', sizeof(cookie) - 1);
+	cookie[sizeof(cookie) - 1] = 0;
+	size_t n = 0;
+	for (int i = 0; i < 2; i++)
+		n += (size_t)snprintf(
+			req + n, 16384 - n,
+			"GET /echo?a=%d HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"
+			"User-Agent: Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
+			"Chrome/120.0.0.0 Safari/537.36\r\n"
+			"Accept: text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,"
+			"image/webp,*/*;q=0.8\r\nAccept-Language: en-US,en;q=0.9,zh-CN;q=0.8\r\n"
+			"Accept-Encoding: gzip, deflate, br\r\nReferer: http://127.0.0.1:8080/console/\r\n"
+			"Sec-Fetch-Dest: empty\r\nSec-Fetch-Mode: cors\r\nSec-Fetch-Site: same-origin\r\n"
+			"X-CSRF-Token: 0123456789abcdef0123456789abcdef0123456789abcdef\r\n"
+			"Cookie: suanli_session=ss_%s\r\nX-Test: big-%d\r\n%s\r\n",
+			i, cookie, i, i ? "Connection: close\r\n" : "");
+	assert_true(n > 2 * 2048);
+	struct raw_job *r = raw_exchange(&t, req, n);
+	const char *p0 = strstr(r->resp, "\"x\":\"big-0\"");
+	const char *p1 = strstr(r->resp, "\"x\":\"big-1\"");
+	assert_non_null(p0);
+	assert_non_null(p1);
+	assert_true(p0 < p1);
+	free(r);
+	free(req);
+
+	/* a body of 900 KiB, under HTTP_MAX_BODY */
+	char server[64];
+	snprintf(server, sizeof(server), "http://127.0.0.1:%u/", http_server_port(t.srv));
+	size_t blen = 900u << 10;
+	char *body = malloc(blen + 1);
+	assert_non_null(body);
+	memset(body, 'b', blen);
+	body[blen] = 0;
+	struct curl_job p = {.server = server, .method = "POST", .path = "/echo", .body = body};
+	curl_exchange(&t, &p);
+	assert_int_equal(p.err, SL_OK);
+	assert_int_equal(p.resp.status, 200);
+	json_t *doc = json_loads(p.resp.body, 0, NULL);
+	assert_non_null(doc);
+	assert_int_equal(json_integer_value(json_object_get(doc, "len")), (json_int_t)blen);
+	assert_int_equal(json_string_length(json_object_get(doc, "body")), blen);
+	json_decref(doc);
+	http_response_release(&p.resp);
+	free(body);
+	http_server_free(t.srv);
+}
+
 static int count_fds(void)
 {
 	int n = 0;
@@ -399,6 +458,7 @@ int main(void)
 		cmocka_unit_test(test_answer_then_gone),
 		cmocka_unit_test(test_free_with_pending),
 		cmocka_unit_test(test_keep_alive),
+		cmocka_unit_test(test_default_connection_memory),
 		cmocka_unit_test(test_no_fd_leak),
 		cmocka_unit_test(test_client_timeout_is_gone),
 	};
