@@ -4,7 +4,7 @@
 # 1. Runs the Slurm peer harness (../shared/peers/slurm/run.sh, as it is) on
 #    32 fake nodes: 4 leaves of 8, 16 pair-bridged + 16 NVSwitch, 8 GPUs each;
 #    its figures come from its summary.jsonl and run.log of this run.
-# 2. Runs bench_slurm_side (bench/slurm_side.c) on the same fleet
+# 2. Runs bench_slurm_side (bench/slurm_side/) on the same fleet
 #    (bench/fleets/slurm-peer.yaml) with the same job streams: 2,000 one-GPU
 #    5-second jobs against a backlog, the harness's mixed 1/2/4-GPU stream
 #    (regenerated here with its bash RANDOM seed), its multi-node stream with

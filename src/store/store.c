@@ -284,7 +284,9 @@ enum sl_err store_put(struct store *s, enum store_kind k, const char *id, const 
 	return note_error(s, s->ops->put(s->impl, k, id, tenant, json, n, updated_ns, d), true, d);
 }
 
-enum sl_err store_delete(struct store *s, enum store_kind k, const char *id, struct sl_diag *d)
+/* A delete; `forget` asks for no answer (pipelined on PostgreSQL). */
+static enum sl_err remove_row(struct store *s, enum store_kind k, const char *id, bool forget,
+			      struct sl_diag *d)
 {
 	struct sl_diag scratch;
 	d = diag_or(d, &scratch);
@@ -295,21 +297,18 @@ enum sl_err store_delete(struct store *s, enum store_kind k, const char *id, str
 		e = check_name("id", id, d);
 	if (e != SL_OK)
 		return e;
-	return note_error(s, s->ops->del(s->impl, k, id, d), true, d);
+	e = forget ? s->ops->forget(s->impl, k, id, d) : s->ops->del(s->impl, k, id, d);
+	return note_error(s, e, true, d);
+}
+
+enum sl_err store_delete(struct store *s, enum store_kind k, const char *id, struct sl_diag *d)
+{
+	return remove_row(s, k, id, false, d);
 }
 
 enum sl_err store_forget(struct store *s, enum store_kind k, const char *id, struct sl_diag *d)
 {
-	struct sl_diag scratch;
-	d = diag_or(d, &scratch);
-	enum sl_err e = check_usable(s, d);
-	if (e == SL_OK)
-		e = check_kind(k, d);
-	if (e == SL_OK)
-		e = check_name("id", id, d);
-	if (e != SL_OK)
-		return e;
-	return note_error(s, s->ops->forget(s->impl, k, id, d), true, d);
+	return remove_row(s, k, id, true, d);
 }
 
 enum sl_err store_get(struct store *s, enum store_kind k, const char *id, char **json_out,

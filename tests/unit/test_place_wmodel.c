@@ -128,7 +128,7 @@ static void test_encode_decode(void **state)
 		(void)place_wmodel_observe(m, &r[i % 4]);
 	char *text;
 	assert_int_equal(place_wmodel_encode(k, &text), SL_OK); /* empty: the header alone */
-	assert_string_equal(text, "wmodel 1 3 0\n");
+	assert_string_equal(text, "wmodel 2 3 0\n");
 	free(text);
 	assert_int_equal(place_wmodel_encode(m, &text), SL_OK);
 	assert_non_null(strstr(text, "wmodel 2 5 7\n"));
