@@ -29,11 +29,13 @@
 #include "buf.h"
 #include "catalog.h"
 #include "ctl_int.h"
+#include "history.h"
 #include "instances.h"
 #include "log.h"
 
 #define BILL_MAX_TENANTS LEDGER_MAX_ACCOUNTS /* tenants billed */
 #define BILL_MAX_USAGE CTL_MAX_LEASES       /* leases with usage in memory */
+#define BILL_POSTINGS_KEPT 65536            /* postings the ledger keeps in memory */
 
 /* ---- lookups ---- */
 
@@ -157,32 +159,7 @@ int64_t billing_balance_now(struct ctl *c, const char *tenant, int64_t *unposted
 	return ledger_tenant_balance(b->ledger, tenant) - open;
 }
 
-/* ---- store rows ---- */
-
-static json_t *usage_json(const struct bill_usage *u)
-{
-	static const char *const kinds[] = {"started", "scaled", "ended"};
-	static const char *const ends[] = {"released", "expired", "preempted", "failed"};
-	json_t *ev = json_array();
-	for (size_t i = 0; ev && i < u->nev; i++) {
-		const struct rating_event *e = &u->ev[i];
-		json_t *o = json_pack("{s:I, s:s, s:i}", "at_ms", (json_int_t)e->at_ms, "kind",
-				      kinds[e->kind], "gpus", e->gpus);
-		if (o && e->kind == RATING_ENDED)
-			json_object_set_new(o, "end", json_string(ends[e->end]));
-		json_array_append_new(ev, o);
-	}
-	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:b, s:o, s:I, s:i, s:i}", "lease",
-			 u->lease, "tenant", u->tenant, "site", u->site, "region", u->region, "model",
-			 u->model, "plan", plan_name(u->plan), "priced", u->priced, "ended",
-			 u->ended, "events", ev, "bought_ms", (json_int_t)u->bought_ms,
-			 "term_months", u->term_months, "gpus", u->gpus);
-}
-
-void bill_usage_save(struct ctl *c, const struct bill_usage *u)
-{
-	ctl_put(c, STORE_USAGE, u->lease, u->tenant, usage_json(u));
-}
+/* ---- store rows (billing_store.c has the usage, posting and account rows) ---- */
 
 static void tenant_save(struct ctl *c, const struct bill_tenant *t)
 {
@@ -191,76 +168,27 @@ static void tenant_save(struct ctl *c, const struct bill_tenant *t)
 			  (json_int_t)t->grace_since_ms, "stopped_ms", (json_int_t)t->stopped_ms));
 }
 
-static void copy_str(char *dst, size_t n, const json_t *o, const char *key)
-{
-	const char *s = json_string_value(json_object_get(o, key));
-	snprintf(dst, n, "%s", s ? s : "");
-}
-
+/* Live records into memory; an ended one (a store from before schema 9) is
+ * noted to move to the history. */
 static enum sl_err load_usage(void *arg, const char *id, const char *tenant, const char *json)
 {
 	struct ctl *c = arg;
-	(void)tenant;
-	json_t *o = json_loads(json, 0, NULL);
-	/* A plan that is not one (a corrupt or foreign row) is refused, as any
-	 * unreadable stored row is: read as hourly it would bill the wrong price. */
-	struct sl_diag d;
-	enum plan plan;
-	sl_diag_clear(&d);
-	if (o && plan_parse(json_string_value(json_object_get(o, "plan")), &plan, &d)) {
-		sl_log_error("stored usage unreadable", "id=%s error=%s", id, d.msg);
-		json_decref(o);
-		return SL_EPARSE;
+	struct ctl_billing *b = c->billing;
+	struct bill_usage t;
+	enum sl_err e = bill_usage_parse(id, json, &t);
+	if (e)
+		return e;
+	if (t.ended) {
+		free(t.ev);
+		return ctl_hist_note(&b->moves, id, tenant);
 	}
-	struct bill_usage *u = o ? bill_usage_add(c, id) : NULL;
+	struct bill_usage *u = bill_usage_add(c, id);
 	if (!u) {
-		json_decref(o);
-		return SL_EPARSE;
-	}
-	copy_str(u->tenant, sizeof(u->tenant), o, "tenant");
-	copy_str(u->site, sizeof(u->site), o, "site");
-	copy_str(u->region, sizeof(u->region), o, "region");
-	copy_str(u->model, sizeof(u->model), o, "model");
-	u->plan = plan;
-	u->priced = json_is_true(json_object_get(o, "priced"));
-	u->ended = json_is_true(json_object_get(o, "ended"));
-	u->bought_ms = json_integer_value(json_object_get(o, "bought_ms"));
-	u->term_months = (int)json_integer_value(json_object_get(o, "term_months"));
-	u->gpus = (int)json_integer_value(json_object_get(o, "gpus"));
-	size_t i;
-	json_t *e;
-	json_array_foreach(json_object_get(o, "events"), i, e) {
-		const char *k = json_string_value(json_object_get(e, "kind"));
-		const char *end = json_string_value(json_object_get(e, "end"));
-		enum rating_ev kind = !k || !strcmp(k, "started") ? RATING_STARTED
-				      : !strcmp(k, "scaled")      ? RATING_SCALED
-								  : RATING_ENDED;
-		enum rating_end re = !end || !strcmp(end, "released") ? RATING_END_RELEASED
-				     : !strcmp(end, "expired")        ? RATING_END_EXPIRED
-				     : !strcmp(end, "preempted")      ? RATING_END_PREEMPTED
-								      : RATING_END_FAILED;
-		if (!bill_usage_push(u, json_integer_value(json_object_get(e, "at_ms")), kind,
-				(int)json_integer_value(json_object_get(e, "gpus")), re)) {
-			json_decref(o);
-			return SL_ENOMEM;
-		}
-	}
-	json_decref(o);
-	/* The hourly posting clock restarts where the record began; restored
-	 * charges move it on (billing_start). Left at 0, every running lease would
-	 * be charged at the first tick after each restart. */
-	u->last_post_ms = u->nev ? u->ev[0].at_ms : u->bought_ms;
-	if (!u->ended && !bill_live_add(c->billing, (int)(u - c->billing->u)))
+		free(t.ev);
 		return SL_ENOMEM;
-	return SL_OK;
-}
-
-static json_t *posting_json(const struct ledger_posting *p, uint64_t seq)
-{
-	return json_pack("{s:I, s:s, s:s, s:s, s:s, s:I, s:I, s:s}", "seq", (json_int_t)seq, "id",
-			 p->id, "type", ledger_type_name(p->type), "tenant", p->tenant, "plan",
-			 plan_name(p->plan), "amount", (json_int_t)p->amount, "at_ms",
-			 (json_int_t)p->at_ms, "reason", p->reason);
+	}
+	*u = t;
+	return bill_live_add(b, (int)(u - b->u)) ? SL_OK : SL_ENOMEM;
 }
 
 struct post_row {
@@ -273,51 +201,18 @@ struct post_rows {
 	size_t n, cap;
 };
 
-static int ledger_type_parse(const char *s)
-{
-	for (int t = 0; s && t < LEDGER_TYPE__COUNT; t++)
-		if (!strcmp(s, ledger_type_name((enum ledger_type)t)))
-			return t;
-	return -1;
-}
-
 static enum sl_err load_posting(void *arg, const char *id, const char *tenant, const char *json)
 {
 	struct post_rows *rows = arg;
 	struct sl_diag d;
 	(void)tenant;
 	sl_diag_clear(&d);
-	json_t *o = json_loads(json, 0, NULL);
-	if (!o)
-		return SL_EPARSE;
-	enum sl_err ge = sl_grow(&rows->v, &rows->cap, rows->n + 1, LEDGER_MAX_POSTINGS);
-	if (ge) {
-		json_decref(o);
-		return ge;
-	}
-	struct post_row *r = &rows->v[rows->n];
-	enum plan plan = PLAN_HOURLY;
-	int type = ledger_type_parse(json_string_value(json_object_get(o, "type")));
-	r->seq = (uint64_t)json_integer_value(json_object_get(o, "seq"));
-	/* Every posting is stored with its plan (posting_json); one that is not
-	 * a plan is refused like any unreadable row, not read as hourly. */
-	enum sl_err e = plan_parse(json_string_value(json_object_get(o, "plan")), &plan, &d)
-				? SL_EPARSE
-				: SL_OK;
+	enum sl_err e = sl_grow(&rows->v, &rows->cap, rows->n + 1, LEDGER_MAX_POSTINGS);
 	if (!e)
-		e = type < 0 ? sl_diag_set(&d, SL_EPARSE, "unknown posting type")
-			     : ledger_posting_init(&r->p, id, (enum ledger_type)type,
-						       json_string_value(json_object_get(o, "tenant")),
-						       plan, json_integer_value(json_object_get(o, "amount")),
-						       json_integer_value(json_object_get(o, "at_ms")),
-						       json_string_value(json_object_get(o, "reason")), &d);
-	json_decref(o);
-	if (e) {
-		sl_log_error("stored posting unreadable", "id=%s error=%s", id, d.msg);
-		return e;
-	}
-	rows->n++;
-	return SL_OK;
+		e = bill_posting_parse(id, json, &rows->v[rows->n].p, &rows->v[rows->n].seq, &d);
+	if (!e)
+		rows->n++;
+	return e;
 }
 
 static int cmp_post(const void *a, const void *b)
@@ -386,14 +281,21 @@ enum sl_err billing_post(struct ctl *c, struct ledger_posting *p, bool *applied,
 			 struct sl_diag *d)
 {
 	struct ctl_billing *b = c->billing;
-	bool done = false;
-	enum sl_err e = ledger_apply(b->ledger, p, &done, d);
+	bool done = false, known = false;
+	if (applied)
+		*applied = false;
+	/* The ledger knows this run's postings; older ones are in the store. */
+	enum sl_err e = ledger_find(b->ledger, p->id) ? SL_OK : bill_posting_known(c, p, &known, d);
+	if (e || known)
+		return e;
+	e = ledger_apply(b->ledger, p, &done, d);
 	if (applied)
 		*applied = done;
 	if (e || !done)
 		return e;
 	b->post_seq++;
-	ctl_put(c, STORE_POSTINGS, p->id, p->tenant, posting_json(p, b->post_seq));
+	bill_posting_put(c, p, b->post_seq);
+	bill_accounts_save(c, p);
 	int64_t deb, cre;
 	ledger_totals(b->ledger, &deb, &cre);
 	if (deb != cre) { /* cannot happen: the core balances by construction */
@@ -401,6 +303,10 @@ enum sl_err billing_post(struct ctl *c, struct ledger_posting *p, bool *applied,
 			     (long long)cre);
 		c->fatal = true;
 	}
+	/* Stored in this turn's transaction (the store sees its own writes), so
+	 * the ledger need not keep them: its memory stays bounded. */
+	if (ledger_posting_count(b->ledger) >= BILL_POSTINGS_KEPT && ledger_forget_postings(b->ledger))
+		c->fatal = true;
 	return SL_OK;
 }
 
@@ -471,8 +377,8 @@ static struct bill_usage *usage_start(struct ctl *c, const struct ctl_lease *l, 
 	}
 	t.plan = l->req.plan;
 	int64_t at = billing_ms(l->started_ns ? l->started_ns : c->now_ns);
-	if (!priced_at(c, &t, at))
-		return NULL;
+	if (!priced_at(c, &t, at) || bill_usage_in_history(c, l->id))
+		return NULL; /* free, or metered once already */
 	t.priced = true;
 	t.bought_ms = at;
 	t.gpus = l->gpus;
@@ -542,7 +448,7 @@ void billing_lease_changed(struct ctl *c, struct ctl_lease *l)
 		u->ended = true;
 		bill_live_del(c->billing, (int)(u - c->billing->u));
 		bill_post_charge(c, u);
-		bill_usage_save(c, u);
+		bill_usage_retire(c, u);
 	}
 }
 
@@ -620,10 +526,10 @@ static void stop_lease(struct ctl *c, struct ctl_lease *l, const char *why)
 static void tenant_leases(struct ctl *c, const char *tenant, const char *msg, bool stop)
 {
 	struct ctl_billing *b = c->billing;
-	/* Stopping changes b->u (ended flags); collect ids first. */
+	/* Stopping ends records (they leave b->u); collect lease ids first. */
 	int n = 0;
-	int *idx = malloc((size_t)(b->nlive ? b->nlive : 1) * sizeof(int));
-	if (!idx) {
+	char (*ids)[RATING_ID_MAX] = malloc((size_t)(b->nlive ? b->nlive : 1) * sizeof(*ids));
+	if (!ids) {
 		c->fatal = true;
 		return;
 	}
@@ -631,10 +537,10 @@ static void tenant_leases(struct ctl *c, const char *tenant, const char *msg, bo
 		const struct bill_usage *u = &b->u[b->live[k]];
 		if (!u->ended && u->priced && acct_plan_pay_as_you_go(u->plan) &&
 		    !strcmp(u->tenant, tenant))
-			idx[n++] = b->live[k];
+			memcpy(ids[n++], u->lease, RATING_ID_MAX);
 	}
 	for (int k = 0; k < n; k++) {
-		struct ctl_lease *l = ctl_lease_find(c, b->u[idx[k]].lease);
+		struct ctl_lease *l = ctl_lease_find(c, ids[k]);
 		if (!l || (l->state != LS_ACTIVE && l->state != LS_PREEMPTING))
 			continue;
 		if (stop) {
@@ -644,7 +550,7 @@ static void tenant_leases(struct ctl *c, const char *tenant, const char *msg, bo
 			ctl_lease_save(c, l);
 		}
 	}
-	free(idx);
+	free(ids);
 }
 
 static void tenant_rules(struct ctl *c, const char *tenant, int64_t now)
@@ -710,7 +616,7 @@ static void hosting_sync(struct ctl *c)
 		u->ended = true;
 		bill_live_del(b, (int)(u - b->u));
 		bill_post_charge(c, u);
-		bill_usage_save(c, u);
+		bill_usage_retire(c, u);
 	}
 	for (int n = 0; n < f->nnodes; n++) {
 		const struct fleet_node *fn = &f->nodes[n];
@@ -727,7 +633,7 @@ static void hosting_sync(struct ctl *c)
 		snprintf(t.region, sizeof(t.region), "%s",
 			 f->sites[fn->site].region ? f->sites[fn->site].region : "");
 		t.plan = PLAN_HOSTING;
-		if (!priced_at(c, &t, now))
+		if (!priced_at(c, &t, now) || bill_usage_in_history(c, id))
 			continue;
 		struct bill_usage *u = bill_usage_add(c, id);
 		if (!u) {
@@ -789,8 +695,12 @@ void billing_tick(struct ctl *c)
 			hosting_sync(c);
 		for (int k = 0; k < b->nlive; k++) {
 			struct bill_usage *u = &b->u[b->live[k]];
-			if (!u->ended && u->priced && acct_charge_due(u->last_post_ms, now))
+			if (!u->ended && u->priced && acct_charge_due(u->last_post_ms, now)) {
+				int64_t before = u->charged;
 				bill_post_charge(c, u);
+				if (u->charged != before)
+					bill_usage_save(c, u); /* what is charged survives a restart */
+			}
 		}
 		for (int i = 0; i < c->tenants.ntenants && !c->fatal; i++)
 			if (tenant_running(c, c->tenants.tenants[i].name))
@@ -856,39 +766,26 @@ static enum sl_err currency_fixed(struct ctl *c, struct sl_diag *d)
 	return e;
 }
 
-enum sl_err billing_start(struct ctl *c, const struct billing_opts *o, struct sl_diag *d)
+/* The ledger of a store without account rows (from before schema 9, or
+ * new): every posting replayed once more, then the accounts and post_seq
+ * stored, each posting row's updated_ns set to its seq (statement order) and
+ * the live records' charges saved, so later starts load the snapshot. */
+static enum sl_err snapshot_build(struct ctl *c, struct sl_diag *d)
 {
-	struct ctl_billing *b = calloc(1, sizeof(*b));
-	if (!b)
-		return sl_diag_set(d, SL_ENOMEM, "out of memory");
-	c->billing = b;
-	enum sl_err e = money_currency_get(o->currency ? o->currency : "CNY", &b->cur, d);
-	if (!e && o->zone)
-		e = cal_zone_parse(o->zone, &b->zone, d);
-	else if (!e)
-		cal_zone_utc(&b->zone);
-	b->grace_ms = (o->grace_s >= 0 ? o->grace_s : BILLING_GRACE_DEFAULT_S) * 1000;
-	if (!e && ((e = pricebook_new(&b->prices)) || (e = ledger_new(&b->ledger)) ||
-		   (e = strmap_new(&b->u_by_lease)) || (e = strmap_new(&b->t_by_name))))
-		sl_diag_set(d, e, "out of memory");
-	if (!e)
-		e = currency_fixed(c, d);
-	if (!e)
-		e = store_scan(c->store, STORE_PRICES, load_price, c, d);
-	if (!e)
-		e = store_scan(c->store, STORE_USAGE, load_usage, c, d);
-	if (!e)
-		e = store_scan(c->store, STORE_BILLING, load_tenant_state, c, d);
+	struct ctl_billing *b = c->billing;
 	struct post_rows rows = {0};
-	if (!e)
-		e = store_scan(c->store, STORE_POSTINGS, load_posting, &rows, d);
+	enum sl_err e = store_scan(c->store, STORE_POSTINGS, load_posting, &rows, d);
 	if (!e && rows.n)
 		qsort(rows.v, rows.n, sizeof(*rows.v), cmp_post);
+	for (int i = 0; i < b->nu; i++)
+		b->u[i].charged = 0; /* summed from the charges below */
 	for (size_t i = 0; !e && i < rows.n; i++) {
 		const struct ledger_posting *p = &rows.v[i].p;
 		e = ledger_apply(b->ledger, p, NULL, d);
 		if (rows.v[i].seq > b->post_seq)
 			b->post_seq = rows.v[i].seq;
+		if (!e && !bill_posting_put(c, p, rows.v[i].seq))
+			e = sl_diag_set(d, SL_EIO, "could not store posting %s", p->id);
 		if (!e && p->type == LEDGER_CHARGE && !strncmp(p->id, "chg.", 4)) {
 			char lease[RATING_ID_MAX];
 			const char *dot = strrchr(p->id, '.');
@@ -904,7 +801,61 @@ enum sl_err billing_start(struct ctl *c, const struct billing_opts *o, struct sl
 			}
 		}
 	}
+	if (!e) {
+		bill_accounts_save_all(c);
+		for (int i = 0; i < b->nu; i++)
+			bill_usage_save(c, &b->u[i]);
+		if (!ctl_meta_set(c, "billing.snapshot", "1") || c->fatal)
+			e = sl_diag_set(d, SL_EIO, "could not store the ledger's accounts");
+		else if (rows.n)
+			sl_log_info("ledger accounts built from postings", "postings=%zu accounts=%zu",
+				    rows.n, ledger_account_count(b->ledger));
+	}
 	free(rows.v);
+	if (!e && ledger_forget_postings(b->ledger))
+		e = sl_diag_set(d, SL_ENOMEM, "out of memory");
+	return e;
+}
+
+enum sl_err billing_start(struct ctl *c, const struct billing_opts *o, struct sl_diag *d)
+{
+	struct ctl_billing *b = calloc(1, sizeof(*b));
+	if (!b)
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	c->billing = b;
+	enum sl_err e = money_currency_get(o->currency ? o->currency : "CNY", &b->cur, d);
+	if (!e && o->zone)
+		e = cal_zone_parse(o->zone, &b->zone, d);
+	else if (!e)
+		cal_zone_utc(&b->zone);
+	b->grace_ms = (o->grace_s >= 0 ? o->grace_s : BILLING_GRACE_DEFAULT_S) * 1000;
+	if (!e && ((e = pricebook_new(&b->prices)) || (e = ledger_new(&b->ledger)) ||
+		   (e = strmap_new(&b->u_by_lease)) || (e = strmap_new(&b->t_by_name)) ||
+		   (e = strmap_new(&b->hist_ids))))
+		sl_diag_set(d, e, "out of memory");
+	if (!e)
+		e = currency_fixed(c, d);
+	if (!e)
+		e = store_scan(c->store, STORE_PRICES, load_price, c, d);
+	if (!e)
+		e = store_scan(c->store, STORE_USAGE, load_usage, c, d);
+	if (!e)
+		e = ctl_hist_move(c, STORE_USAGE, STORE_USAGE_HISTORY, &b->moves, d);
+	ctl_hist_release(&b->moves);
+	if (!e)
+		e = store_scan(c->store, STORE_BILLING, load_tenant_state, c, d);
+	/* The ledger: its stored accounts (billing_store.c), not its postings. */
+	char *snap = NULL;
+	if (!e) {
+		e = store_meta_get(c->store, "billing.snapshot", &snap, d);
+		if (e == SL_ENOTFOUND) {
+			sl_diag_clear(d);
+			e = snapshot_build(c, d);
+		} else if (!e) {
+			e = bill_accounts_load(c, d);
+		}
+	}
+	free(snap);
 	/* Running leases from before billing existed start being metered now. */
 	for (int i = 0; !e && i < c->lt.nleases; i++) {
 		struct ctl_lease *l = c->lt.leases[i];
@@ -927,6 +878,7 @@ void billing_free(struct ctl *c)
 	free(b->t);
 	strmap_free(b->u_by_lease);
 	strmap_free(b->t_by_name);
+	strmap_free(b->hist_ids);
 	pricebook_free(b->prices);
 	ledger_free(b->ledger);
 	free(b);

@@ -13,6 +13,7 @@
 #include "billing.h"
 #include "calendar.h"
 #include "err.h"
+#include "history.h"
 #include "ledger.h"
 #include "money.h"
 #include "pricebook.h"
@@ -54,6 +55,7 @@ struct ctl_billing {
 	struct bill_usage *u;
 	int nu, capu;
 	struct strmap *u_by_lease;
+	struct strmap *hist_ids; /* ids known to be in usage_history (hosting asks each tick) */
 	int *live; /* indices into u of usages not ended, so the per-second
 		      rules cost O(running leases), not O(every lease ever) */
 	int nlive, caplive;
@@ -62,6 +64,7 @@ struct ctl_billing {
 	struct strmap *t_by_name;
 	uint64_t price_seq, post_seq;
 	bool has_hosting; /* a hosting price exists: colocated servers are metered */
+	struct ctl_hist_moves moves; /* start-up: ended rows of an old store to move */
 	int64_t next_ms;
 };
 
@@ -95,6 +98,50 @@ bool bill_usage_push(struct bill_usage *u, int64_t at, enum rating_ev kind, int 
 		     enum rating_end end);
 void bill_usage_save(struct ctl *c, const struct bill_usage *u);
 void bill_post_charge(struct ctl *c, struct bill_usage *u);
+/* ---- billing_store.c: rows, history, the ledger's accounts ---- */
+
+/* Usage records read back from the history (owned: bill_usages_release). */
+struct bill_usages {
+	struct bill_usage *v;
+	size_t n, cap;
+};
+
+/* Parses a stored usage row into *u (its events allocated; free(u->ev)). */
+enum sl_err bill_usage_parse(const char *id, const char *json, struct bill_usage *u) SL_MUST_USE;
+/* Whether id's record is in usage_history (ended: never start it again).
+ * A store that cannot say fails the controller and answers true. */
+bool bill_usage_in_history(struct ctl *c, const char *id);
+/* Moves ended record u to usage_history in the turn's transaction and drops
+ * it from memory (u and indices into b->u are invalid after). */
+void bill_usage_retire(struct ctl *c, struct bill_usage *u);
+/* The ended record id from usage_history into *out (*found false if none). */
+enum sl_err bill_hist_get(struct ctl *c, const char *id, struct bill_usage *out,
+			  bool *found) SL_MUST_USE;
+/* Appends every ended record of tenant (NULL: all) to *out. */
+enum sl_err bill_hist_read(struct ctl *c, const char *tenant, struct bill_usages *out,
+			   struct sl_diag *d) SL_MUST_USE;
+void bill_usages_release(struct bill_usages *v);
+/* A stored posting row; *seq its posting seq. */
+enum sl_err bill_posting_parse(const char *id, const char *json, struct ledger_posting *p,
+			       uint64_t *seq, struct sl_diag *d) SL_MUST_USE;
+/* Stores posting p with seq (updated_ns = seq: store_page_since order). */
+bool bill_posting_put(struct ctl *c, const struct ledger_posting *p, uint64_t seq);
+/* Whether p's id is stored already with the same content (*known: a replay);
+ * SL_ECONFLICT when with different content. */
+enum sl_err bill_posting_known(struct ctl *c, const struct ledger_posting *p, bool *known,
+			       struct sl_diag *d) SL_MUST_USE;
+/* Calls fn for tenant's postings after after_seq in posting order until it
+ * returns false. */
+typedef bool (*bill_posting_fn)(void *arg, const struct ledger_posting *p, uint64_t seq);
+enum sl_err bill_postings_since(struct ctl *c, const char *tenant, uint64_t after_seq,
+				bill_posting_fn fn, void *arg, struct sl_diag *d) SL_MUST_USE;
+/* Stores the two accounts p moved money between, and post_seq. */
+void bill_accounts_save(struct ctl *c, const struct ledger_posting *p);
+/* Stores every account and post_seq (building the snapshot of an old store). */
+void bill_accounts_save_all(struct ctl *c);
+/* Restores the ledger's accounts and post_seq from the store. */
+enum sl_err bill_accounts_load(struct ctl *c, struct sl_diag *d) SL_MUST_USE;
+
 /* Milliseconds of ns. */
 /* The tenant named in the path and visible to the caller (h_billing.c);
  * NULL after answering 404, also for another tenant's. */

@@ -50,8 +50,8 @@ bool billing_meter_on(struct ctl *c, const struct billing_meter *m, int64_t at_n
 		}
 		return true;
 	}
-	if (!priced(c, m, at, NULL))
-		return false; /* runs free, like a lease no price applies to */
+	if (!priced(c, m, at, NULL) || bill_usage_in_history(c, m->id))
+		return false; /* runs free, like a lease no price applies to; or ended */
 	if (!(u = bill_usage_add(c, m->id))) {
 		c->fatal = true;
 		return false;
@@ -97,13 +97,24 @@ void billing_meter_end(struct ctl *c, const char *id, int64_t at_ns)
 	u->ended = true;
 	bill_live_del(c->billing, (int)(u - c->billing->u));
 	bill_post_charge(c, u);
-	bill_usage_save(c, u);
+	bill_usage_retire(c, u);
 }
 
 int64_t billing_meter_amount(struct ctl *c, const char *id)
 {
-	const struct bill_usage *u = c->billing ? billing_usage_find(c, id) : NULL;
-	return u ? billing_accrued(c, u, billing_ms(c->now_ns)) : 0;
+	if (!c->billing)
+		return 0;
+	const struct bill_usage *u = billing_usage_find(c, id);
+	if (u)
+		return billing_accrued(c, u, billing_ms(c->now_ns));
+	/* An ended meter's record is in the history. */
+	struct bill_usage h;
+	bool found = false;
+	if (bill_hist_get(c, id, &h, &found) || !found)
+		return 0;
+	int64_t amount = billing_accrued(c, &h, billing_ms(c->now_ns));
+	free(h.ev);
+	return amount;
 }
 
 bool billing_meter_running(struct ctl *c, const char *id)

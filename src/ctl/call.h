@@ -71,6 +71,9 @@ bool ctl_put(struct ctl *c, enum store_kind k, const char *id, const char *tenan
 /* The same with the row's text already encoded (borrowed). */
 bool ctl_put_text(struct ctl *c, enum store_kind k, const char *id, const char *tenant,
 		  const char *text);
+/* ctl_put_text with the row's updated_ns given (billing: a posting's seq). */
+bool ctl_put_text_ns(struct ctl *c, enum store_kind k, const char *id, const char *tenant,
+		     const char *s, int64_t updated_ns);
 bool ctl_meta_set(struct ctl *c, const char *key, const char *value);
 /* Deletes row id of kind k in the turn's transaction (a missing row is no
  * error). */

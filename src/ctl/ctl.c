@@ -155,13 +155,19 @@ bool ctl_put(struct ctl *c, enum store_kind k, const char *id, const char *tenan
 bool ctl_put_text(struct ctl *c, enum store_kind k, const char *id, const char *tenant,
 		  const char *s)
 {
+	return ctl_put_text_ns(c, k, id, tenant, s, c->now_ns);
+}
+
+bool ctl_put_text_ns(struct ctl *c, enum store_kind k, const char *id, const char *tenant,
+		     const char *s, int64_t updated_ns)
+{
 	struct sl_diag d;
 	sl_diag_clear(&d);
 	if (!s || !tx_ensure(c)) {
 		c->fatal = true;
 		return false;
 	}
-	enum sl_err e = store_put(c->store, k, id, tenant, s, c->now_ns, &d);
+	enum sl_err e = store_put(c->store, k, id, tenant, s, updated_ns, &d);
 	if (e) {
 		sl_log_error("store write failed", "kind=%s id=%s error=%s", store_kind_name(k), id,
 			     d.msg);

@@ -325,16 +325,56 @@ void h_balance(struct ctl_call *call)
 
 /* ---- invoices, usage, revenue ---- */
 
-/* The rating inputs of tenant's priced leases (all tenants' when NULL). */
-static struct rating_lease *priced_leases(struct ctl *c, const char *tenant, size_t *n)
+/* The rating inputs of tenant's priced leases (all tenants' when NULL): the
+ * running ones from memory, the ended ones from the history (read into *hist,
+ * which the answer borrows; bill_usages_release). NULL on error. */
+static struct rating_lease *priced_leases(struct ctl *c, const char *tenant, struct bill_usages *hist,
+					  size_t *n)
 {
 	struct ctl_billing *b = c->billing;
-	struct rating_lease *v = calloc((size_t)(b->nu ? b->nu : 1), sizeof(*v));
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	memset(hist, 0, sizeof(*hist));
 	*n = 0;
+	if (bill_hist_read(c, tenant, hist, &d)) {
+		sl_log_error("usage history unreadable", "error=%s", d.msg);
+		return NULL;
+	}
+	struct rating_lease *v = calloc((size_t)b->nu + hist->n + 1, sizeof(*v));
 	for (int i = 0; v && i < b->nu; i++)
 		if (b->u[i].priced && b->u[i].nev && (!tenant || !strcmp(b->u[i].tenant, tenant)))
 			billing_rating_lease(&b->u[i], &v[(*n)++]);
+	for (size_t i = 0; v && i < hist->n; i++)
+		if (hist->v[i].priced && hist->v[i].nev)
+			billing_rating_lease(&hist->v[i], &v[(*n)++]);
 	return v;
+}
+
+static bool add_credit(void *arg, const struct ledger_posting *p, uint64_t seq)
+{
+	(void)seq;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	if (p->type == LEDGER_CREDIT || p->type == LEDGER_REFUND)
+		return ledger_apply(arg, p, NULL, &d) == SL_OK;
+	return true;
+}
+
+/* A ledger of tenant's credits and refunds, read from the stored postings
+ * (the invoice's credit lines); NULL on error. */
+static struct ledger *tenant_credits(struct ctl *c, const char *tenant)
+{
+	struct ledger *l = NULL;
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	if (ledger_new(&l))
+		return NULL;
+	if (bill_postings_since(c, tenant, 0, add_credit, l, &d)) {
+		sl_log_error("postings unreadable", "tenant=%s error=%s", tenant, d.msg);
+		ledger_free(l);
+		return NULL;
+	}
+	return l;
 }
 
 static bool month_param(struct ctl_call *call, const char *s, struct cal_month *m)
@@ -349,7 +389,8 @@ static bool month_param(struct ctl_call *call, const char *s, struct cal_month *
 }
 
 static void invoice_input(struct ctl *c, struct invoice_input *in, const char *tenant,
-			  struct cal_month m, const struct rating_lease *v, size_t n)
+			  struct cal_month m, const struct rating_lease *v, size_t n,
+			  const struct ledger *credits)
 {
 	struct ctl_billing *b = c->billing;
 	memset(in, 0, sizeof(*in));
@@ -360,7 +401,7 @@ static void invoice_input(struct ctl *c, struct invoice_input *in, const char *t
 	in->prices = b->prices;
 	in->leases = v;
 	in->nleases = n;
-	in->ledger = b->ledger;
+	in->ledger = credits;
 	in->now_ms = billing_ms(c->now_ns);
 }
 
@@ -378,20 +419,25 @@ void h_invoice(struct ctl_call *call)
 		return;
 	}
 	size_t n;
-	struct rating_lease *v = priced_leases(c, t->name, &n);
+	struct bill_usages hist;
+	struct rating_lease *v = priced_leases(c, t->name, &hist, &n);
+	struct ledger *credits = v ? tenant_credits(c, t->name) : NULL;
 	struct invoice_input in;
 	struct invoice inv;
 	struct sl_diag d;
 	char *out = NULL;
 	size_t len = 0;
 	sl_diag_clear(&d);
-	invoice_input(c, &in, t->name, m, v, n);
+	invoice_input(c, &in, t->name, m, v, n, credits);
 	invoice_init(&inv);
-	enum sl_err e = v ? invoice_build(&inv, &in, &d) : SL_ENOMEM;
+	enum sl_err e = v && credits ? invoice_build(&inv, &in, &d)
+				     : sl_diag_set(&d, SL_EIO, "the billing history could not be read");
 	if (!e)
 		e = csv ? invoice_csv(&inv, &out, &len, &d) : invoice_json(&inv, &out, &len, &d);
 	invoice_release(&inv);
 	free(v);
+	ledger_free(credits);
+	bill_usages_release(&hist);
 	if (e) {
 		ctl_answer_diag(call, e, &d);
 		return;
@@ -432,16 +478,18 @@ static json_t *tenant_usage(struct ctl *c, const char *tenant, struct cal_month 
 				       (json_int_t)billing_accrued(c, u, now), "priced", u->priced));
 	}
 	size_t n;
-	struct rating_lease *v = priced_leases(c, tenant, &n);
+	struct bill_usages hist;
+	struct rating_lease *v = priced_leases(c, tenant, &hist, &n);
+	struct ledger *credits = v ? tenant_credits(c, tenant) : NULL;
 	struct invoice_input in;
 	struct invoice inv;
 	struct sl_diag d;
 	sl_diag_clear(&d);
-	invoice_input(c, &in, tenant, m, v, n);
+	invoice_input(c, &in, tenant, m, v, n, credits);
 	invoice_init(&inv);
 	int64_t gms = 0;
 	json_t *mtd = NULL;
-	if (v && !invoice_build(&inv, &in, &d)) {
+	if (v && credits && !invoice_build(&inv, &in, &d)) {
 		for (size_t i = 0; i < inv.nlines; i++)
 			if (inv.lines[i].kind == INVOICE_USAGE)
 				gms += inv.lines[i].quantity;
@@ -451,6 +499,8 @@ static json_t *tenant_usage(struct ctl *c, const char *tenant, struct cal_month 
 	}
 	invoice_release(&inv);
 	free(v);
+	ledger_free(credits);
+	bill_usages_release(&hist);
 	return json_pack("{s:s, s:o, s:o, s:o}", "tenant", tenant, "running", run ? run : json_array(),
 			 "month_to_date", mtd ? mtd : json_null(), "balance", balance_json(c, tenant));
 }
@@ -492,14 +542,17 @@ void h_revenue(struct ctl_call *call)
 	if (!month_param(call, call->param[0], &m))
 		return;
 	size_t n, nrows = 0;
-	struct rating_lease *v = priced_leases(c, NULL, &n);
+	struct bill_usages hist;
+	struct rating_lease *v = priced_leases(c, NULL, &hist, &n);
 	struct invoice_input in;
 	struct invoice_revenue_row *rows = NULL;
 	struct sl_diag d;
 	sl_diag_clear(&d);
-	invoice_input(c, &in, NULL, m, v, n);
-	enum sl_err e = v ? invoice_revenue(&in, &rows, &nrows, &d) : SL_ENOMEM;
+	invoice_input(c, &in, NULL, m, v, n, NULL);
+	enum sl_err e = v ? invoice_revenue(&in, &rows, &nrows, &d)
+			  : sl_diag_set(&d, SL_EIO, "the billing history could not be read");
 	free(v);
+	bill_usages_release(&hist);
 	if (e) {
 		ctl_answer_diag(call, e, &d);
 		return;

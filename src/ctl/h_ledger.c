@@ -3,8 +3,13 @@
  *
  * ?type=topup|charge|... keeps one kind; ?limit=N&after=ID pages as the other
  * list routes do (paging.h). The tenant rule is the billing API's: another
- * tenant's ledger is the 404 of a tenant that does not exist. */
+ * tenant's ledger is the 404 of a tenant that does not exist.
+ *
+ * Read from the store, not memory (the ledger keeps balances, not every
+ * posting: billing_store.c): the tenant's postings in posting order, from
+ * the seq of the posting named by ?after. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "billing.h"
@@ -24,6 +29,33 @@ static json_t *entry_json(struct ctl *c, const struct ledger_posting *p)
 	if (o && p->type == LEDGER_CHARGE)
 		json_object_set_new(o, "plan", json_string(plan_name(p->plan)));
 	return o;
+}
+
+/* The page being built: items of the wanted type, up to limit (-1: all);
+ * more once one more matching posting was seen after them. */
+struct stmt {
+	struct ctl *c;
+	json_t *items;
+	const char *type;
+	int limit, taken;
+	char last[LEDGER_ID_MAX];
+	bool more;
+};
+
+static bool stmt_row(void *arg, const struct ledger_posting *p, uint64_t seq)
+{
+	struct stmt *st = arg;
+	(void)seq;
+	if (st->type && strcmp(st->type, ledger_type_name(p->type)))
+		return true;
+	if (st->limit >= 0 && st->taken == st->limit) {
+		st->more = true;
+		return false;
+	}
+	json_array_append_new(st->items, entry_json(st->c, p));
+	snprintf(st->last, sizeof(st->last), "%s", p->id);
+	st->taken++;
+	return true;
 }
 
 void h_ledger(struct ctl_call *call)
@@ -47,32 +79,32 @@ void h_ledger(struct ctl_call *call)
 			return;
 		}
 	}
-	const struct ledger *l = c->billing->ledger;
-	size_t n = ledger_posting_count(l), i = 0;
+	uint64_t after = 0;
 	if (pg.after) {
-		for (; i < n && strcmp(ledger_posting_at(l, i)->id, pg.after); i++)
-			;
-		if (i == n) {
+		char *row = NULL;
+		struct ledger_posting p;
+		struct sl_diag d;
+		sl_diag_clear(&d);
+		bool ok = store_get(c->store, STORE_POSTINGS, pg.after, &row, &d) == SL_OK &&
+			  bill_posting_parse(pg.after, row, &p, &after, &d) == SL_OK &&
+			  !strcmp(p.tenant, t->name);
+		free(row);
+		if (!ok) {
 			ctl_answer_error(call, SL_EINVAL, "?after: no posting with that id",
 					 "pass the \"next\" of the previous page");
 			return;
 		}
-		i++;
 	}
-	json_t *items = json_array();
-	const char *next = NULL;
-	int taken = 0;
-	for (; items && i < n; i++) {
-		const struct ledger_posting *p = ledger_posting_at(l, i);
-		if (strcmp(p->tenant, t->name) || (type && strcmp(type, ledger_type_name(p->type))))
-			continue;
-		if (pg.paged && taken == pg.limit) {
-			next = ledger_posting_at(l, i - 1)->id;
-			break;
-		}
-		json_array_append_new(items, entry_json(c, p));
-		taken++;
+	struct stmt st = {c, json_array(), type, pg.paged ? pg.limit : -1, 0, "", false};
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	if (st.items && bill_postings_since(c, t->name, after, stmt_row, &st, &d)) {
+		json_decref(st.items);
+		ctl_answer_diag(call, SL_EIO, &d);
+		return;
 	}
+	json_t *items = st.items;
+	const char *next = st.more ? st.last : NULL;
 	json_t *o = ctl_page_answer(&pg, items, next);
 	if (!o) {
 		ctl_answer_error(call, SL_ENOMEM, "out of memory", NULL);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <jansson.h>
 #include <sys/stat.h>
 
 #include "store.h"
@@ -29,12 +30,25 @@ struct copy_row {
 	bool meta;
 };
 
+/* A posting row's updated_ns is its seq (billing_store.c: a tenant's
+ * statement pages in that order), so it is kept; other rows get the copy's
+ * time. */
+static int64_t row_ns(const struct copy_row *c, const char *json)
+{
+	if (c->kind != STORE_POSTINGS)
+		return c->now_ns;
+	json_t *o = json_loads(json, 0, NULL);
+	json_int_t seq = json_integer_value(json_object_get(o, "seq"));
+	json_decref(o);
+	return seq > 0 ? (int64_t)seq : c->now_ns;
+}
+
 static enum sl_err copy_row(void *arg, const char *id, const char *tenant, const char *json)
 {
 	struct copy_row *c = arg;
 	c->n++;
 	return c->meta ? store_meta_set(c->to, id, json, c->d)
-		       : store_put(c->to, c->kind, id, tenant, json, c->now_ns, c->d);
+		       : store_put(c->to, c->kind, id, tenant, json, row_ns(c, json), c->d);
 }
 
 static enum sl_err copy_audit_row(void *arg, const struct store_audit_row *r)

@@ -46,6 +46,8 @@ static const char *const kind_names[STORE_KIND__COUNT] = {
 	[STORE_LEASE_HISTORY] = "lease_history",
 	[STORE_JOB_HISTORY] = "job_history",
 	[STORE_INSTANCE_HISTORY] = "instance_history",
+	[STORE_USAGE_HISTORY] = "usage_history",
+	[STORE_LEDGER_ACCOUNTS] = "ledger_accounts",
 };
 
 const char *store_kind_name(enum store_kind k)
@@ -62,7 +64,7 @@ enum sl_err store_kind_parse(const char *name, enum store_kind *out, struct sl_d
 		}
 	}
 	sl_diag_set(d, SL_EINVAL, "unknown store kind '%.64s'", name ? name : "(null)");
-	sl_diag_hint(d, "kinds are tenants, tokens, leases, reservations, nodes, fleets, idempotency, prices, postings, usage, billing, agents, jobs, images, instances, ssh_keys, lease_history, job_history, instance_history");
+	sl_diag_hint(d, "kinds are tenants, tokens, leases, reservations, nodes, fleets, idempotency, prices, postings, usage, billing, agents, jobs, images, instances, ssh_keys, lease_history, job_history, instance_history, usage_history, ledger_accounts");
 	return SL_EINVAL;
 }
 
@@ -413,6 +415,24 @@ enum sl_err store_page(struct store *s, enum store_kind k, const char *after,
 	struct scan_relay relay = {.fn = fn, .arg = arg, .cb_err = SL_OK};
 	s->in_scan = true;
 	e = s->ops->page(s->impl, k, after ? after : "", tenant, limit, scan_relay_row, &relay, d);
+	return page_done(s, k, &relay, e, d);
+}
+
+enum sl_err store_page_since(struct store *s, enum store_kind k, const char *tenant,
+			     int64_t after_ns, int limit, store_scan_fn fn, void *arg,
+			     struct sl_diag *d)
+{
+	struct sl_diag scratch;
+	d = diag_or(d, &scratch);
+	enum sl_err e = page_check(s, k, limit, fn, "store_page_since", d);
+	if (e == SL_OK)
+		e = tenant ? check_name("tenant", tenant, d)
+			   : sl_diag_set(d, SL_EINVAL, "store_page_since: no tenant (NULL)");
+	if (e != SL_OK)
+		return e;
+	struct scan_relay relay = {.fn = fn, .arg = arg, .cb_err = SL_OK};
+	s->in_scan = true;
+	e = s->ops->since(s->impl, k, tenant, after_ns, limit, scan_relay_row, &relay, d);
 	return page_done(s, k, &relay, e, d);
 }
 

@@ -70,6 +70,13 @@ enum store_kind {
 	STORE_LEASE_HISTORY,
 	STORE_JOB_HISTORY,
 	STORE_INSTANCE_HISTORY,
+	/* Billing history (schema 9): a usage record that ended (its final
+	 * charge posted) moves here from usage, same row format. */
+	STORE_USAGE_HISTORY,
+	/* The ledger's account totals, one row per account ("tenant:acme",
+	 * "cash:"), rewritten with each posting, so a start loads balances
+	 * instead of replaying every posting (src/ctl/billing_store.c). */
+	STORE_LEDGER_ACCOUNTS,
 	STORE_KIND__COUNT
 };
 
@@ -181,6 +188,17 @@ enum sl_err store_page(struct store *s, enum store_kind k, const char *after,
  * history kinds; on the others it reads the whole table. */
 enum sl_err store_recent(struct store *s, enum store_kind k, int limit, store_scan_fn fn,
 			 void *arg, struct sl_diag *d) SL_MUST_USE;
+
+/* Calls fn for at most limit rows (1..STORE_MAX_PAGE) of kind k whose tenant
+ * equals tenant and whose updated_ns is greater than after_ns, in ascending
+ * (updated_ns, id) order: a tenant's rows in the order they were written
+ * where the writer stores a sequence number as updated_ns (postings store
+ * their seq there, so a tenant's statement pages in posting order). Indexed
+ * by (tenant, updated_ns) on postings; on other kinds it reads the tenant's
+ * rows. Same callback rules as store_scan. */
+enum sl_err store_page_since(struct store *s, enum store_kind k, const char *tenant,
+			     int64_t after_ns, int limit, store_scan_fn fn, void *arg,
+			     struct sl_diag *d) SL_MUST_USE;
 
 /* Reads meta key into *value_out (NUL-terminated, the caller free()s it).
  * Keys are 1..STORE_MAX_META_KEY characters of [a-z0-9_.-]. SL_ENOTFOUND if

@@ -42,6 +42,9 @@ struct store_ops {
 			    int limit, store_scan_fn fn, void *arg, struct sl_diag *d);
 	enum sl_err (*recent)(void *impl, enum store_kind k, int limit, store_scan_fn fn,
 			      void *arg, struct sl_diag *d);
+	/* store_page_since (store.h); tenant is never NULL. */
+	enum sl_err (*since)(void *impl, enum store_kind k, const char *tenant, int64_t after_ns,
+			     int limit, store_scan_fn fn, void *arg, struct sl_diag *d);
 	enum sl_err (*meta_get)(void *impl, const char *key, char **value_out,
 				struct sl_diag *d);
 	enum sl_err (*meta_set)(void *impl, const char *key, const char *value,

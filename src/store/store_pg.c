@@ -287,6 +287,8 @@ static const char *const pg_verb_sql[PG_VERB__COUNT] = {
 		    " AND ($2::text IS NULL OR tenant = $2::text) ORDER BY id LIMIT $3::bigint",
 	[PG_RECENT] = "SELECT id, tenant, body FROM %s ORDER BY updated_ns DESC, id DESC"
 		      " LIMIT $1::bigint",
+	[PG_SINCE] = "SELECT id, tenant, body FROM %s WHERE tenant = $1::text"
+		     " AND updated_ns > $2::bigint ORDER BY updated_ns, id LIMIT $3::bigint",
 };
 
 static const struct {
@@ -699,6 +701,18 @@ static enum sl_err pg_recent(void *impl, enum store_kind k, int limit, store_sca
 			 "reading the most recent rows");
 }
 
+static enum sl_err pg_since(void *impl, enum store_kind k, const char *tenant, int64_t after_ns,
+			    int limit, store_scan_fn fn, void *arg, struct sl_diag *d)
+{
+	char name[32], lim[16], after[24];
+	pg_kind_stmt(name, k, PG_SINCE);
+	snprintf(lim, sizeof(lim), "%d", limit);
+	snprintf(after, sizeof(after), "%lld", (long long)after_ns);
+	const char *v[] = {tenant, after, lim};
+	struct pg_scan_arg a = {fn, arg};
+	return pg_stream(impl, name, 3, v, NULL, NULL, 0, pg_scan_row, &a, d, "reading a page");
+}
+
 static enum sl_err pg_meta_get(void *impl, const char *key, char **value_out,
 			       struct sl_diag *d)
 {
@@ -741,6 +755,7 @@ const struct store_ops store_pg_ops = {
 	.scan = pg_scan,
 	.page = pg_page,
 	.recent = pg_recent,
+	.since = pg_since,
 	.meta_get = pg_meta_get,
 	.meta_set = pg_meta_set,
 	.meta_scan = pg_meta_scan,

@@ -11,7 +11,7 @@
 
 #include "store_backend.h"
 
-enum pg_verb { PG_PUT, PG_DEL, PG_GET, PG_SCAN, PG_PAGE, PG_RECENT, PG_VERB__COUNT };
+enum pg_verb { PG_PUT, PG_DEL, PG_GET, PG_SCAN, PG_PAGE, PG_RECENT, PG_SINCE, PG_VERB__COUNT };
 
 /* What a pipelined statement's result must be (store_pg.c, group commit). */
 enum pg_expect { PX_CMD, PX_EPOCH, PX_COMMIT };

@@ -140,11 +140,23 @@ static const char sq_migration_7[] =
 	"(tenant, id);\nCREATE INDEX " t "_history_updated ON " t "_history(updated_ns, id);\n"
 static const char sq_migration_8[] = SQ_HISTORY("lease") SQ_HISTORY("job") SQ_HISTORY("instance");
 
+/* v9: billing history (store.h): ended usage records, the ledger's account
+ * totals, and postings by (tenant, updated_ns) for a tenant's statement in
+ * posting order (billing stores a posting's seq as its updated_ns). The
+ * controller moves an old store's ended usage and builds the account rows
+ * from its postings at its first start. */
+static const char sq_migration_9[] =
+	SQ_HISTORY("usage")
+	"CREATE TABLE ledger_accounts (id TEXT PRIMARY KEY, tenant TEXT, body TEXT NOT NULL,"
+	" updated_ns INTEGER NOT NULL);\n"
+	"CREATE INDEX ledger_accounts_tenant ON ledger_accounts(tenant);\n"
+	"CREATE INDEX postings_tenant_seq ON postings(tenant, updated_ns, id);\n";
+
 /* Shared with the PostgreSQL backend (store_pg.c), which translates the
  * column types, so both backends always have the same schema. */
 const char *const store_migrations[] = {sq_migration_1, sq_migration_2, sq_migration_3,
 					sq_migration_4, sq_migration_5, sq_migration_6,
-					sq_migration_7, sq_migration_8};
+					sq_migration_7, sq_migration_8, sq_migration_9};
 #define sq_migrations store_migrations
 #define SQ_SCHEMA_VERSION ((int)(sizeof(sq_migrations) / sizeof(sq_migrations[0])))
 const int store_migrations_count = SQ_SCHEMA_VERSION;
@@ -160,6 +172,8 @@ static const char *const sq_verb_sql[SQ_VERB__COUNT] = {
 	[SQ_PAGE] = "SELECT id, tenant, body FROM %s WHERE id > ?1 AND (?2 IS NULL OR tenant = ?2)"
 		    " ORDER BY id LIMIT ?3",
 	[SQ_RECENT] = "SELECT id, tenant, body FROM %s ORDER BY updated_ns DESC, id DESC LIMIT ?1",
+	[SQ_SINCE] = "SELECT id, tenant, body FROM %s WHERE tenant = ?1 AND updated_ns > ?2"
+		     " ORDER BY updated_ns, id LIMIT ?3",
 };
 
 /* Names the extended codes an operator is most likely to meet, so a log line
@@ -620,6 +634,19 @@ static enum sl_err sq_recent(void *impl, enum store_kind k, int limit, store_sca
 	return sq_page(impl, k, NULL, NULL, limit, fn, arg, d);
 }
 
+static enum sl_err sq_since(void *impl, enum store_kind k, const char *tenant, int64_t after_ns,
+			    int limit, store_scan_fn fn, void *arg, struct sl_diag *d)
+{
+	struct sq *q = impl;
+	sqlite3_stmt *st = q->kind_stmt[k][SQ_SINCE];
+	if (sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC) ||
+	    sqlite3_bind_int64(st, 2, after_ns) || sqlite3_bind_int(st, 3, limit)) {
+		sqlite3_clear_bindings(st);
+		return sq_error(q, sqlite3_errcode(q->db), d, "binding a page query");
+	}
+	return sq_rows(q, k, st, fn, arg, d);
+}
+
 static enum sl_err sq_meta_get(void *impl, const char *key, char **value_out,
 			       struct sl_diag *d)
 {
@@ -681,6 +708,7 @@ const struct store_ops store_sqlite_ops = {
 	.scan = sq_scan,
 	.page = sq_page,
 	.recent = sq_recent,
+	.since = sq_since,
 	.meta_get = sq_meta_get,
 	.meta_set = sq_meta_set,
 	.meta_scan = sq_meta_scan,

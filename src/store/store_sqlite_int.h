@@ -9,7 +9,7 @@
 
 #include "store_backend.h"
 
-enum sq_verb { SQ_PUT, SQ_DEL, SQ_GET, SQ_SCAN, SQ_PAGE, SQ_RECENT, SQ_VERB__COUNT };
+enum sq_verb { SQ_PUT, SQ_DEL, SQ_GET, SQ_SCAN, SQ_PAGE, SQ_RECENT, SQ_SINCE, SQ_VERB__COUNT };
 
 struct sq {
 	sqlite3 *db;

@@ -215,7 +215,12 @@ api "$BETA" POST "/v1/leases/$BL/release" >/dev/null
 RL=$(body_of "$(api "$ACME" POST /v1/leases '{"gpus":2,"models":["h100-sxm"]}')" | jq -r .id)
 inv_before=$(curl -s -H "Authorization: Bearer $ACME" "$URL/v1/tenants/acme/invoices/$month" | jq -c 'del(.as_of)')
 post_before=$(body_of "$(api "$ADMIN" GET /v1/tenants/acme/balance)" | jq '.balance + .unposted_usage')
+beta_before=$(body_of "$(api "$ADMIN" GET /v1/tenants/beta/balance)" | jq -c '[.balance,.credit_line]')
+stmt_before=$(body_of "$(api "$ADMIN" GET /v1/tenants/acme/ledger)" | jq -c .)
+beta_stmt_before=$(body_of "$(api "$ADMIN" GET /v1/tenants/beta/ledger)" | jq -c .)
 stop_daemon
+expect_eq "the ended elastic lease's usage moved to usage_history" \
+	"$(sqlite3 "$DATA/suanli.db" "SELECT (SELECT count(*) FROM usage_history WHERE id = '$EL') || ' ' || (SELECT count(*) FROM usage WHERE id = '$EL')")" "1 0"
 if ! start_daemon "$TMP/log2" --data "$DATA" --fleet "$FLEET" --simulate; then
 	bad "daemon restarts" "$(cat "$TMP/log2")"
 	finish
@@ -227,33 +232,62 @@ expect_eq "the posted balance is the same after a restart" \
 expect_eq "the invoice is the same after a restart (the running lease aside)" \
 	"$(printf '%s' "$inv_after" | jq -c --arg l "$RL" 'del(.lines[] | select(.lease == $l)) | del(.subtotals, .total, .total_text)')" \
 	"$(printf '%s' "$inv_before" | jq -c --arg l "$RL" 'del(.lines[] | select(.lease == $l)) | del(.subtotals, .total, .total_text)')"
+expect_eq "an ended lease's invoice line is still there after a restart" \
+	"$(printf '%s' "$inv_after" | jq --arg l "$EL" '[.lines[] | select(.lease == $l)] | length > 0')" true
+expect_eq "the other tenant's balance and credit line are the same after a restart" \
+	"$(body_of "$(api "$ADMIN" GET /v1/tenants/beta/balance)" | jq -c '[.balance,.credit_line]')" "$beta_before"
+expect_eq "the statement is the same after a restart" \
+	"$(body_of "$(api "$ADMIN" GET /v1/tenants/acme/ledger)" | jq -c .)" "$stmt_before"
+expect_eq "and the other tenant's" "$(body_of "$(api "$ADMIN" GET /v1/tenants/beta/ledger)" | jq -c .)" "$beta_stmt_before"
+p1=$(body_of "$(api "$ADMIN" GET '/v1/tenants/acme/ledger?limit=2')")
+p2=$(body_of "$(api "$ADMIN" GET "/v1/tenants/acme/ledger?limit=2&after=$(printf '%s' "$p1" | jq -r .next)")")
+expect_eq "the statement pages in posting order after a restart" \
+	"$(printf '%s\n%s' "$p1" "$p2" | jq -s -c '[.[].items[].id]')" "$(printf '%s' "$stmt_before" | jq -c '[.[0:4][].id]')"
 l=$(body_of "$(api "$ACME" POST "/v1/leases/$RL/release")")
 gms=$(body_of "$(api "$ACME" GET "/v1/tenants/acme/invoices/$month")" | jq --arg l "$RL" '[.lines[] | select(.lease == $l) | .gpu_ms] | add')
 expect_eq "a lease running across a restart is billed from started_at to ended_at" "$gms" \
 	$(( ($(ms_of "$(printf '%s' "$l" | jq -r .ended_at)") - $(ms_of "$(printf '%s' "$l" | jq -r .started_at)")) * 2 ))
+inv=$(body_of "$(api "$ACME" GET "/v1/tenants/acme/invoices/$month")")
+expect_eq "its charges across the restart add up to its invoice amount (charged once)" \
+	"$(body_of "$(api "$ADMIN" GET '/v1/tenants/acme/ledger?type=charge')" | jq --arg l "$RL" '[.[] | select(.id | startswith("chg.\($l).")) | .amount] | add')" \
+	"$(printf '%s' "$inv" | jq --arg l "$RL" '[.lines[] | select(.lease == $l) | .amount] | add')"
+binv=$(body_of "$(api "$ADMIN" GET "/v1/tenants/beta/invoices/$month")")
+expect_eq "revenue after a restart adds up to the invoices (ended leases read from the history)" \
+	"$(body_of "$(api "$ADMIN" GET "/v1/revenue/$month")" | jq .total)" \
+	"$(printf '%s\n%s' "$inv" "$binv" | jq -s '[.[].lines[] | select(.kind == "usage") | .amount] | add')"
 
 stop_daemon
 expect_eq "daemon stops cleanly" "$?" 0
+expect_eq "the ledger's stored accounts balance (debits = credits)" \
+	"$(sqlite3 "$DATA/suanli.db" "SELECT sum(json_extract(body, '\$.debits')) = sum(json_extract(body, '\$.credits')) FROM ledger_accounts")" 1
 out=$(timeout 10 "$SUANLID" serve --data "$DATA" --listen 127.0.0.1:0 --currency USD 2>&1)
 expect_eq "serving the store in another currency is refused" "$?" 1
 expect_match "saying which one it bills in" "$out" "bills in CNY, not USD"
 
-# ---- a stored row whose plan is not one is refused, not read as hourly ----
-# corrupt_plan TABLE: a copy of the store with one row's plan made "weekly".
-corrupt_plan() {
+# ---- a stored row a start reads that is not valid is refused ----
+# A start reads live usage rows and the ledger's accounts (not the history
+# or the postings). corrupt SQL: a copy of the store with SQL applied; it
+# prints the id of the row it spoiled.
+corrupt() {
 	rm -rf "$TMP/corrupt" && cp -r "$DATA" "$TMP/corrupt"
-	sqlite3 "$TMP/corrupt/suanli.db" \
-		"UPDATE $1 SET body = json_set(body, '\$.plan', 'weekly') WHERE id = (SELECT min(id) FROM $1); SELECT min(id) FROM $1"
+	sqlite3 "$TMP/corrupt/suanli.db" "$1"
 }
 if ! command -v sqlite3 >/dev/null; then
-	bad "corrupt plan checks need the sqlite3 CLI (scripts/deps.sh installs it)"
+	bad "corrupt row checks need the sqlite3 CLI (scripts/deps.sh installs it)"
 else
-	for t in usage postings; do
-		row=$(corrupt_plan "$t")
-		out=$(timeout 10 "$SUANLID" serve --data "$TMP/corrupt" --listen 127.0.0.1:0 2>&1)
-		expect_eq "a $t row with an unknown plan: the daemon refuses to start" "$?" 1
-		expect_match "and names the row and the plan" "$out" "stored (usage|posting) unreadable.*id=$row .*unknown plan 'weekly'"
-	done
+	# An ended record put back as a running one whose plan is "weekly".
+	row=$(corrupt "INSERT INTO usage SELECT id, tenant, json_set(body, '\$.plan', 'weekly', '\$.ended', json('false')), updated_ns FROM usage_history WHERE id = (SELECT min(id) FROM usage_history); SELECT min(id) FROM usage")
+	out=$(timeout 10 "$SUANLID" serve --data "$TMP/corrupt" --listen 127.0.0.1:0 2>&1)
+	expect_eq "a usage row with an unknown plan: the daemon refuses to start" "$?" 1
+	expect_match "and names the row and the plan" "$out" "stored usage unreadable.*id=$row .*unknown plan 'weekly'"
+	row=$(corrupt "UPDATE ledger_accounts SET body = json_set(body, '\$.kind', 'weekly') WHERE id = (SELECT min(id) FROM ledger_accounts); SELECT min(id) FROM ledger_accounts")
+	out=$(timeout 10 "$SUANLID" serve --data "$TMP/corrupt" --listen 127.0.0.1:0 2>&1)
+	expect_eq "a ledger account of no kind: the daemon refuses to start" "$?" 1
+	expect_match "and names the row" "$out" "stored ledger account unreadable.*id=$row .*unknown kind"
+	row=$(corrupt "UPDATE ledger_accounts SET body = json_set(body, '\$.credits', json_extract(body, '\$.credits') + 1) WHERE id LIKE 'tenant:%'; SELECT 'x'")
+	out=$(timeout 10 "$SUANLID" serve --data "$TMP/corrupt" --listen 127.0.0.1:0 2>&1)
+	expect_eq "ledger accounts that do not balance: the daemon refuses to start" "$?" 1
+	expect_match "and says so" "$out" "do not balance"
 fi
 
 # ---- controlled clock: month boundary in Asia/Shanghai and the grace period ----

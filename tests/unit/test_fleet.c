@@ -538,6 +538,21 @@ static void test_strmap(void **state)
 	assert_int_equal(strmap_get(m, "", -1), -1);
 	assert_int_equal(strmap_add(m, "", 9), SL_OK);
 	assert_int_equal(strmap_get(m, "", -1), 9);
+	/* Deleting every other key keeps the rest findable (backward shift). */
+	for (int i = 0; i < 20000; i += 2) {
+		snprintf(key, sizeof(key), "k%d", i);
+		assert_true(strmap_del(m, key));
+		assert_false(strmap_del(m, key));
+	}
+	assert_int_equal(strmap_count(m), 10001);
+	for (int i = 0; i < 20000; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		if (strmap_get(m, key, -1) != (i % 2 ? i * 3 : -1))
+			fail_msg("after delete: key %s", key);
+	}
+	assert_int_equal(strmap_add(m, "k4", 4), SL_OK);
+	assert_int_equal(strmap_get(m, "k4", -1), 4);
+	assert_false(strmap_del(NULL, "x"));
 	strmap_free(m);
 	strmap_free(NULL);
 }

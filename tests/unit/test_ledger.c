@@ -278,6 +278,73 @@ static void test_random_with_replays(void **state)
 	ledger_free(l);
 }
 
+/* A ledger restored from another's account totals has the same balances
+ * and totals; a bad or repeated account is refused without change; after
+ * forgetting its postings the balances stay and the ids are unknown. */
+static void test_restore_and_forget(void **state)
+{
+	(void)state;
+	struct ledger *a = mk(), *b = mk();
+	struct sl_diag d;
+	sl_diag_clear(&d);
+	post(a, "t1", LEDGER_TOPUP, "acme", PLAN_HOURLY, 10000, true);
+	post(a, "c1", LEDGER_CHARGE, "acme", PLAN_SPOT, 2500, true);
+	post(a, "l1", LEDGER_CREDIT_LINE_UP, "acme", PLAN_HOURLY, 700, true);
+	post(a, "h1", LEDGER_HOSTING_FEE, "beta", PLAN_HOURLY, 300, true);
+	for (size_t i = 0; i < ledger_account_count(a); i++)
+		assert_int_equal(ledger_restore(b, ledger_account_at(a, i), &d), SL_OK);
+	assert_int_equal(ledger_tenant_balance(b, "acme"), 7500);
+	assert_int_equal(ledger_tenant_balance(b, "beta"), -300);
+	assert_int_equal(ledger_credit_line(b, "acme"), 700);
+	assert_int_equal(ledger_balance(b, LEDGER_ACCT_REVENUE, "spot"), 2500);
+	assert_balanced(b);
+	int64_t da, ca, db, cb;
+	ledger_totals(a, &da, &ca);
+	ledger_totals(b, &db, &cb);
+	assert_int_equal(da, db);
+	assert_int_equal(ca, cb);
+	assert_int_equal(ledger_posting_count(b), 0);
+	const struct ledger_account *x = ledger_account_find(b, LEDGER_ACCT_TENANT, "acme");
+	assert_non_null(x);
+	assert_int_equal(x->debits, 2500);
+	assert_null(ledger_account_find(b, LEDGER_ACCT_TENANT, "nobody"));
+	/* Refused: twice, bad kind, bad key, negative totals. */
+	assert_int_equal(ledger_restore(b, x, &d), SL_EINVAL);
+	struct ledger_account bad = *x;
+	bad.kind = (enum ledger_kind)LEDGER_KIND__COUNT;
+	assert_int_equal(ledger_restore(b, &bad, &d), SL_EINVAL);
+	bad = *x;
+	snprintf(bad.key, sizeof(bad.key), "no spaces");
+	assert_int_equal(ledger_restore(b, &bad, &d), SL_EINVAL);
+	bad = *x;
+	snprintf(bad.key, sizeof(bad.key), "other");
+	bad.debits = -1;
+	assert_int_equal(ledger_restore(b, &bad, &d), SL_EINVAL);
+	bad.kind = LEDGER_ACCT_CASH;
+	bad.debits = 0;
+	assert_int_equal(ledger_restore(b, &bad, &d), SL_EINVAL); /* cash has key "" */
+	assert_int_equal(ledger_account_count(b), ledger_account_count(a));
+	/* Posting goes on from the restored totals. */
+	post(b, "c2", LEDGER_CHARGE, "acme", PLAN_SPOT, 500, true);
+	assert_int_equal(ledger_tenant_balance(b, "acme"), 7000);
+	assert_balanced(b);
+	/* A posting is the same as another in every field but the id. */
+	struct ledger_posting p = *ledger_find(b, "c2"), q = p;
+	assert_true(ledger_posting_same(&p, &q));
+	q.amount++;
+	assert_false(ledger_posting_same(&p, &q));
+	/* Forgetting postings keeps balances; the id is then new to the ledger. */
+	assert_int_equal(ledger_forget_postings(b), SL_OK);
+	assert_int_equal(ledger_posting_count(b), 0);
+	assert_null(ledger_find(b, "c2"));
+	assert_int_equal(ledger_tenant_balance(b, "acme"), 7000);
+	post(b, "c3", LEDGER_CHARGE, "acme", PLAN_SPOT, 1, true);
+	assert_int_equal(ledger_posting_count(b), 1);
+	assert_balanced(b);
+	ledger_free(a);
+	ledger_free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -286,6 +353,7 @@ int main(void)
 		cmocka_unit_test(test_bad_postings),
 		cmocka_unit_test(test_can_start),
 		cmocka_unit_test(test_random_with_replays),
+		cmocka_unit_test(test_restore_and_forget),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,7 @@
  *
  * The table stores each key's full hash next to it, so a probe compares
  * strings only when the hashes match; it grows at 1/2 load, which keeps probe
- * runs short without tombstones (there is no delete: the fleet only grows). */
+ * runs short without tombstones: a delete shifts the rest of its run back. */
 #include "strmap.h"
 
 #include <stdint.h>
@@ -113,4 +113,28 @@ int strmap_get(const struct strmap *m, const char *key, int missing)
 size_t strmap_count(const struct strmap *m)
 {
 	return m ? m->count : 0;
+}
+
+/* Backward-shift deletion: every later slot of the run whose home lies
+ * cyclically at or before the hole moves into it, so probes never need
+ * tombstones. */
+bool strmap_del(struct strmap *m, const char *key)
+{
+	if (!m || !m->cap)
+		return false;
+	struct strmap_slot *s = strmap_probe(m->slots, m->cap, key, strmap_hash(key));
+	if (!s->key)
+		return false;
+	free(s->key);
+	size_t mask = m->cap - 1, hole = (size_t)(s - m->slots);
+	for (size_t j = (hole + 1) & mask; m->slots[j].key; j = (j + 1) & mask) {
+		size_t home = (size_t)m->slots[j].hash & mask;
+		if (((j - home) & mask) >= ((j - hole) & mask)) {
+			m->slots[hole] = m->slots[j];
+			hole = j;
+		}
+	}
+	m->slots[hole].key = NULL;
+	m->count--;
+	return true;
 }

@@ -7,6 +7,7 @@
 #ifndef SL_STRMAP_H
 #define SL_STRMAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "err.h"
@@ -25,6 +26,8 @@ void strmap_free(struct strmap *m);
 enum sl_err strmap_add(struct strmap *m, const char *key, int val) SL_MUST_USE;
 /* The value of key, or missing when absent. */
 int strmap_get(const struct strmap *m, const char *key, int missing);
+/* Removes key; false when it was not there. */
+bool strmap_del(struct strmap *m, const char *key);
 /* Number of entries. */
 size_t strmap_count(const struct strmap *m);
 

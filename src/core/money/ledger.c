@@ -274,7 +274,7 @@ static enum sl_err acct_get(struct ledger *l, const struct ledger_account *a,
 	return SL_OK;
 }
 
-static bool same_posting(const struct ledger_posting *a,
+bool ledger_posting_same(const struct ledger_posting *a,
 			 const struct ledger_posting *b)
 {
 	return a->type == b->type && strcmp(a->tenant, b->tenant) == 0 &&
@@ -298,7 +298,7 @@ enum sl_err ledger_apply(struct ledger *l, const struct ledger_posting *p,
 		return e;
 	int prev = strmap_get(l->ids, p->id, -1);
 	if (prev >= 0) {
-		if (same_posting(&l->p[prev], p))
+		if (ledger_posting_same(&l->p[prev], p))
 			return SL_OK;
 		enum sl_err r = sl_diag_set(d, SL_ECONFLICT, "posting id %s was "
 					    "already applied with different "
@@ -427,4 +427,61 @@ const struct ledger_account *ledger_account_at(const struct ledger *l,
 					       size_t i)
 {
 	return i < l->na ? &l->a[i] : NULL;
+}
+
+const struct ledger_account *ledger_account_find(const struct ledger *l,
+						 enum ledger_kind kind,
+						 const char *key)
+{
+	int i = acct_find(l, kind, key ? key : "");
+	return i < 0 ? NULL : &l->a[i];
+}
+
+enum sl_err ledger_restore(struct ledger *l, const struct ledger_account *a,
+			   struct sl_diag *d)
+{
+	if ((unsigned)a->kind >= LEDGER_KIND__COUNT)
+		return sl_diag_set(d, SL_EINVAL, "stored account: unknown kind");
+	bool by_tenant = a->kind == LEDGER_ACCT_TENANT ||
+			 a->kind == LEDGER_ACCT_CREDIT_LINE;
+	if (!memchr(a->key, 0, sizeof(a->key)) ||
+	    (by_tenant ? !tenant_ok(a->key) : a->kind != LEDGER_ACCT_REVENUE && a->key[0]))
+		return sl_diag_set(d, SL_EINVAL, "stored %s account: bad key",
+				   ledger_kind_name(a->kind));
+	if (a->debits < 0 || a->debits > MONEY_MAX || a->credits < 0 ||
+	    a->credits > MONEY_MAX)
+		return sl_diag_set(d, SL_EINVAL, "stored %s account %s: totals "
+				   "outside 0..%lld", ledger_kind_name(a->kind),
+				   a->key, (long long)MONEY_MAX);
+	if (acct_find(l, a->kind, a->key) >= 0)
+		return sl_diag_set(d, SL_EINVAL, "stored %s account %s: restored "
+				   "twice", ledger_kind_name(a->kind), a->key);
+	if (!fits(l->debits, a->debits) || !fits(l->credits, a->credits))
+		return sl_diag_set(d, SL_ELIMIT, "stored accounts: totals exceed "
+				   "the bound of %lld minor units",
+				   (long long)MONEY_MAX);
+	struct ledger_account t;
+	acct(&t, a->kind, a->key);
+	int i;
+	enum sl_err e = acct_get(l, &t, &i);
+	if (e)
+		return sl_diag_set(d, e, "stored accounts: %s", sl_err_message(e));
+	l->a[i].debits = a->debits;
+	l->a[i].credits = a->credits;
+	l->debits += a->debits;
+	l->credits += a->credits;
+	return SL_OK;
+}
+
+enum sl_err ledger_forget_postings(struct ledger *l)
+{
+	struct strmap *ids;
+	if (strmap_new(&ids))
+		return SL_ENOMEM;
+	strmap_free(l->ids);
+	l->ids = ids;
+	free(l->p);
+	l->p = NULL;
+	l->np = l->capp = 0;
+	return SL_OK;
 }

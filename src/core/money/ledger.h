@@ -136,6 +136,36 @@ const struct ledger_posting *ledger_posting_at(const struct ledger *l,
 /* The posting with this id, or NULL. */
 const struct ledger_posting *ledger_find(const struct ledger *l,
 					 const char *id);
+/* The account of this kind and key, or NULL when never touched. */
+const struct ledger_account *ledger_account_find(const struct ledger *l,
+						 enum ledger_kind kind,
+						 const char *key);
+/* Whether a and b are the same posting in every field but the id (what
+ * makes a replayed id a no-op rather than a conflict). */
+bool ledger_posting_same(const struct ledger_posting *a,
+			 const struct ledger_posting *b);
+
+/* ---- starting from stored balances (a restart without replaying postings) ----
+ *
+ * A controller keeps each account's totals in its store beside the postings
+ * and, at start, gives them back here instead of re-applying every posting.
+ * The postings themselves stay in the store; the ledger then knows only the
+ * ones applied since (ledger_find), so a caller that must refuse a replayed id
+ * from before asks its store too (ledger_posting_same). */
+
+/* Sets account a (kind, key, debits, credits) as stored. SL_EINVAL for a bad
+ * kind or key (a tenant-keyed kind needs a tenant name), totals outside
+ * 0..MONEY_MAX, or an account already present (restore each once, before any
+ * posting); SL_ELIMIT when the ledger's totals would pass MONEY_MAX or it has
+ * LEDGER_MAX_ACCOUNTS; SL_ENOMEM. The ledger is unchanged on error. After the
+ * last account the caller checks ledger_totals: debits == credits. */
+enum sl_err ledger_restore(struct ledger *l, const struct ledger_account *a,
+			   struct sl_diag *d) SL_MUST_USE;
+/* Forgets the postings held in memory (ledger_posting_count becomes 0,
+ * ledger_find finds none); balances stay. What keeps a long-running
+ * controller's ledger bounded once its postings are safely stored. */
+enum sl_err ledger_forget_postings(struct ledger *l) SL_MUST_USE;
+
 /* Accounts in the order they were first touched; i < count. */
 size_t ledger_account_count(const struct ledger *l);
 const struct ledger_account *ledger_account_at(const struct ledger *l,
