@@ -786,7 +786,8 @@ static enum sl_err snapshot_build(struct ctl *c, struct sl_diag *d)
 			b->post_seq = rows.v[i].seq;
 		if (!e && !bill_posting_put(c, p, rows.v[i].seq))
 			e = sl_diag_set(d, SL_EIO, "could not store posting %s", p->id);
-		if (!e && p->type == LEDGER_CHARGE && !strncmp(p->id, "chg.", 4)) {
+		if (!e && (p->type == LEDGER_CHARGE || p->type == LEDGER_HOSTING_FEE) &&
+		    !strncmp(p->id, "chg.", 4)) {
 			char lease[RATING_ID_MAX];
 			const char *dot = strrchr(p->id, '.');
 			size_t len = (size_t)(dot - (p->id + 4));

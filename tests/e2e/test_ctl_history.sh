@@ -6,6 +6,9 @@
 # numbering goes on after the highest id even when every lease has ended,
 # /v1/placement/history still sees ended leases, and a store of the old
 # format (schema 7, ended rows in the live tables) is migrated in place.
+# Billing (schema 9): ended leases' usage records move to usage_history, the
+# balances, statements and invoices are the same after a restart, and a store
+# without the ledger's stored accounts has them built from its postings.
 # The restart part runs again on PostgreSQL (skipped without its binaries).
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -47,7 +50,23 @@ for l in ls-000001 ls-000002 ls-000003; do
 	api "$A" POST "/v1/leases/$l/release" '{}' >/dev/null
 done
 expect_eq "an ended lease shows before the restart" "$(get /v1/leases/ls-000002 | jq -r .state)" released
+# money as it stands: posted balances, statements, the ended leases' invoice lines
+money() {
+	local month
+	month=$(date -u +%Y-%m)
+	for t in acme beta; do
+		get "/v1/tenants/$t/balance" | jq -c '[.tenant, .balance + .unposted_usage, .credit_line]'
+		get "/v1/tenants/$t/ledger" | jq -c .
+		get "/v1/tenants/$t/invoices/$month" | jq -c --arg run "$RUNNING" '[.lines[] | select((.lease // "") | test($run) | not)]'
+	done
+}
+RUNNING="^ls-00000[45]$" # their lines grow while they run
+money_before=$(money)
+expect_eq "the money compared is there (acme's balance, top-up and charges)" \
+	"$(printf '%s\n' "$money_before" | sed -n '1p;2p' | jq -s -c '[.[0][1] > 0, (.[1] | length) > 2]')" "[true,true]"
 stop_daemon || bad "daemon exits cleanly"
+expect_eq "the ended leases' usage records are in usage_history" "$(q 'SELECT group_concat(id) FROM (SELECT id FROM usage_history ORDER BY id)')" "ls-000001,ls-000002,ls-000003"
+expect_eq "the live lease's record stays in usage" "$(q 'SELECT group_concat(id) FROM usage')" ls-000004
 
 expect_eq "the live lease table holds only the live lease" "$(q 'SELECT id FROM leases')" ls-000004
 expect_eq "the ended ones are in lease_history" "$(q 'SELECT group_concat(id) FROM (SELECT id FROM lease_history ORDER BY id)')" "ls-000001,ls-000002,ls-000003"
@@ -57,6 +76,7 @@ expect_eq "the waiting job stays live" "$(q 'SELECT id FROM jobs')" "$J2"
 expect_eq "the highest ended lease is in meta" "$(q "SELECT value FROM meta WHERE key='history.leases.seq'")" 3
 
 start
+expect_eq "balances, statements and invoices are the same after the restart" "$(money)" "$money_before"
 expect_eq "a live lease survives the restart" "$(get /v1/leases/ls-000004 | jq -r .state)" active
 expect_eq "an ended lease shows after it, from history" "$(get /v1/leases/ls-000001 | jq -r '.state + " " + .tenant')" "released acme"
 expect_eq "the whole list still has every lease" "$(get /v1/leases | jq -r '[.[].id] | join(",")')" "ls-000001,ls-000002,ls-000003,ls-000004"
@@ -87,15 +107,23 @@ expect_eq "with every lease ended the live table is empty" "$(q 'SELECT count(*)
 start
 L=$(api "$A" POST /v1/leases '{"tenant":"acme","gpus":1}' | cut -d' ' -f2- | jq -r .id)
 expect_eq "numbering goes on after the history" "$L" ls-000005
+money_before=$(money)
 stop_daemon || bad "daemon exits cleanly"
 
-# An old store: schema 7, ended rows in the live tables, no history tables.
+# An old store: schema 7, ended rows in the live tables, no history tables,
+# no stored ledger accounts (postings' updated_ns a time, here in reverse).
 q "INSERT INTO leases SELECT * FROM lease_history; DELETE FROM lease_history;
    INSERT INTO jobs SELECT * FROM job_history;
    DROP TABLE lease_history; DROP TABLE job_history; DROP TABLE instance_history;
-   DELETE FROM meta WHERE key LIKE 'history.%'; PRAGMA user_version = 7;"
+   INSERT INTO usage SELECT * FROM usage_history; DROP TABLE usage_history;
+   DROP TABLE ledger_accounts; DROP INDEX postings_tenant_seq;
+   UPDATE postings SET updated_ns = 1796000000000000000 - json_extract(body, '\$.seq');
+   UPDATE usage SET body = json_remove(body, '\$.charged', '\$.last_post_ms');
+   DELETE FROM meta WHERE key LIKE 'history.%' OR key LIKE 'billing.%' AND key != 'billing.currency';
+   PRAGMA user_version = 7;"
 expect_eq "the old-format store has every lease and job live" "$(q "SELECT (SELECT count(*) FROM leases) || ' ' || (SELECT count(*) FROM jobs)")" "5 2"
 start
+expect_eq "after the migration: the same balances, statements (in posting order) and invoices" "$(money)" "$money_before"
 expect_eq "an old ended lease shows after the migration" "$(get /v1/leases/ls-000002 | jq -r .state)" released
 expect_eq "the live one still runs" "$(get /v1/leases/ls-000005 | jq -r .state)" active
 expect_eq "the old cancelled job shows" "$(get "/v1/jobs/$J" | jq -r .state)" cancelled
@@ -103,7 +131,10 @@ stop_daemon || bad "daemon exits cleanly"
 expect_eq "migrated: live table" "$(q 'SELECT group_concat(id) FROM leases')" ls-000005
 expect_eq "migrated: history" "$(q 'SELECT count(*) FROM lease_history')" 4
 expect_eq "migrated: jobs (both ended with their lease)" "$(q "SELECT (SELECT count(*) FROM jobs) || ' ' || (SELECT group_concat(id) FROM (SELECT id FROM job_history ORDER BY id))")" "0 $J,$J2"
-expect_eq "schema version 8" "$(q 'PRAGMA user_version')" 8
+expect_eq "schema version 9" "$(q 'PRAGMA user_version')" 9
+expect_eq "migrated: ended usage records in usage_history" "$(q "SELECT (SELECT count(*) FROM usage_history) || ' ' || (SELECT group_concat(id) FROM usage)")" "4 ls-000005"
+expect_eq "migrated: the ledger's accounts built, balanced" "$(q "SELECT count(*) > 0 AND sum(json_extract(body, '\$.debits')) = sum(json_extract(body, '\$.credits')) FROM ledger_accounts")" 1
+expect_eq "migrated: post_seq kept" "$(q "SELECT value = (SELECT max(json_extract(body, '\$.seq')) FROM postings) FROM meta WHERE key = 'billing.post_seq'")" 1
 expect_eq "the highest ended seq was recorded" "$(q "SELECT value FROM meta WHERE key='history.leases.seq'")" 4
 
 # The same on PostgreSQL: the history tables are part of its schema.
@@ -121,11 +152,23 @@ if bash "$PGT" available >/dev/null 2>&1; then
 	}
 	pgstart
 	api "$A" POST /v1/tenants '{"name":"acme"}' >/dev/null
+	api "$A" POST /v1/tenants '{"name":"beta"}' >/dev/null
+	for m in h100-nvl h100-sxm; do
+		api "$A" POST /v1/prices '{"model":"'$m'","plan":"hourly","price":3600}' >/dev/null
+	done
+	api "$A" POST /v1/tenants/acme/topups '{"amount":1000000}' >/dev/null
+	api "$A" POST /v1/tenants/beta/credits '{"amount":300,"reason":"goodwill"}' >/dev/null
 	for i in 1 2 3; do api "$A" POST /v1/leases '{"tenant":"acme","gpus":1}' >/dev/null; done
+	sleep 0.2
 	api "$A" POST /v1/leases/ls-000001/release '{}' >/dev/null
 	api "$A" POST /v1/leases/ls-000002/release '{}' >/dev/null
+	RUNNING="^ls-000003$"
+	money_before=$(money)
 	stop_daemon || bad "daemon exits cleanly (PostgreSQL)"
 	pgstart
+	expect_eq "PostgreSQL: balances, statements and invoices are the same after a restart" "$(money)" "$money_before"
+	expect_eq "PostgreSQL: an ended lease's invoice line is there" \
+		"$(get "/v1/tenants/acme/invoices/$(date -u +%Y-%m)" | jq '[.lines[] | select(.lease == "ls-000001")] | length')" 1
 	expect_eq "PostgreSQL: the live lease survives" "$(get /v1/leases/ls-000003 | jq -r .state)" active
 	expect_eq "PostgreSQL: an ended lease shows from history" "$(get /v1/leases/ls-000001 | jq -r .state)" released
 	expect_eq "PostgreSQL: ?state=ended pages through history" "$(get "/v1/leases?state=ended&limit=1&after=ls-000001" | jq -r '(.items | map(.id) | join(",")) + " " + (.next|tostring)')" "ls-000002 null"

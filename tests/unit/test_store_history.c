@@ -104,6 +104,45 @@ static void test_history_kinds_are_tables(void **state)
 	assert_string_equal(store_kind_name(STORE_LEASE_HISTORY), "lease_history");
 	assert_string_equal(store_kind_name(STORE_JOB_HISTORY), "job_history");
 	assert_string_equal(store_kind_name(STORE_INSTANCE_HISTORY), "instance_history");
+	assert_string_equal(store_kind_name(STORE_USAGE_HISTORY), "usage_history");
+	assert_string_equal(store_kind_name(STORE_LEDGER_ACCOUNTS), "ledger_accounts");
+}
+
+static const char *since(struct store *s, enum store_kind k, const char *tenant, int64_t after,
+			 int limit, struct ids *out)
+{
+	memset(out, 0, sizeof(*out));
+	struct sl_diag d;
+	enum sl_err e = store_page_since(s, k, tenant, after, limit, add_id, out, &d);
+	if (e != SL_OK)
+		fail_msg("store_page_since: %s", d.msg);
+	return out->buf;
+}
+
+/* store_page_since: a tenant's rows by updated_ns (a posting's seq), not by
+ * id; the new billing kinds are tables like the others. */
+static void test_page_since_orders_by_updated_ns(void **state)
+{
+	struct tdir *t = *state;
+	struct store *s = open_ok(t->path);
+	put_at(s, STORE_POSTINGS, "topup.1", "acme", 1);
+	put_at(s, STORE_POSTINGS, "chg.ls-000002.50", "acme", 2);
+	put_at(s, STORE_POSTINGS, "crd.3", "beta", 3);
+	put_at(s, STORE_POSTINGS, "a.4", "acme", 4);
+	struct ids r;
+	assert_string_equal(since(s, STORE_POSTINGS, "acme", 0, 10, &r),
+			    "topup.1/acme chg.ls-000002.50/acme a.4/acme");
+	assert_string_equal(since(s, STORE_POSTINGS, "acme", 1, 1, &r), "chg.ls-000002.50/acme");
+	assert_string_equal(since(s, STORE_POSTINGS, "acme", 4, 10, &r), "");
+	assert_string_equal(since(s, STORE_POSTINGS, "beta", 0, 10, &r), "crd.3/beta");
+	struct sl_diag d;
+	assert_int_equal(store_page_since(s, STORE_POSTINGS, NULL, 0, 10, add_id, &r, &d), SL_EINVAL);
+	assert_int_equal(store_page_since(s, STORE_POSTINGS, "acme", 0, 0, add_id, &r, &d), SL_EINVAL);
+	put_at(s, STORE_USAGE_HISTORY, "ls-000001", "acme", 5);
+	put_at(s, STORE_LEDGER_ACCOUNTS, "cash:", NULL, 5);
+	assert_string_equal(page(s, STORE_USAGE_HISTORY, NULL, "acme", 10, &r), "ls-000001/acme");
+	assert_string_equal(page(s, STORE_LEDGER_ACCOUNTS, NULL, NULL, 10, &r), "cash:/-");
+	store_close(s);
 }
 
 static void test_page_by_cursor_tenant_and_limit(void **state)
@@ -213,6 +252,7 @@ int main(int argc, char **argv)
 		T(test_recent_is_newest_first),
 		T(test_bad_page_arguments_are_refused),
 		T(test_move_is_one_transaction),
+		T(test_page_since_orders_by_updated_ns),
 	};
 #undef T
 	return cmocka_run_group_tests_name(tgt.pg ? "store history on postgres" : "store history on sqlite",
