@@ -10,9 +10,10 @@
  * through the store API (store_put, BATCH rows a transaction, ids dense after
  * the live ones, the template's text with its id replaced), and starts:
  * - this build, the rows in lease_history;
- * - this build again, each ended lease also with billing's usage record and
- *   one charge posting (and a top-up paying them), as a priced deployment
- *   has them;
+ * - this build again, each ended lease also with billing's usage record (in
+ *   usage_history) and one charge posting (and a top-up paying them, and
+ *   the ledger's account totals in ledger_accounts), as a priced deployment
+ *   stores them (src/ctl/billing_store.c);
  * - when $SUANLID_OLD names a build from before history tables, that build on
  *   a store taken back to schema 7 (ended rows in the live leases table, the
  *   history tables dropped with the sqlite3 shell), which it reads whole.
@@ -128,7 +129,7 @@ static double fill(const char *data, const char *tmpl, long n, bool live, bool u
 			      1700000000000000000LL + i, &d))
 			bl_die("put %s: %s", id, d.msg);
 		if (usage) {
-			/* billing's record of a metered lease (src/ctl/billing.c usage_json) */
+			/* billing's record of an ended metered lease (billing_store.c usage_json) */
 			char u[512];
 			long long at = 1700000000000LL + i * 1000;
 			snprintf(u, sizeof(u),
@@ -136,18 +137,20 @@ static double fill(const char *data, const char *tmpl, long n, bool live, bool u
 				 "\"cn-east\",\"model\":\"h100-sxm\",\"plan\":\"hourly\",\"priced\":true,"
 				 "\"ended\":true,\"events\":[{\"at_ms\":%lld,\"kind\":\"started\",\"gpus\":1},"
 				 "{\"at_ms\":%lld,\"kind\":\"ended\",\"gpus\":1,\"end\":\"released\"}],"
-				 "\"bought_ms\":0,\"term_months\":0,\"gpus\":1}",
-				 id, at, at + 3600000);
-			if (store_put(s, STORE_USAGE, id, "acme", u, 1700000000000000000LL + i, &d))
+				 "\"bought_ms\":0,\"term_months\":0,\"gpus\":1,\"charged\":3600,"
+				 "\"last_post_ms\":%lld}",
+				 id, at, at + 3600000, at + 3600000);
+			if (store_put(s, STORE_USAGE_HISTORY, id, "acme", u, 1700000000000000000LL + i, &d))
 				bl_die("put usage %s: %s", id, d.msg);
-			/* and its charge in the ledger (billing.c posting_json) */
+			/* and its charge in the ledger (billing_store.c posting_json; the
+			 * row's updated_ns is its seq) */
 			char pid[64];
 			snprintf(pid, sizeof(pid), "chg.%s.1", id);
 			snprintf(u, sizeof(u),
 				 "{\"seq\":%ld,\"id\":\"%s\",\"type\":\"charge\",\"tenant\":\"acme\","
 				 "\"plan\":\"hourly\",\"amount\":3600,\"at_ms\":%lld,\"reason\":\"usage\"}",
 				 i + 2, pid, at + 3600000);
-			if (store_put(s, STORE_POSTINGS, pid, "acme", u, 1700000000000000000LL + i, &d))
+			if (store_put(s, STORE_POSTINGS, pid, "acme", u, i + 2, &d))
 				bl_die("put posting %s: %s", pid, d.msg);
 		}
 		if ((i + 1) % BATCH == 0 || i + 1 == n) {
@@ -162,8 +165,25 @@ static double fill(const char *data, const char *tmpl, long n, bool live, bool u
 			 "{\"seq\":1,\"id\":\"top.bench\",\"type\":\"topup\",\"tenant\":\"acme\","
 			 "\"plan\":\"hourly\",\"amount\":%ld,\"at_ms\":1699999999000,\"reason\":\"top-up\"}",
 			 n * 3600 + 1);
-		if (store_put(s, STORE_POSTINGS, "top.bench", "acme", t, 1700000000000000000LL, &d))
+		if (store_put(s, STORE_POSTINGS, "top.bench", "acme", t, 1, &d))
 			bl_die("put top-up: %s", d.msg);
+		/* the ledger's account totals after those postings, and post_seq */
+		static const char *const acc[][2] = {{"tenant:acme", "tenant"}, {"cash:", "cash"},
+						     {"revenue:hourly", "revenue"}};
+		long long paid = (long long)n * 3600 + 1, charged = (long long)n * 3600;
+		long long deb[] = {charged, paid, 0}, cre[] = {paid, 0, charged};
+		for (int k = 0; k < 3; k++) {
+			snprintf(t, sizeof(t),
+				 "{\"kind\":\"%s\",\"key\":\"%s\",\"debits\":%lld,\"credits\":%lld}",
+				 acc[k][1], strchr(acc[k][0], ':') + 1, deb[k], cre[k]);
+			if (store_put(s, STORE_LEDGER_ACCOUNTS, acc[k][0], k ? NULL : "acme", t,
+				      1700000000000000000LL, &d))
+				bl_die("put account: %s", d.msg);
+		}
+		snprintf(t, sizeof(t), "%ld", n + 1);
+		if (store_meta_set(s, "billing.post_seq", t, &d) ||
+		    store_meta_set(s, "billing.snapshot", "1", &d))
+			bl_die("meta: %s", d.msg);
 	}
 	snprintf(seqs, sizeof(seqs), "%ld", LIVE + 1 + n);
 	if (!live && store_meta_set(s, "history.leases.seq", seqs, &d))
@@ -326,10 +346,12 @@ int main(int argc, char **argv)
 		   "pinned to core 0. *before*: the build named by `SUANLID_OLD` (ended rows "
 		   "in the live `leases` table, which it scans whole at start); *history*: this "
 		   "build (ended rows in `lease_history`, which a start does not read); "
-		   "*history + billing rows*: this build with billing's usage record and one "
-		   "charge posting of each ended lease in the store too (and the top-up that "
-		   "paid them), as a priced deployment has: billing still loads every usage "
-		   "record and replays every posting at start.\n\n",
+		   "*history + billing rows*: this build with billing's usage record (in "
+		   "`usage_history`) and one charge posting of each ended lease in the store "
+		   "too (and the top-up that paid them, and the ledger's account totals in "
+		   "`ledger_accounts`), as a priced deployment stores them: a start reads the "
+		   "live usage records and the account totals, not the history or the "
+		   "postings.\n\n",
 		LIVE, NODES, RUNS);
 	bl_machine(o, argc, argv);
 	fprintf(o, "- before: %s\n\n", old ? old : "(not measured: SUANLID_OLD unset)");
