@@ -5,7 +5,8 @@
  * - Usage is recorded from lease state changes at the lease's own instants
  *   (started_at, scale instants, ended_at, in milliseconds), so an invoice
  *   line's GPU-ms is exactly what `lease show` says ran. The events live in
- *   their own table (usage) beside the lease row and survive restarts.
+ *   their own table (usage) beside the lease row and survive restarts; an
+ *   ended record moves to usage_history (billing_store.c).
  * - Charges are not posted every second: the ledger gets a CHARGE when a
  *   lease ends and hourly while it runs, each for the rated amount not yet
  *   posted, with the id "chg.<lease>.<cumulative amount>". The cumulative

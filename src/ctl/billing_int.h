@@ -68,7 +68,8 @@ struct ctl_billing {
 	int64_t next_ms;
 };
 
-/* The usage record of a lease, NULL when it never ran. */
+/* The running usage record of a lease, NULL when it never ran or has ended
+ * (an ended record is in usage_history: bill_hist_get). */
 struct bill_usage *billing_usage_find(struct ctl *c, const char *lease);
 /* u as rating input (borrows u). */
 void billing_rating_lease(const struct bill_usage *u, struct rating_lease *rl);
