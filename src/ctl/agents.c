@@ -52,10 +52,32 @@ static struct agent_rec *node_rec(const struct ctl *c, int node)
 	return r && r->registered_ns ? r : NULL;
 }
 
+char agents_empty[1];
+
+void agents_text_set(char **dst, const char *s, size_t size)
+{
+	size_t len = s ? strnlen(s, size - 1) : 0;
+	if (*dst && !strncmp(*dst, s ? s : "", len) && !(*dst)[len])
+		return; /* unchanged (heartbeats repeat it) */
+	char *p = len ? malloc(len + 1) : NULL;
+	if (len && !p)
+		sl_log_error("out of memory keeping a text", "text=%.64s", s);
+	if (p) {
+		memcpy(p, s, len);
+		p[len] = 0;
+	}
+	if (*dst != agents_empty)
+		free(*dst);
+	*dst = p ? p : agents_empty;
+}
+
 static void rec_free(struct agent_rec *r)
 {
 	if (!r)
 		return;
+	char **texts[] = {&r->addr, &r->boot_id, &r->version, &r->host_tenant, &r->reason};
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
+		agents_text_set(texts[i], NULL, 1);
 	free(r->discovery);
 	json_decref(r->labels);
 	free(r->gpu);
@@ -159,6 +181,8 @@ struct agent_rec *agents_rec_add(struct ctl *c, const char *name)
 	if (sl_grow(&a->recs, &a->cap, a->n + 1, AGENTS_MAX_RECS))
 		return NULL;
 	struct agent_rec *r = calloc(1, sizeof(*r));
+	if (r)
+		r->addr = r->boot_id = r->version = r->host_tenant = r->reason = agents_empty;
 	if (!r || !(r->events = json_array()) || strmap_add(a->by_name, name, a->n)) {
 		rec_free(r);
 		return NULL;
@@ -245,13 +269,13 @@ static enum sl_err load_rec(void *arg, const char *id, const char *tenant, const
 		json_decref(o);
 		return sl_diag_set(la->d, SL_ENOMEM, "out of memory");
 	}
-	snprintf(r->addr, sizeof(r->addr), "%s", json_string_value(json_object_get(o, "addr")) ?: "");
-	snprintf(r->boot_id, sizeof(r->boot_id), "%s",
-		 json_string_value(json_object_get(o, "boot_id")) ?: "");
-	snprintf(r->version, sizeof(r->version), "%s",
-		 json_string_value(json_object_get(o, "agent_version")) ?: "");
-	snprintf(r->host_tenant, sizeof(r->host_tenant), "%s",
-		 json_string_value(json_object_get(o, "host_processes")) ?: "");
+	agents_text_set(&r->addr, json_string_value(json_object_get(o, "addr")), AGENT_ADDR_MAX + 1);
+	agents_text_set(&r->boot_id, json_string_value(json_object_get(o, "boot_id")),
+			AGENT_BOOT_ID_MAX + 1);
+	agents_text_set(&r->version, json_string_value(json_object_get(o, "agent_version")),
+			AGENT_VERSION_MAX + 1);
+	agents_text_set(&r->host_tenant, json_string_value(json_object_get(o, "host_processes")),
+			CTL_NAME_MAX + 1);
 	snprintf(r->lease_net, sizeof(r->lease_net), "%s",
 		 json_string_value(json_object_get(o, "lease_net")) ?: "");
 	json_t *disc = json_object_get(o, "discovery");
@@ -408,12 +432,14 @@ void agents_apply_gpus_rec(struct ctl *c, struct agent_rec *r, int idx)
 	if (!r || r->life != AL_READY)
 		return;
 	/* A ready node's reason names the GPUs out of service (suanli nodes). */
-	r->reason[0] = 0;
-	for (int g = 0; g < r->ngpus && g < n && off < sizeof(r->reason); g++)
+	char why[CTL_REASON_MAX];
+	why[0] = 0;
+	for (int g = 0; g < r->ngpus && g < n && off < sizeof(why); g++)
 		if (r->gpu[g].state != GPU_OK)
-			off += (size_t)snprintf(r->reason + off, sizeof(r->reason) - off, "%sGPU %d %s: %.80s",
+			off += (size_t)snprintf(why + off, sizeof(why) - off, "%sGPU %d %s: %.80s",
 						off ? "; " : "", g, gpu_hstate_name(r->gpu[g].state),
 						r->gpu[g].reason);
+	agents_text_set(&r->reason, why, sizeof(why));
 }
 
 void agents_apply_gpus(struct ctl *c, int node)
@@ -498,7 +524,7 @@ void agents_reported(struct ctl *c, struct agent_rec *r)
 	if (was == AL_READY)
 		return;
 	r->life = AL_READY;
-	r->reason[0] = 0;
+	agents_text_set(&r->reason, NULL, 1);
 	int idx = fleet_find_node(c->fleet, r->name);
 	sl_log_info("node restored", "node=%s was=%s", r->name, life_names[was]);
 	audit_log_system(c, "node.restored", "", r->name, life_names[was]);
@@ -595,10 +621,11 @@ static void node_down(struct ctl *c, struct agent_rec *r, int idx)
 
 static void transition(struct ctl *c, struct agent_rec *r, int idx, enum agent_life to)
 {
-	char when[32];
+	char when[32], why[CTL_REASON_MAX];
 	ctl_time_fmt(r->last_hb_ns ? r->last_hb_ns : c->agents->start_ns, when);
-	snprintf(r->reason, sizeof(r->reason), "%s since %s",
+	snprintf(why, sizeof(why), "%s since %s",
 		 r->last_hb_ns ? "no heartbeat" : "no report since the controller started", when);
+	agents_text_set(&r->reason, why, sizeof(why));
 	r->life = to;
 	sl_log_warn(to == AL_DOWN ? "node down" : "node unreachable", "node=%s reason=%s", r->name,
 		    r->reason);

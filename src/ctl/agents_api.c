@@ -536,10 +536,10 @@ void h_agent_register(struct ctl_call *call)
 		 reason);
 	free(disc);
 	discovery_drain(c, in.node, weaker, full);
-	snprintf(r->addr, sizeof(r->addr), "%s", in.addr);
-	snprintf(r->boot_id, sizeof(r->boot_id), "%s", in.boot_id);
-	snprintf(r->version, sizeof(r->version), "%s", in.version ? in.version : "");
-	snprintf(r->host_tenant, sizeof(r->host_tenant), "%s", in.host_tenant ? in.host_tenant : "");
+	agents_text_set(&r->addr, in.addr, AGENT_ADDR_MAX + 1);
+	agents_text_set(&r->boot_id, in.boot_id, AGENT_BOOT_ID_MAX + 1);
+	agents_text_set(&r->version, in.version, AGENT_VERSION_MAX + 1);
+	agents_text_set(&r->host_tenant, in.host_tenant, CTL_NAME_MAX + 1);
 	snprintf(r->lease_net, sizeof(r->lease_net), "%s", in.lease_net ? in.lease_net : "");
 	r->registered_ns = c->now_ns;
 	if ((fresh || r->ngpus != declared->ngpus) && !agents_gpus_reset(r, declared->ngpus)) {
