@@ -65,7 +65,11 @@ struct agent_rec {
 	enum agent_life life;
 	char *reason;          /* CTL_REASON_MAX - 1 bytes at most */
 	int ngpus;
-	struct gpu_health *gpu; /* ngpus of them (agents_gpus_reset); NULL while 0 */
+	/* ngpus of them, allocated on the first GPU that leaves the fresh state
+	 * (an XID, a failed check, a stored one); NULL while every GPU is fresh
+	 * (gpu_health_init: OK, no XIDs), as nearly all are. Read through
+	 * agents_gpu, written through agents_gpu_w. */
+	struct gpu_health *gpu;
 	/* The last heartbeat's "gpus" (memory only): the array as sent, as
 	 * compact text (GET /v1/nodes/NAME shows each object), and the figures
 	 * /metrics shows, parsed once per heartbeat. */
@@ -110,6 +114,10 @@ bool agents_set_discovery(struct agent_rec *r, const json_t *d);
 json_t *agents_discovery_json(const struct agent_rec *r);
 /* Sets r->ngpus to n with every GPU's health fresh; false out of memory. */
 bool agents_gpus_reset(struct agent_rec *r, int n);
+/* GPU g's health (g < r->ngpus), fresh when none was kept. */
+const struct gpu_health *agents_gpu(const struct agent_rec *r, int g);
+/* GPU g's health to change (every GPU's kept from now on); NULL out of memory. */
+struct gpu_health *agents_gpu_w(struct agent_rec *r, int g);
 /* Keeps a heartbeat's "gpus" (checked) on r; false out of memory. */
 bool agents_keep_gpus(struct agent_rec *r, const json_t *gpus);
 /* Applies r's per-GPU health to the placer for fleet node idx (and, while
