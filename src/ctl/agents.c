@@ -52,10 +52,32 @@ static struct agent_rec *node_rec(const struct ctl *c, int node)
 	return r && r->registered_ns ? r : NULL;
 }
 
+char agents_empty[1];
+
+void agents_text_set(char **dst, const char *s, size_t size)
+{
+	size_t len = s ? strnlen(s, size - 1) : 0;
+	if (*dst && !strncmp(*dst, s ? s : "", len) && !(*dst)[len])
+		return; /* unchanged (heartbeats repeat it) */
+	char *p = len ? malloc(len + 1) : NULL;
+	if (len && !p)
+		sl_log_error("out of memory keeping a text", "text=%.64s", s);
+	if (p) {
+		memcpy(p, s, len);
+		p[len] = 0;
+	}
+	if (*dst != agents_empty)
+		free(*dst);
+	*dst = p ? p : agents_empty;
+}
+
 static void rec_free(struct agent_rec *r)
 {
 	if (!r)
 		return;
+	char **texts[] = {&r->addr, &r->boot_id, &r->version, &r->host_tenant, &r->reason};
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
+		agents_text_set(texts[i], NULL, 1);
 	free(r->discovery);
 	json_decref(r->labels);
 	free(r->gpu);
@@ -109,15 +131,40 @@ json_t *agents_discovery_json(const struct agent_rec *r)
 
 bool agents_gpus_reset(struct agent_rec *r, int n)
 {
-	struct gpu_health *g = n > 0 ? calloc((size_t)n, sizeof(*g)) : NULL;
-	if (n > 0 && !g)
-		return false;
-	for (int i = 0; i < n; i++)
-		gpu_health_init(&g[i]);
 	free(r->gpu);
-	r->gpu = g;
+	r->gpu = NULL; /* every GPU fresh (agents_gpu) */
 	r->ngpus = n;
 	return true;
+}
+
+const struct gpu_health *agents_gpu(const struct agent_rec *r, int g)
+{
+	static struct gpu_health fresh; /* zero: what gpu_health_init makes */
+	return r->gpu ? &r->gpu[g] : &fresh;
+}
+
+struct gpu_health *agents_gpu_w(struct agent_rec *r, int g)
+{
+	if (!r->gpu) {
+		struct gpu_health *v = calloc((size_t)r->ngpus, sizeof(*v));
+		if (!v) {
+			sl_log_error("out of memory keeping GPU health", "node=%s", r->name);
+			return NULL;
+		}
+		for (int i = 0; i < r->ngpus; i++)
+			gpu_health_init(&v[i]);
+		r->gpu = v;
+	}
+	return &r->gpu[g];
+}
+
+/* Whether g is what gpu_health_init makes (then it need not be kept). */
+static bool health_fresh(const struct gpu_health *g)
+{
+	for (int i = 0; i < GPU_XID_REPEAT; i++)
+		if (g->recent[i])
+			return false;
+	return g->state == GPU_OK && !g->last_code && !g->last_ns && !g->since_ns && !g->reason[0];
 }
 
 const char *const agent_fig_keys[AGF_N] = {"temp_c", "power_w", "ecc_sbe", "ecc_dbe", "nvlink_up"};
@@ -159,6 +206,8 @@ struct agent_rec *agents_rec_add(struct ctl *c, const char *name)
 	if (sl_grow(&a->recs, &a->cap, a->n + 1, AGENTS_MAX_RECS))
 		return NULL;
 	struct agent_rec *r = calloc(1, sizeof(*r));
+	if (r)
+		r->addr = r->boot_id = r->version = r->host_tenant = r->reason = agents_empty;
 	if (!r || !(r->events = json_array()) || strmap_add(a->by_name, name, a->n)) {
 		rec_free(r);
 		return NULL;
@@ -186,7 +235,7 @@ void agents_rec_save(struct ctl *c, struct agent_rec *r)
 {
 	json_t *gh = json_array();
 	for (int g = 0; gh && g < r->ngpus; g++)
-		json_array_append_new(gh, health_json(&r->gpu[g], g));
+		json_array_append_new(gh, health_json(agents_gpu(r, g), g));
 	json_t *disc = agents_discovery_json(r);
 	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:O}", "node", r->name,
 			      "addr", r->addr, "boot_id", r->boot_id, "agent_version", r->version,
@@ -245,13 +294,13 @@ static enum sl_err load_rec(void *arg, const char *id, const char *tenant, const
 		json_decref(o);
 		return sl_diag_set(la->d, SL_ENOMEM, "out of memory");
 	}
-	snprintf(r->addr, sizeof(r->addr), "%s", json_string_value(json_object_get(o, "addr")) ?: "");
-	snprintf(r->boot_id, sizeof(r->boot_id), "%s",
-		 json_string_value(json_object_get(o, "boot_id")) ?: "");
-	snprintf(r->version, sizeof(r->version), "%s",
-		 json_string_value(json_object_get(o, "agent_version")) ?: "");
-	snprintf(r->host_tenant, sizeof(r->host_tenant), "%s",
-		 json_string_value(json_object_get(o, "host_processes")) ?: "");
+	agents_text_set(&r->addr, json_string_value(json_object_get(o, "addr")), AGENT_ADDR_MAX + 1);
+	agents_text_set(&r->boot_id, json_string_value(json_object_get(o, "boot_id")),
+			AGENT_BOOT_ID_MAX + 1);
+	agents_text_set(&r->version, json_string_value(json_object_get(o, "agent_version")),
+			AGENT_VERSION_MAX + 1);
+	agents_text_set(&r->host_tenant, json_string_value(json_object_get(o, "host_processes")),
+			CTL_NAME_MAX + 1);
 	snprintf(r->lease_net, sizeof(r->lease_net), "%s",
 		 json_string_value(json_object_get(o, "lease_net")) ?: "");
 	json_t *disc = json_object_get(o, "discovery");
@@ -269,8 +318,18 @@ static enum sl_err load_rec(void *arg, const char *id, const char *tenant, const
 		json_decref(o);
 		return sl_diag_set(la->d, SL_ENOMEM, "out of memory");
 	}
-	for (int g = 0; g < r->ngpus; g++)
-		health_from_json(json_array_get(gh, (size_t)g), &r->gpu[g]);
+	for (int g = 0; g < r->ngpus; g++) {
+		struct gpu_health h, *w;
+		gpu_health_init(&h);
+		health_from_json(json_array_get(gh, (size_t)g), &h);
+		if (health_fresh(&h))
+			continue;
+		if (!(w = agents_gpu_w(r, g))) {
+			json_decref(o);
+			return sl_diag_set(la->d, SL_ENOMEM, "out of memory");
+		}
+		*w = h;
+	}
 	json_t *ev = json_object_get(o, "gpu_events");
 	if (json_is_array(ev)) {
 		json_decref(r->events);
@@ -404,16 +463,18 @@ void agents_apply_gpus_rec(struct ctl *c, struct agent_rec *r, int idx)
 	int n = fleet_node_type(c->fleet, idx)->ngpus;
 	size_t off = 0;
 	for (int g = 0; g < n; g++)
-		placer_set_gpu_usable(c->placer, idx, g, !r || g >= r->ngpus || r->gpu[g].state == GPU_OK);
+		placer_set_gpu_usable(c->placer, idx, g, !r || g >= r->ngpus || agents_gpu(r, g)->state == GPU_OK);
 	if (!r || r->life != AL_READY)
 		return;
 	/* A ready node's reason names the GPUs out of service (suanli nodes). */
-	r->reason[0] = 0;
-	for (int g = 0; g < r->ngpus && g < n && off < sizeof(r->reason); g++)
-		if (r->gpu[g].state != GPU_OK)
-			off += (size_t)snprintf(r->reason + off, sizeof(r->reason) - off, "%sGPU %d %s: %.80s",
+	char why[CTL_REASON_MAX];
+	why[0] = 0;
+	for (int g = 0; g < r->ngpus && g < n && off < sizeof(why); g++)
+		if (agents_gpu(r, g)->state != GPU_OK)
+			off += (size_t)snprintf(why + off, sizeof(why) - off, "%sGPU %d %s: %.80s",
 						off ? "; " : "", g, gpu_hstate_name(r->gpu[g].state),
 						r->gpu[g].reason);
+	agents_text_set(&r->reason, why, sizeof(why));
 }
 
 void agents_apply_gpus(struct ctl *c, int node)
@@ -444,7 +505,7 @@ json_t *agents_node_json(const struct ctl *c, int node)
 	json_t *gh = json_array();
 	json_t *gpus = r->gpus_text ? json_loads(r->gpus_text, 0, NULL) : NULL;
 	for (int g = 0; gh && g < r->ngpus; g++) {
-		json_t *h = health_json(&r->gpu[g], g);
+		json_t *h = health_json(agents_gpu(r, g), g);
 		json_t *m = NULL;
 		for (size_t i = 0; i < json_array_size(gpus); i++)
 			if (json_integer_value(json_object_get(json_array_get(gpus, i), "index")) == g)
@@ -498,7 +559,7 @@ void agents_reported(struct ctl *c, struct agent_rec *r)
 	if (was == AL_READY)
 		return;
 	r->life = AL_READY;
-	r->reason[0] = 0;
+	agents_text_set(&r->reason, NULL, 1);
 	int idx = fleet_find_node(c->fleet, r->name);
 	sl_log_info("node restored", "node=%s was=%s", r->name, life_names[was]);
 	audit_log_system(c, "node.restored", "", r->name, life_names[was]);
@@ -595,10 +656,11 @@ static void node_down(struct ctl *c, struct agent_rec *r, int idx)
 
 static void transition(struct ctl *c, struct agent_rec *r, int idx, enum agent_life to)
 {
-	char when[32];
+	char when[32], why[CTL_REASON_MAX];
 	ctl_time_fmt(r->last_hb_ns ? r->last_hb_ns : c->agents->start_ns, when);
-	snprintf(r->reason, sizeof(r->reason), "%s since %s",
+	snprintf(why, sizeof(why), "%s since %s",
 		 r->last_hb_ns ? "no heartbeat" : "no report since the controller started", when);
+	agents_text_set(&r->reason, why, sizeof(why));
 	r->life = to;
 	sl_log_warn(to == AL_DOWN ? "node down" : "node unreachable", "node=%s reason=%s", r->name,
 		    r->reason);
@@ -643,7 +705,7 @@ void agents_node_resumed(struct ctl *c, int node)
 	struct agent_rec *r = node_rec(c, node);
 	bool changed = false;
 	for (int g = 0; r && g < r->ngpus; g++)
-		if (r->gpu[g].state != GPU_OK) {
+		if (agents_gpu(r, g)->state != GPU_OK) { /* so r->gpu is kept */
 			gpu_health_resume(&r->gpu[g], c->now_ns);
 			changed = true;
 		}

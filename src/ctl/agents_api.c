@@ -536,10 +536,10 @@ void h_agent_register(struct ctl_call *call)
 		 reason);
 	free(disc);
 	discovery_drain(c, in.node, weaker, full);
-	snprintf(r->addr, sizeof(r->addr), "%s", in.addr);
-	snprintf(r->boot_id, sizeof(r->boot_id), "%s", in.boot_id);
-	snprintf(r->version, sizeof(r->version), "%s", in.version ? in.version : "");
-	snprintf(r->host_tenant, sizeof(r->host_tenant), "%s", in.host_tenant ? in.host_tenant : "");
+	agents_text_set(&r->addr, in.addr, AGENT_ADDR_MAX + 1);
+	agents_text_set(&r->boot_id, in.boot_id, AGENT_BOOT_ID_MAX + 1);
+	agents_text_set(&r->version, in.version, AGENT_VERSION_MAX + 1);
+	agents_text_set(&r->host_tenant, in.host_tenant, CTL_NAME_MAX + 1);
 	snprintf(r->lease_net, sizeof(r->lease_net), "%s", in.lease_net ? in.lease_net : "");
 	r->registered_ns = c->now_ns;
 	if ((fresh || r->ngpus != declared->ngpus) && !agents_gpus_reset(r, declared->ngpus)) {
@@ -643,7 +643,7 @@ static bool check_gpus(struct ctl_call *call, const json_t *gpus, int ngpus)
 
 static void gpu_changed(struct ctl *c, struct agent_rec *r, int g, enum gpu_hstate before)
 {
-	const struct gpu_health *h = &r->gpu[g];
+	const struct gpu_health *h = agents_gpu(r, g);
 	char target[CTL_NAME_MAX + 16];
 	if (h->state == before)
 		return;
@@ -665,7 +665,14 @@ static bool apply_gpus(struct ctl *c, struct agent_rec *r, const json_t *gpus, b
 		const json_t *gj = json_array_get(gpus, i);
 		int g = (int)json_integer_value(json_object_get(gj, "index"));
 		const json_t *xids = json_object_get(gj, "xid");
-		enum gpu_hstate before = r->gpu[g].state;
+		/* Only an explicit verdict without a new XID re-qualifies or drains. */
+		const json_t *hv = json_object_get(gj, "healthy");
+		if (!r->gpu && !json_array_size(xids) && (!hv || json_is_true(hv)))
+			continue; /* a fresh GPU that stays fresh: nothing to keep */
+		struct gpu_health *h = agents_gpu_w(r, g);
+		if (!h)
+			continue; /* logged; its health stays as it was */
+		enum gpu_hstate before = h->state;
 		for (size_t j = 0; j < json_array_size(xids); j++) {
 			const json_t *x = json_array_get(xids, j);
 			int64_t at = c->now_ns;
@@ -673,7 +680,7 @@ static bool apply_gpus(struct ctl *c, struct agent_rec *r, const json_t *gpus, b
 			if (ats)
 				(void)ctl_time_parse(ats, &at);
 			int code = (int)json_integer_value(json_object_get(x, "code"));
-			gpu_health_xid(&r->gpu[g], code, at);
+			gpu_health_xid(h, code, at);
 			r->xids[g]++;
 			if (json_array_size(r->events) >= AGENT_MAX_EVENTS)
 				json_array_remove(r->events, 0);
@@ -681,16 +688,14 @@ static bool apply_gpus(struct ctl *c, struct agent_rec *r, const json_t *gpus, b
 					      json_pack("{s:i, s:i, s:o, s:o, s:s}", "gpu", g, "code", code,
 							"at", ctl_time_json(at), "received_at",
 							ctl_time_json(c->now_ns), "state",
-							gpu_hstate_name(r->gpu[g].state)));
+							gpu_hstate_name(h->state)));
 			changed = true;
 		}
-		/* Only an explicit verdict without a new XID re-qualifies or drains. */
-		const json_t *hv = json_object_get(gj, "healthy");
 		if (!json_array_size(xids) && hv)
-			gpu_health_report(&r->gpu[g], json_is_true(hv), c->now_ns);
-		if (r->gpu[g].state != before) {
+			gpu_health_report(h, json_is_true(hv), c->now_ns);
+		if (h->state != before) {
 			changed = true;
-			*back |= r->gpu[g].state == GPU_OK;
+			*back |= h->state == GPU_OK;
 			gpu_changed(c, r, g, before);
 		}
 	}

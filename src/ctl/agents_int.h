@@ -37,12 +37,15 @@ struct agent_gpu_fig {
 };
 extern const char *const agent_fig_keys[AGF_N];
 
+/* A node's record. Its texts other than the name are heap strings sized to
+ * their content (agents_text_set; never NULL: agents_empty when ""), not
+ * fixed buffers (bench/results/memory.md: 10,000 agents). */
 struct agent_rec {
 	char name[CTL_NAME_MAX + 1];
-	char addr[AGENT_ADDR_MAX + 1];
-	char boot_id[AGENT_BOOT_ID_MAX + 1];
-	char version[AGENT_VERSION_MAX + 1];
-	char host_tenant[CTL_NAME_MAX + 1]; /* runs this tenant's work as host processes ("": containers) */
+	char *addr;            /* AGENT_ADDR_MAX bytes at most */
+	char *boot_id;         /* AGENT_BOOT_ID_MAX */
+	char *version;         /* AGENT_VERSION_MAX */
+	char *host_tenant;     /* CTL_NAME_MAX: runs this tenant's work as host processes ("": containers) */
 	char lease_net[LEASE_NET_CIDR_MAX]; /* its --lease-net pool ("": none; lease_net.h) */
 	/* The discovery as registered: its compact JSON text, deflated (zlib),
 	 * written back into the record's row as it came and parsed only for a
@@ -60,9 +63,13 @@ struct agent_rec {
 	int64_t seen_ns;       /* base of the lifecycle timers: last report, or the
 				  controller's start (a fresh grace after a restart) */
 	enum agent_life life;
-	char reason[CTL_REASON_MAX];
+	char *reason;          /* CTL_REASON_MAX - 1 bytes at most */
 	int ngpus;
-	struct gpu_health *gpu; /* ngpus of them (agents_gpus_reset); NULL while 0 */
+	/* ngpus of them, allocated on the first GPU that leaves the fresh state
+	 * (an XID, a failed check, a stored one); NULL while every GPU is fresh
+	 * (gpu_health_init: OK, no XIDs), as nearly all are. Read through
+	 * agents_gpu, written through agents_gpu_w. */
+	struct gpu_health *gpu;
 	/* The last heartbeat's "gpus" (memory only): the array as sent, as
 	 * compact text (GET /v1/nodes/NAME shows each object), and the figures
 	 * /metrics shows, parsed once per heartbeat. */
@@ -86,6 +93,11 @@ struct ctl_agents {
 };
 
 /* agents.c */
+extern char agents_empty[1];
+/* Sets *dst (agents_empty or owned) to a copy of s (NULL: "") cut to size - 1
+ * bytes, as the fixed buffers it replaces did; s may be *dst. Out of memory
+ * *dst is "" (logged). */
+void agents_text_set(char **dst, const char *s, size_t size);
 enum sl_err agents_load(struct ctl *c, struct sl_diag *d) SL_MUST_USE;
 struct agent_rec *agents_rec(const struct ctl *c, const char *name);
 /* Adds a record for name (registered nowhere yet). NULL out of memory. */
@@ -102,6 +114,10 @@ bool agents_set_discovery(struct agent_rec *r, const json_t *d);
 json_t *agents_discovery_json(const struct agent_rec *r);
 /* Sets r->ngpus to n with every GPU's health fresh; false out of memory. */
 bool agents_gpus_reset(struct agent_rec *r, int n);
+/* GPU g's health (g < r->ngpus), fresh when none was kept. */
+const struct gpu_health *agents_gpu(const struct agent_rec *r, int g);
+/* GPU g's health to change (every GPU's kept from now on); NULL out of memory. */
+struct gpu_health *agents_gpu_w(struct agent_rec *r, int g);
 /* Keeps a heartbeat's "gpus" (checked) on r; false out of memory. */
 bool agents_keep_gpus(struct agent_rec *r, const json_t *gpus);
 /* Applies r's per-GPU health to the placer for fleet node idx (and, while

@@ -95,7 +95,7 @@ static void gpu_series(const struct ctl_agents *a, struct sl_buf *b)
 	for (int i = 0; i < a->n; i++)
 		for (int g = 0; shown(a, i) && g < a->recs[i]->ngpus; g++)
 			sl_buf_addf(b, "DCGM_FI_DEV_XID_ERRORS{node=\"%s\",gpu=\"%d\"} %d\n", a->recs[i]->name, g,
-				    a->recs[i]->gpu[g].last_code);
+				    agents_gpu(a->recs[i], g)->last_code);
 	family_head(b, "suanli_gpu_xid_events_total", "counter",
 		    "XID events the node's agent reported since this controller started.");
 	for (int i = 0; i < a->n; i++)
@@ -107,7 +107,7 @@ static void gpu_series(const struct ctl_agents *a, struct sl_buf *b)
 	for (int i = 0; i < a->n; i++)
 		for (int g = 0; shown(a, i) && g < a->recs[i]->ngpus; g++)
 			sl_buf_addf(b, "suanli_gpu_health{node=\"%s\",gpu=\"%d\",state=\"%s\"} 1\n",
-				    a->recs[i]->name, g, gpu_hstate_name(a->recs[i]->gpu[g].state));
+				    a->recs[i]->name, g, gpu_hstate_name(agents_gpu(a->recs[i], g)->state));
 }
 
 void agents_metrics(struct ctl *c, struct sl_buf *b)

@@ -69,11 +69,11 @@ static bool parse_request(struct ctl_call *call, struct instance *in, const stru
 		return bad(call, SL_EINVAL, "field 'per_node' must divide 'gpus'", NULL);
 	in->per_node = (int)pn;
 	const char *model = json_string_value(json_object_get(b, "model"));
-	if (model && (!catalog_gpu_find(model) || strlen(model) >= sizeof(in->model))) {
+	if (model && (!catalog_gpu_find(model) || strlen(model) >= INST_MODEL_SIZE)) {
 		snprintf(msg, sizeof(msg), "unknown GPU model '%.64s'", model);
 		return bad(call, SL_EINVAL, msg, "'suanli nodes' shows the models of the fleet");
 	}
-	snprintf(in->model, sizeof(in->model), "%s", model ? catalog_gpu_find(model)->name : "");
+	inst_name(c, &in->model, model ? catalog_gpu_find(model)->name : "", INST_MODEL_SIZE);
 	const char *plan = json_string_value(json_object_get(b, "plan"));
 	in->plan = PLAN_HOURLY;
 	if (plan && (plan_parse(plan, &in->plan, NULL) || !plan_is_lease(in->plan)))
@@ -84,14 +84,14 @@ static bool parse_request(struct ctl_call *call, struct instance *in, const stru
 		return bad(call, SL_EINVAL, "field 'region' is not a valid name", NULL);
 	if (site && !fleet_name_valid(site))
 		return bad(call, SL_EINVAL, "field 'site' is not a valid name", NULL);
-	snprintf(in->region, sizeof(in->region), "%s", region ? region : "");
-	snprintf(in->site, sizeof(in->site), "%s", site ? site : "");
+	inst_name(c, &in->region, region, FLEET_NAME_MAX + 1);
+	inst_name(c, &in->site, site, FLEET_NAME_MAX + 1);
 	if (!region_allowed(t, in->region)) {
 		snprintf(msg, sizeof(msg), "tenant %s may not use region %s", t->name, in->region);
 		return bad(call, SL_EFORBIDDEN, msg, NULL);
 	}
 	if (!in->region[0] && json_array_size(t->regions) == 1)
-		snprintf(in->region, sizeof(in->region), "%s", json_string_value(json_array_get(t->regions, 0)));
+		inst_name(c, &in->region, json_string_value(json_array_get(t->regions, 0)), FLEET_NAME_MAX + 1);
 	json_int_t vol = json_integer_value(json_object_get(b, "volume_gib"));
 	if (vol < 0 || vol > INST_VOLUME_MAX_GIB) {
 		snprintf(msg, sizeof(msg), "field 'volume_gib' must be 0..%d GiB", INST_VOLUME_MAX_GIB);
@@ -122,13 +122,15 @@ static bool parse_request(struct ctl_call *call, struct instance *in, const stru
 		in->ports[in->nports++] = (int)v;
 	}
 	const char *iname = json_string_value(json_object_get(b, "image"));
-	char used[IMAGE_NAME_MAX + 1];
-	if (images_resolve(c, iname, in->image_ref, used) != SL_OK) {
+	char used[IMAGE_NAME_MAX + 1], ref[IMAGE_REF_MAX + 1], drv[INST_MODEL_SIZE];
+	if (images_resolve(c, iname, ref, used) != SL_OK) {
 		snprintf(msg, sizeof(msg), "no image called '%.64s' in the catalog", iname);
 		return bad(call, SL_ENOTFOUND, msg, "suanli image list shows them");
 	}
-	snprintf(in->image, sizeof(in->image), "%s", used);
-	images_min_driver(c, used, in->min_driver, sizeof(in->min_driver));
+	inst_name(c, &in->image_ref, ref, IMAGE_REF_MAX + 1);
+	inst_name(c, &in->image, used, IMAGE_NAME_MAX + 1);
+	images_min_driver(c, used, drv, sizeof(drv));
+	inst_name(c, &in->min_driver, drv, sizeof(drv));
 	const char *key = json_string_value(json_object_get(b, "ssh_key"));
 	const char *user = call->tok->user, *ktenant = call->tok->tenant;
 	json_t *keys;
@@ -138,7 +140,7 @@ static bool parse_request(struct ctl_call *call, struct instance *in, const stru
 			snprintf(msg, sizeof(msg), "you have no SSH key called '%.64s'", key);
 			return bad(call, SL_ENOTFOUND, msg, "add one: suanli ssh-key add NAME --file ~/.ssh/id_ed25519.pub");
 		}
-		snprintf(in->ssh_key, sizeof(in->ssh_key), "%s", key);
+		inst_name(c, &in->ssh_key, key, INST_KEY_NAME_MAX + 1);
 		keys = json_pack("[s]", k->line);
 	} else {
 		keys = ssh_keys_of(c, ktenant, user);
@@ -178,8 +180,8 @@ void h_instance_create(struct ctl_call *call)
 		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
 		return;
 	}
-	snprintf(in->tenant, sizeof(in->tenant), "%s", t->name);
-	snprintf(in->user, sizeof(in->user), "%s", call->tok->user);
+	inst_name(c, &in->tenant, t->name, CTL_NAME_MAX + 1);
+	inst_name(c, &in->user, call->tok->user, CTL_USER_MAX + 1);
 	if (!parse_request(call, in, t)) {
 		inst_free(in);
 		return;
@@ -207,7 +209,7 @@ void h_instance_create(struct ctl_call *call)
 	char why[INST_REASON_MAX];
 	snprintf(why, sizeof(why), "created: lease %s on %s%s; pulling and creating the container",
 		 in->lease, in->nodes[0].node, in->nnodes > 1 ? " and more" : "");
-	snprintf(in->reason, sizeof(in->reason), "%s", why);
+	inst_text_set(&in->reason, why, INST_REASON_MAX);
 	inst_hist_add(in, c->now_ns, IS_STARTING, why);
 	inst_save(c, in);
 	inst_bump(c, in);
@@ -436,7 +438,8 @@ void h_instance_logs(struct ctl_call *call)
 	for (int k = 0; k < in->nnodes; k++) {
 		const struct inst_node *n = &in->nodes[k];
 		sl_buf_addf(&b, "node %s: %s%s%s%s%s\n", n->node, n->rep_word[0] ? n->rep_word : "no report yet",
-			    n->progress[0] ? " - " : "", n->progress, n->error[0] ? " - error: " : "", n->error);
+			    n->progress ? " - " : "", inst_str(n->progress), n->error ? " - error: " : "",
+			    inst_str(n->error));
 	}
 	if (sl_buf_err(&b)) {
 		sl_buf_release(&b);

@@ -82,7 +82,7 @@ static json_t *api_json(struct ctl *c, const struct instance *in, json_t *o)
 		const struct inst_node *n = &in->nodes[k];
 		json_t *x = json_pack("{s:s, s:o, s:s, s:s, s:s}", "node", n->node, "gpus",
 				      gpus_json(n->gpus), "state", n->rep_word[0] ? n->rep_word : "unknown",
-				      "progress", n->progress, "error", n->error);
+				      "progress", inst_str(n->progress), "error", inst_str(n->error));
 		json_array_append_new(nd, x);
 	}
 	json_object_set_new(o, "node_states", nd);
@@ -99,7 +99,7 @@ static json_t *store_nodes(const struct instance *in)
 				      "node", n->node, "gpus", gpus_json(n->gpus), "cpus", n->cpus,
 				      "mem_mib", (json_int_t)n->mem_mib, "whole", n->whole, "rep",
 				      n->rep_word, "rep_epoch", (json_int_t)n->rep_epoch, "progress",
-				      n->progress, "error", n->error, "ssh_port", n->ssh_port, "ports",
+				      inst_str(n->progress), "error", inst_str(n->error), "ssh_port", n->ssh_port, "ports",
 				      n->ports ? inst_json_of(n->ports) : json_array(), "host_keys",
 				      n->host_keys ? inst_json_of(n->host_keys) : json_array(),
 				      "running_since", ctl_time_json(n->running_since_ns), "stopped_at",
@@ -125,7 +125,7 @@ json_t *inst_to_json(struct ctl *c, const struct instance *in, bool store)
 		"{s:s, s:s, s:s, s:s, s:s, s:o, s:s, s:i, s:s, s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:i, "
 		"s:I, s:o, s:o, s:o, s:o, s:o, s:o}",
 		"id", in->id, "tenant", in->tenant, "user", in->user, "state", inst_state_name(in->state),
-		"reason", in->reason, "lease", in->lease[0] ? json_string(in->lease) : json_null(), "mode",
+		"reason", inst_str(in->reason), "lease", in->lease[0] ? json_string(in->lease) : json_null(), "mode",
 		in->mode == IM_NOGPU ? "no-gpu" : "gpu", "gpus", in->gpus, "model", in->model,
 		"per_node", in->per_node, "region", in->region, "site", in->site, "plan",
 		plan_name(in->plan), "image", in->image, "image_ref", in->image_ref, "ssh_key",
@@ -191,6 +191,16 @@ void inst_sfield(char *dst, size_t n, const json_t *o, const char *k)
 	snprintf(dst, n, "%s", s ? s : "");
 }
 
+void inst_nfield(struct ctl *c, const char **dst, size_t size, const json_t *o, const char *k)
+{
+	inst_name(c, dst, json_string_value(json_object_get(o, k)), size);
+}
+
+void inst_tsfield(char **dst, size_t size, const json_t *o, const char *k)
+{
+	inst_text_set(dst, json_string_value(json_object_get(o, k)), size);
+}
+
 static gpumask_t mask_of(const json_t *a)
 {
 	gpumask_t m = 0;
@@ -235,32 +245,30 @@ struct instance *inst_from_json(struct ctl *c, const json_t *o, struct sl_diag *
 		sl_diag_set(d, SL_EPARSE, "stored instance %.64s is malformed", id ? id : "?");
 		return NULL;
 	}
-	struct instance *in = calloc(1, sizeof(*in));
-	if (!in || !inst_nodes_reserve(in, 1)) { /* nodes[0] is always there */
-		free(in);
+	struct instance *in = inst_alloc();
+	if (!in) {
 		sl_diag_set(d, SL_ENOMEM, "out of memory");
 		return NULL;
 	}
-	(void)c;
 	in->seq = seq;
 	snprintf(in->id, sizeof(in->id), "%s", id);
-	inst_sfield(in->tenant, sizeof(in->tenant), o, "tenant");
-	inst_sfield(in->user, sizeof(in->user), o, "user");
+	inst_nfield(c, &in->tenant, CTL_NAME_MAX + 1, o, "tenant");
+	inst_nfield(c, &in->user, CTL_USER_MAX + 1, o, "user");
 	in->state = (enum inst_state)st;
-	inst_sfield(in->reason, sizeof(in->reason), o, "reason");
+	inst_tsfield(&in->reason, INST_REASON_MAX, o, "reason");
 	inst_sfield(in->lease, sizeof(in->lease), o, "lease");
 	const char *mode = json_string_value(json_object_get(o, "mode"));
 	in->mode = mode && !strcmp(mode, "no-gpu") ? IM_NOGPU : IM_GPU;
 	in->gpus = (int)json_integer_value(json_object_get(o, "gpus"));
 	in->per_node = (int)json_integer_value(json_object_get(o, "per_node"));
-	inst_sfield(in->model, sizeof(in->model), o, "model");
-	inst_sfield(in->region, sizeof(in->region), o, "region");
-	inst_sfield(in->site, sizeof(in->site), o, "site");
+	inst_nfield(c, &in->model, INST_MODEL_SIZE, o, "model");
+	inst_nfield(c, &in->region, FLEET_NAME_MAX + 1, o, "region");
+	inst_nfield(c, &in->site, FLEET_NAME_MAX + 1, o, "site");
 	in->plan = plan;
-	inst_sfield(in->image, sizeof(in->image), o, "image");
-	inst_sfield(in->image_ref, sizeof(in->image_ref), o, "image_ref");
-	inst_sfield(in->min_driver, sizeof(in->min_driver), o, "min_driver");
-	inst_sfield(in->ssh_key, sizeof(in->ssh_key), o, "ssh_key");
+	inst_nfield(c, &in->image, IMAGE_NAME_MAX + 1, o, "image");
+	inst_nfield(c, &in->image_ref, IMAGE_REF_MAX + 1, o, "image_ref");
+	inst_nfield(c, &in->min_driver, INST_MODEL_SIZE, o, "min_driver");
+	inst_nfield(c, &in->ssh_key, INST_KEY_NAME_MAX + 1, o, "ssh_key");
 	const json_t *ak = json_object_get(o, "authorized_keys");
 	in->authorized_keys = inst_text_of(json_is_array(ak) ? ak : NULL);
 	if (json_is_array(ak) && !in->authorized_keys) {
@@ -283,7 +291,7 @@ struct instance *inst_from_json(struct ctl *c, const json_t *o, struct sl_diag *
 			return NULL;
 		}
 		struct inst_node *n = &in->nodes[in->nnodes++];
-		inst_sfield(n->node, sizeof(n->node), x, "node");
+		inst_nfield(c, &n->node, FLEET_NAME_MAX + 1, x, "node");
 		n->gpus = mask_of(json_object_get(x, "gpus"));
 		n->cpus = (int)json_integer_value(json_object_get(x, "cpus"));
 		n->mem_mib = json_integer_value(json_object_get(x, "mem_mib"));
@@ -291,8 +299,8 @@ struct instance *inst_from_json(struct ctl *c, const json_t *o, struct sl_diag *
 		inst_sfield(n->rep_word, sizeof(n->rep_word), x, "rep");
 		n->rep = inst_report_parse(n->rep_word);
 		n->rep_epoch = json_integer_value(json_object_get(x, "rep_epoch"));
-		inst_sfield(n->progress, sizeof(n->progress), x, "progress");
-		inst_sfield(n->error, sizeof(n->error), x, "error");
+		inst_tsfield(&n->progress, INST_PROGRESS_SIZE, x, "progress");
+		inst_tsfield(&n->error, INST_ERROR_SIZE, x, "error");
 		n->ssh_port = (int)json_integer_value(json_object_get(x, "ssh_port"));
 		n->ports = inst_text_of(json_object_get(x, "ports"));
 		n->host_keys = inst_text_of(json_object_get(x, "host_keys"));
@@ -302,7 +310,7 @@ struct instance *inst_from_json(struct ctl *c, const json_t *o, struct sl_diag *
 		n->idle_since_ns = inst_tfield(x, "idle_since");
 	}
 	in->epoch = json_integer_value(json_object_get(o, "epoch"));
-	inst_sfield(in->migrate_from, sizeof(in->migrate_from), o, "migrate_from");
+	inst_nfield(c, &in->migrate_from, FLEET_NAME_MAX + 1, o, "migrate_from");
 	in->mig_rep = (enum inst_report)json_integer_value(json_object_get(o, "mig_rep"));
 	in->mig_epoch = json_integer_value(json_object_get(o, "mig_epoch"));
 	in->mig_removing = json_is_true(json_object_get(o, "mig_removing"));
@@ -312,9 +320,9 @@ struct instance *inst_from_json(struct ctl *c, const json_t *o, struct sl_diag *
 	in->stopped_ns = inst_tfield(o, "stopped_at");
 	in->released_ns = inst_tfield(o, "released_at");
 	in->broke_since_ns = inst_tfield(o, "broke_since");
-	inst_sfield(in->gpu_site, sizeof(in->gpu_site), o, "gpu_site");
-	inst_sfield(in->gpu_region, sizeof(in->gpu_region), o, "gpu_region");
-	inst_sfield(in->gpu_model, sizeof(in->gpu_model), o, "gpu_model");
+	inst_nfield(c, &in->gpu_site, FLEET_NAME_MAX + 1, o, "gpu_site");
+	inst_nfield(c, &in->gpu_region, FLEET_NAME_MAX + 1, o, "gpu_region");
+	inst_nfield(c, &in->gpu_model, INST_MODEL_SIZE, o, "gpu_model");
 	const json_t *bill = json_object_get(o, "billing");
 	in->ngpu_segs = segs_from(json_object_get(bill, "gpu"), &in->gpu_segs, &in->capgpu_segs, "gpus");
 	in->nnogpu_segs = segs_from(json_object_get(bill, "no_gpu"), &in->nogpu_segs,

@@ -227,11 +227,11 @@ enum sl_err inst_place(struct ctl *c, struct instance *in, enum inst_where w, co
 	const char *site = w == IW_ANY ? in->site : home_site_name(c, in);
 	/* The image's driver need as the catalog says now (an operator may
 	 * correct it); kept as it was when the image left the catalog. */
-	char drv[sizeof(in->min_driver)];
+	char drv[INST_MODEL_SIZE];
 	char ref[IMAGE_REF_MAX + 1], used[IMAGE_NAME_MAX + 1];
 	if (in->image[0] && images_resolve(c, in->image, ref, used) == SL_OK) {
 		images_min_driver(c, in->image, drv, sizeof(drv));
-		snprintf(in->min_driver, sizeof(in->min_driver), "%s", drv);
+		inst_name(c, &in->min_driver, drv, sizeof(drv));
 	}
 	json_t *doc = lease_doc(in, site);
 	struct lease_req r;
@@ -289,10 +289,8 @@ enum sl_err inst_place(struct ctl *c, struct instance *in, enum inst_where w, co
 			struct inst_node *nd = &in->nodes[k];
 			const char *name = c->fleet->nodes[p->node].name;
 			if (k >= in->nnodes || strcmp(nd->node, name)) {
-				free(nd->ports);
-				free(nd->host_keys);
-				memset(nd, 0, sizeof(*nd));
-				snprintf(nd->node, sizeof(nd->node), "%s", name);
+				inst_node_clear(nd);
+				inst_name(c, &nd->node, name, FLEET_NAME_MAX + 1);
 			}
 			nd->gpus = p->milli && p->gpu >= 0 ? (gpumask_t)1 << p->gpu : p->gpus;
 			nd->cpus = p->cpus;
@@ -300,24 +298,20 @@ enum sl_err inst_place(struct ctl *c, struct instance *in, enum inst_where w, co
 			nd->whole = fleet_node_type(c->fleet, p->node)->ngpus == __builtin_popcountll(nd->gpus);
 			nd->idle_since_ns = 0;
 		}
-		for (int k = n; k < in->nnodes; k++) {
-			free(in->nodes[k].ports);
-			free(in->nodes[k].host_keys);
-			in->nodes[k].ports = in->nodes[k].host_keys = NULL;
-		}
+		for (int k = n; k < in->nnodes; k++)
+			inst_node_clear(&in->nodes[k]);
 		in->nnodes = n;
 		if (w == IW_MIGRATE) {
-			snprintf(in->migrate_from, sizeof(in->migrate_from), "%s", old_home);
+			inst_name(c, &in->migrate_from, old_home, FLEET_NAME_MAX + 1);
 			in->mig_rep = IR_NONE;
 			in->mig_removing = false;
 			in->mig_first_run = true;
 		}
 		const struct fleet_node *fn = &c->fleet->nodes[l->pl.picks[0].node];
-		snprintf(in->gpu_site, sizeof(in->gpu_site), "%s", c->fleet->sites[fn->site].name);
-		snprintf(in->gpu_region, sizeof(in->gpu_region), "%s",
-			 c->fleet->sites[fn->site].region ? c->fleet->sites[fn->site].region : "");
-		snprintf(in->gpu_model, sizeof(in->gpu_model), "%s",
-			 fleet_node_type(c->fleet, l->pl.picks[0].node)->gpu->name);
+		inst_name(c, &in->gpu_site, c->fleet->sites[fn->site].name, FLEET_NAME_MAX + 1);
+		inst_name(c, &in->gpu_region, c->fleet->sites[fn->site].region, FLEET_NAME_MAX + 1);
+		inst_name(c, &in->gpu_model, fleet_node_type(c->fleet, l->pl.picks[0].node)->gpu->name,
+			  INST_MODEL_SIZE);
 		in->mode = IM_GPU;
 		in->epoch++;
 		sl_log_info("instance placed", "instance=%s lease=%s nodes=%d first=%s", in->id, l->id,

@@ -130,14 +130,71 @@ static struct instance *by_lease(struct ctl *c, const char *lease)
 
 /* ---- records ---- */
 
+void inst_name(struct ctl *c, const char **dst, const char *s, size_t size)
+{
+	char cut[IMAGE_REF_MAX + 1];
+	if (!s)
+		s = "";
+	if (size > sizeof(cut))
+		size = sizeof(cut);
+	size_t len = strnlen(s, size - 1);
+	if (s[len]) {
+		memcpy(cut, s, len);
+		cut[len] = 0;
+		s = cut;
+	}
+	const char *v = s[0] ? ctl_name(c, s) : "";
+	if (!v)
+		sl_log_error("out of memory keeping a name", "name=%.64s", s);
+	*dst = v ? v : "";
+}
+
+void inst_text_set(char **dst, const char *s, size_t size)
+{
+	size_t len = s ? strnlen(s, size - 1) : 0;
+	if (*dst && s && !strncmp(*dst, s, len) && !(*dst)[len])
+		return; /* unchanged (heartbeats repeat it) */
+	char *p = NULL;
+	if (len && !(p = malloc(len + 1)))
+		sl_log_error("out of memory keeping a text", "text=%.64s", s);
+	if (p) {
+		memcpy(p, s, len);
+		p[len] = 0;
+	}
+	free(*dst);
+	*dst = p;
+}
+
+void inst_node_clear(struct inst_node *nd)
+{
+	free(nd->ports);
+	free(nd->host_keys);
+	free(nd->progress);
+	free(nd->error);
+	memset(nd, 0, sizeof(*nd));
+	nd->node = "";
+}
+
+struct instance *inst_alloc(void)
+{
+	struct instance *in = calloc(1, sizeof(*in));
+	if (!in || !inst_nodes_reserve(in, 1)) { /* nodes[0] is always there */
+		free(in);
+		return NULL;
+	}
+	in->tenant = in->user = in->model = in->region = in->site = in->image = in->image_ref = "";
+	in->min_driver = in->ssh_key = in->migrate_from = "";
+	in->gpu_site = in->gpu_region = in->gpu_model = "";
+	return in;
+}
+
 void inst_free(struct instance *in)
 {
 	if (!in)
 		return;
-	for (int k = 0; k < in->nnodes; k++) {
-		free(in->nodes[k].ports);
-		free(in->nodes[k].host_keys);
-	}
+	for (int k = 0; k < in->capnodes; k++)
+		inst_node_clear(&in->nodes[k]);
+	free(in->reason);
 	free(in->authorized_keys);
 	for (int i = 0; i < in->nhist; i++)
 		if (in->hist[i].reason != inst_hist_empty)
@@ -175,6 +232,8 @@ bool inst_nodes_reserve(struct instance *in, int n)
 	if (!v)
 		return false;
 	memset(v + in->capnodes, 0, (size_t)(n - in->capnodes) * sizeof(*v));
+	for (int k = in->capnodes; k < n; k++)
+		v[k].node = "";
 	in->nodes = v;
 	in->capnodes = n;
 	return true;
@@ -185,11 +244,9 @@ struct instance *inst_new(struct ctl *c)
 	struct ctl_instances *is = c->instances;
 	if (!is || is->n >= INST_MAX)
 		return NULL;
-	struct instance *in = calloc(1, sizeof(*in));
-	if (!in || !inst_nodes_reserve(in, 1)) { /* nodes[0] is always there, as before */
-		free(in);
+	struct instance *in = inst_alloc();
+	if (!in)
 		return NULL;
-	}
 	in->seq = (uint64_t)is->n + 1;
 	snprintf(in->id, sizeof(in->id), "in-%06llu", (unsigned long long)in->seq);
 	in->created_ns = c->now_ns;
@@ -261,7 +318,7 @@ bool inst_event(struct ctl *c, struct instance *in, enum inst_event e, const cha
 	snprintf(why, sizeof(why), "%s", reason ? reason : ""); /* reason may be in->reason */
 	reason = why;
 	in->state = to;
-	snprintf(in->reason, sizeof(in->reason), "%s", why);
+	inst_text_set(&in->reason, why, INST_REASON_MAX);
 	inst_hist_add(in, c->now_ns, to, reason);
 	if (to == IS_STOPPED && from != IS_STOPPED)
 		in->stopped_ns = c->now_ns;
@@ -270,7 +327,7 @@ bool inst_event(struct ctl *c, struct instance *in, enum inst_event e, const cha
 	if (to == IS_STARTING)
 		in->running_since_ns = 0;
 	sl_log_info("instance state", "instance=%s tenant=%s state=%s event=%s reason=%s", in->id,
-		    in->tenant, inst_state_name(to), inst_event_name(e), in->reason);
+		    in->tenant, inst_state_name(to), inst_event_name(e), inst_str(in->reason));
 	inst_save(c, in);
 	inst_bump(c, in);
 	events_emit(c, "instance", in->id, inst_state_name(to), in->tenant); /* the console */
@@ -420,12 +477,10 @@ void inst_mig_abandon(struct ctl *c, struct instance *in)
 	if (!in->migrate_from[0] || in->mig_removing)
 		return;
 	jobs_node_changed(c, in->nodes[0].node);
-	free(in->nodes[0].ports);
-	free(in->nodes[0].host_keys);
-	memset(&in->nodes[0], 0, sizeof(in->nodes[0]));
-	snprintf(in->nodes[0].node, sizeof(in->nodes[0].node), "%s", in->migrate_from);
+	inst_node_clear(&in->nodes[0]);
+	in->nodes[0].node = in->migrate_from; /* both are shared copies */
 	in->nnodes = 1;
-	in->migrate_from[0] = 0;
+	in->migrate_from = "";
 	inst_migration_clear(c, in);
 }
 
@@ -450,7 +505,7 @@ static void eval(struct ctl *c, struct instance *in)
 		sl_log_info("migration done", "instance=%s from=%s to=%s", in->id, in->migrate_from,
 			    in->nodes[0].node);
 		jobs_node_changed(c, in->migrate_from);
-		in->migrate_from[0] = 0;
+		in->migrate_from = "";
 		inst_migration_clear(c, in);
 		inst_save(c, in);
 	}
@@ -541,11 +596,11 @@ static void eval(struct ctl *c, struct instance *in)
 		break;
 	}
 	case IE_STOPPED:
-		inst_event(c, in, IE_STOPPED, in->reason[0] ? in->reason : "stopped");
+		inst_event(c, in, IE_STOPPED, in->reason ? in->reason : "stopped");
 		break;
 	case IE_REMOVED:
 		in->tracked = in->migrate_from[0] != 0;
-		inst_event(c, in, IE_REMOVED, in->reason);
+		inst_event(c, in, IE_REMOVED, inst_str(in->reason));
 		break;
 	default:
 		break;
@@ -598,8 +653,8 @@ static void apply_node_report(struct ctl *c, struct inst_node *n, const json_t *
 	snprintf(n->rep_word, sizeof(n->rep_word), "%s", st ? st : "");
 	n->rep_epoch = epoch;
 	n->last_report_ns = c->now_ns;
-	inst_sfield(n->progress, sizeof(n->progress), r, "progress");
-	inst_sfield(n->error, sizeof(n->error), r, "error");
+	inst_tsfield(&n->progress, INST_PROGRESS_SIZE, r, "progress");
+	inst_tsfield(&n->error, INST_ERROR_SIZE, r, "error");
 	json_int_t sp = json_integer_value(json_object_get(r, "ssh_port"));
 	if (sp > 0 && sp < 65536)
 		n->ssh_port = (int)sp;
@@ -846,7 +901,7 @@ void instances_tick(struct ctl *c)
 			if (in->state == IS_STOPPING &&
 			    c->now_ns - stop_at > (int64_t)(INST_STOP_GRACE_S + INST_STOP_SLACK_S) * 1000000000) {
 				snprintf(why, sizeof(why), "%.200s; no agent confirmed the stop in time (the node is "
-					 "told to stop it when it reports)", in->reason);
+					 "told to stop it when it reports)", inst_str(in->reason));
 				inst_event(c, in, IE_STOPPED, why);
 			}
 			if (in->state == IS_RUNNING && in->mode == IM_GPU && in->auto_stop_idle_s > 0) {

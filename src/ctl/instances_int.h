@@ -22,6 +22,9 @@
 #define INST_MAX_PORTS 16           /* renter's ports */
 #define INST_MAX_HIST 64            /* history entries kept (oldest dropped) */
 #define INST_REASON_MAX 320
+#define INST_PROGRESS_SIZE 160      /* bytes kept of a node's "progress" (NUL included) */
+#define INST_ERROR_SIZE 256         /* likewise of its "error" */
+#define INST_MODEL_SIZE 32          /* likewise of a model or driver version */
 #define INST_VOLUME_MAX_GIB 65536
 #define INST_STOP_GRACE_S 10
 #define INST_STOP_SLACK_S 60         /* stopping -> stopped without word after grace + this */
@@ -38,7 +41,7 @@
 /* One node of an instance: its part of the placement and what its agent
  * said last. */
 struct inst_node {
-	char node[FLEET_NAME_MAX + 1];
+	const char *node;        /* the controller's copy of the name (inst_name); never NULL */
 	gpumask_t gpus;          /* the lease's GPUs there (0 in no-GPU mode) */
 	int cpus;
 	int64_t mem_mib;
@@ -47,8 +50,8 @@ struct inst_node {
 	enum inst_report rep;
 	char rep_word[16];       /* the agent's word ("pulling", ...) */
 	int64_t rep_epoch;
-	char progress[160];
-	char error[256];
+	char *progress;          /* owned, cut to INST_PROGRESS_SIZE - 1 bytes; NULL: "" */
+	char *error;             /* owned, cut to INST_ERROR_SIZE - 1 bytes; NULL: "" */
 	int ssh_port;
 	/* as reported, kept as compact JSON text (inst_text_of; a jansson
 	 * tree of each took ~600 bytes); NULL: none */
@@ -77,23 +80,29 @@ struct inst_seg {
 
 enum inst_mode { IM_GPU, IM_NOGPU };
 
+/* An instance keeps no fixed text buffers (bench/results/memory.md: 20,000
+ * instances): names (tenant, user, model, region, site, image, its ref, the
+ * driver need, the key's name, node names) are the controller's shared
+ * copies (inst_name: ctl_name, one per distinct name, never NULL, cut to the
+ * size the fixed buffers had), and the reason and a node's progress and
+ * error are owned heap strings (inst_text_set; NULL reads as "", inst_str). */
 struct instance {
 	uint64_t seq;
 	char id[INST_ID_LEN];
-	char tenant[CTL_NAME_MAX + 1];
-	char user[CTL_USER_MAX + 1];
+	const char *tenant;          /* CTL_NAME_MAX */
+	const char *user;            /* CTL_USER_MAX */
 	enum inst_state state;
-	char reason[INST_REASON_MAX];
+	char *reason;                /* owned, INST_REASON_MAX - 1 bytes at most; NULL: "" */
 	char lease[24];              /* the lease of the current start ("": none) */
 	enum inst_mode mode;
 	/* the request */
 	int gpus, per_node;
-	char model[32];
-	char region[FLEET_NAME_MAX + 1], site[FLEET_NAME_MAX + 1];
+	const char *model;           /* INST_MODEL_SIZE */
+	const char *region, *site;   /* FLEET_NAME_MAX */
 	enum plan plan;
-	char image[IMAGE_NAME_MAX + 1], image_ref[IMAGE_REF_MAX + 1];
-	char min_driver[32];         /* the image's need when created ("": none) */
-	char ssh_key[INST_KEY_NAME_MAX + 1]; /* the key named at create ("": all the user's) */
+	const char *image, *image_ref; /* IMAGE_NAME_MAX, IMAGE_REF_MAX */
+	const char *min_driver;      /* the image's need when created ("": none) */
+	const char *ssh_key;         /* the key named at create ("": all the user's) */
 	char *authorized_keys;       /* array of key lines, fixed at create (compact JSON text) */
 	int volume_gib;
 	int64_t auto_stop_idle_s;    /* 0: never */
@@ -106,7 +115,7 @@ struct instance {
 	struct inst_node *nodes;
 	int64_t epoch;
 	/* migration: the old node (home before) exporting its disks; "" none */
-	char migrate_from[FLEET_NAME_MAX + 1];
+	const char *migrate_from;
 	enum inst_report mig_rep;    /* the old node's last word */
 	int64_t mig_epoch;
 	bool mig_removing;           /* the new node runs: the old one removes */
@@ -119,8 +128,8 @@ struct instance {
 	struct inst_seg *gpu_segs, *nogpu_segs;
 	int ngpu_segs, nnogpu_segs, capgpu_segs, capnogpu_segs;
 	int64_t disk_from_ns, disk_to_ns;
-	char gpu_site[FLEET_NAME_MAX + 1], gpu_region[FLEET_NAME_MAX + 1]; /* of the home */
-	char gpu_model[32];
+	const char *gpu_site, *gpu_region; /* of the home */
+	const char *gpu_model;
 	struct inst_hist *hist;      /* grown as entries come, at most INST_MAX_HIST */
 	int nhist, caphist;
 	bool tracked;                /* not released, or removal not yet confirmed */
@@ -166,8 +175,25 @@ void inst_save(struct ctl *c, struct instance *in);
 /* An RFC 3339 field as ns (0: absent or bad); a string field copied ("" absent). */
 int64_t inst_tfield(const json_t *o, const char *k);
 void inst_sfield(char *dst, size_t n, const json_t *o, const char *k);
+/* A string field as inst_name sets it (size: as there). */
+void inst_nfield(struct ctl *c, const char **dst, size_t size, const json_t *o, const char *k);
+/* A string field as inst_text_set sets it. */
+void inst_tsfield(char **dst, size_t size, const json_t *o, const char *k);
 
 /* instances.c */
+/* Sets *dst to the controller's copy of s (NULL: ""), cut to size - 1 bytes
+ * as the fixed buffers it replaces did (size <= IMAGE_REF_MAX + 1); out of
+ * memory *dst is "" (logged). */
+void inst_name(struct ctl *c, const char **dst, const char *s, size_t size);
+/* Sets *dst (owned; NULL for "") to a copy of s cut to size - 1 bytes (s
+ * may be *dst itself); out of memory *dst is NULL (logged). */
+void inst_text_set(char **dst, const char *s, size_t size);
+static inline const char *inst_str(const char *s)
+{
+	return s ? s : "";
+}
+/* Empties node nd: its owned strings freed, every field zero, its name "". */
+void inst_node_clear(struct inst_node *nd);
 /* Appends a history entry (the oldest goes past INST_MAX_HIST, or when out
  * of memory). */
 void inst_hist_add(struct instance *in, int64_t at, enum inst_state s, const char *reason);
@@ -192,6 +218,8 @@ void inst_bump(struct ctl *c, const struct instance *in);
  * stays) and its staged disks are deleted; nothing when none. */
 void inst_mig_abandon(struct ctl *c, struct instance *in);
 void inst_free(struct instance *in);
+/* A zeroed record with its names "" and nodes[0]; NULL out of memory. */
+struct instance *inst_alloc(void);
 /* A new instance record with the next id (not yet in the table). */
 struct instance *inst_new(struct ctl *c);
 bool inst_add(struct ctl *c, struct instance *in);

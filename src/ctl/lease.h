@@ -55,20 +55,21 @@ struct lease_req {
 	int gpu_milli;  /* a share of one GPU, 1..999 thousandths, else 0 */
 	int cpu_milli;  /* per node, thousandths of a core; with mem_mib exact when
 			   cpu_mem (absent: 0, none reserved) */
+	int nmodels;
+	int per_node, min_bw_gbps, min_mem_gib;
+	enum plan plan; /* plan_is_lease() */
+	int el_min, el_max; /* 0, 0: not elastic */
 	int64_t mem_mib;
+	int64_t duration_s; /* 0: none */
+	const char *models[PLACE_MAX_MODELS]; /* catalog names (static) */
+	const char *region, *site;
+	const char *tenant;
+	/* the flags last, so that the record has no holes */
 	bool cpu_mem;   /* cpu_milli or memory_mib given: both exact; else the node's
 			   CPUs and memory in proportion to the GPUs */
-	int nmodels;
-	const char *models[PLACE_MAX_MODELS]; /* catalog names (static) */
-	int per_node, min_bw_gbps, min_mem_gib;
-	const char *region, *site;
-	enum plan plan; /* plan_is_lease() */
-	int64_t duration_s; /* 0: none */
-	int el_min, el_max; /* 0, 0: not elastic */
 	bool exclusive;
 	bool one_leaf; /* a gang under one leaf switch only */
 	bool replace_on_failure; /* "on_node_failure": "replace" (agents.c) */
-	const char *tenant;
 };
 
 /* One history entry: {"at", "state", "reason"} of the API. */
@@ -97,11 +98,12 @@ struct ctl_lease {
 	enum lease_state state;
 	LEASE_FIELDS(LF_MEMBER)
 	bool placed;     /* ever placed: pl.score is its "score"; else none */
+	char end_reason[64];  /* history reason for the coming end, "" for the default
+				 (beside the flags above: no hole) */
 	struct place_kept pl; /* picks while active/preempting */
 	char *reason;    /* why it waits (pending; owned, NULL: ""); see lease_set_reason */
 	struct lease_hist *hist; /* oldest first, at most CTL_MAX_HISTORY */
 	int nhist, cap_hist;
-	char end_reason[64];  /* history reason for the coming end, "" for the default */
 };
 
 struct ctl_expiry {

@@ -56,10 +56,6 @@ struct place_request {
 	const char *site;   /* NULL = any, borrowed */
 	const char *tenant; /* who asks (NULL = nobody special): a colocated node
 			       serves only its owner */
-	bool pool_owned;    /* place only on nodes the tenant owns */
-	bool exclusive;     /* whole nodes: every GPU of each chosen node is taken */
-	bool one_leaf;      /* a gang must sit under one leaf switch (Slurm's
-			       --switches=1); refused rather than spread */
 	int cpus;           /* per node, in the node type's unit; 0 = the node's share
 			       per GPU */
 	int cpu_milli;      /* per node, thousandths of a core; when > 0 it replaces
@@ -67,6 +63,11 @@ struct place_request {
 			       (node_type.cpu_milli), rounded up to whole cores on
 			       the others */
 	int64_t mem_mib;    /* per node; 0 = the node's share per GPU */
+	/* the flags last, so the request (kept per lease) has no holes */
+	bool pool_owned;    /* place only on nodes the tenant owns */
+	bool exclusive;     /* whole nodes: every GPU of each chosen node is taken */
+	bool one_leaf;      /* a gang must sit under one leaf switch (Slurm's
+			       --switches=1); refused rather than spread */
 	bool exact_cpu_mem; /* cpus and mem_mib are exactly what is asked, 0 = none
 			       (no per-GPU share); a request may then ask for no GPUs
 			       at all: CPU and memory on one node (place_frag.h) */

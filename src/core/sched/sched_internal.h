@@ -38,44 +38,46 @@ enum sched_note {
 	NOTE_DELAY,       /* fits now, but would delay the head */
 };
 
+/* One of these per lease (100,000 of them in bench/results/memory.md):
+ * members ordered by size so that the record has no holes. */
 struct sched_lease {
 	uint64_t id;
 	struct sched_tenant *tenant;
-	enum plan plan;
-	enum sched_state state;
 	/* Its strings: models point into the catalog (static) unless bit i of
 	 * own_models says the lease owns a copy; region and site are owned
 	 * copies; req.tenant = tenant->name. */
 	struct place_request req;
-	uint8_t own_models;
 	int64_t duration_ns, submit_ns, start_ns, deadline_ns;
-	int emin, emax;
 	struct place_kept pl;    /* running and preempting */
 	uint64_t start_seq;    /* order of starts, for newest-first preemption */
-	int pos;               /* index in pending or running */
 	/* Queue bookkeeping. A pass only notes why a lease waits (cheap); the
 	 * sentence, which needs the placer's explanation (a scan of the fleet),
 	 * is written when someone asks: lease_reason(). */
 	uint64_t fail_gen;     /* placement failed at this capacity generation */
-	enum sched_note note;
-	uint64_t note_head;    /* the head it waits behind */
+	uint64_t note_head;    /* the head it waits behind (note) */
 	int64_t note_shadow;   /* NOTE_HEAD/NOTE_DELAY: earliest start, INT64_MAX
 				  unknown, INT64_MIN not computed */
 	int64_t note_now;      /* when the pass noted it */
 	uint64_t why_gen;      /* why and wait_c explain the state of this gen */
-	enum place_constraint wait_c;
 	char *why;             /* the placer's explanation of the refusal (owned;
 				  NULL: none); the reason is written from it
 				  when asked (lease_reason) */
 	/* A head that preempted: the placement it takes once its victims are
 	 * gone (allocated the first time; has_rsv says whether it holds). */
-	bool has_rsv;
 	struct placement *rsv;
-	int victims_left;
 	int64_t rsv_deadline;
-	/* A victim: the lease it makes room for. */
-	bool victim;
+	/* A victim: the lease it makes room for (victim). */
 	uint64_t victim_for;
+	enum plan plan;
+	enum sched_state state;
+	int emin, emax;
+	int pos;               /* index in pending or running */
+	enum sched_note note;  /* why it waits (note_head, note_shadow above) */
+	enum place_constraint wait_c;
+	int victims_left;      /* has_rsv */
+	uint8_t own_models;
+	bool has_rsv;
+	bool victim;
 };
 
 struct sched_resv {
