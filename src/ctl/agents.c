@@ -54,23 +54,6 @@ static struct agent_rec *node_rec(const struct ctl *c, int node)
 
 char agents_empty[1];
 
-void agents_text_set(char **dst, const char *s, size_t size)
-{
-	size_t len = s ? strnlen(s, size - 1) : 0;
-	if (*dst && !strncmp(*dst, s ? s : "", len) && !(*dst)[len])
-		return; /* unchanged (heartbeats repeat it) */
-	char *p = len ? malloc(len + 1) : NULL;
-	if (len && !p)
-		sl_log_error("out of memory keeping a text", "text=%.64s", s);
-	if (p) {
-		memcpy(p, s, len);
-		p[len] = 0;
-	}
-	if (*dst != agents_empty)
-		free(*dst);
-	*dst = p ? p : agents_empty;
-}
-
 static void rec_free(struct agent_rec *r)
 {
 	if (!r)

@@ -97,7 +97,10 @@ extern char agents_empty[1];
 /* Sets *dst (agents_empty or owned) to a copy of s (NULL: "") cut to size - 1
  * bytes, as the fixed buffers it replaces did; s may be *dst. Out of memory
  * *dst is "" (logged). */
-void agents_text_set(char **dst, const char *s, size_t size);
+static inline void agents_text_set(char **dst, const char *s, size_t size)
+{
+	ctl_text_set(dst, s, size, agents_empty);
+}
 enum sl_err agents_load(struct ctl *c, struct sl_diag *d) SL_MUST_USE;
 struct agent_rec *agents_rec(const struct ctl *c, const char *name);
 /* Adds a record for name (registered nowhere yet). NULL out of memory. */

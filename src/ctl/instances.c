@@ -149,22 +149,6 @@ void inst_name(struct ctl *c, const char **dst, const char *s, size_t size)
 	*dst = v ? v : "";
 }
 
-void inst_text_set(char **dst, const char *s, size_t size)
-{
-	size_t len = s ? strnlen(s, size - 1) : 0;
-	if (*dst && s && !strncmp(*dst, s, len) && !(*dst)[len])
-		return; /* unchanged (heartbeats repeat it) */
-	char *p = NULL;
-	if (len && !(p = malloc(len + 1)))
-		sl_log_error("out of memory keeping a text", "text=%.64s", s);
-	if (p) {
-		memcpy(p, s, len);
-		p[len] = 0;
-	}
-	free(*dst);
-	*dst = p;
-}
-
 void inst_node_clear(struct inst_node *nd)
 {
 	free(nd->ports);

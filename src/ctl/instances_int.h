@@ -187,7 +187,10 @@ void inst_tsfield(char **dst, size_t size, const json_t *o, const char *k);
 void inst_name(struct ctl *c, const char **dst, const char *s, size_t size);
 /* Sets *dst (owned; NULL for "") to a copy of s cut to size - 1 bytes (s
  * may be *dst itself); out of memory *dst is NULL (logged). */
-void inst_text_set(char **dst, const char *s, size_t size);
+static inline void inst_text_set(char **dst, const char *s, size_t size)
+{
+	ctl_text_set(dst, s, size, NULL);
+}
 static inline const char *inst_str(const char *s)
 {
 	return s ? s : "";

@@ -71,6 +71,23 @@ const char *ctl_name(struct ctl *c, const char *s)
 	return copy;
 }
 
+void ctl_text_set(char **dst, const char *s, size_t size, char *empty)
+{
+	size_t len = s ? strnlen(s, size - 1) : 0;
+	if (*dst && !strncmp(*dst, s ? s : "", len) && !(*dst)[len])
+		return; /* unchanged (heartbeats repeat it) */
+	char *p = len ? malloc(len + 1) : NULL;
+	if (len && !p)
+		sl_log_error("out of memory keeping a text", "text=%.64s", s);
+	if (p) {
+		memcpy(p, s, len);
+		p[len] = 0;
+	}
+	if (*dst != empty)
+		free(*dst);
+	*dst = p ? p : empty;
+}
+
 void ctl_names_free(struct ctl *c)
 {
 	for (int i = 0; i < c->lt.nnames; i++)

@@ -213,6 +213,12 @@ void ctl_lease_ended(struct ctl *c, struct ctl_lease *l);
 /* The controller's copy of name s (equal names share one), valid until
  * ctl_names_free; NULL when out of memory. */
 const char *ctl_name(struct ctl *c, const char *s);
+/* Sets *dst to an owned copy of s (NULL: "") cut to size - 1 bytes, as the
+ * fixed buffers such texts replaced did; "" is kept as `empty` (NULL or a
+ * static "" the caller never frees). s may be *dst itself; an unchanged text
+ * is left as it is (heartbeats repeat them). Out of memory *dst is `empty`
+ * (logged). */
+void ctl_text_set(char **dst, const char *s, size_t size, char *empty);
 void ctl_names_free(struct ctl *c);
 /* Frees what the turn read back from the store and evicts old ended leases;
  * no lease pointer may be held across it. */
