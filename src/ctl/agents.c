@@ -569,7 +569,7 @@ static bool replace_lease(struct ctl *c, struct ctl_lease *l, int idx, int64_t l
 	if (e) {
 		sl_log_warn("lease not replaced", "lease=%s node=%s error=%s", l->id,
 			    c->fleet->nodes[idx].name, d.msg);
-		snprintf(l->end_reason, sizeof(l->end_reason), "node down; no replacement fits");
+		lease_set_end_reason(l, "node down; no replacement fits");
 		placement_release(&np);
 		return false;
 	}
@@ -628,8 +628,8 @@ static void node_down(struct ctl *c, struct agent_rec *r, int idx)
 			continue;
 		if (l->req.replace_on_failure && l->state == LS_ACTIVE && replace_lease(c, l, idx, last))
 			continue;
-		if (!l->end_reason[0])
-			snprintf(l->end_reason, sizeof(l->end_reason), "node %.40s is down", r->name);
+		if (!l->end_reason)
+			lease_set_end_reason(l, "node %.40s is down", r->name);
 	}
 	a->failing_node = idx;
 	a->failing_at_ns = last;

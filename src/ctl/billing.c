@@ -463,7 +463,7 @@ static int64_t first_hour_min(struct ctl *c, const struct lease_req *r, bool *an
 	*any = false;
 	size_t n = r->nmodels ? (size_t)r->nmodels : catalog_gpu_count();
 	for (size_t i = 0; i < n; i++) {
-		const char *m = r->nmodels ? r->models[i] : catalog_gpu_at(i)->name;
+		const char *m = r->nmodels ? lease_req_model(r, (int)i) : catalog_gpu_at(i)->name;
 		struct price_key k = {r->site[0] ? r->site : NULL, r->region[0] ? r->region : NULL, m,
 				      plan};
 		int64_t cost;
@@ -516,10 +516,10 @@ static void stop_lease(struct ctl *c, struct ctl_lease *l, const char *why)
 	sl_diag_clear(&d);
 	if (!c->sched)
 		return; /* billing_tick runs from the loop, after ctl_sched_start */
-	snprintf(l->end_reason, sizeof(l->end_reason), "%s", why);
+	lease_set_end_reason(l, "%s", why);
 	if (ctl_sched_check(c, sched_release(c->sched, l->seq, c->now_ns, &d), "sched_release"))
 		sl_log_error("balance stop failed", "lease=%s error=%s", l->id, d.msg);
-	l->end_reason[0] = 0;
+	lease_set_end_reason(l, NULL);
 }
 
 /* Adds a history entry to each running priced lease of tenant (or stops

@@ -6,6 +6,7 @@
  * second format to drift. Decoding is strict because the store is only ever
  * written by this code: anything unexpected is reported, not guessed. */
 #include <ctype.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -326,7 +327,7 @@ enum sl_err lease_req_parse(const json_t *o, struct lease_req *r, struct sl_diag
 				sl_diag_hint(d, "known models: %s", names);
 				return sl_diag_set(d, SL_EINVAL, "unknown GPU model '%.64s'", s);
 			}
-			r->models[r->nmodels++] = gm->name;
+			r->models[r->nmodels++] = (uint8_t)(gm - catalog_gpu_at(0));
 		}
 	}
 	const json_t *plan = json_object_get(o, "plan");
@@ -389,7 +390,7 @@ void lease_req_to_place(const struct lease_req *r, const char *tenant, struct pl
 	pr->per_node = r->per_node;
 	pr->nmodels = r->nmodels;
 	for (int i = 0; i < r->nmodels; i++)
-		pr->models[i] = r->models[i];
+		pr->models[i] = lease_req_model(r, i);
 	pr->min_mem_gib = r->min_mem_gib;
 	pr->min_bw_gbps = r->min_bw_gbps;
 	pr->region = r->region && r->region[0] ? r->region : NULL;
@@ -773,6 +774,8 @@ void lease_release_mem(struct ctl_lease *l)
 	lease_req_release(&l->req);
 	free(l->request);
 	free(l->reason);
+	free(l->end_reason);
+	l->end_reason = NULL;
 	for (int i = 0; i < l->nhist; i++)
 		hist_reason_free(l->hist[i].reason);
 	free(l->hist);
@@ -788,6 +791,21 @@ bool lease_set_reason(struct ctl_lease *l, const char *reason)
 	free(l->reason);
 	l->reason = str_dup_or_null(reason);
 	return l->reason || !reason || !reason[0];
+}
+
+void lease_set_end_reason(struct ctl_lease *l, const char *fmt, ...)
+{
+	free(l->end_reason);
+	l->end_reason = NULL;
+	if (!fmt)
+		return;
+	char buf[64]; /* the old fixed buffer's size: reasons read the same */
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (buf[0])
+		l->end_reason = str_dup_or_null(buf);
 }
 
 bool lease_set_request(struct ctl_lease *l, const json_t *doc)

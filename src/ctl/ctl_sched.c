@@ -122,7 +122,8 @@ void ctl_sched_events(struct ctl *c)
 				c->lt.nactive--;
 			/* A node failure ends billing at the node's last report. */
 			l->ended_ns = ev->end == SCHED_END_FAILED ? agents_lease_end_ns(c, l, ev->at_ns) : ev->at_ns;
-			ctl_lease_set_state(c, l, st, l->end_reason[0] ? l->end_reason : r);
+			ctl_lease_set_state(c, l, st, l->end_reason ? l->end_reason : r);
+			lease_set_end_reason(l, NULL); /* used: an ended lease keeps none */
 			ctl_lease_ended(c, l);
 			break;
 		}

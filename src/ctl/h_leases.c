@@ -189,10 +189,10 @@ void h_lease_release(struct ctl_call *call)
 	snprintf(why, sizeof(why), "released by %s", call->tok->id);
 	struct sl_diag d;
 	sl_diag_clear(&d);
-	snprintf(l->end_reason, sizeof(l->end_reason), "%s", why);
+	lease_set_end_reason(l, "%s", why);
 	enum sl_err e = ctl_sched_check(c, sched_release(c->sched, l->seq, c->now_ns, &d),
 					"sched_release");
-	l->end_reason[0] = 0;
+	lease_set_end_reason(l, NULL);
 	if (e) {
 		ctl_answer_diag(call, e, &d);
 		return;

@@ -16,7 +16,7 @@ static json_t *lease_entry(const struct ctl_lease *l)
 {
 	json_t *models = json_array();
 	for (int i = 0; models && i < l->req.nmodels; i++)
-		json_array_append_new(models, json_string(l->req.models[i]));
+		json_array_append_new(models, json_string(lease_req_model(&l->req, i)));
 	json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:o, s:I, s:s}", "id", l->id, "state",
 			      lease_state_name(l->state), "gpus", l->req.gpus, "per_node",
 			      l->req.per_node, "models", models ? models : json_array(), "submit_s",

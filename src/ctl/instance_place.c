@@ -173,7 +173,7 @@ static enum sl_err quota_ok(struct ctl *c, const struct instance *in, const stru
 		} else if (l->state == LS_PENDING) {
 			bool may = l->req.nmodels == 0;
 			for (int k = 0; k < l->req.nmodels; k++)
-				may |= !strcmp(l->req.models[k], model);
+				may |= !strcmp(lease_req_model(&l->req, k), model);
 			used += may ? l->gpus : 0;
 		}
 	}
@@ -332,9 +332,9 @@ void inst_lease_release(struct ctl *c, struct instance *in, const char *why)
 		return;
 	struct sl_diag d;
 	sl_diag_clear(&d);
-	snprintf(l->end_reason, sizeof(l->end_reason), "instance %.16s: %.32s", in->id, why);
+	lease_set_end_reason(l, "instance %.16s: %.32s", in->id, why);
 	if (ctl_sched_check(c, sched_release(c->sched, l->seq, c->now_ns, &d), "sched_release"))
 		sl_log_error("instance lease release failed", "instance=%s lease=%s error=%s", in->id,
 			     l->id, d.msg);
-	l->end_reason[0] = 0;
+	lease_set_end_reason(l, NULL);
 }

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "catalog.h"
 #include "ctl_limits.h"
 #include "err.h"
 #include "lease_fields.h"
@@ -61,16 +62,23 @@ struct lease_req {
 	int el_min, el_max; /* 0, 0: not elastic */
 	int64_t mem_mib;
 	int64_t duration_s; /* 0: none */
-	const char *models[PLACE_MAX_MODELS]; /* catalog names (static) */
 	const char *region, *site;
 	const char *tenant;
-	/* the flags last, so that the record has no holes */
+	/* the bytes last, so that the record has no holes */
+	uint8_t models[PLACE_MAX_MODELS]; /* catalog indices (lease_req_model): 8
+					     bytes where names took 64, per lease */
 	bool cpu_mem;   /* cpu_milli or memory_mib given: both exact; else the node's
 			   CPUs and memory in proportion to the GPUs */
 	bool exclusive;
 	bool one_leaf; /* a gang under one leaf switch only */
 	bool replace_on_failure; /* "on_node_failure": "replace" (agents.c) */
 };
+
+/* The name of r's model i (< r->nmodels): a catalog name (static). */
+static inline const char *lease_req_model(const struct lease_req *r, int i)
+{
+	return catalog_gpu_at(r->models[i])->name;
+}
 
 /* One history entry: {"at", "state", "reason"} of the API. */
 struct lease_hist {
@@ -98,10 +106,10 @@ struct ctl_lease {
 	enum lease_state state;
 	LEASE_FIELDS(LF_MEMBER)
 	bool placed;     /* ever placed: pl.score is its "score"; else none */
-	char end_reason[64];  /* history reason for the coming end, "" for the default
-				 (beside the flags above: no hole) */
 	struct place_kept pl; /* picks while active/preempting */
 	char *reason;    /* why it waits (pending; owned, NULL: ""); see lease_set_reason */
+	char *end_reason; /* history reason for the coming end (owned; NULL: the
+			     default); see lease_set_end_reason */
 	struct lease_hist *hist; /* oldest first, at most CTL_MAX_HISTORY */
 	int nhist, cap_hist;
 };
@@ -176,6 +184,11 @@ void lease_release_mem(struct ctl_lease *l);
 /* Sets l->reason (NULL or "" clears it). False when out of memory (the
  * reason is then empty). */
 bool lease_set_reason(struct ctl_lease *l, const char *reason);
+/* Sets l->end_reason from a format, cut to 63 bytes as the history's reasons
+ * always were; fmt NULL clears it (out of memory: cleared, so the end gets
+ * its default reason). Set just before the call that ends the lease. */
+void lease_set_end_reason(struct ctl_lease *l, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 /* l->reason as a string ("" when none). */
 static inline const char *ctl_lease_reason(const struct ctl_lease *l)
 {

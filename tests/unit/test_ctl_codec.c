@@ -126,7 +126,7 @@ static void test_lease_req(void **state)
 	assert_int_equal(r.plan, PLAN_SPOT);
 	assert_int_equal(r.per_node, 8);
 	assert_int_equal(r.nmodels, 1);
-	assert_string_equal(r.models[0], "b200");
+	assert_string_equal(lease_req_model(&r, 0), "b200");
 	/* A share with exact CPUs and memory reaches the placer as asked. */
 	o = json_loads("{\"gpu_milli\":250,\"cpu_milli\":3152,\"memory_mib\":12288}", 0, NULL);
 	assert_int_equal(lease_req_parse(o, &r, &d), SL_OK);
