@@ -768,11 +768,31 @@ static void hist_reason_free(const char *r)
 		free((void *)(uintptr_t)r);
 }
 
+/* A request's text with a count of the leases that point at it: equal
+ * requests posted one after another (a tenant's burst; bench_memory's
+ * 100,000) share one copy (lease_share_request). */
+struct req_text {
+	unsigned refs;
+	char text[];
+};
+
+static struct req_text *req_text_of(char *t)
+{
+	return (struct req_text *)(void *)(t - offsetof(struct req_text, text));
+}
+
+static void req_text_drop(char *t)
+{
+	struct req_text *r = t ? req_text_of(t) : NULL;
+	if (r && --r->refs == 0)
+		free(r);
+}
+
 void lease_release_mem(struct ctl_lease *l)
 {
 	place_kept_release(&l->pl);
 	lease_req_release(&l->req);
-	free(l->request);
+	req_text_drop(l->request);
 	free(l->reason);
 	free(l->end_reason);
 	l->end_reason = NULL;
@@ -813,9 +833,26 @@ bool lease_set_request(struct ctl_lease *l, const json_t *doc)
 	char *t = json_dumps(doc, JSON_COMPACT);
 	if (!t)
 		return false;
-	free(l->request);
-	l->request = t;
-	return true;
+	size_t n = strlen(t) + 1;
+	struct req_text *r = malloc(sizeof(*r) + n);
+	if (r) {
+		r->refs = 1;
+		memcpy(r->text, t, n);
+		req_text_drop(l->request);
+		l->request = r->text;
+	}
+	free(t);
+	return r != NULL;
+}
+
+void lease_share_request(struct ctl_lease *l, const struct ctl_lease *like)
+{
+	if (!like || like == l || !like->request || !l->request || like->request == l->request ||
+	    strcmp(like->request, l->request))
+		return;
+	req_text_of(like->request)->refs++;
+	req_text_drop(l->request);
+	l->request = like->request;
 }
 
 bool lease_hist_add(struct ctl_lease *l, int64_t at_ns, enum lease_state s, const char *reason)

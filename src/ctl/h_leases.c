@@ -120,6 +120,7 @@ void h_lease_create(struct ctl_call *call)
 		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
 		return;
 	}
+	lease_share_request(l, l->seq > 1 ? c->lt.leases[l->seq - 2] : NULL);
 	l->gpus = r.gpus;
 	l->created_ns = c->now_ns;
 	l->state = LS_PENDING;

@@ -204,6 +204,7 @@ static struct ctl_lease *lease_new(struct ctl *c, const struct instance *in, con
 		free(l);
 		return NULL;
 	}
+	lease_share_request(l, l->seq > 1 ? c->lt.leases[l->seq - 2] : NULL);
 	l->gpus = r->gpus;
 	l->created_ns = c->now_ns;
 	l->state = LS_PENDING;

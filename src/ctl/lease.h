@@ -102,7 +102,8 @@ struct ctl_lease {
 	const char *user;   /* likewise */
 	struct lease_req req;
 	char *request;   /* as posted (validated): its compact JSON text as jansson
-			    dumps it (json_dumps JSON_COMPACT), owned */
+			    dumps it (json_dumps JSON_COMPACT); counted, maybe
+			    shared with other leases (lease_share_request) */
 	enum lease_state state;
 	LEASE_FIELDS(LF_MEMBER)
 	bool placed;     /* ever placed: pl.score is its "score"; else none */
@@ -196,6 +197,10 @@ static inline const char *ctl_lease_reason(const struct ctl_lease *l)
 }
 /* Replaces the request's text with the JSON of doc (compact). */
 bool lease_set_request(struct ctl_lease *l, const json_t *doc);
+/* Points l at like's request text when the two are equal (one copy for
+ * both; like may be NULL). l->request is shared from then on: replace it
+ * (lease_set_request), never edit it. */
+void lease_share_request(struct ctl_lease *l, const struct ctl_lease *like);
 /* Appends a history entry (dropping the oldest past CTL_MAX_HISTORY). */
 bool lease_hist_add(struct ctl_lease *l, int64_t at_ns, enum lease_state s, const char *reason);
 const char *lease_state_name(enum lease_state s);
