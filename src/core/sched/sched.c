@@ -184,19 +184,9 @@ enum sl_err sched_nodes_added(struct sched *s)
 	return SL_OK;
 }
 
-/* Frees a string the lease owns (its request's borrowed const pointers). */
-static void free_str(const char *x)
+static void lease_free(struct sched *s, struct sched_lease *l)
 {
-	free((void *)(uintptr_t)x);
-}
-
-static void lease_free(struct sched_lease *l)
-{
-	for (int i = 0; i < PLACE_MAX_MODELS; i++)
-		if (l->own_models & (1u << i))
-			free_str(l->req.models[i]);
-	free_str(l->req.region);
-	free_str(l->req.site);
+	sched_shape_put(s, l->shape);
 	place_kept_release(&l->pl);
 	if (l->rsv)
 		placement_release(l->rsv);
@@ -211,7 +201,7 @@ void sched_free(struct sched *s)
 		return;
 	for (size_t i = 0; s->slots && i < s->nslots; i++)
 		if (s->slots[i])
-			lease_free(s->slots[i]);
+			lease_free(s, s->slots[i]);
 	free(s->slots);
 	free(s->pending);
 	free(s->running);
@@ -220,6 +210,7 @@ void sched_free(struct sched *s)
 		free(s->tenants[i]->quotas);
 		free(s->tenants[i]);
 	}
+	sched_shapes_free(s); /* after the leases, before their tenants' names */
 	free(s->tenants);
 	resv_free_all(s);
 	sched_events_clear(s);
@@ -283,7 +274,7 @@ enum sl_err sched_set_tenant_weight(struct sched *s, const char *tenant, int wei
 
 int lease_gpus(const struct sched_lease *l)
 {
-	return l->req.gpu_milli > 0 ? 1 : l->req.gpus;
+	return l->shape->req.gpu_milli > 0 ? 1 : l->gpus;
 }
 
 static bool req_may_use(const struct place_request *r, const struct gpu_model *m)
@@ -314,7 +305,7 @@ static int64_t quota_share(const struct sched *s, const struct sched_lease *l,
 			   const struct gpu_model *m)
 {
 	if (l->state == SCHED_PENDING)
-		return req_may_use(&l->req, m) ? lease_gpus(l) : 0;
+		return req_may_use(&l->shape->req, m) ? lease_gpus(l) : 0;
 	return placement_model_gpus(s, l->pl.picks, l->pl.npicks, m);
 }
 
@@ -508,7 +499,7 @@ enum sl_err lease_end(struct sched *s, struct sched_lease *l, enum sched_end why
 	if (s->last_head == l->id)
 		s->last_head = 0;
 	uint64_t id = l->id;
-	lease_free(l);
+	lease_free(s, l);
 	struct sched_event *ev;
 	enum sl_err e = ev_push(s, SCHED_EV_ENDED, id, now, &ev);
 	if (e == SL_OK)
@@ -517,17 +508,6 @@ enum sl_err lease_end(struct sched *s, struct sched_lease *l, enum sched_end why
 }
 
 /* ---- submit --------------------------------------------------------------- */
-
-static char *str_copy(const char *x)
-{
-	if (!x)
-		return NULL;
-	size_t len = strlen(x) + 1;
-	char *c = malloc(len);
-	if (c)
-		memcpy(c, x, len);
-	return c;
-}
 
 static enum sl_err spec_check(const struct sched_spec *sp, struct sl_diag *d)
 {
@@ -567,24 +547,9 @@ static struct sched_lease *lease_new(struct sched *s, uint64_t id,
 	l->tenant = t;
 	l->plan = sp->plan;
 	l->state = SCHED_PENDING;
-	l->req = *sp->req;
-	l->req.tenant = t->name;
-	bool ok = true;
-	for (int i = 0; i < sp->req->nmodels && i < PLACE_MAX_MODELS; i++) {
-		const char *name = sp->req->models[i];
-		const struct gpu_model *m = name ? catalog_gpu_find(name) : NULL;
-		if (m) {
-			l->req.models[i] = m->name; /* static: nothing to copy */
-			continue;
-		}
-		l->req.models[i] = str_copy(name);
-		if (l->req.models[i])
-			l->own_models |= (uint8_t)(1u << i);
-		ok &= !name || l->req.models[i];
-	}
-	l->req.region = str_copy(sp->req->region);
-	l->req.site = str_copy(sp->req->site);
-	ok &= (!sp->req->region || l->req.region) && (!sp->req->site || l->req.site);
+	l->shape = sched_shape_get(s, sp->req, t->name);
+	l->gpus = sp->req->gpus;
+	bool ok = l->shape != NULL;
 	l->duration_ns = sp->duration_ns;
 	l->submit_ns = now;
 	l->emin = sp->elastic_min;
@@ -593,7 +558,7 @@ static struct sched_lease *lease_new(struct sched *s, uint64_t id,
 	l->note = NOTE_PLACE;
 	l->note_shadow = INT64_MIN;
 	if (!ok) {
-		lease_free(l);
+		lease_free(s, l);
 		return NULL;
 	}
 	return l;
@@ -632,7 +597,8 @@ enum sl_err sched_submit(struct sched *s, uint64_t id, const struct sched_spec *
 		return sl_diag_set(d, SL_ENOMEM, "out of memory");
 	struct placement pl;
 	placement_init(&pl);
-	e = placer_place(s->p, &l->req, &pl, d);
+	struct place_request rq;
+	e = placer_place(s->p, lease_req(l, &rq), &pl, d);
 	if (e == SL_ENOSPACE && static_refusal(pl.failed)) {
 		sl_diag_set(d, SL_ENOSPACE, "%s", pl.why);
 		sl_diag_hint(d, "no node of the fleet meets the %s constraint, so the "
@@ -654,7 +620,7 @@ enum sl_err sched_submit(struct sched *s, uint64_t id, const struct sched_spec *
 	}
 	if (e != SL_OK) {
 		placement_release(&pl);
-		lease_free(l);
+		lease_free(s, l);
 		return e;
 	}
 	lease_account(s, l, 1);
@@ -697,7 +663,8 @@ enum sl_err sched_restore(struct sched *s, uint64_t id, const struct sched_resto
 	bool claimed = false;
 	if (!r->placement) {
 		/* Pending: the fleet may have changed under it since it was admitted. */
-		e = placer_place(s->p, &l->req, &pl, d);
+		struct place_request rq;
+		e = placer_place(s->p, lease_req(l, &rq), &pl, d);
 		if (e == SL_ENOSPACE && static_refusal(pl.failed))
 			sl_diag_set(d, SL_ENOSPACE, "%s", pl.why);
 		else if (e == SL_ENOSPACE)
@@ -721,7 +688,7 @@ enum sl_err sched_restore(struct sched *s, uint64_t id, const struct sched_resto
 	if (e != SL_OK) {
 		if (claimed)
 			sched_cannot_fail(placer_release(s->p, r->placement, NULL));
-		lease_free(l);
+		lease_free(s, l);
 		return e;
 	}
 	if (r->placement) {

@@ -43,8 +43,8 @@ static bool grow_same_node(struct sched *s, const struct sched_lease *l,
 	out->node = k->node;
 	out->gpus = add;
 	out->gpu = -1;
-	out->cpus = l->req.cpus > 0 ? 0 : t->cpus * extra / t->ngpus;
-	out->mem_mib = l->req.mem_mib > 0 ? 0 : (int64_t)t->mem_gib * 1024 * extra / t->ngpus;
+	out->cpus = l->shape->req.cpus > 0 ? 0 : t->cpus * extra / t->ngpus;
+	out->mem_mib = l->shape->req.mem_mib > 0 ? 0 : (int64_t)t->mem_gib * 1024 * extra / t->ngpus;
 	return node_set_quality(t, add, &out->q);
 }
 
@@ -69,7 +69,7 @@ static enum sl_err grow_find(struct sched *s, struct sched_lease *l, int extra,
 			return SL_OK;
 		}
 	}
-	struct place_request r = l->req;
+	struct place_request r = l->shape->req;
 	r.gpus = extra;
 	r.per_node = r.per_node > 0 && extra % r.per_node == 0 ? r.per_node : 0;
 	r.exclusive = false;
@@ -77,12 +77,10 @@ static enum sl_err grow_find(struct sched *s, struct sched_lease *l, int extra,
 		if (pass == 0 && l->pl.npicks > 0)
 			r.site = s->f->sites[s->f->nodes[l->pl.picks[0].node].site].name;
 		else
-			r.site = l->req.site;
+			r.site = l->shape->req.site;
 		if (placer_place(s->p, &r, x, NULL) == SL_OK && grow_allowed(s, l, x, shadow))
 			return SL_OK;
-		struct sched_lease tmp = *l;
-		tmp.req = r;
-		if (spl->npicks && place_avoiding(s, &tmp, spl, x))
+		if (spl->npicks && place_avoiding(s, &r, spl, x))
 			return SL_OK;
 	}
 	return SL_ENOSPACE;
@@ -141,7 +139,7 @@ static enum sl_err scale_grow(struct sched *s, struct sched_lease *l, int extra,
 	if (e == SL_OK) {
 		lease_account(s, l, -1);
 		place_kept_take(&l->pl, &grown);
-		l->req.gpus += extra;
+		l->gpus += extra;
 		lease_account(s, l, 1);
 	}
 	placement_release(&grown);
@@ -152,7 +150,7 @@ static enum sl_err scale_grow(struct sched *s, struct sched_lease *l, int extra,
 static void scale_shrink(struct sched *s, struct sched_lease *l, int drop)
 {
 	lease_account(s, l, -1);
-	l->req.gpus -= drop;
+	l->gpus -= drop;
 	for (int i = l->pl.npicks - 1; i >= 0 && drop > 0; i--) {
 		struct place_pick *k = &l->pl.picks[i];
 		int c = __builtin_popcount(k->gpus);
@@ -200,7 +198,7 @@ enum sl_err sched_scale(struct sched *s, uint64_t id, int gpus, int64_t now_ns,
 	if (l->state == SCHED_PREEMPTING)
 		return sl_diag_set(d, SL_ECONFLICT, "lease %llu is being preempted",
 				   (unsigned long long)id);
-	int cur = l->req.gpus;
+	int cur = l->gpus;
 	enum sl_err e = SL_OK;
 	if (gpus == cur)
 		return SL_OK;
@@ -208,14 +206,15 @@ enum sl_err sched_scale(struct sched *s, uint64_t id, int gpus, int64_t now_ns,
 		struct placement probe;
 		placement_init(&probe);
 		lease_account(s, l, -1);
-		l->req.gpus = gpus;
+		l->gpus = gpus;
 		/* The new size must still be a valid request (a gang must divide). */
-		e = placer_place(s->p, &l->req, &probe, d);
+		struct place_request rq;
+		e = placer_place(s->p, lease_req(l, &rq), &probe, d);
 		placement_release(&probe);
 		if (e == SL_ENOSPACE || e == SL_OK)
 			e = gpus > cur ? quota_check(s, l, NULL, d) : SL_OK;
 		if (e != SL_OK)
-			l->req.gpus = cur;
+			l->gpus = cur;
 		lease_account(s, l, 1);
 		if (e != SL_OK)
 			return e;

@@ -14,6 +14,8 @@
 #include "catalog.h"
 #include "scheduler.h"
 
+struct strmap;
+
 #define SCHED_MAX_LEASES (1 << 26) /* leases in one of the scheduler's arrays */
 
 struct sched_quota {
@@ -43,10 +45,9 @@ enum sched_note {
 struct sched_lease {
 	uint64_t id;
 	struct sched_tenant *tenant;
-	/* Its strings: models point into the catalog (static) unless bit i of
-	 * own_models says the lease owns a copy; region and site are owned
-	 * copies; req.tenant = tenant->name. */
-	struct place_request req;
+	/* Its request but the size (gpus below): shared with the leases that
+	 * ask alike (sched_shape_get); lease_req() puts the two together. */
+	const struct sched_shape *shape;
 	int64_t duration_ns, submit_ns, start_ns, deadline_ns;
 	struct place_kept pl;    /* running and preempting */
 	uint64_t start_seq;    /* order of starts, for newest-first preemption */
@@ -70,14 +71,27 @@ struct sched_lease {
 	uint64_t victim_for;
 	enum plan plan;
 	enum sched_state state;
+	int gpus;              /* whole GPUs asked for now (elastic: current) */
 	int emin, emax;
 	int pos;               /* index in pending or running */
 	enum sched_note note;  /* why it waits (note_head, note_shadow above) */
 	enum place_constraint wait_c;
 	int victims_left;      /* has_rsv */
-	uint8_t own_models;
 	bool has_rsv;
 	bool victim;
+};
+
+/* A request but its size, once per scheduler for every lease that asks
+ * alike (sched_shape.c; bench/results/memory.md: 100,000 leases of a few
+ * kinds). Never changed once made: a lease that changes its request would
+ * take another shape. */
+struct sched_shape {
+	struct place_request req; /* gpus 0; tenant: the tenant's name; models not
+				     in the catalog, region and site: owned copies */
+	char *key;                /* in sched.shape_idx */
+	unsigned refs;            /* leases that point at it */
+	int slot;                 /* index in sched.shapes */
+	uint8_t own_models;       /* bit i: req.models[i] is an owned copy */
 };
 
 struct sched_resv {
@@ -116,6 +130,12 @@ struct sched {
 	int ntenants, captenants;
 	struct sched_resv **resvs;
 	int nresvs, capresvs;
+	/* Request shapes (sched_shape.c): slots, the free ones, the index. */
+	struct sched_shape **shapes;
+	int nshapes, capshapes;
+	int *free_shapes;
+	int nfree_shapes, capfree_shapes;
+	struct strmap *shape_idx;
 	/* Events. */
 	struct sched_event *ev;
 	int nev, capev;
@@ -135,6 +155,23 @@ struct sched {
 	size_t capqtext;
 	struct placement *view;     /* sched_lease_placement's answer */
 };
+
+/* The shape of r asked by tenant (its name in s, which outlives the shape),
+ * counted: one more lease points at it. NULL when out of memory. */
+const struct sched_shape *sched_shape_get(struct sched *s, const struct place_request *r,
+					  const char *tenant);
+/* One lease fewer points at sh (NULL: nothing); the last frees it. */
+void sched_shape_put(struct sched *s, const struct sched_shape *sh);
+void sched_shapes_free(struct sched *s);
+
+/* l's whole request (its shape with its size), written into tmp. */
+static inline const struct place_request *lease_req(const struct sched_lease *l,
+						     struct place_request *tmp)
+{
+	*tmp = l->shape->req;
+	tmp->gpus = l->gpus;
+	return tmp;
+}
 
 /* For calls that cannot fail by construction: releasing what this scheduler
  * claimed, claiming back what a tentative release just freed, adding a pick
@@ -196,8 +233,8 @@ enum sl_err head_shadow(struct sched *s, struct sched_lease **head, int64_t *sha
 			struct placement *shadow_pl, int64_t now) SL_MUST_USE;
 void mark_set(struct sched *s, const struct placement *pl, bool on);
 enum sl_err preempt_complete(struct sched *s, int64_t now) SL_MUST_USE;
-/* Places l with the nodes of spl out of service, so that it avoids them. */
-bool place_avoiding(struct sched *s, struct sched_lease *l, const struct placement *spl,
+/* Places request r with the nodes of spl out of service, so that it avoids them. */
+bool place_avoiding(struct sched *s, const struct place_request *r, const struct placement *spl,
 		    struct placement *out);
 
 /* sched_resv.c */

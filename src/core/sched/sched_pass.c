@@ -58,7 +58,8 @@ static void tent_to(struct sched *s, struct sched_lease **arr, int *cur, int k)
 
 static bool fits(struct sched *s, const struct sched_lease *l, struct placement *out)
 {
-	return placer_place(s->p, &l->req, out, NULL) == SL_OK;
+	struct place_request rq;
+	return placer_place(s->p, lease_req(l, &rq), out, NULL) == SL_OK;
 }
 
 /* The smallest cut (index into cuts[0..nc), each a prefix length of arr) at
@@ -204,7 +205,7 @@ static bool rsv_still_allowed(const struct sched *s, const struct sched_lease *l
 {
 	for (int i = 0; i < l->rsv->npicks; i++) {
 		const char *owner = placer_node_owner(s->p, l->rsv->picks[i].node);
-		if (owner ? strcmp(owner, l->tenant->name) != 0 : l->req.pool_owned)
+		if (owner ? strcmp(owner, l->tenant->name) != 0 : l->shape->req.pool_owned)
 			return false;
 	}
 	return true;
@@ -259,7 +260,8 @@ static enum sl_err try_place(struct sched *s, struct sched_lease *l, struct plac
 {
 	if (l->fail_gen == s->gen)
 		return SL_ENOSPACE;
-	enum sl_err e = placer_place_quiet(s->p, &l->req, pl, NULL);
+	struct place_request rq;
+	enum sl_err e = placer_place_quiet(s->p, lease_req(l, &rq), pl, NULL);
 	if (e == SL_ENOSPACE || e == SL_EINVAL)
 		l->fail_gen = s->gen;
 	return e == SL_EINVAL ? SL_ENOSPACE : e;
@@ -270,7 +272,7 @@ static long long secs_until(int64_t t, int64_t now)
 	return t <= now ? 0 : (long long)((t - now + NS_PER_S - 1) / NS_PER_S);
 }
 
-bool place_avoiding(struct sched *s, struct sched_lease *l, const struct placement *spl,
+bool place_avoiding(struct sched *s, const struct place_request *r, const struct placement *spl,
 		    struct placement *out)
 {
 	int n = 0;
@@ -284,7 +286,7 @@ bool place_avoiding(struct sched *s, struct sched_lease *l, const struct placeme
 			toggled[n++] = node;
 		}
 	}
-	bool ok = placer_place_quiet(s->p, &l->req, out, NULL) == SL_OK;
+	bool ok = placer_place_quiet(s->p, r, out, NULL) == SL_OK;
 	for (int i = 0; i < n; i++)
 		placer_set_node_usable(s->p, toggled[i], true);
 	free(toggled);
@@ -367,8 +369,9 @@ static enum sl_err try_backfill(struct sched *s, struct sched_lease *l, struct h
 	if (e != SL_OK)
 		return e;
 	int64_t end = now > INT64_MAX - l->duration_ns ? INT64_MAX : now + l->duration_ns;
+	struct place_request rq;
 	if (end <= h->shadow || !pl_touches(pl, s->mark) ||
-	    place_avoiding(s, l, &h->spl, pl))
+	    place_avoiding(s, lease_req(l, &rq), &h->spl, pl))
 		return lease_start(s, l, pl, now, true);
 	note(l, NOTE_DELAY, h, now);
 	return SL_OK;
@@ -490,7 +493,8 @@ void lease_reason(struct sched *s, struct sched_lease *l, char *out, size_t n)
 	if (l->note == NOTE_DELAY) {
 		fits = true;
 	} else if (l->why_gen != s->gen || l->note == NOTE_NO_DURATION) {
-		fits = placer_place(s->p, &l->req, &pl, NULL) == SL_OK;
+		struct place_request rq;
+		fits = placer_place(s->p, lease_req(l, &rq), &pl, NULL) == SL_OK;
 		l->wait_c = fits ? PLACE_C_NONE : pl.failed;
 		lease_set_why(l, fits ? NULL : pl.why);
 		l->why_gen = s->gen;

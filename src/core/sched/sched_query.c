@@ -38,7 +38,7 @@ bool sched_lease_get(const struct sched *s, uint64_t id, struct sched_lease_info
 	const struct sched_lease *l = s ? sched_find(s, id) : NULL;
 	if (!l)
 		return false;
-	*out = (struct sched_lease_info){l->state, l->plan, l->tenant->name, l->req.gpus,
+	*out = (struct sched_lease_info){l->state, l->plan, l->tenant->name, l->gpus,
 					 l->submit_ns, l->start_ns, l->duration_ns,
 					 l->state == SCHED_PREEMPTING ? l->deadline_ns : 0};
 	return true;

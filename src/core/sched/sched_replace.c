@@ -65,7 +65,8 @@ enum sl_err sched_replace_node(struct sched *s, uint64_t id, int node, int64_t n
 		return sl_diag_set(d, SL_ECONFLICT, "lease %llu is not running%s",
 				   (unsigned long long)id,
 				   l->state == SCHED_PREEMPTING ? " (it is being preempted)" : "");
-	struct place_request r = l->req;
+	struct place_request r;
+	lease_req(l, &r);
 	struct placement lost, x, next;
 	placement_init(&lost);
 	placement_init(&x);
