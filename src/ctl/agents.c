@@ -577,7 +577,7 @@ static bool replace_lease(struct ctl *c, struct ctl_lease *l, int idx, int64_t l
 	for (int k = 0; k < l->pl.npicks; k++)
 		if (l->pl.picks[k].node == idx && l->pl.picks[k].gpu < 0)
 			lost += __builtin_popcount(l->pl.picks[k].gpus);
-	/* Swap in the new picks (np's score is the lease's own); np then frees
+	/* Swap in the new picks (the lease keeps its score); np then frees
 	 * the old ones. Only fields struct placement shares with l->pl. */
 	struct place_pick *op = l->pl.picks;
 	int on = l->pl.npicks, oc = l->pl.cap;

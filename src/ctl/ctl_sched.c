@@ -127,16 +127,19 @@ void ctl_sched_events(struct ctl *c)
 			ctl_lease_ended(c, l);
 			break;
 		}
-		case SCHED_EV_SCALED:
+		case SCHED_EV_SCALED: {
+			struct place_score sc = l->pl.score; /* the event has none */
 			if (place_kept_copy(&l->pl, &ev->placement)) {
 				fatal(c, "placement_copy", SL_ENOMEM);
 				break;
 			}
+			l->pl.score = sc;
 			snprintf(why, sizeof(why), "scaled from %d to %d GPUs", l->gpus, ev->gpus);
 			l->gpus = ev->gpus;
 			l->epoch++;
 			ctl_lease_set_state(c, l, l->state, why);
 			break;
+		}
 		default:
 			break;
 		}

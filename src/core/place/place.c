@@ -52,7 +52,7 @@ static enum sl_err placement_reserve(struct placement *pl, int n)
 
 /* ---- kept placements (struct place_kept) ---- */
 
-enum sl_err place_kept_copy(struct place_kept *p, const struct placement *src)
+enum sl_err place_picks_copy(struct place_picks *p, const struct placement *src)
 {
 	struct place_pick *k = NULL;
 	if (src->npicks > 0) {
@@ -64,17 +64,15 @@ enum sl_err place_kept_copy(struct place_kept *p, const struct placement *src)
 	free(p->picks);
 	p->picks = k;
 	p->npicks = p->cap = src->npicks;
-	p->score = src->score;
 	return SL_OK;
 }
 
-void place_kept_take(struct place_kept *p, struct placement *src)
+void place_picks_take(struct place_picks *p, struct placement *src)
 {
 	free(p->picks);
 	p->picks = src->picks;
 	p->npicks = src->npicks;
 	p->cap = src->cap;
-	p->score = src->score;
 	if (p->cap > p->npicks && p->npicks > 0) {
 		/* Exactly what it holds: it is kept for the lease's life. */
 		struct place_pick *k = realloc(p->picks, (size_t)p->npicks * sizeof(*k));
@@ -84,6 +82,44 @@ void place_kept_take(struct place_kept *p, struct placement *src)
 		}
 	}
 	placement_init(src);
+}
+
+void place_picks_release(struct place_picks *p)
+{
+	free(p->picks);
+	memset(p, 0, sizeof(*p));
+}
+
+/* A kept placement's picks as struct place_picks, and back. */
+static struct place_picks kept_picks(const struct place_kept *p)
+{
+	return (struct place_picks){p->picks, p->npicks, p->cap};
+}
+
+static void kept_set_picks(struct place_kept *p, const struct place_picks *k)
+{
+	p->picks = k->picks;
+	p->npicks = k->npicks;
+	p->cap = k->cap;
+}
+
+enum sl_err place_kept_copy(struct place_kept *p, const struct placement *src)
+{
+	struct place_picks k = kept_picks(p);
+	enum sl_err e = place_picks_copy(&k, src);
+	if (e == SL_OK) {
+		kept_set_picks(p, &k);
+		p->score = src->score;
+	}
+	return e;
+}
+
+void place_kept_take(struct place_kept *p, struct placement *src)
+{
+	struct place_picks k = kept_picks(p);
+	p->score = src->score;
+	place_picks_take(&k, src);
+	kept_set_picks(p, &k);
 }
 
 void place_kept_release(struct place_kept *p)

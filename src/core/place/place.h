@@ -152,8 +152,8 @@ enum sl_err placement_add(struct placement *pl, const struct place_pick *pick) S
 
 /* A placement as a placed lease keeps it for its life: exactly its picks and
  * its score, without struct placement's 512-byte refusal sentence (which a
- * placed lease never needs). The scheduler and the controller both keep
- * their leases' picks this way; the placer gets place_kept_view(). */
+ * placed lease never needs). The controller keeps its leases' picks this
+ * way; the placer gets place_kept_view(). */
 struct place_kept {
 	struct place_pick *picks; /* owned, npicks of them */
 	int npicks, cap;
@@ -165,6 +165,32 @@ enum sl_err place_kept_copy(struct place_kept *p, const struct placement *src) S
  * empty, initialised). */
 void place_kept_take(struct place_kept *p, struct placement *src);
 void place_kept_release(struct place_kept *p);
+/* Picks alone, without the 72-byte score: the scheduler's leases keep
+ * theirs this way (100,000 of them in bench/results/memory.md; the score is
+ * in SCHED_EV_STARTED and the controller keeps it). Same members as
+ * place_kept's first three. */
+struct place_picks {
+	struct place_pick *picks; /* owned, npicks of them */
+	int npicks, cap;
+};
+/* As place_kept_copy, place_kept_take and place_kept_release, for picks. */
+enum sl_err place_picks_copy(struct place_picks *p, const struct placement *src) SL_MUST_USE;
+void place_picks_take(struct place_picks *p, struct placement *src);
+void place_picks_release(struct place_picks *p);
+/* A struct placement (in tmp) that borrows p's picks, valid while p is
+ * unchanged; its score is zero. */
+static inline const struct placement *place_picks_view(const struct place_picks *p,
+						       struct placement *tmp)
+{
+	tmp->npicks = p->npicks;
+	tmp->picks = p->picks;
+	tmp->cap = p->cap;
+	tmp->score = (struct place_score){0};
+	tmp->failed = PLACE_C_NONE;
+	tmp->why[0] = '\0';
+	return tmp;
+}
+
 /* A struct placement (in tmp) that borrows p's picks, valid while p is
  * unchanged. */
 static inline const struct placement *place_kept_view(const struct place_kept *p,

@@ -187,7 +187,7 @@ enum sl_err sched_nodes_added(struct sched *s)
 static void lease_free(struct sched *s, struct sched_lease *l)
 {
 	sched_shape_put(s, l->shape);
-	place_kept_release(&l->pl);
+	place_picks_release(&l->pl);
 	if (l->rsv)
 		placement_release(l->rsv);
 	free(l->rsv);
@@ -453,7 +453,7 @@ enum sl_err lease_start(struct sched *s, struct sched_lease *l, const struct pla
 	struct sched_event *ev = NULL;
 	if (e == SL_OK)
 		e = placer_claim(s->p, pl, NULL);
-	if (e == SL_OK && (e = place_kept_copy(&l->pl, pl)) != SL_OK)
+	if (e == SL_OK && (e = place_picks_copy(&l->pl, pl)) != SL_OK)
 		sched_cannot_fail(placer_release(s->p, pl, NULL));
 	if (e != SL_OK)
 		return e;
@@ -473,8 +473,7 @@ enum sl_err lease_start(struct sched *s, struct sched_lease *l, const struct pla
 		return e;
 	ev->gpus = lease_gpus(l);
 	ev->backfilled = backfilled;
-	struct placement v;
-	return placement_copy(&ev->placement, place_kept_view(&l->pl, &v));
+	return placement_copy(&ev->placement, pl); /* with its score */
 }
 
 enum sl_err lease_end(struct sched *s, struct sched_lease *l, enum sched_end why,
@@ -486,7 +485,7 @@ enum sl_err lease_end(struct sched *s, struct sched_lease *l, enum sched_end why
 	} else {
 		/* The placement was claimed by this scheduler, so release cannot fail. */
 		struct placement v;
-		sched_cannot_fail(placer_release(s->p, place_kept_view(&l->pl, &v), NULL));
+		sched_cannot_fail(placer_release(s->p, place_picks_view(&l->pl, &v), NULL));
 		arr_del(s->running, &s->nrunning, l);
 		s->gen++;
 	}
@@ -673,7 +672,7 @@ enum sl_err sched_restore(struct sched *s, uint64_t id, const struct sched_resto
 	} else {
 		e = placer_claim(s->p, r->placement, d);
 		claimed = e == SL_OK;
-		if (e == SL_OK && place_kept_copy(&l->pl, r->placement) != SL_OK)
+		if (e == SL_OK && place_picks_copy(&l->pl, r->placement) != SL_OK)
 			e = sl_diag_set(d, SL_ENOMEM, "out of memory");
 	}
 	if (e == SL_OK && table_add(s, l) != SL_OK)

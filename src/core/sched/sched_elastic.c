@@ -127,7 +127,7 @@ static enum sl_err scale_grow(struct sched *s, struct sched_lease *l, int extra,
 	struct placement grown, cur;
 	placement_init(&grown);
 	if (e == SL_OK)
-		e = placement_copy(&grown, place_kept_view(&l->pl, &cur));
+		e = placement_copy(&grown, place_picks_view(&l->pl, &cur));
 	for (int i = 0; e == SL_OK && i < x.npicks; i++)
 		e = placement_add(&grown, &x.picks[i]);
 	if (e == SL_OK) {
@@ -138,7 +138,7 @@ static enum sl_err scale_grow(struct sched *s, struct sched_lease *l, int extra,
 	}
 	if (e == SL_OK) {
 		lease_account(s, l, -1);
-		place_kept_take(&l->pl, &grown);
+		place_picks_take(&l->pl, &grown);
 		l->gpus += extra;
 		lease_account(s, l, 1);
 	}
@@ -232,7 +232,7 @@ enum sl_err sched_scale(struct sched *s, uint64_t id, int gpus, int64_t now_ns,
 	if (e == SL_OK) {
 		ev->gpus = gpus;
 		struct placement v;
-		e = placement_copy(&ev->placement, place_kept_view(&l->pl, &v));
+		e = placement_copy(&ev->placement, place_picks_view(&l->pl, &v));
 	}
 	return e == SL_OK ? sched_pass(s, now_ns) : e;
 }

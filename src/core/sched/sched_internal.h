@@ -49,7 +49,7 @@ struct sched_lease {
 	 * ask alike (sched_shape_get); lease_req() puts the two together. */
 	const struct sched_shape *shape;
 	int64_t duration_ns, submit_ns, start_ns, deadline_ns;
-	struct place_kept pl;    /* running and preempting */
+	struct place_picks pl;   /* running and preempting (no score: see place_picks) */
 	uint64_t start_seq;    /* order of starts, for newest-first preemption */
 	/* Queue bookkeeping. A pass only notes why a lease waits (cheap); the
 	 * sentence, which needs the placer's explanation (a scan of the fleet),

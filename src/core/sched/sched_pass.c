@@ -51,9 +51,9 @@ static void tent_to(struct sched *s, struct sched_lease **arr, int *cur, int k)
 {
 	struct placement v;
 	while (*cur < k)
-		sched_cannot_fail(placer_release(s->p, place_kept_view(&arr[(*cur)++]->pl, &v), NULL));
+		sched_cannot_fail(placer_release(s->p, place_picks_view(&arr[(*cur)++]->pl, &v), NULL));
 	while (*cur > k)
-		sched_cannot_fail(placer_claim(s->p, place_kept_view(&arr[--*cur]->pl, &v), NULL));
+		sched_cannot_fail(placer_claim(s->p, place_picks_view(&arr[--*cur]->pl, &v), NULL));
 }
 
 static bool fits(struct sched *s, const struct sched_lease *l, struct placement *out)
@@ -176,7 +176,7 @@ static enum sl_err try_preempt(struct sched *s, struct sched_lease *head, int64_
 	int nv = 0;
 	struct placement view;
 	for (int i = 0; i <= k; i++)
-		if (pl_touches(place_kept_view(&s->tmp[i]->pl, &view), s->mark))
+		if (pl_touches(place_picks_view(&s->tmp[i]->pl, &view), s->mark))
 			s->tmp[nv++] = s->tmp[i];
 	mark_set(s, head->rsv, false);
 	head->has_rsv = true;

@@ -47,7 +47,7 @@ bool sched_lease_get(const struct sched *s, uint64_t id, struct sched_lease_info
 const struct placement *sched_lease_placement(const struct sched *s, uint64_t id)
 {
 	const struct sched_lease *l = s ? sched_find(s, id) : NULL;
-	return l && l->state != SCHED_PENDING ? place_kept_view(&l->pl, s->view) : NULL;
+	return l && l->state != SCHED_PENDING ? place_picks_view(&l->pl, s->view) : NULL;
 }
 
 static int qsort_order(const void *a, const void *b)

@@ -107,7 +107,6 @@ enum sl_err sched_replace_node(struct sched *s, uint64_t id, int node, int64_t n
 	for (int i = 0; e == SL_OK && i < x.npicks; i++)
 		e = sched_merge_pick(s, &next, &x.picks[i]);
 	if (e == SL_OK) {
-		next.score = l->pl.score; /* the lease keeps its placement score */
 		e = placement_copy(out, &next);
 	}
 	if (e == SL_OK)

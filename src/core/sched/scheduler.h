@@ -89,7 +89,9 @@ struct sched_event {
 	enum sched_event_type type;
 	uint64_t id;                 /* lease id, or reservation id for RESV_* */
 	int64_t at_ns;               /* now_ns of the call that made it */
-	struct placement placement;  /* STARTED, SCALED, RESV_STARTED (owned) */
+	struct placement placement;  /* STARTED, SCALED, RESV_STARTED (owned); its
+					score only in STARTED (the scheduler keeps
+					its leases' picks, not their scores) */
 	int gpus;                    /* STARTED, SCALED: whole GPUs held after */
 	bool backfilled;             /* STARTED: ahead of a waiting head */
 	int position;                /* QUEUED: 1-based */
@@ -204,7 +206,7 @@ enum sl_err sched_node_restored(struct sched *s, int node, int64_t now_ns) SL_MU
  * is placed under the lease's request in the node's NVLink domain, else its
  * leaf, else its site, else anywhere; they are claimed before the old ones
  * are released. *out (initialised by the caller, who releases it) gets the
- * lease's whole new placement. No event is issued and no pass runs (call
+ * lease's whole new placement (its picks; the score is zero). No event is issued and no pass runs (call
  * sched_node_failed next, which ends the leases still on the node).
  * SL_ENOTFOUND; SL_EINVAL (bad node, or the lease holds nothing there);
  * SL_ECONFLICT (not running: pending or being preempted); SL_ENOSPACE (no
@@ -273,8 +275,9 @@ void sched_events_clear(struct sched *s);
 enum sched_state sched_lease_state(const struct sched *s, uint64_t id);
 /* False for an unknown id. */
 bool sched_lease_get(const struct sched *s, uint64_t id, struct sched_lease_info *out);
-/* The placement of a running or preempting lease; NULL otherwise. Borrowed,
- * valid until the next call that changes s. */
+/* The placement of a running or preempting lease (its picks; the score is
+ * zero: SCHED_EV_STARTED has it); NULL otherwise. Borrowed, valid until the
+ * next call that changes s. */
 const struct placement *sched_lease_placement(const struct sched *s, uint64_t id);
 /* The queue in order, with positions and reasons; owned by s, valid until the
  * next call. SL_ENOMEM. */
