@@ -739,6 +739,11 @@ static char *str_dup_or_null(const char *s)
 	return d;
 }
 
+/* Texts that leases share (sl_ctext, buf.h): equal requests posted one
+ * after another (a tenant's burst; bench_memory's 100,000) share one copy
+ * (lease_share_request), and so do equal queue reasons (lease_share_reason)
+ * and a history entry with the lease's own reason. */
+
 /* Reasons most history entries carry (ctl_sched.c, h_leases.c): kept as
  * these constants instead of a copy per entry. */
 static const char *const common_reasons[] = {
@@ -754,46 +759,30 @@ static bool hist_reason_common(const char *r)
 	return false;
 }
 
-static const char *hist_reason(const char *r)
+/* The reason of a new history entry of l: a constant, l's own reason when
+ * the same (a queued lease's), or a counted copy. */
+static const char *hist_reason(struct ctl_lease *l, const char *r)
 {
 	for (size_t i = 0; r && i < sizeof(common_reasons) / sizeof(common_reasons[0]); i++)
 		if (!strcmp(r, common_reasons[i]))
 			return common_reasons[i];
-	return str_dup_or_null(r);
+	if (r && l->reason && !strcmp(r, l->reason))
+		return sl_ctext_ref(l->reason);
+	return sl_ctext_dup(r);
 }
 
 static void hist_reason_free(const char *r)
 {
 	if (r && !hist_reason_common(r))
-		free((void *)(uintptr_t)r);
-}
-
-/* A request's text with a count of the leases that point at it: equal
- * requests posted one after another (a tenant's burst; bench_memory's
- * 100,000) share one copy (lease_share_request). */
-struct req_text {
-	unsigned refs;
-	char text[];
-};
-
-static struct req_text *req_text_of(char *t)
-{
-	return (struct req_text *)(void *)(t - offsetof(struct req_text, text));
-}
-
-static void req_text_drop(char *t)
-{
-	struct req_text *r = t ? req_text_of(t) : NULL;
-	if (r && --r->refs == 0)
-		free(r);
+		sl_ctext_drop(r);
 }
 
 void lease_release_mem(struct ctl_lease *l)
 {
 	place_kept_release(&l->pl);
 	lease_req_release(&l->req);
-	req_text_drop(l->request);
-	free(l->reason);
+	sl_ctext_drop(l->request);
+	sl_ctext_drop(l->reason);
 	free(l->end_reason);
 	l->end_reason = NULL;
 	for (int i = 0; i < l->nhist; i++)
@@ -808,9 +797,15 @@ bool lease_set_reason(struct ctl_lease *l, const char *reason)
 {
 	if (l->reason && reason && !strcmp(l->reason, reason))
 		return true;
-	free(l->reason);
-	l->reason = str_dup_or_null(reason);
+	sl_ctext_drop(l->reason);
+	l->reason = sl_ctext_dup(reason);
 	return l->reason || !reason || !reason[0];
+}
+
+void lease_share_reason(struct ctl_lease *l, const struct ctl_lease *like)
+{
+	if (like && like != l)
+		sl_ctext_share(&l->reason, like->reason);
 }
 
 void lease_set_end_reason(struct ctl_lease *l, const char *fmt, ...)
@@ -833,26 +828,19 @@ bool lease_set_request(struct ctl_lease *l, const json_t *doc)
 	char *t = json_dumps(doc, JSON_COMPACT);
 	if (!t)
 		return false;
-	size_t n = strlen(t) + 1;
-	struct req_text *r = malloc(sizeof(*r) + n);
-	if (r) {
-		r->refs = 1;
-		memcpy(r->text, t, n);
-		req_text_drop(l->request);
-		l->request = r->text;
-	}
+	char *c = sl_ctext_dup(t);
 	free(t);
-	return r != NULL;
+	if (!c)
+		return false;
+	sl_ctext_drop(l->request);
+	l->request = c;
+	return true;
 }
 
 void lease_share_request(struct ctl_lease *l, const struct ctl_lease *like)
 {
-	if (!like || like == l || !like->request || !l->request || like->request == l->request ||
-	    strcmp(like->request, l->request))
-		return;
-	req_text_of(like->request)->refs++;
-	req_text_drop(l->request);
-	l->request = like->request;
+	if (like && like != l)
+		sl_ctext_share(&l->request, like->request);
 }
 
 bool lease_hist_add(struct ctl_lease *l, int64_t at_ns, enum lease_state s, const char *reason)
@@ -867,7 +855,7 @@ bool lease_hist_add(struct ctl_lease *l, int64_t at_ns, enum lease_state s, cons
 	struct lease_hist *h = &l->hist[l->nhist];
 	h->at_ns = at_ns;
 	h->state = s;
-	h->reason = hist_reason(reason);
+	h->reason = hist_reason(l, reason);
 	l->nhist++;
 	return h->reason || !reason || !reason[0];
 }

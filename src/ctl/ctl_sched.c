@@ -102,6 +102,7 @@ void ctl_sched_events(struct ctl *c)
 		case SCHED_EV_QUEUED:
 			if (!lease_set_reason(l, ev->reason))
 				fatal(c, "lease_set_reason", SL_ENOMEM);
+			lease_share_reason(l, lease_of(c, ev->id - 1));
 			/* Queued again after a restart: the history already says so. */
 			if (l->state != LS_PENDING || l->nhist == 0)
 				ctl_lease_set_state(c, l, LS_PENDING, ev->reason);

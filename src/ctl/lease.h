@@ -83,8 +83,9 @@ static inline const char *lease_req_model(const struct lease_req *r, int i)
 /* One history entry: {"at", "state", "reason"} of the API. */
 struct lease_hist {
 	int64_t at_ns;  /* 0: null */
-	const char *reason; /* NULL: ""; owned unless one of the common reasons
-			       codec.c keeps as constants (lease_hist_free) */
+	const char *reason; /* NULL: ""; counted (maybe shared with the lease's
+			       reason) unless one of the common reasons codec.c
+			       keeps as constants (hist_reason_free) */
 	enum lease_state state;
 };
 
@@ -108,7 +109,8 @@ struct ctl_lease {
 	LEASE_FIELDS(LF_MEMBER)
 	bool placed;     /* ever placed: pl.score is its "score"; else none */
 	struct place_kept pl; /* picks while active/preempting */
-	char *reason;    /* why it waits (pending; owned, NULL: ""); see lease_set_reason */
+	char *reason;    /* why it waits (pending; counted, maybe shared: see
+			    lease_set_reason; NULL: "") */
 	char *end_reason; /* history reason for the coming end (owned; NULL: the
 			     default); see lease_set_end_reason */
 	struct lease_hist *hist; /* oldest first, at most CTL_MAX_HISTORY */
@@ -190,6 +192,9 @@ bool lease_set_reason(struct ctl_lease *l, const char *reason);
  * its default reason). Set just before the call that ends the lease. */
 void lease_set_end_reason(struct ctl_lease *l, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* Points l at like's reason when the two are equal (one copy for both;
+ * like may be NULL). */
+void lease_share_reason(struct ctl_lease *l, const struct ctl_lease *like);
 /* l->reason as a string ("" when none). */
 static inline const char *ctl_lease_reason(const struct ctl_lease *l)
 {

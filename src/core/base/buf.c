@@ -6,6 +6,7 @@
 
 #include <assert.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,4 +234,49 @@ bool sl_strcpy(char *dst, size_t n, const char *src)
 	}
 	memcpy(dst, src, len + 1);
 	return true;
+}
+
+/* ---- counted texts ---- */
+
+struct sl_ctext {
+	size_t refs;
+	char text[];
+};
+
+static struct sl_ctext *ctext_of(const char *t)
+{
+	return (struct sl_ctext *)(void *)(uintptr_t)(t - offsetof(struct sl_ctext, text));
+}
+
+char *sl_ctext_dup(const char *s)
+{
+	size_t n = s && s[0] ? strlen(s) + 1 : 0;
+	struct sl_ctext *r = n ? malloc(sizeof(*r) + n) : NULL;
+	if (!r)
+		return NULL;
+	r->refs = 1;
+	memcpy(r->text, s, n);
+	return r->text;
+}
+
+char *sl_ctext_ref(char *t)
+{
+	if (t)
+		ctext_of(t)->refs++;
+	return t;
+}
+
+void sl_ctext_drop(const char *t)
+{
+	struct sl_ctext *r = t ? ctext_of(t) : NULL;
+	if (r && --r->refs == 0)
+		free(r);
+}
+
+void sl_ctext_share(char **mine, char *theirs)
+{
+	if (!*mine || !theirs || *mine == theirs || strcmp(*mine, theirs))
+		return;
+	sl_ctext_drop(*mine);
+	*mine = sl_ctext_ref(theirs);
 }

@@ -94,6 +94,19 @@ enum sl_err sl_grow_int(void *arrp, int *cap, size_t need, size_t elem, size_t m
 	_Generic((capp), int *: sl_grow_int, size_t *: sl_grow_size)(                       \
 		(arrp), (capp), (size_t)(need), sizeof(**(arrp)), (size_t)(max))
 
+/* Counted texts: one copy that several holders share, with a count of them
+ * before the text (100,000 leases that ask alike and wait for the same
+ * reason: bench/results/memory.md). Never edited once made. */
+/* A counted copy of s with one holder; NULL for NULL or "" (and out of memory). */
+char *sl_ctext_dup(const char *s);
+/* One more holder of t (NULL: none); returns t. */
+char *sl_ctext_ref(char *t);
+/* One holder fewer (NULL: nothing); the last frees it. */
+void sl_ctext_drop(const char *t);
+/* Points *mine at theirs when the two texts are equal (*mine's old copy
+ * loses a holder, theirs gains one); else nothing changes. */
+void sl_ctext_share(char **mine, char *theirs);
+
 /* strcpy for a string whose length the caller has already bounded (the
  * banned strcpy's replacement): copies src into dst[n]. A src that does not
  * fit is a broken invariant: asserted in Debug builds; Release builds copy

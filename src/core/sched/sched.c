@@ -128,17 +128,17 @@ enum sl_err tmp_reserve(struct sched *s, int n)
 	return SL_OK;
 }
 
-void lease_set_why(struct sched_lease *l, const char *why)
+void lease_set_why(const struct sched *s, struct sched_lease *l, const char *why)
 {
 	if (l->why && why && !strcmp(l->why, why))
 		return;
-	free(l->why);
-	l->why = NULL;
-	if (why && why[0]) {
-		size_t n = strlen(why) + 1;
-		if ((l->why = malloc(n)))
-			memcpy(l->why, why, n);
-	}
+	sl_ctext_drop(l->why);
+	l->why = sl_ctext_dup(why);
+	/* Leases that wait for the same reason share one copy of it: the lease
+	 * submitted before this one is the likeliest to. */
+	const struct sched_lease *prev = l->id > 1 ? sched_find(s, l->id - 1) : NULL;
+	if (prev)
+		sl_ctext_share(&l->why, prev->why);
 }
 
 /* ---- lifecycle ------------------------------------------------------------ */
@@ -191,7 +191,7 @@ static void lease_free(struct sched *s, struct sched_lease *l)
 	if (l->rsv)
 		placement_release(l->rsv);
 	free(l->rsv);
-	free(l->why);
+	sl_ctext_drop(l->why);
 	free(l);
 }
 
@@ -607,7 +607,7 @@ enum sl_err sched_submit(struct sched *s, uint64_t id, const struct sched_spec *
 		l->fail_gen = s->gen;
 		l->wait_c = pl.failed;
 		l->why_gen = s->gen;
-		lease_set_why(l, pl.why);
+		lease_set_why(s, l, pl.why);
 	}
 	if (e == SL_OK)
 		e = quota_check(s, l, NULL, d);

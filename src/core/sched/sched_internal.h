@@ -60,9 +60,10 @@ struct sched_lease {
 				  unknown, INT64_MIN not computed */
 	int64_t note_now;      /* when the pass noted it */
 	uint64_t why_gen;      /* why and wait_c explain the state of this gen */
-	char *why;             /* the placer's explanation of the refusal (owned;
-				  NULL: none); the reason is written from it
-				  when asked (lease_reason) */
+	char *why;             /* the placer's explanation of the refusal
+				  (counted, maybe shared: sl_ctext; NULL: none);
+				  the reason is written from it when asked
+				  (lease_reason) */
 	/* A head that preempted: the placement it takes once its victims are
 	 * gone (allocated the first time; has_rsv says whether it holds). */
 	struct placement *rsv;
@@ -225,7 +226,7 @@ enum sl_err sched_pass_new(struct sched *s, struct sched_lease *l, int64_t now) 
  * changed since): the sentence the queue listing and the QUEUED event show. */
 void lease_reason(struct sched *s, struct sched_lease *l, char *out, size_t n);
 /* Sets l->why (NULL or "" clears it). */
-void lease_set_why(struct sched_lease *l, const char *why);
+void lease_set_why(const struct sched *s, struct sched_lease *l, const char *why);
 /* Issues no event; the head of the queue (NULL if none) and its shadow: time
  * (INT64_MAX when unknown) and nodes (in s->mark, to be cleared by the caller
  * with mark_clear). */

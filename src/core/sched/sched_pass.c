@@ -496,7 +496,7 @@ void lease_reason(struct sched *s, struct sched_lease *l, char *out, size_t n)
 		struct place_request rq;
 		fits = placer_place(s->p, lease_req(l, &rq), &pl, NULL) == SL_OK;
 		l->wait_c = fits ? PLACE_C_NONE : pl.failed;
-		lease_set_why(l, fits ? NULL : pl.why);
+		lease_set_why(s, l, fits ? NULL : pl.why);
 		l->why_gen = s->gen;
 	}
 	const char *why = l->why ? l->why : "";
