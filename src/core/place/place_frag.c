@@ -31,6 +31,10 @@ static void frag_destroy(struct pl_frag *fr)
 	free(fr->rt);
 	free(fr->bgc);
 	free(fr->sgc);
+	if (fr->btier)
+		for (int i = 0; i < fr->ntypes * PL_BGC_K; i++)
+			free(fr->btier[i]);
+	free(fr->btier);
 	pl_fold_free(fr->fold);
 	for (int i = 0; i < fr->nshapes; i++)
 		free(fr->shapes[i].type_ok);

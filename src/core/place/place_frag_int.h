@@ -96,6 +96,9 @@ struct pl_frag {
 	/* Best fit's answer per group and size, for the explanation (lazily
 	 * made; [ngver * PL_BGC_K]). */
 	struct pl_bcache *bgc;
+	/* Per type and size k ([ntypes * PL_BGC_K], lazily): best fit's tier
+	 * of each free mask of a small type (ptab_order), INT_MAX unranked. */
+	int **btier;
 	/* The same for shares (the fullest partly used GPU that fits), per
 	 * group and PL_SGC_SLOTS slots by share size ([ngver * PL_SGC_SLOTS]). */
 	struct pl_scache *sgc;
@@ -138,6 +141,7 @@ struct pl_bcache {
 	int64_t mem;
 	bool found;
 	struct pl_cand cand;
+	int tier; /* cand's mask's tier (btier); INT_MAX none; -1 unknown */
 };
 
 /* place_fragf.c */

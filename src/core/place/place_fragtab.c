@@ -426,10 +426,13 @@ bool pl_frag_fast(struct placer *p, const struct pl_ctx *c, struct fcand *best, 
  * of that and its nodes with shares. So the answer stands unless the node
  * gave it, had or has shares (judged one by one), or now comes before it;
  * in that last case the node is the new walk's answer. */
+static void bestfit_keep_node(struct placer *p, int node, int gi, uint32_t old, uint32_t now);
+
 void pl_frag_keep_node(struct placer *p, int node, int gi, uint32_t old, uint32_t now)
 {
 	struct pl_frag *fr = p->frag;
 	const struct pl_node *n = &p->nodes[node];
+	bestfit_keep_node(p, node, gi, old, now);
 	if (n->partial_pos >= 0 || n->shared)
 		return;
 	int type = p->f->nodes[node].type;
@@ -452,6 +455,62 @@ void pl_frag_keep_node(struct placer *p, int node, int gi, uint32_t old, uint32_
 			if (!e->found || pl_fcand_cmp(p, &k, &e->cand, tab->milli >= PL_MILLI) < 0) {
 				e->cand = k;
 				e->found = true;
+			}
+		}
+		e->ver = now;
+	}
+}
+
+/* Best fit's tier of each free mask of small type for k GPUs; NULL when
+ * out of memory. */
+static const int *btier_of(struct placer *p, int type, int k)
+{
+	struct pl_frag *fr = p->frag;
+	if (!fr->btier && !(fr->btier = calloc((size_t)fr->ntypes * PL_BGC_K + 1,
+						 sizeof(*fr->btier))))
+		return NULL;
+	int **slot = &fr->btier[(size_t)type * PL_BGC_K + (size_t)k];
+	if (!*slot && (*slot = malloc(PL_SMALL_MASKS * sizeof(**slot)))) {
+		const gpumask_t *masks;
+		const int *tier;
+		for (int m = 0; m < PL_SMALL_MASKS; m++)
+			(*slot)[m] = INT_MAX;
+		for (int i = ptab_order(p->ptabs[type], k, &masks, &tier) - 1; i >= 0; i--)
+			(*slot)[masks[i]] = tier[i];
+	}
+	return *slot;
+}
+
+/* The same for best fit's answers kept per group and size (the
+ * explanation's): in a small group best fit's answer is the least (tier of
+ * the node's free mask, group position) among the nodes that fit, down to
+ * the first tier below the bandwidth floor; tiers go by quality, bottleneck
+ * first, so that is among the nodes whose mask's pick has the floor. */
+static void bestfit_keep_node(struct placer *p, int node, int gi, uint32_t old, uint32_t now)
+{
+	struct pl_frag *fr = p->frag;
+	const struct pl_group *g = &p->groups[gi];
+	if (!fr->bgc || !g->small)
+		return;
+	const struct pl_node *n = &p->nodes[node];
+	gpumask_t m = (gpumask_t)pl_free_mask(p, node);
+	for (int k = 1; k < PL_BGC_K; k++) {
+		struct pl_bcache *e = &fr->bgc[(size_t)gi * PL_BGC_K + (size_t)k];
+		if (e->ver != old || e->tier < 0 || (e->found && e->cand.node == node))
+			continue;
+		const int *bt = btier_of(p, g->type, k);
+		if (!bt)
+			continue;
+		int t = bt[m];
+		if (t != INT_MAX && (t < e->tier || (t == e->tier && n->gpos < p->nodes[e->cand.node].gpos))) {
+			struct node_pick pk;
+			if (!ptab_best(p->ptabs[g->type], m, k, &pk))
+				continue; /* not as best fit sees it: stays stale */
+			if (pk.q.bottleneck_gbps >= e->min_bw &&
+			    pl_fits_cpu_mem(p, node, e->cpus, e->mem)) {
+				pl_make_cand(p, g, n->gpos, &pk, m, &e->cand);
+				e->found = true;
+				e->tier = t;
 			}
 		}
 		e->ver = now;
@@ -496,6 +555,11 @@ bool pl_frag_bestfit_kept(struct placer *p, const struct pl_ctx *c, int k,
 			e->cpus = cpus;
 			e->mem = mem;
 			e->found = pl_index_group_best(p, c, gi, k, &e->cand);
+			e->tier = INT_MAX;
+			if (e->found) {
+				const int *bt = g->small ? btier_of(p, g->type, k) : NULL;
+				e->tier = bt ? bt[p->nodes[e->cand.node].imask] : -1;
+			}
 		}
 		if (e->found && (!found || pl_cand_cmp(p, &e->cand, best) < 0)) {
 			*best = e->cand;

@@ -345,7 +345,7 @@ static int first_fit(const struct placer *p, const struct pl_group *g, gpumask_t
 	return INT_MAX;
 }
 
-static void make_cand(const struct placer *p, const struct pl_group *g, int pos,
+void pl_make_cand(const struct placer *p, const struct pl_group *g, int pos,
 		      const struct node_pick *pk, gpumask_t free, struct pl_cand *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -386,7 +386,7 @@ static bool group_exclusive(struct placer *p, const struct pl_ctx *c, int gi,
 	}
 	if (pos == INT_MAX)
 		return false;
-	make_cand(p, g, pos, &pk, full, out);
+	pl_make_cand(p, g, pos, &pk, full, out);
 	return true;
 }
 
@@ -424,7 +424,7 @@ static bool group_small(struct placer *p, const struct pl_ctx *c, int gi, int k,
 		}
 		if (best != INT_MAX) {
 			(void)ptab_best(pt, bm, k, &pk);
-			make_cand(p, g, best, &pk, bm, out);
+			pl_make_cand(p, g, best, &pk, bm, out);
 			return true;
 		}
 		i = j;
@@ -477,7 +477,7 @@ static bool group_large(struct placer *p, const struct pl_ctx *c, int gi, int k,
 			for (int x = i; x < j; x++) {
 				if (g->eval[x].mask != m || !pl_fits_cpu_mem(p, node, cpus, mem))
 					continue;
-				make_cand(p, g, pos, &g->eval[x].pick, m, out);
+				pl_make_cand(p, g, pos, &g->eval[x].pick, m, out);
 				return true;
 			}
 		}
