@@ -45,6 +45,8 @@ struct pl_group {
 	bool shareable;
 	int n;           /* nodes */
 	int *nodes;      /* node indices, sorted by (price hint, name) */
+	int *run_end;    /* per position: the first position after its run of
+			    one leaf's nodes (place_leaf.c skips runs) */
 	int nsick;       /* nodes out of service or with a GPU out of service */
 	bool small;      /* type has <= PTAB_EAGER_GPUS GPUs: bucket index */
 	int nwords;      /* 64-bit words per bucket bitset */
