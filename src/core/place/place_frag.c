@@ -31,6 +31,11 @@ static void frag_destroy(struct pl_frag *fr)
 	free(fr->rt);
 	free(fr->bgc);
 	free(fr->sgc);
+	if (fr->btier)
+		for (int i = 0; i < fr->ntypes * PL_BGC_K; i++)
+			free(fr->btier[i]);
+	free(fr->btier);
+	pl_fold_free(fr->fold);
 	for (int i = 0; i < fr->nshapes; i++)
 		free(fr->shapes[i].type_ok);
 	free(fr->shapes);
@@ -60,8 +65,12 @@ void pl_frag_node_changed(struct placer *p, int node)
 	if (++fr->nver[node] == 0)
 		fr->nver[node] = 1;
 	int g = p->nodes[node].group;
-	if (g >= 0 && g < fr->ngver && ++fr->gver[g] == 0)
+	if (g < 0 || g >= fr->ngver)
+		return;
+	uint32_t old = fr->gver[g];
+	if (++fr->gver[g] == 0)
 		fr->gver[g] = 1;
+	pl_frag_keep_node(p, node, g, old, fr->gver[g]);
 }
 
 /* Groups were rebuilt (owners changed): every group's answer is gone. */
@@ -213,6 +222,11 @@ enum sl_err placer_set_workload(struct placer *p, const struct place_class *cls,
 		fc->w = cls[i].weight;
 		fr->ncls++;
 	}
+	fr->fold = pl_fold_new(fr, ntypes);
+	if (!fr->fold) {
+		e = sl_diag_set(d, SL_ENOMEM, "out of memory");
+		goto out;
+	}
 	for (int i = 0; i <= nnodes; i++)
 		fr->nver[i] = 1;
 	fr->gver = calloc((size_t)p->ngroups + 1, sizeof(*fr->gver));
@@ -239,52 +253,6 @@ out:
 
 /* ---- fragmentation ------------------------------------------------------ */
 
-/* F of a node state: free thousandths per GPU, CPUs and memory left. */
-static int64_t frag_of(const struct pl_frag *fr, int type, const int *fv, int ngpus,
-		       int cpu_left, int64_t mem_left)
-{
-	int64_t total = 0;
-	for (int g = 0; g < ngpus; g++)
-		total += fv[g];
-	if (total == 0)
-		return 0;
-	int64_t f = 0;
-	for (int s = 0; s < fr->nshapes; s++) {
-		const struct pl_shape *sh = &fr->shapes[s];
-		if (!sh->type_ok[type]) {
-			f += sh->w * total;
-			continue;
-		}
-		int cnt = 0;
-		int64_t small = 0;
-		for (int g = 0; g < ngpus; g++) {
-			if (fv[g] >= sh->milli)
-				cnt++;
-			else
-				small += fv[g];
-		}
-		if (cnt < sh->k) {
-			f += sh->w * total;
-			continue;
-		}
-		int64_t wfit = 0;
-		const struct pl_fclass *c = &fr->cls[sh->first];
-		for (int i = 0; i < sh->n; i++)
-			if (c[i].cpus <= cpu_left && c[i].mem <= mem_left)
-				wfit += c[i].w;
-		f += wfit * small + (sh->w - wfit) * total;
-	}
-	if (fr->bal_w > 0 && !fr->balance_off) {
-		double usable = (double)total;
-		if (fr->cpu_per_milli > 0 && cpu_left / fr->cpu_per_milli < usable)
-			usable = cpu_left / fr->cpu_per_milli;
-		if (fr->mem_per_milli > 0 && (double)mem_left / fr->mem_per_milli < usable)
-			usable = (double)mem_left / fr->mem_per_milli;
-		f += (int64_t)(fr->bal_w * ((double)total - usable));
-	}
-	return f;
-}
-
 struct node_state {
 	int fv[TOPO_MAX_GPUS];
 	int ngpus, type, cpu_left;
@@ -310,7 +278,7 @@ static int64_t frag_now(struct placer *p, int node)
 	if (!fr->fresh[node]) {
 		struct node_state s;
 		state_of(p, node, &s);
-		fr->before[node] = frag_of(fr, s.type, s.fv, s.ngpus, s.cpu_left, s.mem_left);
+		fr->before[node] = pl_frag_of(fr, s.type, s.fv, s.ngpus, s.cpu_left, s.mem_left);
 		fr->fresh[node] = true;
 	}
 	return fr->before[node];
@@ -464,7 +432,7 @@ static bool node_cand(struct placer *p, const struct pl_ctx *c, int node, struct
 			k.gpu = g;
 			k.q = q1;
 			k.delta = same >= 0 ? dl[same]
-				  : p->frag ? frag_of(p->frag, s.type, s.fv, s.ngpus, s.cpu_left - cpus,
+				  : p->frag ? pl_frag_of(p->frag, s.type, s.fv, s.ngpus, s.cpu_left - cpus,
 						      s.mem_left - mem) - before
 					    : 0;
 			dl[g] = k.delta;
@@ -493,19 +461,13 @@ static bool node_cand(struct placer *p, const struct pl_ctx *c, int node, struct
 		ptab_leftover(pt, fm, &out->left);
 	}
 	out->free_after = free_total(&s);
-	out->delta = p->frag ? frag_of(p->frag, s.type, s.fv, s.ngpus, s.cpu_left - cpus,
+	out->delta = p->frag ? pl_frag_of(p->frag, s.type, s.fv, s.ngpus, s.cpu_left - cpus,
 				       s.mem_left - mem) - before
 			     : 0;
 	return true;
 }
 
 /* For place_fragtab.c (place_frag_int.h). */
-int64_t pl_frag_of(const struct pl_frag *fr, int type, const int *fv, int ngpus,
-		   int cpu_left, int64_t mem_left)
-{
-	return frag_of(fr, type, fv, ngpus, cpu_left, mem_left);
-}
-
 bool pl_frag_node_cand(struct placer *p, const struct pl_ctx *c, int node, struct fcand *out)
 {
 	return node_cand(p, c, node, out);

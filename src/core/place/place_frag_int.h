@@ -61,6 +61,7 @@ struct pl_frag {
 	int nshapes;
 	struct pl_fclass *cls;
 	int ncls;
+	struct pl_fold *fold; /* the shapes folded per type (place_fragf.c) */
 	int64_t *before; /* [nnodes] F of the current state */
 	bool *fresh;     /* [nnodes] before[] is valid */
 	/* Balance term: CPUs and memory per GPU thousandth the workload asks for
@@ -95,6 +96,9 @@ struct pl_frag {
 	/* Best fit's answer per group and size, for the explanation (lazily
 	 * made; [ngver * PL_BGC_K]). */
 	struct pl_bcache *bgc;
+	/* Per type and size k ([ntypes * PL_BGC_K], lazily): best fit's tier
+	 * of each free mask of a small type (ptab_order), INT_MAX unranked. */
+	int **btier;
 	/* The same for shares (the fullest partly used GPU that fits), per
 	 * group and PL_SGC_SLOTS slots by share size ([ngver * PL_SGC_SLOTS]). */
 	struct pl_scache *sgc;
@@ -137,12 +141,19 @@ struct pl_bcache {
 	int64_t mem;
 	bool found;
 	struct pl_cand cand;
+	int tier; /* cand's mask's tier (btier); INT_MAX none; -1 unknown */
 };
 
-/* place_frag.c */
+/* place_fragf.c */
+/* The workload's shapes folded per type, for pl_frag_of (NULL: out of
+ * memory); made once fr's shapes and classes are. */
+struct pl_fold *pl_fold_new(const struct pl_frag *fr, int ntypes);
+void pl_fold_free(struct pl_fold *fo);
 /* F of a node state: free thousandths per GPU, CPUs and memory left. */
 int64_t pl_frag_of(const struct pl_frag *fr, int type, const int *fv, int ngpus,
 		   int cpu_left, int64_t mem_left);
+
+/* place_frag.c */
 /* Judges node for the request; false when it cannot take it. */
 bool pl_frag_node_cand(struct placer *p, const struct pl_ctx *c, int node, struct fcand *out);
 /* < 0 when a is the better candidate. */
@@ -167,6 +178,10 @@ bool pl_frag_fast(struct placer *p, const struct pl_ctx *c, struct fcand *best, 
 bool pl_frag_share_best_kept(struct placer *p, const struct pl_ctx *c, int *node, int *gpu);
 /* pl_index_best(p, c, k, best) with each group's answer kept while the group
  * is unchanged. */
+/* Node changed, and its group gi's version went from old to now: the
+ * ranked walks' answers kept for the group that the change leaves as they
+ * are, or makes the node, are kept at now. */
+void pl_frag_keep_node(struct placer *p, int node, int gi, uint32_t old, uint32_t now);
 bool pl_frag_bestfit_kept(struct placer *p, const struct pl_ctx *c, int k,
 			  struct pl_cand *best);
 

@@ -71,18 +71,27 @@ static bool node_cand_kept(struct placer *p, const struct pl_ctx *c, int node,
 			return pl_frag_node_cand(p, c, node, out);
 	}
 	uint32_t ver = fr->nver[node];
-	struct pl_nslot *e = NULL;
-	for (int i = 0; i < PL_NCACHE && !e; i++)
-		if (nc->s[i].ver == ver && nc->s[i].k == k && nc->s[i].milli == milli)
-			e = &nc->s[i];
+	struct pl_nslot *e = NULL, *stale = NULL;
+	for (int i = 0; i < PL_NCACHE && !e; i++) {
+		struct pl_nslot *sl = &nc->s[i];
+		if (sl->ver == ver && sl->k == k && sl->milli == milli)
+			e = sl;
+		else if (!stale && (sl->ver != ver || (sl->k == k && sl->milli == milli)))
+			stale = sl;
+	}
 	if (!e) {
-		/* Judged with no bandwidth floor (a copy of the request). */
+		/* Judged with no bandwidth floor (a copy of the request), into
+		 * a slot that holds nothing valid (an older version's), so the
+		 * node's other shapes stay kept; round robin when all do. */
 		struct place_request r0 = *c->req;
 		struct pl_ctx c0 = *c;
 		r0.min_bw_gbps = 0;
 		c0.req = &r0;
-		e = &nc->s[nc->next];
-		nc->next = (nc->next + 1) % PL_NCACHE;
+		e = stale;
+		if (!e) {
+			e = &nc->s[nc->next];
+			nc->next = (nc->next + 1) % PL_NCACHE;
+		}
 		e->ver = ver;
 		e->k = k;
 		e->milli = milli;
@@ -251,10 +260,30 @@ struct pl_gcache {
 	int64_t mem;
 	bool found;
 	struct fcand cand;
+	/* The ranked walk's own answer (nodes with shares left out): its
+	 * tier and group position, INT_MAX when none. */
+	int wtier, wpos;
 };
 
+/* The candidate a node without shares filed under mask m gives. */
+static void fkey_cand(const struct placer *p, const struct pl_ftab *tab, gpumask_t m, int node,
+		      struct fcand *out)
+{
+	const struct pl_fkey *bk = &tab->key[m];
+	memset(out, 0, sizeof(*out));
+	out->node = node;
+	out->set = bk->set;
+	out->gpu = bk->gpu;
+	out->q = bk->q;
+	out->left = bk->left;
+	out->delta = bk->delta;
+	out->free_after = bk->free_after;
+	out->price = p->f->nodes[node].price_hint;
+}
+
 static bool group_walk(struct placer *p, const struct pl_ctx *c, const struct pl_group *g,
-		       const struct pl_ftab *tab, int cpus, int64_t mem, struct fcand *out);
+		       const struct pl_ftab *tab, int cpus, int64_t mem, struct fcand *out,
+		       int *wtier, int *wpos);
 
 /* The group's best node: those without shares from the ranked table, those
  * with shares one by one (through their kept candidates); or the answer
@@ -281,7 +310,8 @@ static bool group_fast(struct placer *p, const struct pl_ctx *c, int gi, struct 
 			*out = e->cand;
 		return e->found;
 	}
-	bool found = group_walk(p, c, g, tab, cpus, mem, out);
+	int wtier, wpos;
+	bool found = group_walk(p, c, g, tab, cpus, mem, out, &wtier, &wpos);
 	struct fcand k;
 	for (int i = 0; i < p->npartial; i++) {
 		int node = p->partial[i];
@@ -299,13 +329,17 @@ static bool group_fast(struct placer *p, const struct pl_ctx *c, int gi, struct 
 		e->found = found;
 		if (found)
 			e->cand = *out;
+		e->wtier = wtier;
+		e->wpos = wpos;
 	}
 	return found;
 }
 
 static bool group_walk(struct placer *p, const struct pl_ctx *c, const struct pl_group *g,
-		       const struct pl_ftab *tab, int cpus, int64_t mem, struct fcand *out)
+		       const struct pl_ftab *tab, int cpus, int64_t mem, struct fcand *out,
+		       int *wtier, int *wpos)
 {
+	*wtier = *wpos = INT_MAX;
 	/* The best tier among the group's non-empty masks (the index keeps them
 	 * in a list: cheaper than walking the ranked order through empty tiers);
 	 * again above it when no node of that tier has the CPUs and memory. */
@@ -332,16 +366,9 @@ static bool group_walk(struct placer *p, const struct pl_ctx *c, const struct pl
 			}
 		}
 		if (best != INT_MAX) {
-			const struct pl_fkey *bk = &tab->key[bm];
-			memset(out, 0, sizeof(*out));
-			out->node = g->nodes[best];
-			out->set = bk->set;
-			out->gpu = bk->gpu;
-			out->q = bk->q;
-			out->left = bk->left;
-			out->delta = bk->delta;
-			out->free_after = bk->free_after;
-			out->price = p->f->nodes[out->node].price_hint;
+			fkey_cand(p, tab, bm, g->nodes[best], out);
+			*wtier = tier;
+			*wpos = best;
 			return true;
 		}
 		above = tier;
@@ -390,6 +417,106 @@ bool pl_frag_fast(struct placer *p, const struct pl_ctx *c, struct fcand *best, 
 	return found;
 }
 
+/* Node changed and its group gi's version went from old to now: the ranked
+ * walks' answers kept for the group at old stay good at now where the
+ * change cannot alter them, or are brought up to date where it can only
+ * make the node the walk's answer. A walk's answer is the least (tier of
+ * the node's free mask, group position) among the group's nodes without
+ * shares that have the CPUs and memory; the group's answer is the better
+ * of that and its nodes with shares. So the answer stands unless the node
+ * gave it, had or has shares (judged one by one), or now comes before it;
+ * in that last case the node is the new walk's answer. */
+static void bestfit_keep_node(struct placer *p, int node, int gi, uint32_t old, uint32_t now);
+
+void pl_frag_keep_node(struct placer *p, int node, int gi, uint32_t old, uint32_t now)
+{
+	struct pl_frag *fr = p->frag;
+	const struct pl_node *n = &p->nodes[node];
+	bestfit_keep_node(p, node, gi, old, now);
+	if (n->partial_pos >= 0 || n->shared)
+		return;
+	int type = p->f->nodes[node].type;
+	gpumask_t m = (gpumask_t)pl_free_mask(p, node);
+	for (int i = 0; i < fr->ntabs; i++) {
+		const struct pl_ftab *tab = fr->tabs[i];
+		if (tab->type != type || !tab->gc)
+			continue;
+		struct pl_gcache *e = &tab->gc[gi];
+		if (e->ver != old || e->wpos == n->gpos || (e->found && e->cand.node == node))
+			continue;
+		int r = tab->rank[m];
+		if (r != INT_MAX && tab->key[m].q.bottleneck_gbps >= e->min_bw &&
+		    (r < e->wtier || (r == e->wtier && n->gpos < e->wpos)) &&
+		    pl_fits_cpu_mem(p, node, e->cpus, e->mem)) {
+			struct fcand k;
+			fkey_cand(p, tab, m, node, &k);
+			e->wtier = r;
+			e->wpos = n->gpos;
+			if (!e->found || pl_fcand_cmp(p, &k, &e->cand, tab->milli >= PL_MILLI) < 0) {
+				e->cand = k;
+				e->found = true;
+			}
+		}
+		e->ver = now;
+	}
+}
+
+/* Best fit's tier of each free mask of small type for k GPUs; NULL when
+ * out of memory. */
+static const int *btier_of(struct placer *p, int type, int k)
+{
+	struct pl_frag *fr = p->frag;
+	if (!fr->btier && !(fr->btier = calloc((size_t)fr->ntypes * PL_BGC_K + 1,
+						 sizeof(*fr->btier))))
+		return NULL;
+	int **slot = &fr->btier[(size_t)type * PL_BGC_K + (size_t)k];
+	if (!*slot && (*slot = malloc(PL_SMALL_MASKS * sizeof(**slot)))) {
+		const gpumask_t *masks;
+		const int *tier;
+		for (int m = 0; m < PL_SMALL_MASKS; m++)
+			(*slot)[m] = INT_MAX;
+		for (int i = ptab_order(p->ptabs[type], k, &masks, &tier) - 1; i >= 0; i--)
+			(*slot)[masks[i]] = tier[i];
+	}
+	return *slot;
+}
+
+/* The same for best fit's answers kept per group and size (the
+ * explanation's): in a small group best fit's answer is the least (tier of
+ * the node's free mask, group position) among the nodes that fit, down to
+ * the first tier below the bandwidth floor; tiers go by quality, bottleneck
+ * first, so that is among the nodes whose mask's pick has the floor. */
+static void bestfit_keep_node(struct placer *p, int node, int gi, uint32_t old, uint32_t now)
+{
+	struct pl_frag *fr = p->frag;
+	const struct pl_group *g = &p->groups[gi];
+	if (!fr->bgc || !g->small)
+		return;
+	const struct pl_node *n = &p->nodes[node];
+	gpumask_t m = (gpumask_t)pl_free_mask(p, node);
+	for (int k = 1; k < PL_BGC_K; k++) {
+		struct pl_bcache *e = &fr->bgc[(size_t)gi * PL_BGC_K + (size_t)k];
+		if (e->ver != old || e->tier < 0 || (e->found && e->cand.node == node))
+			continue;
+		const int *bt = btier_of(p, g->type, k);
+		if (!bt)
+			continue;
+		int t = bt[m];
+		if (t != INT_MAX && (t < e->tier || (t == e->tier && n->gpos < p->nodes[e->cand.node].gpos))) {
+			struct node_pick pk;
+			if (!ptab_best(p->ptabs[g->type], m, k, &pk))
+				continue; /* not as best fit sees it: stays stale */
+			if (pk.q.bottleneck_gbps >= e->min_bw &&
+			    pl_fits_cpu_mem(p, node, e->cpus, e->mem)) {
+				pl_make_cand(p, g, n->gpos, &pk, m, &e->cand);
+				e->found = true;
+				e->tier = t;
+			}
+		}
+		e->ver = now;
+	}
+}
+
 /* pl_index_best(p, c, k, best), with each group's answer kept until one of
  * its nodes changes (the versions of the ranked tables' group answers): the
  * explanation asks best fit on every decision, and most groups are as they
@@ -428,6 +555,11 @@ bool pl_frag_bestfit_kept(struct placer *p, const struct pl_ctx *c, int k,
 			e->cpus = cpus;
 			e->mem = mem;
 			e->found = pl_index_group_best(p, c, gi, k, &e->cand);
+			e->tier = INT_MAX;
+			if (e->found) {
+				const int *bt = g->small ? btier_of(p, g->type, k) : NULL;
+				e->tier = bt ? bt[p->nodes[e->cand.node].imask] : -1;
+			}
 		}
 		if (e->found && (!found || pl_cand_cmp(p, &e->cand, best) < 0)) {
 			*best = e->cand;

@@ -108,6 +108,15 @@ static enum sl_err group_alloc(struct placer *p, struct pl_group *g)
 	return g->masks && g->eval ? SL_OK : SL_ENOMEM;
 }
 
+/* Position pos's run end, from the next position's (set first). */
+static void run_end_set(const struct placer *p, struct pl_group *g, int pos)
+{
+	g->run_end[pos] = pos + 1 < g->n && p->f->nodes[g->nodes[pos]].leaf ==
+						    p->f->nodes[g->nodes[pos + 1]].leaf
+				  ? g->run_end[pos + 1]
+				  : pos + 1;
+}
+
 enum sl_err pl_index_build(struct placer *p)
 {
 	const struct fleet *f = p->f;
@@ -141,7 +150,8 @@ enum sl_err pl_index_build(struct placer *p)
 				j++;
 			gr->n = j - i;
 			gr->nodes = calloc((size_t)gr->n, sizeof(*gr->nodes));
-			e = gr->nodes ? group_alloc(p, gr) : SL_ENOMEM;
+			gr->run_end = calloc((size_t)gr->n, sizeof(*gr->run_end));
+			e = gr->nodes && gr->run_end ? group_alloc(p, gr) : SL_ENOMEM;
 			if (e != SL_OK)
 				break;
 		}
@@ -155,6 +165,9 @@ enum sl_err pl_index_build(struct placer *p)
 		p->groups[g].nsick += n->sick;
 	}
 	free(k);
+	for (int g = 0; e == SL_OK && g < p->ngroups; g++)
+		for (int pos = p->groups[g].n - 1; pos >= 0; pos--)
+			run_end_set(p, &p->groups[g], pos);
 	return e;
 }
 
@@ -162,6 +175,7 @@ void pl_index_free(struct placer *p)
 {
 	for (int g = 0; g < p->ngroups; g++) {
 		free(p->groups[g].nodes);
+		free(p->groups[g].run_end);
 		free(p->groups[g].bits);
 		free(p->groups[g].count);
 		free(p->groups[g].nz);
@@ -264,6 +278,10 @@ enum sl_err pl_index_append(struct placer *p, int node)
 		if (!nodes)
 			return SL_ENOMEM;
 		g->nodes = nodes;
+		int *ends = realloc(g->run_end, ((size_t)g->n + 1) * sizeof(*ends));
+		if (!ends)
+			return SL_ENOMEM;
+		g->run_end = ends;
 		if (group_widen(g) != SL_OK)
 			return SL_ENOMEM;
 		if (!g->small) { /* one mask slot per node, as group_alloc reserves */
@@ -281,6 +299,9 @@ enum sl_err pl_index_append(struct placer *p, int node)
 		n->group = gi;
 		n->gpos = g->n;
 		g->nodes[g->n++] = node;
+		for (int pos = g->n - 1; pos >= 0 && (pos == g->n - 1 || g->run_end[pos] == g->n - 1);
+		     pos--)
+			run_end_set(p, g, pos); /* the last run grows, or a new one starts */
 		n->imask = (gpumask_t)pl_free_mask(p, node);
 		file_node(p, node, n->imask, 1);
 		n->sick = !n->usable || n->bad;
@@ -345,7 +366,7 @@ static int first_fit(const struct placer *p, const struct pl_group *g, gpumask_t
 	return INT_MAX;
 }
 
-static void make_cand(const struct placer *p, const struct pl_group *g, int pos,
+void pl_make_cand(const struct placer *p, const struct pl_group *g, int pos,
 		      const struct node_pick *pk, gpumask_t free, struct pl_cand *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -386,7 +407,7 @@ static bool group_exclusive(struct placer *p, const struct pl_ctx *c, int gi,
 	}
 	if (pos == INT_MAX)
 		return false;
-	make_cand(p, g, pos, &pk, full, out);
+	pl_make_cand(p, g, pos, &pk, full, out);
 	return true;
 }
 
@@ -424,7 +445,7 @@ static bool group_small(struct placer *p, const struct pl_ctx *c, int gi, int k,
 		}
 		if (best != INT_MAX) {
 			(void)ptab_best(pt, bm, k, &pk);
-			make_cand(p, g, best, &pk, bm, out);
+			pl_make_cand(p, g, best, &pk, bm, out);
 			return true;
 		}
 		i = j;
@@ -477,7 +498,7 @@ static bool group_large(struct placer *p, const struct pl_ctx *c, int gi, int k,
 			for (int x = i; x < j; x++) {
 				if (g->eval[x].mask != m || !pl_fits_cpu_mem(p, node, cpus, mem))
 					continue;
-				make_cand(p, g, pos, &g->eval[x].pick, m, out);
+				pl_make_cand(p, g, pos, &g->eval[x].pick, m, out);
 				return true;
 			}
 		}

@@ -45,6 +45,8 @@ struct pl_group {
 	bool shareable;
 	int n;           /* nodes */
 	int *nodes;      /* node indices, sorted by (price hint, name) */
+	int *run_end;    /* per position: the first position after its run of
+			    one leaf's nodes (place_leaf.c skips runs) */
 	int nsick;       /* nodes out of service or with a GPU out of service */
 	bool small;      /* type has <= PTAB_EAGER_GPUS GPUs: bucket index */
 	int nwords;      /* 64-bit words per bucket bitset */
@@ -150,6 +152,9 @@ void pl_partial_update(struct placer *p, int node);
 /* Best single node for k GPUs among groups with group_ok; false if none. */
 bool pl_index_best(struct placer *p, const struct pl_ctx *c, int k,
 		   struct pl_cand *best);
+/* Group g's candidate at position pos: pick pk out of free mask free. */
+void pl_make_cand(const struct placer *p, const struct pl_group *g, int pos,
+		  const struct node_pick *pk, gpumask_t free, struct pl_cand *out);
 /* pl_index_best's answer inside group gi alone (group_ok and size unchecked):
  * a function of the group's nodes' state and the request, so callers may keep
  * it while no node of the group changes (place_frag.c does). */

@@ -15,8 +15,8 @@
  *
  * Cost: the group's bucket of that free mask (its nodes with every GPU free)
  * is walked in name order, a run of one leaf's nodes at a time, for at most
- * PL_LEAF_RUNS runs, and stops at a leaf with one whole node (nothing can do
- * better). Groups over more leaves than that get the best of the first
+ * PL_LEAF_RUNS runs (the rest of a run skipped once its first whole node is
+ * judged), and stops at a leaf with one whole node (nothing can do better). Groups over more leaves than that get the best of the first
  * PL_LEAF_RUNS runs; the answer is still a function of the state alone.
  * Groups of large types (more GPUs than the bucket index covers) are left to
  * the plain choice. */
@@ -134,8 +134,10 @@ int pl_leaf_refine(struct placer *p, struct placement *out)
 	int best = b, best_whole = l->whole[f->nodes[b].leaf], best_pos = p->nodes[b].gpos;
 	int runs = 0, run_leaf = -1;
 	bool run_done = false; /* this run's first whole node was judged */
+	/* Once a run's node is judged, the rest of the run is skipped: from
+	 * the group's run end on (the run's leaf cannot change before it). */
 	for (int pos = next_pos(w, g->nwords, 0); pos >= 0 && best_whole > 1;
-	     pos = next_pos(w, g->nwords, pos + 1)) {
+	     pos = next_pos(w, g->nwords, run_done ? g->run_end[pos] : pos + 1)) {
 		int x = g->nodes[pos], leaf = f->nodes[x].leaf;
 		if (leaf != run_leaf) {
 			if (++runs > PL_LEAF_RUNS)
