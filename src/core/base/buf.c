@@ -248,6 +248,17 @@ static struct sl_ctext *ctext_of(const char *t)
 	return (struct sl_ctext *)(void *)(uintptr_t)(t - offsetof(struct sl_ctext, text));
 }
 
+char *sl_strdup(const char *s)
+{
+	if (!s)
+		return NULL;
+	size_t n = strlen(s) + 1;
+	char *c = malloc(n);
+	if (c)
+		memcpy(c, s, n);
+	return c;
+}
+
 char *sl_ctext_dup(const char *s)
 {
 	size_t n = s && s[0] ? strlen(s) + 1 : 0;

@@ -107,6 +107,9 @@ void sl_ctext_drop(const char *t);
  * loses a holder, theirs gains one); else nothing changes. */
 void sl_ctext_share(char **mine, char *theirs);
 
+/* A malloc'd copy of s (C11 has no strdup); NULL for NULL or out of memory. */
+char *sl_strdup(const char *s);
+
 /* strcpy for a string whose length the caller has already bounded (the
  * banned strcpy's replacement): copies src into dst[n]. A src that does not
  * fit is a broken invariant: asserted in Debug builds; Release builds copy

@@ -72,15 +72,6 @@ static enum sl_err fleet_reserve(struct fleet *f, void **arr, int n, int which, 
 	return sl_grow_int(arr, &f->caps[which], (size_t)n + 1, elem, FLEET_MAX_NODES);
 }
 
-static char *fleet_strdup(const char *s)
-{
-	size_t n = strlen(s) + 1;
-	char *c = malloc(n);
-	if (c)
-		memcpy(c, s, n);
-	return c;
-}
-
 /* Registers name under kind/parent with value idx; on failure nothing changes. */
 static enum sl_err fleet_register(struct fleet *f, char kind, int parent, const char *name,
 				  int idx, struct sl_diag *d)
@@ -204,7 +195,7 @@ enum sl_err fleet_add_site(struct fleet *f, const char *name, const char *region
 	if (f->nsites >= FLEET_MAX_SITES)
 		return sl_diag_set(d, SL_ELIMIT, "site '%s' is one too many; a fleet has at most %d sites",
 				   name, FLEET_MAX_SITES);
-	char *n = fleet_strdup(name), *r = fleet_strdup(region);
+	char *n = sl_strdup(name), *r = sl_strdup(region);
 	e = n && r ? fleet_reserve(f, (void **)&f->sites, f->nsites, CAP_SITES, sizeof(*f->sites))
 		   : SL_ENOMEM;
 	if (e == SL_OK)
@@ -235,7 +226,7 @@ enum sl_err fleet_add_fabric(struct fleet *f, int site, const char *name, enum f
 				   name, gbps, FLEET_MAX_GBPS);
 	if (fleet_lookup(f, 'F', site, name) >= 0)
 		return fleet_exists(d, "fabric", name, " in this site");
-	char *n = fleet_strdup(name);
+	char *n = sl_strdup(name);
 	e = n ? fleet_reserve(f, (void **)&f->fabrics, f->nfabrics, CAP_FABRICS,
 			      sizeof(*f->fabrics))
 	      : SL_ENOMEM;
@@ -262,7 +253,7 @@ enum sl_err fleet_add_leaf(struct fleet *f, int fabric, const char *name, int *i
 		return e;
 	if (fleet_lookup(f, 'L', fabric, name) >= 0)
 		return fleet_exists(d, "leaf", name, " in this fabric");
-	char *n = fleet_strdup(name);
+	char *n = sl_strdup(name);
 	e = n ? fleet_reserve(f, (void **)&f->leaves, f->nleaves, CAP_LEAVES, sizeof(*f->leaves))
 	      : SL_ENOMEM;
 	if (e == SL_OK)
@@ -294,7 +285,7 @@ enum sl_err fleet_add_node(struct fleet *f, int leaf, const char *name, int type
 	if (f->nnodes >= FLEET_MAX_NODES)
 		return sl_diag_set(d, SL_ELIMIT, "node '%s' is one too many; a fleet holds at most %d nodes",
 				   name, FLEET_MAX_NODES);
-	char *n = fleet_strdup(name);
+	char *n = sl_strdup(name);
 	e = n ? fleet_reserve(f, (void **)&f->nodes, f->nnodes, CAP_NODES, sizeof(*f->nodes))
 	      : SL_ENOMEM;
 	if (e == SL_OK)
@@ -384,7 +375,7 @@ enum sl_err fleet_add_domain(struct fleet *f, const char *name, const int *nodes
 	e = fleet_check_domain(f, name, nodes, nnodes, d);
 	if (e != SL_OK)
 		return e;
-	char *n = fleet_strdup(name);
+	char *n = sl_strdup(name);
 	int *copy = malloc((size_t)nnodes * sizeof(*copy));
 	e = n && copy ? fleet_reserve(f, (void **)&f->domains, f->ndomains, CAP_DOMAINS,
 				      sizeof(*f->domains))
@@ -414,7 +405,7 @@ enum sl_err fleet_owner_index(struct fleet *f, const char *tenant, int *idx, str
 		fleet_set_idx(idx, have);
 		return SL_OK;
 	}
-	char *n = fleet_strdup(tenant);
+	char *n = sl_strdup(tenant);
 	e = n ? fleet_reserve(f, (void **)&f->owners, f->nowners, CAP_OWNERS, sizeof(*f->owners))
 	      : SL_ENOMEM;
 	if (e == SL_OK)

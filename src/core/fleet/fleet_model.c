@@ -11,15 +11,6 @@
 #include "buf.h"
 #include "fleet.h"
 
-static char *dup_str(const char *s)
-{
-	size_t n = strlen(s) + 1;
-	char *c = malloc(n);
-	if (c)
-		memcpy(c, s, n);
-	return c;
-}
-
 const struct gpu_model *fleet_find_model(const struct fleet *f, const char *name)
 {
 	if (!name)
@@ -51,8 +42,8 @@ enum sl_err fleet_add_model(struct fleet *f, const struct gpu_model *m,
 	if (sl_grow(&f->models, &f->capmodels, f->nmodels + 1, FLEET_MAX_MODELS))
 		return sl_diag_set(d, SL_ENOMEM, "out of memory");
 	struct gpu_model *c = malloc(sizeof(*c));
-	char *name = dup_str(m->name);
-	char *vendor = dup_str(m->vendor ? m->vendor : "unknown");
+	char *name = sl_strdup(m->name);
+	char *vendor = sl_strdup(m->vendor ? m->vendor : "unknown");
 	if (!c || !name || !vendor) {
 		free(c);
 		free(name);

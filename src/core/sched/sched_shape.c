@@ -52,17 +52,6 @@ static char *shape_key(const struct place_request *r, const char *tenant)
 	return k;
 }
 
-static char *str_copy(const char *x)
-{
-	if (!x)
-		return NULL;
-	size_t len = strlen(x) + 1;
-	char *c = malloc(len);
-	if (c)
-		memcpy(c, x, len);
-	return c;
-}
-
 static void shape_free(struct sched_shape *sh)
 {
 	if (!sh)
@@ -94,13 +83,13 @@ static struct sched_shape *shape_new(const struct place_request *r, const char *
 			sh->req.models[i] = m->name; /* static: nothing to copy */
 			continue;
 		}
-		sh->req.models[i] = str_copy(name);
+		sh->req.models[i] = sl_strdup(name);
 		if (sh->req.models[i])
 			sh->own_models |= (uint8_t)(1u << i);
 		ok &= !name || sh->req.models[i];
 	}
-	sh->req.region = str_copy(r->region);
-	sh->req.site = str_copy(r->site);
+	sh->req.region = sl_strdup(r->region);
+	sh->req.site = sl_strdup(r->site);
 	ok &= (!r->region || sh->req.region) && (!r->site || sh->req.site);
 	if (!ok) {
 		shape_free(sh);
