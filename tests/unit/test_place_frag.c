@@ -5,8 +5,11 @@
  * one judges nodes per free mask (the default), the other scans every node
  * (placer_set_frag_index(p, false)). A fixed-seed stream of whole-GPU and
  * share requests with model, region and bandwidth constraints, claims,
- * releases, service changes and reservation pools (index rebuilds) must give
- * identical placements throughout. */
+ * releases, node and GPU service changes and reservation pools (index
+ * rebuilds) must give identical placements throughout: among them those of
+ * nodes holding shares, which the default judges through F's levels
+ * (place_fragjudge.c) and, for the workload's heaviest share sizes, as soon
+ * as they change. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -128,6 +131,13 @@ static void test_index_equals_scan(void **state)
 			bool on = below(&seed, 2);
 			placer_set_node_usable(fast, node, on);
 			placer_set_node_usable(scan, node, on);
+			continue;
+		}
+		if (x == 29) {
+			int node = below(&seed, f.nnodes), gpu = below(&seed, 8);
+			bool on = below(&seed, 3) != 0;
+			placer_set_gpu_usable(fast, node, gpu, on);
+			placer_set_gpu_usable(scan, node, gpu, on);
 			continue;
 		}
 		if (x == 28) {

@@ -29,6 +29,11 @@ static void frag_destroy(struct pl_frag *fr)
 	free(fr->nver);
 	free(fr->rtab);
 	free(fr->rt);
+	free(fr->pbuck);
+	free(fr->pstart);
+	free(fr->neager);
+	free(fr->emilli);
+	free(fr->etab);
 	free(fr->bgc);
 	free(fr->sgc);
 	if (fr->btier)
@@ -71,6 +76,7 @@ void pl_frag_node_changed(struct placer *p, int node)
 	if (++fr->gver[g] == 0)
 		fr->gver[g] = 1;
 	pl_frag_keep_node(p, node, g, old, fr->gver[g]);
+	pl_frag_judge_now(p, node);
 }
 
 /* Groups were rebuilt (owners changed): every group's answer is gone. */
@@ -139,6 +145,43 @@ static int shape_find(const struct pl_frag *fr, int ntypes, int k, int milli,
 	return -1;
 }
 
+/* Type t's share sizes to judge ahead: the PL_EAGER heaviest of the
+ * workload (by the weight of their shapes allowing t; ties: the smaller). */
+static void eager_sizes(struct pl_frag *fr, int t)
+{
+	int64_t w[PL_EAGER];
+	int n = 0;
+	for (int s = 0; s < fr->nshapes; s++) {
+		const struct pl_shape *sh = &fr->shapes[s];
+		if (sh->milli >= PL_MILLI || !sh->type_ok[t])
+			continue;
+		int64_t sw = 0; /* all the size's shapes that allow t, once */
+		bool first = true;
+		for (int o = 0; o < fr->nshapes; o++) {
+			const struct pl_shape *x = &fr->shapes[o];
+			if (x->milli == sh->milli && x->type_ok[t]) {
+				first &= o >= s;
+				sw += x->w;
+			}
+		}
+		if (!first)
+			continue;
+		int i = n < PL_EAGER ? n++ : PL_EAGER;
+		while (i > 0 && (w[i - 1] < sw || (w[i - 1] == sw && fr->emilli[t][i - 1] > sh->milli))) {
+			if (i < PL_EAGER) {
+				w[i] = w[i - 1];
+				fr->emilli[t][i] = fr->emilli[t][i - 1];
+			}
+			i--;
+		}
+		if (i < PL_EAGER) {
+			w[i] = sw;
+			fr->emilli[t][i] = sh->milli;
+		}
+	}
+	fr->neager[t] = n;
+}
+
 enum sl_err placer_set_workload(struct placer *p, const struct place_class *cls, int n,
 				struct sl_diag *d)
 {
@@ -165,11 +208,15 @@ enum sl_err placer_set_workload(struct placer *p, const struct place_class *cls,
 		fr->nncache = fr->ncache ? nnodes : 0;
 		fr->rtab = calloc((size_t)ntypes + 1, sizeof(*fr->rtab));
 		fr->rt = calloc((size_t)ntypes + 1, sizeof(*fr->rt));
+		fr->neager = calloc((size_t)ntypes + 1, sizeof(*fr->neager));
+		fr->emilli = calloc((size_t)ntypes + 1, sizeof(*fr->emilli));
+		fr->etab = calloc((size_t)ntypes + 1, sizeof(*fr->etab));
 		fr->ntypes = ntypes;
 	}
 	enum sl_err e = SL_OK;
 	if (!fr || !shape_of || !ok || !fr->shapes || !fr->cls || !fr->before || !fr->fresh ||
-	    !fr->nver || !fr->ncache || !fr->rtab || !fr->rt) {
+	    !fr->nver || !fr->ncache || !fr->rtab || !fr->rt || !fr->neager || !fr->emilli ||
+	    !fr->etab) {
 		e = sl_diag_set(d, SL_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -222,6 +269,8 @@ enum sl_err placer_set_workload(struct placer *p, const struct place_class *cls,
 		fc->w = cls[i].weight;
 		fr->ncls++;
 	}
+	for (int t = 0; t < ntypes; t++)
+		eager_sizes(fr, t);
 	fr->fold = pl_fold_new(fr, ntypes);
 	if (!fr->fold) {
 		e = sl_diag_set(d, SL_ENOMEM, "out of memory");
@@ -509,7 +558,7 @@ static void explain_frag(struct placer *p, const struct pl_ctx *c, const struct 
 		}
 	}
 	struct fcand k;
-	if (node >= 0 && node != best->node && node_cand(p, c, node, &k)) {
+	if (node >= 0 && node != best->node && pl_frag_node_cand_kept(p, c, node, &k)) {
 		s->bestfit_same = false;
 		s->bestfit_milli = (int64_t)((double)k.delta / w);
 	}
@@ -526,6 +575,8 @@ enum sl_err pl_frag_place(struct placer *p, const struct pl_ctx *c, struct place
 	bool whole = !c->share && c->k > 0;
 	struct fcand best, k;
 	bool found = false, scan = true;
+	if (p->frag)
+		p->frag->pvalid = false; /* a new decision (place_fragtab.c) */
 	if (p->frag && p->frag->pure && !p->frag->fast_off && (whole || c->share))
 		found = pl_frag_fast(p, c, &best, &scan);
 	for (int node = 0; scan && node < p->f->nnodes; node++) {

@@ -56,6 +56,8 @@ struct pl_rtype {
 	struct node_quality fq;
 };
 
+#define PL_EAGER 4 /* share sizes judged ahead per type (pl_frag_judge_now) */
+
 struct pl_frag {
 	struct pl_shape *shapes;
 	int nshapes;
@@ -93,6 +95,19 @@ struct pl_frag {
 	 * full quality for the request's size (valid while stamp == rstamp). */
 	struct pl_rtype *rt;
 	uint32_t rstamp;
+	/* Per type, the workload's share sizes (the PL_EAGER heaviest) that
+	 * its nodes with shares are judged for as soon as they change
+	 * (pl_frag_judge_now), and their ranked tables (NULL: not looked up
+	 * yet; ftab_get's eviction clears an entry it frees). */
+	int *neager;                       /* [ntypes] */
+	int (*emilli)[PL_EAGER];           /* [ntypes] */
+	struct pl_ftab *(*etab)[PL_EAGER]; /* [ntypes] */
+	/* Scratch of one decision: p->partial bucketed by index group
+	 * (counting sort; pbuck[pstart[g] .. pstart[g + 1])), made when a group
+	 * first needs its nodes with shares; pvalid says it was this decision. */
+	int *pbuck, *pstart;
+	int cap_pbuck, cap_pstart;
+	bool pvalid;
 	/* Best fit's answer per group and size, for the explanation (lazily
 	 * made; [ngver * PL_BGC_K]). */
 	struct pl_bcache *bgc;
@@ -153,12 +168,47 @@ void pl_fold_free(struct pl_fold *fo);
 int64_t pl_frag_of(const struct pl_frag *fr, int type, const int *fv, int ngpus,
 		   int cpu_left, int64_t mem_left);
 
+/* A node state's free GPUs as F sees them, per distinct milli of its type's
+ * folded shapes (at most PL_FLEV of them, else not kept this way): how many
+ * GPUs have that much free, and the free thousandths on the others. */
+#define PL_FLEV 16
+struct pl_flev {
+	int n;
+	int64_t total; /* free thousandths */
+	int milli[PL_FLEV], cnt[PL_FLEV];
+	int64_t small[PL_FLEV];
+};
+/* The levels of free vector fv on a node of type; false when the type's
+ * shapes have more than PL_FLEV distinct millis. */
+bool pl_flev_of(const struct pl_frag *fr, int type, const int *fv, int ngpus,
+		struct pl_flev *out);
+/* pl_frag_of (the same integer) of the state l describes after n of its
+ * GPUs with v thousandths free went to v2 (n == 0: the state itself), with
+ * cpu_left CPUs and mem_left MiB left. */
+int64_t pl_frag_lev(const struct pl_frag *fr, int type, const struct pl_flev *l, int n, int v,
+		    int v2, int cpu_left, int64_t mem_left);
+
 /* place_frag.c */
 /* Judges node for the request; false when it cannot take it. */
 bool pl_frag_node_cand(struct placer *p, const struct pl_ctx *c, int node, struct fcand *out);
+/* place_fragtab.c: the same, through the node's kept candidates where it
+ * holds shares under a pure workload with the ranked tables on. */
+bool pl_frag_node_cand_kept(struct placer *p, const struct pl_ctx *c, int node,
+			    struct fcand *out);
 /* < 0 when a is the better candidate. */
 int pl_fcand_cmp(const struct placer *p, const struct fcand *a, const struct fcand *b,
 		 bool whole);
+
+/* place_fragjudge.c */
+/* node_cand's answers for node with no bandwidth floor for requests of the
+ * shapes of tab[0..ntab) (the ranked tables of the node's type), through
+ * F's levels: out[i] and found[i] (false: the node cannot take it). False
+ * when the node is out of service or its type's shapes have too many
+ * distinct millis for levels (node_cand then). The caller checked the
+ * node's group, and that it has the CPUs and memory (cpus, mem: the
+ * request's demand there). */
+bool pl_frag_judge_lev(struct placer *p, int node, const struct pl_ftab *const *tab, int ntab,
+		       int cpus, int64_t mem, struct fcand *out, bool *found);
 
 #define PL_SGC_SLOTS 4
 struct pl_scache {
@@ -184,5 +234,9 @@ bool pl_frag_share_best_kept(struct placer *p, const struct pl_ctx *c, int *node
 void pl_frag_keep_node(struct placer *p, int node, int gi, uint32_t old, uint32_t now);
 bool pl_frag_bestfit_kept(struct placer *p, const struct pl_ctx *c, int k,
 			  struct pl_cand *best);
+/* Node changed: when it holds shares, its candidates for the workload's
+ * share sizes are judged and kept now (under a pure workload), so that
+ * share decisions read them instead of judging it. */
+void pl_frag_judge_now(struct placer *p, int node);
 
 #endif

@@ -43,12 +43,81 @@ static const struct pl_rtype *rtype_make(struct placer *p, const struct pl_ctx *
 	return r;
 }
 
+/* Group gi's nodes with shares: a bucket of p->partial, sorted by group
+ * once per decision (pl_frag_place resets fr->pvalid at its start), or all
+ * of p->partial when out of memory (the caller then checks the group). */
+static const int *partial_of(struct placer *p, int gi, int *n)
+{
+	struct pl_frag *fr = p->frag;
+	if (!fr->pvalid) {
+		if (fr->cap_pbuck < p->npartial + 1) {
+			int *b = realloc(fr->pbuck, ((size_t)p->npartial + 64) * sizeof(*b));
+			if (b) {
+				fr->pbuck = b;
+				fr->cap_pbuck = p->npartial + 64;
+			}
+		}
+		if (fr->cap_pstart < p->ngroups + 2) {
+			int *b = realloc(fr->pstart, ((size_t)p->ngroups + 2) * sizeof(*b));
+			if (b) {
+				fr->pstart = b;
+				fr->cap_pstart = p->ngroups + 2;
+			}
+		}
+		if (fr->cap_pbuck < p->npartial + 1 || fr->cap_pstart < p->ngroups + 2) {
+			*n = p->npartial;
+			return p->partial;
+		}
+		int *st = fr->pstart;
+		memset(st, 0, ((size_t)p->ngroups + 2) * sizeof(*st));
+		for (int i = 0; i < p->npartial; i++)
+			st[p->nodes[p->partial[i]].group + 2]++;
+		for (int g = 0; g < p->ngroups; g++)
+			st[g + 2] += st[g + 1];
+		for (int i = 0; i < p->npartial; i++)
+			fr->pbuck[st[p->nodes[p->partial[i]].group + 1]++] = p->partial[i];
+		fr->pvalid = true; /* st[g] .. st[g + 1] is group g's now */
+	}
+	*n = fr->pstart[gi + 1] - fr->pstart[gi];
+	return &fr->pbuck[fr->pstart[gi]];
+}
+
+static struct pl_ncache *ncache_of(struct pl_frag *fr, int node)
+{
+	if (!fr->ncache[node])
+		fr->ncache[node] = calloc(1, sizeof(*fr->ncache[node]));
+	return fr->ncache[node];
+}
+
+/* The slot of nc that keeps shape (k, milli) at version ver, or else the
+ * one to judge it into: one that holds nothing valid (an older version's,
+ * or the shape's), so the node's other shapes stay kept; round robin when
+ * all do. */
+static struct pl_nslot *nslot(struct pl_ncache *nc, uint32_t ver, int k, int milli)
+{
+	struct pl_nslot *stale = NULL;
+	for (int i = 0; i < PL_NCACHE; i++) {
+		struct pl_nslot *sl = &nc->s[i];
+		if (sl->ver == ver && sl->k == k && sl->milli == milli)
+			return sl;
+		if (!stale && (sl->ver != ver || (sl->k == k && sl->milli == milli)))
+			stale = sl;
+	}
+	if (stale)
+		return stale;
+	stale = &nc->s[nc->next];
+	nc->next = (nc->next + 1) % PL_NCACHE;
+	return stale;
+}
+
 /* node_cand under a pure workload, through the node's kept candidates: the
  * same answer (F's growth then depends on the free GPUs alone, so the
  * candidate with no bandwidth floor is a function of the node's state and
- * the request's shape; the floor, CPUs and memory are checked here). */
+ * the request's shape; the floor, CPUs and memory are checked here). A
+ * candidate not kept is judged through F's levels (place_fragjudge.c) with
+ * tab, the ranked table of the node's type for the request's shape. */
 static bool node_cand_kept(struct placer *p, const struct pl_ctx *c, int node,
-			   struct fcand *out)
+			   const struct pl_ftab *tab, struct fcand *out)
 {
 	struct pl_frag *fr = p->frag;
 	const struct pl_node *n = &p->nodes[node];
@@ -64,44 +133,48 @@ static bool node_cand_kept(struct placer *p, const struct pl_ctx *c, int node,
 	if (cpus > t->cpus - n->cpus_used ||
 	    rt->mem > (int64_t)t->mem_gib * 1024 - n->mem_used)
 		return false; /* pl_fits_cpu_mem() */
-	struct pl_ncache *nc = fr->ncache[node];
-	if (!nc) {
-		nc = fr->ncache[node] = calloc(1, sizeof(*nc));
-		if (!nc)
-			return pl_frag_node_cand(p, c, node, out);
-	}
+	struct pl_ncache *nc = ncache_of(fr, node);
+	if (!nc)
+		return pl_frag_node_cand(p, c, node, out);
 	uint32_t ver = fr->nver[node];
-	struct pl_nslot *e = NULL, *stale = NULL;
-	for (int i = 0; i < PL_NCACHE && !e; i++) {
-		struct pl_nslot *sl = &nc->s[i];
-		if (sl->ver == ver && sl->k == k && sl->milli == milli)
-			e = sl;
-		else if (!stale && (sl->ver != ver || (sl->k == k && sl->milli == milli)))
-			stale = sl;
-	}
-	if (!e) {
-		/* Judged with no bandwidth floor (a copy of the request), into
-		 * a slot that holds nothing valid (an older version's), so the
-		 * node's other shapes stay kept; round robin when all do. */
-		struct place_request r0 = *c->req;
-		struct pl_ctx c0 = *c;
-		r0.min_bw_gbps = 0;
-		c0.req = &r0;
-		e = stale;
-		if (!e) {
-			e = &nc->s[nc->next];
-			nc->next = (nc->next + 1) % PL_NCACHE;
-		}
+	struct pl_nslot *e = nslot(nc, ver, k, milli);
+	if (e->ver != ver || e->k != k || e->milli != milli) {
+		/* Judged with no bandwidth floor. */
 		e->ver = ver;
 		e->k = k;
 		e->milli = milli;
-		e->found = pl_frag_node_cand(p, &c0, node, &e->cand);
+		if (!pl_frag_judge_lev(p, node, &tab, 1, cpus, rt->mem, &e->cand, &e->found)) {
+			struct place_request r0 = *c->req; /* a copy with no floor */
+			struct pl_ctx c0 = *c;
+			r0.min_bw_gbps = 0;
+			c0.req = &r0;
+			e->found = pl_frag_node_cand(p, &c0, node, &e->cand);
+		}
 	}
 	if (!e->found || e->cand.q.bottleneck_gbps < c->req->min_bw_gbps)
 		return false;
 	*out = e->cand;
 	out->cpu_after = t->cpus - n->cpus_used - cpus;
 	return true;
+}
+
+static struct pl_ftab *ftab_get(struct placer *p, int type, int k, int milli);
+
+bool pl_frag_node_cand_kept(struct placer *p, const struct pl_ctx *c, int node,
+			    struct fcand *out)
+{
+	struct pl_frag *fr = p->frag;
+	const struct pl_node *n = &p->nodes[node];
+	if (!fr->pure || fr->fast_off || !n->shared || (!c->share && c->k < 1) ||
+	    !p->groups[n->group].small)
+		return pl_frag_node_cand(p, c, node, out);
+	int type = p->f->nodes[node].type;
+	const struct pl_ftab *tab =
+		ftab_get(p, type, c->share ? 1 : c->k, c->share ? c->req->gpu_milli : PL_MILLI);
+	if (!tab)
+		return pl_frag_node_cand(p, c, node, out);
+	rtype_reset(fr); /* the demand rtype() gives is this request's */
+	return node_cand_kept(p, c, node, tab, out);
 }
 
 /* ---- the ranked tables: frag without visiting every node -------------------
@@ -224,9 +297,13 @@ static struct pl_ftab *ftab_get(struct placer *p, int type, int k, int milli)
 		fr->tabs[fr->ntabs++] = t;
 	} else {
 		struct pl_ftab *gone = fr->tabs[fr->next_evict];
-		for (int i = 0; i < fr->ntypes; i++)
+		for (int i = 0; i < fr->ntypes; i++) {
 			if (fr->rtab[i] == gone)
 				fr->rtab[i] = NULL;
+			for (int j = 0; j < PL_EAGER; j++)
+				if (fr->etab[i][j] == gone)
+					fr->etab[i][j] = NULL;
+		}
 		free(gone->gc);
 		free(gone);
 		fr->tabs[fr->next_evict] = t;
@@ -313,9 +390,11 @@ static bool group_fast(struct placer *p, const struct pl_ctx *c, int gi, struct 
 	int wtier, wpos;
 	bool found = group_walk(p, c, g, tab, cpus, mem, out, &wtier, &wpos);
 	struct fcand k;
-	for (int i = 0; i < p->npartial; i++) {
-		int node = p->partial[i];
-		if (p->nodes[node].group == gi && node_cand_kept(p, c, node, &k) &&
+	int np;
+	const int *pn = partial_of(p, gi, &np);
+	for (int i = 0; i < np; i++) {
+		int node = pn[i];
+		if (p->nodes[node].group == gi && node_cand_kept(p, c, node, tab, &k) &&
 		    (!found || pl_fcand_cmp(p, &k, out, !c->share) < 0)) {
 			*out = k;
 			found = true;
@@ -461,6 +540,57 @@ void pl_frag_keep_node(struct placer *p, int node, int gi, uint32_t old, uint32_
 	}
 }
 
+void pl_frag_judge_now(struct placer *p, int node)
+{
+	struct pl_frag *fr = p->frag;
+	const struct pl_node *n = &p->nodes[node];
+	int type = p->f->nodes[node].type, gi = n->group;
+	if (!fr->pure || fr->fast_off || !n->shared || !n->usable || node >= fr->nncache ||
+	    !fr->neager[type] || gi < 0 || gi >= p->ngroups || !p->groups[gi].small ||
+	    !p->groups[gi].shareable)
+		return;
+	struct pl_ncache *nc = ncache_of(fr, node);
+	if (!nc)
+		return;
+	uint32_t ver = fr->nver[node];
+	const struct pl_ftab *tab[PL_EAGER];
+	struct pl_nslot *slot[PL_EAGER];
+	struct fcand cand[PL_EAGER];
+	bool found[PL_EAGER];
+	int nt = 0, which[PL_EAGER];
+	for (int i = 0; i < fr->neager[type]; i++) {
+		int milli = fr->emilli[type][i];
+		struct pl_ftab *tb = fr->etab[type][i];
+		if (!tb && !(tb = fr->etab[type][i] = ftab_get(p, type, 1, milli)))
+			return;
+		struct pl_nslot *e = nslot(nc, ver, 0, milli);
+		if (e->ver == ver && e->k == 0 && e->milli == milli)
+			continue;
+		e->ver = ver; /* taken, so the next size gets another slot */
+		e->k = 0;
+		e->milli = milli;
+		which[nt] = i;
+		tab[nt] = tb;
+		slot[nt++] = e;
+	}
+	/* The request's CPUs and memory do not change F's growth under a pure
+	 * workload where they fit, and a slot is read only there
+	 * (node_cand_kept). A table that a later ftab_get evicted is gone. */
+	bool ok = nt > 0;
+	for (int i = 0; i < nt && ok; i++)
+		ok = fr->etab[type][which[i]] == tab[i];
+	if (ok)
+		ok = pl_frag_judge_lev(p, node, tab, nt, 0, 0, cand, found);
+	for (int i = 0; i < nt; i++) {
+		if (!ok) {
+			slot[i]->ver = 0;
+			continue;
+		}
+		slot[i]->cand = cand[i];
+		slot[i]->found = found[i];
+	}
+}
+
 /* Best fit's tier of each free mask of small type for k GPUs; NULL when
  * out of memory. */
 static const int *btier_of(struct placer *p, int type, int k)
@@ -573,19 +703,17 @@ bool pl_frag_bestfit_kept(struct placer *p, const struct pl_ctx *c, int k,
 static void share_group(struct placer *p, const struct pl_ctx *c, int gi, int cpus,
 			int64_t mem, struct pl_scache *e)
 {
-	int milli = c->req->gpu_milli;
+	int milli = c->req->gpu_milli, np;
+	const int *pn = partial_of(p, gi, &np);
 	e->node = e->gpu = -1;
 	e->rem = INT_MAX;
-	for (int i = 0; i < p->npartial; i++) {
-		int nd = p->partial[i];
+	for (int i = 0; i < np; i++) {
+		int nd = pn[i];
 		const struct pl_node *n = &p->nodes[nd];
 		if (n->group != gi || !n->usable || !pl_fits_cpu_mem(p, nd, cpus, mem))
 			continue;
-		const struct node_type *t = fleet_node_type(p->f, nd);
-		for (int g = 0; g < t->ngpus; g++) {
-			gpumask_t bit = (gpumask_t)1 << g;
-			if (!(n->shared & bit) || (n->bad & bit))
-				continue;
+		for (gpumask_t m = n->shared & ~n->bad; m; m &= m - 1) {
+			int g = __builtin_ctz(m);
 			int rem = PL_MILLI - n->used[g];
 			if (rem < milli || rem > e->rem)
 				continue;
