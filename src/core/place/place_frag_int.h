@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "place_frag.h"
 #include "place_internal.h"
@@ -191,10 +192,6 @@ int64_t pl_frag_lev(const struct pl_frag *fr, int type, const struct pl_flev *l,
 /* place_frag.c */
 /* Judges node for the request; false when it cannot take it. */
 bool pl_frag_node_cand(struct placer *p, const struct pl_ctx *c, int node, struct fcand *out);
-/* place_fragtab.c: the same, through the node's kept candidates where it
- * holds shares under a pure workload with the ranked tables on. */
-bool pl_frag_node_cand_kept(struct placer *p, const struct pl_ctx *c, int node,
-			    struct fcand *out);
 /* < 0 when a is the better candidate. */
 int pl_fcand_cmp(const struct placer *p, const struct fcand *a, const struct fcand *b,
 		 bool whole);
@@ -209,6 +206,19 @@ int pl_fcand_cmp(const struct placer *p, const struct fcand *a, const struct fca
  * request's demand there). */
 bool pl_frag_judge_lev(struct placer *p, int node, const struct pl_ftab *const *tab, int ntab,
 		       int cpus, int64_t mem, struct fcand *out, bool *found);
+/* node_cand under a pure workload, through the node's kept candidates (per
+ * node version and request shape), judged through F's levels with tab (the
+ * ranked table of the node's type for the request's shape) when not kept. */
+bool pl_node_cand_kept(struct placer *p, const struct pl_ctx *c, int node,
+		       const struct pl_ftab *tab, struct fcand *out);
+/* pl_frag_node_cand(), through the node's kept candidates where it holds
+ * shares under a pure workload with the ranked tables on. */
+bool pl_frag_node_cand_kept(struct placer *p, const struct pl_ctx *c, int node,
+			    struct fcand *out);
+/* Node changed: when it holds shares, its candidates for the workload's
+ * share sizes are judged and kept now (under a pure workload), so that
+ * share decisions read them instead of judging it. */
+void pl_frag_judge_now(struct placer *p, int node);
 
 #define PL_SGC_SLOTS 4
 struct pl_scache {
@@ -219,6 +229,29 @@ struct pl_scache {
 };
 
 /* place_fragtab.c */
+/* The ranked table of type for shape (k, milli), made when first asked
+ * (NULL: out of memory); at most PL_FTAB_CACHE are kept. */
+struct pl_ftab *pl_ftab_get(struct placer *p, int type, int k, int milli);
+/* The request's demand on a node of type t and t's full quality for c->k
+ * GPUs (the bound no set of a node of t beats), once per type and request:
+ * pl_rtype_reset() when a new request is judged. */
+const struct pl_rtype *pl_rtype_make(struct placer *p, const struct pl_ctx *c, int type);
+
+static inline const struct pl_rtype *pl_rtype_of(struct placer *p, const struct pl_ctx *c,
+						 int type)
+{
+	const struct pl_rtype *r = &p->frag->rt[type];
+	return r->stamp == p->frag->rstamp ? r : pl_rtype_make(p, c, type);
+}
+
+static inline void pl_rtype_reset(struct pl_frag *fr)
+{
+	if (++fr->rstamp == 0) {
+		memset(fr->rt, 0, (size_t)fr->ntypes * sizeof(*fr->rt));
+		fr->rstamp = 1;
+	}
+}
+
 /* The pure workload's answer through the ranked tables; false when no node
  * can take the request, or when a table could not be built (*scan then says
  * to scan). */
@@ -234,9 +267,5 @@ bool pl_frag_share_best_kept(struct placer *p, const struct pl_ctx *c, int *node
 void pl_frag_keep_node(struct placer *p, int node, int gi, uint32_t old, uint32_t now);
 bool pl_frag_bestfit_kept(struct placer *p, const struct pl_ctx *c, int k,
 			  struct pl_cand *best);
-/* Node changed: when it holds shares, its candidates for the workload's
- * share sizes are judged and kept now (under a pure workload), so that
- * share decisions read them instead of judging it. */
-void pl_frag_judge_now(struct placer *p, int node);
 
 #endif

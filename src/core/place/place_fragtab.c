@@ -10,26 +10,8 @@
 
 #include "place_frag_int.h"
 
-/* A new request to judge: what rtype() worked out is stale. */
-static void rtype_reset(struct pl_frag *fr)
-{
-	if (++fr->rstamp == 0) {
-		memset(fr->rt, 0, (size_t)fr->ntypes * sizeof(*fr->rt));
-		fr->rstamp = 1;
-	}
-}
-
-/* The request's demand on a node of type t and t's full quality for c->k
- * GPUs (the bound no set of a node of t beats), once per type and request. */
-static const struct pl_rtype *rtype_make(struct placer *p, const struct pl_ctx *c, int type);
-
-static inline const struct pl_rtype *rtype(struct placer *p, const struct pl_ctx *c, int type)
-{
-	const struct pl_rtype *r = &p->frag->rt[type];
-	return r->stamp == p->frag->rstamp ? r : rtype_make(p, c, type);
-}
-
-static const struct pl_rtype *rtype_make(struct placer *p, const struct pl_ctx *c, int type)
+/* The request's demand per type (pl_rtype, place_frag_int.h). */
+const struct pl_rtype *pl_rtype_make(struct placer *p, const struct pl_ctx *c, int type)
 {
 	struct pl_frag *fr = p->frag;
 	struct pl_rtype *r = &fr->rt[type];
@@ -80,101 +62,6 @@ static const int *partial_of(struct placer *p, int gi, int *n)
 	}
 	*n = fr->pstart[gi + 1] - fr->pstart[gi];
 	return &fr->pbuck[fr->pstart[gi]];
-}
-
-static struct pl_ncache *ncache_of(struct pl_frag *fr, int node)
-{
-	if (!fr->ncache[node])
-		fr->ncache[node] = calloc(1, sizeof(*fr->ncache[node]));
-	return fr->ncache[node];
-}
-
-/* The slot of nc that keeps shape (k, milli) at version ver, or else the
- * one to judge it into: one that holds nothing valid (an older version's,
- * or the shape's), so the node's other shapes stay kept; round robin when
- * all do. */
-static struct pl_nslot *nslot(struct pl_ncache *nc, uint32_t ver, int k, int milli)
-{
-	struct pl_nslot *stale = NULL;
-	for (int i = 0; i < PL_NCACHE; i++) {
-		struct pl_nslot *sl = &nc->s[i];
-		if (sl->ver == ver && sl->k == k && sl->milli == milli)
-			return sl;
-		if (!stale && (sl->ver != ver || (sl->k == k && sl->milli == milli)))
-			stale = sl;
-	}
-	if (stale)
-		return stale;
-	stale = &nc->s[nc->next];
-	nc->next = (nc->next + 1) % PL_NCACHE;
-	return stale;
-}
-
-/* node_cand under a pure workload, through the node's kept candidates: the
- * same answer (F's growth then depends on the free GPUs alone, so the
- * candidate with no bandwidth floor is a function of the node's state and
- * the request's shape; the floor, CPUs and memory are checked here). A
- * candidate not kept is judged through F's levels (place_fragjudge.c) with
- * tab, the ranked table of the node's type for the request's shape. */
-static bool node_cand_kept(struct placer *p, const struct pl_ctx *c, int node,
-			   const struct pl_ftab *tab, struct fcand *out)
-{
-	struct pl_frag *fr = p->frag;
-	const struct pl_node *n = &p->nodes[node];
-	if (!n->usable || !p->group_ok[n->group])
-		return false;
-	if (node >= fr->nncache)
-		return pl_frag_node_cand(p, c, node, out);
-	const struct node_type *t = fleet_node_type(p->f, node);
-	int milli = c->share ? c->req->gpu_milli : 0;
-	int k = c->share ? 0 : c->k;
-	const struct pl_rtype *rt = rtype(p, c, p->f->nodes[node].type);
-	int cpus = rt->cpus;
-	if (cpus > t->cpus - n->cpus_used ||
-	    rt->mem > (int64_t)t->mem_gib * 1024 - n->mem_used)
-		return false; /* pl_fits_cpu_mem() */
-	struct pl_ncache *nc = ncache_of(fr, node);
-	if (!nc)
-		return pl_frag_node_cand(p, c, node, out);
-	uint32_t ver = fr->nver[node];
-	struct pl_nslot *e = nslot(nc, ver, k, milli);
-	if (e->ver != ver || e->k != k || e->milli != milli) {
-		/* Judged with no bandwidth floor. */
-		e->ver = ver;
-		e->k = k;
-		e->milli = milli;
-		if (!pl_frag_judge_lev(p, node, &tab, 1, cpus, rt->mem, &e->cand, &e->found)) {
-			struct place_request r0 = *c->req; /* a copy with no floor */
-			struct pl_ctx c0 = *c;
-			r0.min_bw_gbps = 0;
-			c0.req = &r0;
-			e->found = pl_frag_node_cand(p, &c0, node, &e->cand);
-		}
-	}
-	if (!e->found || e->cand.q.bottleneck_gbps < c->req->min_bw_gbps)
-		return false;
-	*out = e->cand;
-	out->cpu_after = t->cpus - n->cpus_used - cpus;
-	return true;
-}
-
-static struct pl_ftab *ftab_get(struct placer *p, int type, int k, int milli);
-
-bool pl_frag_node_cand_kept(struct placer *p, const struct pl_ctx *c, int node,
-			    struct fcand *out)
-{
-	struct pl_frag *fr = p->frag;
-	const struct pl_node *n = &p->nodes[node];
-	if (!fr->pure || fr->fast_off || !n->shared || (!c->share && c->k < 1) ||
-	    !p->groups[n->group].small)
-		return pl_frag_node_cand(p, c, node, out);
-	int type = p->f->nodes[node].type;
-	const struct pl_ftab *tab =
-		ftab_get(p, type, c->share ? 1 : c->k, c->share ? c->req->gpu_milli : PL_MILLI);
-	if (!tab)
-		return pl_frag_node_cand(p, c, node, out);
-	rtype_reset(fr); /* the demand rtype() gives is this request's */
-	return node_cand_kept(p, c, node, tab, out);
 }
 
 /* ---- the ranked tables: frag without visiting every node -------------------
@@ -243,7 +130,7 @@ static void ftab_sort(struct pl_ftab *t)
 	}
 }
 
-static struct pl_ftab *ftab_get(struct placer *p, int type, int k, int milli)
+struct pl_ftab *pl_ftab_get(struct placer *p, int type, int k, int milli)
 {
 	struct pl_frag *fr = p->frag;
 	for (int i = 0; i < fr->ntabs; i++)
@@ -372,10 +259,10 @@ static bool group_fast(struct placer *p, const struct pl_ctx *c, int gi, struct 
 	int milli = c->share ? c->req->gpu_milli : PL_MILLI;
 	struct pl_ftab *tab = fr->rtab[g->type];
 	if (!tab) /* once per type and request: frag_fast cleared rtab */
-		tab = fr->rtab[g->type] = ftab_get(p, g->type, c->share ? 1 : c->k, milli);
+		tab = fr->rtab[g->type] = pl_ftab_get(p, g->type, c->share ? 1 : c->k, milli);
 	if (!tab)
 		return false; /* out of memory: the caller scans instead */
-	const struct pl_rtype *rt = rtype(p, c, g->type);
+	const struct pl_rtype *rt = pl_rtype_of(p, c, g->type);
 	int cpus = rt->cpus;
 	int64_t mem = rt->mem;
 	if (!tab->gc && fr->ngver == p->ngroups)
@@ -394,7 +281,7 @@ static bool group_fast(struct placer *p, const struct pl_ctx *c, int gi, struct 
 	const int *pn = partial_of(p, gi, &np);
 	for (int i = 0; i < np; i++) {
 		int node = pn[i];
-		if (p->nodes[node].group == gi && node_cand_kept(p, c, node, tab, &k) &&
+		if (p->nodes[node].group == gi && pl_node_cand_kept(p, c, node, tab, &k) &&
 		    (!found || pl_fcand_cmp(p, &k, out, !c->share) < 0)) {
 			*out = k;
 			found = true;
@@ -462,13 +349,13 @@ bool pl_frag_fast(struct placer *p, const struct pl_ctx *c, struct fcand *best, 
 	struct fcand k;
 	*scan = false;
 	memset(p->frag->rtab, 0, (size_t)p->frag->ntypes * sizeof(*p->frag->rtab));
-	rtype_reset(p->frag);
+	pl_rtype_reset(p->frag);
 	for (int gi = 0; gi < p->ngroups; gi++) {
 		const struct pl_group *g = &p->groups[gi];
 		if (!p->group_ok[gi] || p->f->types[g->type].ngpus < (whole ? c->k : 1) ||
 		    (c->share && !g->shareable))
 			continue;
-		const struct pl_rtype *rt = rtype(p, c, g->type);
+		const struct pl_rtype *rt = pl_rtype_of(p, c, g->type);
 		if (found && whole && (!rt->fq_ok || node_quality_cmp(&rt->fq, &best->q) < 0))
 			continue; /* this group cannot beat the best so far */
 		bool ok;
@@ -537,57 +424,6 @@ void pl_frag_keep_node(struct placer *p, int node, int gi, uint32_t old, uint32_
 			}
 		}
 		e->ver = now;
-	}
-}
-
-void pl_frag_judge_now(struct placer *p, int node)
-{
-	struct pl_frag *fr = p->frag;
-	const struct pl_node *n = &p->nodes[node];
-	int type = p->f->nodes[node].type, gi = n->group;
-	if (!fr->pure || fr->fast_off || !n->shared || !n->usable || node >= fr->nncache ||
-	    !fr->neager[type] || gi < 0 || gi >= p->ngroups || !p->groups[gi].small ||
-	    !p->groups[gi].shareable)
-		return;
-	struct pl_ncache *nc = ncache_of(fr, node);
-	if (!nc)
-		return;
-	uint32_t ver = fr->nver[node];
-	const struct pl_ftab *tab[PL_EAGER];
-	struct pl_nslot *slot[PL_EAGER];
-	struct fcand cand[PL_EAGER];
-	bool found[PL_EAGER];
-	int nt = 0, which[PL_EAGER];
-	for (int i = 0; i < fr->neager[type]; i++) {
-		int milli = fr->emilli[type][i];
-		struct pl_ftab *tb = fr->etab[type][i];
-		if (!tb && !(tb = fr->etab[type][i] = ftab_get(p, type, 1, milli)))
-			return;
-		struct pl_nslot *e = nslot(nc, ver, 0, milli);
-		if (e->ver == ver && e->k == 0 && e->milli == milli)
-			continue;
-		e->ver = ver; /* taken, so the next size gets another slot */
-		e->k = 0;
-		e->milli = milli;
-		which[nt] = i;
-		tab[nt] = tb;
-		slot[nt++] = e;
-	}
-	/* The request's CPUs and memory do not change F's growth under a pure
-	 * workload where they fit, and a slot is read only there
-	 * (node_cand_kept). A table that a later ftab_get evicted is gone. */
-	bool ok = nt > 0;
-	for (int i = 0; i < nt && ok; i++)
-		ok = fr->etab[type][which[i]] == tab[i];
-	if (ok)
-		ok = pl_frag_judge_lev(p, node, tab, nt, 0, 0, cand, found);
-	for (int i = 0; i < nt; i++) {
-		if (!ok) {
-			slot[i]->ver = 0;
-			continue;
-		}
-		slot[i]->cand = cand[i];
-		slot[i]->found = found[i];
 	}
 }
 
@@ -663,7 +499,7 @@ bool pl_frag_bestfit_kept(struct placer *p, const struct pl_ctx *c, int k,
 			return pl_index_best(p, c, k, best);
 	}
 	bool found = false;
-	rtype_reset(fr); /* rtype() works for c->k, which is k here */
+	pl_rtype_reset(fr); /* pl_rtype_of() works for c->k, which is k here */
 	for (int gi = 0; gi < p->ngroups; gi++) {
 		if (!p->group_ok[gi])
 			continue;
@@ -671,7 +507,7 @@ bool pl_frag_bestfit_kept(struct placer *p, const struct pl_ctx *c, int k,
 		const struct node_type *t = &p->f->types[g->type];
 		if (t->ngpus < k)
 			continue;
-		const struct pl_rtype *rt = rtype(p, c, g->type);
+		const struct pl_rtype *rt = pl_rtype_of(p, c, g->type);
 		if (found && (!rt->fq_ok || node_quality_cmp(&rt->fq, &best->pick.q) < 0))
 			continue; /* this group cannot beat the best so far */
 		int cpus = rt->cpus;
