@@ -29,8 +29,10 @@ static void frag_destroy(struct pl_frag *fr)
 	free(fr->nver);
 	free(fr->rtab);
 	free(fr->rt);
-	free(fr->pbuck);
-	free(fr->pstart);
+	free(fr->phead);
+	free(fr->pnext);
+	free(fr->pprev);
+	free(fr->pin);
 	free(fr->neager);
 	free(fr->emilli);
 	free(fr->etab);
@@ -61,11 +63,59 @@ void pl_frag_free(struct placer *p)
 	p->frag = NULL;
 }
 
+/* Node is in its group's list of nodes with shares exactly when it has
+ * some. */
+static void plist_set(struct placer *p, int node)
+{
+	struct pl_frag *fr = p->frag;
+	const struct pl_node *n = &p->nodes[node];
+	bool want = n->shared != 0;
+	if (!fr->plists || want == fr->pin[node])
+		return;
+	fr->pin[node] = want;
+	if (want) {
+		int h = fr->phead[n->group];
+		fr->pnext[node] = h;
+		fr->pprev[node] = -1;
+		if (h >= 0)
+			fr->pprev[h] = node;
+		fr->phead[n->group] = node;
+		return;
+	}
+	int a = fr->pprev[node], b = fr->pnext[node];
+	if (a >= 0)
+		fr->pnext[a] = b;
+	else
+		fr->phead[n->group] = b;
+	if (b >= 0)
+		fr->pprev[b] = a;
+}
+
+/* The lists from scratch (a new workload, groups rebuilt); not kept when
+ * out of memory. */
+static void plists_build(struct placer *p)
+{
+	struct pl_frag *fr = p->frag;
+	int nn = p->f->nnodes;
+	int *h = realloc(fr->phead, ((size_t)p->ngroups + 1) * sizeof(*h));
+	if (h)
+		fr->phead = h;
+	fr->plists = h && fr->plist_nn >= nn;
+	if (!fr->plists)
+		return;
+	for (int g = 0; g < p->ngroups; g++)
+		fr->phead[g] = -1;
+	memset(fr->pin, 0, ((size_t)nn + 1) * sizeof(*fr->pin));
+	for (int i = 0; i < nn; i++)
+		plist_set(p, i);
+}
+
 void pl_frag_node_changed(struct placer *p, int node)
 {
 	struct pl_frag *fr = p->frag;
 	if (!fr)
 		return;
+	plist_set(p, node);
 	fr->fresh[node] = false;
 	if (++fr->nver[node] == 0)
 		fr->nver[node] = 1;
@@ -102,6 +152,7 @@ void pl_frag_index_changed(struct placer *p)
 	}
 	for (int g = 0; g < fr->ngver; g++)
 		fr->gver[g] = 1;
+	plists_build(p);
 }
 
 /* ---- the workload ------------------------------------------------------- */
@@ -211,6 +262,10 @@ enum sl_err placer_set_workload(struct placer *p, const struct place_class *cls,
 		fr->neager = calloc((size_t)ntypes + 1, sizeof(*fr->neager));
 		fr->emilli = calloc((size_t)ntypes + 1, sizeof(*fr->emilli));
 		fr->etab = calloc((size_t)ntypes + 1, sizeof(*fr->etab));
+		fr->pnext = malloc(((size_t)nnodes + 1) * sizeof(*fr->pnext));
+		fr->pprev = malloc(((size_t)nnodes + 1) * sizeof(*fr->pprev));
+		fr->pin = calloc((size_t)nnodes + 1, sizeof(*fr->pin));
+		fr->plist_nn = fr->pnext && fr->pprev && fr->pin ? nnodes : 0;
 		fr->ntypes = ntypes;
 	}
 	enum sl_err e = SL_OK;
@@ -292,6 +347,7 @@ enum sl_err placer_set_workload(struct placer *p, const struct place_class *cls,
 	}
 	pl_frag_free(p);
 	p->frag = fr;
+	plists_build(p);
 	fr = NULL;
 out:
 	frag_destroy(fr);
@@ -355,11 +411,27 @@ enum sl_err pl_frag_nodes_added(struct placer *p, int old_nn)
 		return SL_ENOMEM;
 	fr->ncache = nc;
 	fr->nncache = nn;
+	int *pn = realloc(fr->pnext, ((size_t)nn + 1) * sizeof(*pn));
+	if (pn)
+		fr->pnext = pn;
+	int *pp = pn ? realloc(fr->pprev, ((size_t)nn + 1) * sizeof(*pp)) : NULL;
+	if (pp)
+		fr->pprev = pp;
+	bool *pin = pp ? realloc(fr->pin, ((size_t)nn + 1) * sizeof(*pin)) : NULL;
+	if (pin) {
+		fr->pin = pin;
+		fr->plist_nn = nn;
+	} else {
+		fr->plists = false; /* scan p->partial from now on */
+		fr->plist_nn = 0;
+	}
 	for (int i = old_nn; i <= nn; i++) {
 		fr->before[i] = 0;
 		fr->fresh[i] = false;
 		fr->nver[i] = 1;
 		fr->ncache[i] = NULL;
+		if (fr->plists)
+			fr->pin[i] = false;
 	}
 	return SL_OK;
 }
@@ -575,8 +647,6 @@ enum sl_err pl_frag_place(struct placer *p, const struct pl_ctx *c, struct place
 	bool whole = !c->share && c->k > 0;
 	struct fcand best, k;
 	bool found = false, scan = true;
-	if (p->frag)
-		p->frag->pvalid = false; /* a new decision (place_fragtab.c) */
 	if (p->frag && p->frag->pure && !p->frag->fast_off && (whole || c->share))
 		found = pl_frag_fast(p, c, &best, &scan);
 	for (int node = 0; scan && node < p->f->nnodes; node++) {

@@ -33,6 +33,9 @@
  * nodes changes, so a decision costs about a walk over the groups plus the
  * groups the last claims and releases touched: on 10,000 nodes about what a
  * best-fit decision with its explanation costs (bench/results/place-frag.md).
+ * Nodes holding shares are judged one by one; a claim or release that changes
+ * one judges it then for the workload's heaviest share sizes (up to four per
+ * type), so share decisions read those answers.
  * Gangs (more GPUs than a node, or per_node) and exclusive requests keep the
  * usual path.
  *

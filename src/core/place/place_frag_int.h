@@ -103,12 +103,15 @@ struct pl_frag {
 	int *neager;                       /* [ntypes] */
 	int (*emilli)[PL_EAGER];           /* [ntypes] */
 	struct pl_ftab *(*etab)[PL_EAGER]; /* [ntypes] */
-	/* Scratch of one decision: p->partial bucketed by index group
-	 * (counting sort; pbuck[pstart[g] .. pstart[g + 1])), made when a group
-	 * first needs its nodes with shares; pvalid says it was this decision. */
-	int *pbuck, *pstart;
-	int cap_pbuck, cap_pstart;
-	bool pvalid;
+	/* Each index group's nodes with shares as a list (phead[g], then
+	 * pnext[node]; pprev[] for unlinking; -1 ends it; pin[node]: listed),
+	 * kept as nodes change (pl_frag_node_changed) so that a group's are
+	 * visited without scanning p->partial. plists false (out of memory):
+	 * not kept, p->partial is scanned. */
+	int *phead, *pnext, *pprev;
+	bool *pin;
+	int plist_nn; /* nodes pnext, pprev and pin have room for */
+	bool plists;
 	/* Best fit's answer per group and size, for the explanation (lazily
 	 * made; [ngver * PL_BGC_K]). */
 	struct pl_bcache *bgc;
@@ -159,6 +162,23 @@ struct pl_bcache {
 	struct pl_cand cand;
 	int tier; /* cand's mask's tier (btier); INT_MAX none; -1 unknown */
 };
+
+/* Group gi's nodes with shares one by one: it = PL_PSTART to start; the
+ * next node, or -1 after the last. */
+#define PL_PSTART (-2)
+static inline int pl_partial_next(const struct placer *p, int gi, int *it)
+{
+	const struct pl_frag *fr = p->frag;
+	if (fr->plists)
+		return *it = *it == PL_PSTART ? fr->phead[gi] : fr->pnext[*it];
+	int i = *it == PL_PSTART ? 0 : *it + 1;
+	while (i < p->npartial && p->nodes[p->partial[i]].group != gi)
+		i++;
+	if (i >= p->npartial)
+		return -1;
+	*it = i;
+	return p->partial[i];
+}
 
 /* place_fragf.c */
 /* The workload's shapes folded per type, for pl_frag_of (NULL: out of

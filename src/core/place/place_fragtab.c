@@ -25,45 +25,6 @@ const struct pl_rtype *pl_rtype_make(struct placer *p, const struct pl_ctx *c, i
 	return r;
 }
 
-/* Group gi's nodes with shares: a bucket of p->partial, sorted by group
- * once per decision (pl_frag_place resets fr->pvalid at its start), or all
- * of p->partial when out of memory (the caller then checks the group). */
-static const int *partial_of(struct placer *p, int gi, int *n)
-{
-	struct pl_frag *fr = p->frag;
-	if (!fr->pvalid) {
-		if (fr->cap_pbuck < p->npartial + 1) {
-			int *b = realloc(fr->pbuck, ((size_t)p->npartial + 64) * sizeof(*b));
-			if (b) {
-				fr->pbuck = b;
-				fr->cap_pbuck = p->npartial + 64;
-			}
-		}
-		if (fr->cap_pstart < p->ngroups + 2) {
-			int *b = realloc(fr->pstart, ((size_t)p->ngroups + 2) * sizeof(*b));
-			if (b) {
-				fr->pstart = b;
-				fr->cap_pstart = p->ngroups + 2;
-			}
-		}
-		if (fr->cap_pbuck < p->npartial + 1 || fr->cap_pstart < p->ngroups + 2) {
-			*n = p->npartial;
-			return p->partial;
-		}
-		int *st = fr->pstart;
-		memset(st, 0, ((size_t)p->ngroups + 2) * sizeof(*st));
-		for (int i = 0; i < p->npartial; i++)
-			st[p->nodes[p->partial[i]].group + 2]++;
-		for (int g = 0; g < p->ngroups; g++)
-			st[g + 2] += st[g + 1];
-		for (int i = 0; i < p->npartial; i++)
-			fr->pbuck[st[p->nodes[p->partial[i]].group + 1]++] = p->partial[i];
-		fr->pvalid = true; /* st[g] .. st[g + 1] is group g's now */
-	}
-	*n = fr->pstart[gi + 1] - fr->pstart[gi];
-	return &fr->pbuck[fr->pstart[gi]];
-}
-
 /* ---- the ranked tables: frag without visiting every node -------------------
  *
  * With a pure workload, a node without shares is judged by its type and free
@@ -277,11 +238,8 @@ static bool group_fast(struct placer *p, const struct pl_ctx *c, int gi, struct 
 	int wtier, wpos;
 	bool found = group_walk(p, c, g, tab, cpus, mem, out, &wtier, &wpos);
 	struct fcand k;
-	int np;
-	const int *pn = partial_of(p, gi, &np);
-	for (int i = 0; i < np; i++) {
-		int node = pn[i];
-		if (p->nodes[node].group == gi && pl_node_cand_kept(p, c, node, tab, &k) &&
+	for (int it = PL_PSTART, node; (node = pl_partial_next(p, gi, &it)) >= 0;) {
+		if (pl_node_cand_kept(p, c, node, tab, &k) &&
 		    (!found || pl_fcand_cmp(p, &k, out, !c->share) < 0)) {
 			*out = k;
 			found = true;
@@ -539,14 +497,12 @@ bool pl_frag_bestfit_kept(struct placer *p, const struct pl_ctx *c, int k,
 static void share_group(struct placer *p, const struct pl_ctx *c, int gi, int cpus,
 			int64_t mem, struct pl_scache *e)
 {
-	int milli = c->req->gpu_milli, np;
-	const int *pn = partial_of(p, gi, &np);
+	int milli = c->req->gpu_milli;
 	e->node = e->gpu = -1;
 	e->rem = INT_MAX;
-	for (int i = 0; i < np; i++) {
-		int nd = pn[i];
+	for (int it = PL_PSTART, nd; (nd = pl_partial_next(p, gi, &it)) >= 0;) {
 		const struct pl_node *n = &p->nodes[nd];
-		if (n->group != gi || !n->usable || !pl_fits_cpu_mem(p, nd, cpus, mem))
+		if (!n->usable || !pl_fits_cpu_mem(p, nd, cpus, mem))
 			continue;
 		for (gpumask_t m = n->shared & ~n->bad; m; m &= m - 1) {
 			int g = __builtin_ctz(m);
