@@ -126,7 +126,8 @@ void pl_frag_node_changed(struct placer *p, int node)
 	if (++fr->gver[g] == 0)
 		fr->gver[g] = 1;
 	pl_frag_keep_node(p, node, g, old, fr->gver[g]);
-	pl_frag_judge_now(p, node);
+	if (p->nodes[node].shared) /* most nodes have none: no call */
+		pl_frag_judge_now(p, node);
 }
 
 /* Groups were rebuilt (owners changed): every group's answer is gone. */
