@@ -396,6 +396,10 @@ enum sl_err pl_frag_nodes_added(struct placer *p, int old_nn)
 	int nn = p->f->nnodes;
 	if (!fr)
 		return SL_OK;
+	/* The lists stay kept only if their arrays grow below (the new nodes
+	 * hold no shares, so the lists themselves stay as they are). */
+	bool lists = fr->plists;
+	fr->plists = false;
 	int64_t *b = realloc(fr->before, ((size_t)nn + 1) * sizeof(*b));
 	if (b)
 		fr->before = b;
@@ -422,16 +426,16 @@ enum sl_err pl_frag_nodes_added(struct placer *p, int old_nn)
 	if (pin) {
 		fr->pin = pin;
 		fr->plist_nn = nn;
+		fr->plists = lists;
 	} else {
-		fr->plists = false; /* scan p->partial from now on */
-		fr->plist_nn = 0;
+		fr->plist_nn = 0; /* scan p->partial from now on */
 	}
 	for (int i = old_nn; i <= nn; i++) {
 		fr->before[i] = 0;
 		fr->fresh[i] = false;
 		fr->nver[i] = 1;
 		fr->ncache[i] = NULL;
-		if (fr->plists)
+		if (fr->plist_nn >= nn)
 			fr->pin[i] = false;
 	}
 	return SL_OK;
