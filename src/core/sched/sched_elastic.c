@@ -232,7 +232,8 @@ enum sl_err sched_scale(struct sched *s, uint64_t id, int gpus, int64_t now_ns,
 	if (e == SL_OK) {
 		ev->gpus = gpus;
 		struct placement v;
-		e = placement_copy(&ev->placement, place_picks_view(&l->pl, &v));
+		if (l->state != SCHED_PENDING) /* a pending lease has no picks */
+			e = placement_copy(&ev->placement, place_picks_view(&l->pl, &v));
 	}
 	return e == SL_OK ? sched_pass(s, now_ns) : e;
 }
