@@ -626,7 +626,7 @@ static void node_down(struct ctl *c, struct agent_rec *r, int idx)
 		struct ctl_lease *l = c->lt.leases[i];
 		if (!uses_node(l, idx))
 			continue;
-		if (l->req.replace_on_failure && l->state == LS_ACTIVE && replace_lease(c, l, idx, last))
+		if (l->req->replace_on_failure && l->state == LS_ACTIVE && replace_lease(c, l, idx, last))
 			continue;
 		if (!l->end_reason)
 			lease_set_end_reason(l, "node %.40s is down", r->name);

@@ -66,7 +66,7 @@ static void ev_started(struct ctl *c, struct ctl_lease *l, const struct sched_ev
 	l->gpus = ev->gpus;
 	lease_set_reason(l, NULL);
 	l->started_ns = ev->at_ns;
-	l->expires_ns = l->req.duration_s ? ev->at_ns + l->req.duration_s * 1000000000 : 0;
+	l->expires_ns = l->req->duration_s ? ev->at_ns + l->req->duration_s * 1000000000 : 0;
 	l->epoch++;
 	l->simulated = c->simulate;
 	c->lt.nactive++;
@@ -160,15 +160,15 @@ enum sl_err ctl_sched_check(struct ctl *c, enum sl_err e, const char *what)
 
 static void spec_of(const struct ctl_lease *l, struct place_request *pr, struct sched_spec *sp)
 {
-	lease_req_to_place(&l->req, l->tenant, pr);
+	lease_req_to_place(l->req, l->tenant, pr);
 	pr->gpus = l->gpus;
 	memset(sp, 0, sizeof(*sp));
 	sp->tenant = l->tenant;
-	sp->plan = l->req.plan;
+	sp->plan = l->req->plan;
 	sp->req = pr;
-	sp->duration_ns = l->req.duration_s * 1000000000;
-	sp->elastic_min = l->req.el_min;
-	sp->elastic_max = l->req.el_max;
+	sp->duration_ns = l->req->duration_s * 1000000000;
+	sp->elastic_min = l->req->el_min;
+	sp->elastic_max = l->req->el_max;
 }
 
 enum sl_err ctl_sched_submit(struct ctl *c, struct ctl_lease *l, struct sl_diag *d)
