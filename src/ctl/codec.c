@@ -981,7 +981,9 @@ enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
 		/* Where an ended lease ran is history; a node since gone drops it. */
 		placement_release(&pl);
 	}
-	place_kept_take(&l->pl, &pl);
+	if (e == SL_OK && place_kept_take(&l->pl, &pl))
+		e = sl_diag_set(d, SL_ENOMEM, "out of memory");
+	placement_release(&pl);
 	if (e) {
 		lease_release_mem(l);
 		return e;

@@ -302,7 +302,7 @@ static void test_lease_roundtrip(void **state)
 	struct place_request pr;
 	lease_req_to_place(l.req, "acme", &pr);
 	assert_int_equal(placer_place(c.placer, &pr, &pl0, &d), SL_OK);
-	place_kept_take(&l.pl, &pl0);
+	assert_int_equal(place_kept_take(&l.pl, &pl0), SL_OK);
 	l.seq = 42;
 	strcpy(l.id, "ls-000042");
 	l.tenant = ctl_name(&c, "acme");

@@ -50,7 +50,7 @@ static int setup(void **state)
 	placement_init(&pl);
 	lease_req_to_place(l->req, "acme", &pr);
 	assert_int_equal(placer_place(x->c.placer, &pr, &pl, &d), SL_OK);
-	place_kept_take(&l->pl, &pl);
+	assert_int_equal(place_kept_take(&l->pl, &pl), SL_OK);
 	l->seq = 7;
 	snprintf(l->id, sizeof(l->id), "ls-7");
 	l->tenant = ctl_name(&x->c, "acme");

@@ -50,6 +50,12 @@ const struct placement *sched_lease_placement(const struct sched *s, uint64_t id
 	return l && l->state != SCHED_PENDING ? place_picks_view(&l->pl, s->view) : NULL;
 }
 
+const struct place_picks *sched_lease_picks(const struct sched *s, uint64_t id)
+{
+	const struct sched_lease *l = s ? sched_find(s, id) : NULL;
+	return l && l->state != SCHED_PENDING ? &l->pl : NULL;
+}
+
 static int qsort_order(const void *a, const void *b)
 {
 	return lease_order_cmp(*(struct sched_lease *const *)a, *(struct sched_lease *const *)b);
