@@ -188,11 +188,11 @@ enum sl_err sched_nodes_added(struct sched *s)
  * running part's to fill). */
 static void pending_release(struct sched_lease *l)
 {
-	if (l->rsv)
-		placement_release(l->rsv);
-	free(l->rsv);
+	if (l->hold)
+		placement_release(&l->hold->pl);
+	free(l->hold);
 	sl_ctext_drop(l->why);
-	l->rsv = NULL;
+	l->hold = NULL;
 	l->why = NULL;
 }
 
@@ -805,8 +805,8 @@ static enum sl_err end_on_node(struct sched *s, int node, int64_t now)
 	/* A waiting head whose reserved placement used the node must wait anew. */
 	for (int i = 0; e == SL_OK && i < s->npending; i++) {
 		struct sched_lease *l = s->pending[i];
-		for (int k = 0; l->has_rsv && k < l->rsv->npicks; k++)
-			if (l->rsv->picks[k].node == node)
+		for (int k = 0; l->has_rsv && k < l->hold->pl.npicks; k++)
+			if (l->hold->pl.picks[k].node == node)
 				l->has_rsv = false;
 	}
 	return e;

@@ -40,6 +40,13 @@ enum sched_note {
 	NOTE_DELAY,       /* fits now, but would delay the head */
 };
 
+/* What a head that preempted takes once its victims are gone: their
+ * GPUs (pl) at the notice's deadline. */
+struct sched_hold {
+	struct placement pl;
+	int64_t deadline;
+};
+
 /* One of these per lease (100,000 of them in bench/results/memory.md):
  * members ordered by size so that the record has no holes. What only a
  * pending lease needs and what only a running one needs share their bytes
@@ -52,7 +59,7 @@ struct sched_lease {
 	/* Its request but the size (gpus below): shared with the leases that
 	 * ask alike (sched_shape_get); lease_req() puts the two together. */
 	const struct sched_shape *shape;
-	int64_t duration_ns, submit_ns, start_ns;
+	int64_t duration_ns, submit_ns;
 	union {
 		struct { /* SCHED_PENDING */
 			/* Queue bookkeeping. A pass only notes why a lease
@@ -70,16 +77,16 @@ struct sched_lease {
 						none); the reason is written from it when
 						asked (lease_reason) */
 			/* A head that preempted: the placement it takes once
-			 * its victims are gone (allocated the first time;
-			 * has_rsv says whether it holds). */
-			struct placement *rsv;
-			int64_t rsv_deadline;
+			 * its victims are gone, and when (allocated the first
+			 * time; has_rsv says whether it holds). */
+			struct sched_hold *hold;
 		};
 		struct { /* SCHED_RUNNING, SCHED_PREEMPTING */
 			struct place_picks pl; /* no score: see place_picks */
 			uint64_t start_seq;    /* order of starts, for newest-first preemption */
 			int64_t deadline_ns;   /* SCHED_PREEMPTING: when the GPUs go */
 			uint64_t victim_for;   /* victim: the lease it makes room for */
+			int64_t start_ns;
 		};
 	};
 	enum plan plan;
@@ -89,8 +96,8 @@ struct sched_lease {
 	int pos;               /* index in pending or running */
 	enum sched_note note;  /* why it waits (note_head, note_shadow above) */
 	enum place_constraint wait_c;
-	int victims_left;      /* has_rsv */
-	bool has_rsv;          /* pending: rsv holds */
+	int victims_left;      /* has_rsv: victims still running */
+	bool has_rsv;          /* pending: hold is its placement to take */
 	bool victim;           /* running: preempted for victim_for */
 };
 

@@ -39,7 +39,7 @@ bool sched_lease_get(const struct sched *s, uint64_t id, struct sched_lease_info
 	if (!l)
 		return false;
 	*out = (struct sched_lease_info){l->state, l->plan, l->tenant->name, l->gpus,
-					 l->submit_ns, l->start_ns, l->duration_ns,
+					 l->submit_ns, l->state == SCHED_PENDING ? 0 : l->start_ns, l->duration_ns,
 					 l->state == SCHED_PREEMPTING ? l->deadline_ns : 0};
 	return true;
 }
