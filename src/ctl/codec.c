@@ -844,7 +844,7 @@ void lease_release_mem(struct ctl_lease *l)
 	free(l->hist);
 	l->request = l->reason = NULL;
 	l->hist = NULL;
-	l->nhist = l->cap_hist = 0;
+	l->nhist = 0;
 }
 
 bool lease_set_reason(struct ctl_lease *l, const char *reason)
@@ -897,6 +897,17 @@ void lease_share_request(struct ctl_lease *l, const struct ctl_lease *like)
 		sl_ctext_share(&l->request, like->request);
 }
 
+/* Entries a history of n entries (n > 0) has room for: it grows only here,
+ * doubling from 2 up to CTL_MAX_HISTORY, so its length says its capacity
+ * (no member for it in 100,000 leases). */
+static int hist_cap(int n)
+{
+	int c = 2;
+	while (c < n)
+		c *= 2;
+	return c < CTL_MAX_HISTORY ? c : CTL_MAX_HISTORY;
+}
+
 bool lease_hist_add(struct ctl_lease *l, int64_t at_ns, enum lease_state s, const char *reason)
 {
 	if (l->nhist >= CTL_MAX_HISTORY) {
@@ -904,8 +915,12 @@ bool lease_hist_add(struct ctl_lease *l, int64_t at_ns, enum lease_state s, cons
 		memmove(l->hist, l->hist + 1, (size_t)(l->nhist - 1) * sizeof(*l->hist));
 		l->nhist--;
 	}
-	if (sl_grow(&l->hist, &l->cap_hist, l->nhist + 1, CTL_MAX_HISTORY))
-		return false;
+	if (l->nhist == 0 || l->nhist + 1 > hist_cap(l->nhist)) {
+		struct lease_hist *h = realloc(l->hist, (size_t)hist_cap(l->nhist + 1) * sizeof(*h));
+		if (!h)
+			return false;
+		l->hist = h;
+	}
 	struct lease_hist *h = &l->hist[l->nhist];
 	h->at_ns = at_ns;
 	h->state = s;
@@ -945,7 +960,8 @@ enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
 	unsigned long long seq;
 	char tail;
 	memset(l, 0, sizeof(*l));
-	if (!id || sscanf(id, "ls-%llu%c", &seq, &tail) != 1 || seq == 0 || !tenant ||
+	if (!id || strlen(id) >= sizeof(l->id) || sscanf(id, "ls-%llu%c", &seq, &tail) != 1 ||
+	    seq == 0 || !tenant ||
 	    strlen(tenant) > CTL_NAME_MAX || !user || strlen(user) > CTL_USER_MAX || st < 0 ||
 	    !json_is_object(req) || !json_is_array(hist))
 		return sl_diag_set(d, SL_EPARSE, "lease record %s is malformed", id ? id : "?");

@@ -101,7 +101,7 @@ struct lease_hist {
  * epoch and simulated. A new scalar row field is one line there. */
 struct ctl_lease {
 	uint64_t seq;
-	char id[24];
+	char id[16];     /* "ls-" and the seq (< 2^31: lease_load.c), NUL */
 	const char *tenant; /* ctl_name(): one copy per name, not per lease */
 	const char *user;   /* likewise */
 	const struct lease_req *req; /* kept (lease_req_keep): counted, maybe
@@ -110,16 +110,20 @@ struct ctl_lease {
 	char *request;   /* as posted (validated): its compact JSON text as jansson
 			    dumps it (json_dumps JSON_COMPACT); counted, maybe
 			    shared with other leases (lease_share_request) */
-	enum lease_state state;
-	LEASE_FIELDS(LF_MEMBER)
-	bool placed;     /* ever placed: pl.score is its "score"; else none */
-	struct place_kept pl; /* picks while active/preempting */
+	struct place_kept pl; /* picks while active/preempting (counted, shared
+				 with the scheduler's record while it runs) */
 	char *reason;    /* why it waits (pending; counted, maybe shared: see
 			    lease_set_reason; NULL: "") */
 	char *end_reason; /* history reason for the coming end (owned; NULL: the
 			     default); see lease_set_end_reason */
-	struct lease_hist *hist; /* oldest first, at most CTL_MAX_HISTORY */
-	int nhist, cap_hist;
+	struct lease_hist *hist; /* oldest first, at most CTL_MAX_HISTORY; its
+				    capacity follows from nhist (lease_hist_add) */
+	int nhist;
+	/* Ordered so that the record has no holes: 232 bytes, a 240-byte
+	 * block of malloc (bench/results/memory.md). */
+	LEASE_FIELDS(LF_MEMBER)
+	bool placed;     /* ever placed: pl.score is its "score"; else none */
+	enum lease_state state;
 };
 
 struct ctl_expiry {

@@ -405,6 +405,8 @@ static void test_lease_bad_rows(void **state)
 	static const char *const rows[] = {
 		"{}",
 		"{\"id\":\"ls-x\",\"tenant\":\"a\",\"user\":\"u\",\"state\":\"active\",\"request\":{\"gpus\":1},\"history\":[]}",
+		/* an id longer than any the controller makes (ctl_lease.id) */
+		"{\"id\":\"ls-0000000000000001\",\"tenant\":\"a\",\"user\":\"u\",\"state\":\"active\",\"request\":{\"gpus\":1},\"history\":[]}",
 		"{\"id\":\"ls-000001\",\"tenant\":\"a\",\"user\":\"u\",\"state\":\"weird\",\"request\":{\"gpus\":1},\"history\":[]}",
 		"{\"id\":\"ls-000001\",\"tenant\":\"a\",\"user\":\"u\",\"state\":\"active\",\"request\":{\"gpus\":0},\"history\":[]}",
 		"{\"id\":\"ls-000001\",\"tenant\":\"a\",\"user\":\"u\",\"state\":\"active\",\"request\":{\"gpus\":1},\"history\":[],"
