@@ -577,16 +577,12 @@ static bool replace_lease(struct ctl *c, struct ctl_lease *l, int idx, int64_t l
 	for (int k = 0; k < l->pl.npicks; k++)
 		if (l->pl.picks[k].node == idx && l->pl.picks[k].gpu < 0)
 			lost += __builtin_popcount(l->pl.picks[k].gpus);
-	/* Swap in the new picks (the lease keeps its score); np then frees
-	 * the old ones. Only fields struct placement shares with l->pl. */
-	struct place_pick *op = l->pl.picks;
-	int on = l->pl.npicks, oc = l->pl.cap;
-	l->pl.picks = np.picks;
-	l->pl.npicks = np.npicks;
-	l->pl.cap = np.cap;
-	np.picks = op;
-	np.npicks = on;
-	np.cap = oc;
+	/* The new picks (shared with the scheduler's record); the lease keeps
+	 * its score. */
+	struct place_score sc = l->pl.score;
+	if (place_kept_copy_like(&l->pl, &np, sched_lease_picks(c->sched, l->seq)))
+		c->fatal = true; /* out of memory: the daemon stops */
+	l->pl.score = sc;
 	placement_release(&np);
 	l->epoch++;
 	size_t off = (size_t)snprintf(why, sizeof(why), "node %s went down: replaced on",
@@ -626,7 +622,7 @@ static void node_down(struct ctl *c, struct agent_rec *r, int idx)
 		struct ctl_lease *l = c->lt.leases[i];
 		if (!uses_node(l, idx))
 			continue;
-		if (l->req.replace_on_failure && l->state == LS_ACTIVE && replace_lease(c, l, idx, last))
+		if (l->req->replace_on_failure && l->state == LS_ACTIVE && replace_lease(c, l, idx, last))
 			continue;
 		if (!l->end_reason)
 			lease_set_end_reason(l, "node %.40s is down", r->name);

@@ -376,7 +376,7 @@ static struct bill_usage *usage_start(struct ctl *c, const struct ctl_lease *l, 
 		snprintf(t.site, sizeof(t.site), "%s", s->name);
 		snprintf(t.region, sizeof(t.region), "%s", s->region ? s->region : "");
 	}
-	t.plan = l->req.plan;
+	t.plan = l->req->plan;
 	int64_t at = billing_ms(l->started_ns ? l->started_ns : c->now_ns);
 	if (!priced_at(c, &t, at) || bill_usage_in_history(c, l->id))
 		return NULL; /* free, or metered once already */
@@ -384,7 +384,7 @@ static struct bill_usage *usage_start(struct ctl *c, const struct ctl_lease *l, 
 	t.bought_ms = at;
 	t.gpus = l->gpus;
 	int64_t month_s = 30 * 86400;
-	int64_t term = l->req.duration_s ? (l->req.duration_s + month_s - 1) / month_s : 1;
+	int64_t term = l->req->duration_s ? (l->req->duration_s + month_s - 1) / month_s : 1;
 	t.term_months = (int)(term < 1 ? 1 : term > RATING_MAX_TERM_MONTHS ? RATING_MAX_TERM_MONTHS : term);
 	t.last_post_ms = at;
 	struct bill_usage *u = bill_usage_add(c, l->id);

@@ -213,27 +213,16 @@ static enum sl_err name_field(const json_t *o, const char *k, const char **out,
 	return SL_OK;
 }
 
-bool lease_req_keep(struct lease_req *r)
+static char *dup_or_empty(const char *s, bool *ok)
 {
-	const char *in[2] = {r->region, r->site};
-	char *own[2] = {NULL, NULL};
-	bool ok = true;
-	for (int i = 0; i < 2; i++)
-		if (in[i] && in[i][0]) {
-			size_t n = strlen(in[i]) + 1;
-			if ((own[i] = malloc(n)))
-				memcpy(own[i], in[i], n);
-			ok &= own[i] != NULL;
-		}
-	if (!ok) {
-		free(own[0]);
-		free(own[1]);
-		own[0] = own[1] = NULL;
-	}
-	r->region = own[0] ? own[0] : "";
-	r->site = own[1] ? own[1] : "";
-	r->tenant = "";
-	return ok;
+	if (!s || !s[0])
+		return NULL;
+	size_t n = strlen(s) + 1;
+	char *t = malloc(n);
+	if (t)
+		memcpy(t, s, n);
+	*ok &= t != NULL;
+	return t;
 }
 
 static void free_owned(const char *s)
@@ -242,11 +231,75 @@ static void free_owned(const char *s)
 		free((void *)(uintptr_t)s);
 }
 
-void lease_req_release(struct lease_req *r)
+const struct lease_req *lease_req_keep(const struct lease_req *r)
 {
-	free_owned(r->region);
-	free_owned(r->site);
-	r->region = r->site = "";
+	struct lease_req *k = malloc(sizeof(*k));
+	if (!k)
+		return NULL;
+	*k = *r;
+	bool ok = true;
+	char *region = dup_or_empty(r->region, &ok), *site = dup_or_empty(r->site, &ok);
+	if (!ok) {
+		free(region);
+		free(site);
+		free(k);
+		return NULL;
+	}
+	k->region = region ? region : "";
+	k->site = site ? site : "";
+	k->tenant = "";
+	k->refs = 1;
+	return k;
+}
+
+void lease_req_drop(const struct lease_req *r)
+{
+	if (!r)
+		return;
+	struct lease_req *k = (struct lease_req *)(uintptr_t)r;
+	if (--k->refs > 0)
+		return;
+	free_owned(k->region);
+	free_owned(k->site);
+	free(k);
+}
+
+bool lease_req_equal(const struct lease_req *a, const struct lease_req *b)
+{
+	if (a->gpus != b->gpus || a->gpu_milli != b->gpu_milli || a->cpu_milli != b->cpu_milli ||
+	    a->nmodels != b->nmodels || a->per_node != b->per_node ||
+	    a->min_bw_gbps != b->min_bw_gbps || a->min_mem_gib != b->min_mem_gib ||
+	    a->plan != b->plan || a->el_min != b->el_min || a->el_max != b->el_max ||
+	    a->mem_mib != b->mem_mib || a->duration_s != b->duration_s ||
+	    a->cpu_mem != b->cpu_mem || a->exclusive != b->exclusive ||
+	    a->one_leaf != b->one_leaf || a->replace_on_failure != b->replace_on_failure)
+		return false;
+	for (int i = 0; i < a->nmodels; i++)
+		if (a->models[i] != b->models[i])
+			return false;
+	return !strcmp(a->region, b->region) && !strcmp(a->site, b->site);
+}
+
+void lease_share_req(struct ctl_lease *l, const struct ctl_lease *like)
+{
+	if (!like || like == l || !like->req || !l->req || like->req == l->req ||
+	    !lease_req_equal(like->req, l->req))
+		return;
+	lease_req_drop(l->req);
+	((struct lease_req *)(uintptr_t)like->req)->refs++;
+	l->req = like->req;
+}
+
+bool lease_set_duration(struct ctl_lease *l, int64_t duration_s)
+{
+	struct lease_req r = *l->req;
+	r.duration_s = duration_s;
+	const struct lease_req *k = lease_req_keep(&r);
+	if (!k)
+		return false;
+	lease_req_drop(l->req);
+	l->req = k;
+	return true;
 }
 
 enum sl_err lease_req_parse(const json_t *o, struct lease_req *r, struct sl_diag *d)
@@ -589,7 +642,7 @@ static void lease_fields_json(struct ctl *c, const struct ctl_lease *l, bool api
 			break;
 		}
 		case LF_PLAN:
-			json_object_set_new(o, f->key, json_string(plan_name(l->req.plan)));
+			json_object_set_new(o, f->key, json_string(plan_name(l->req->plan)));
 			break;
 		case LF_STATE:
 			json_object_set_new(o, f->key, json_string(lease_state_name(l->state)));
@@ -780,7 +833,8 @@ static void hist_reason_free(const char *r)
 void lease_release_mem(struct ctl_lease *l)
 {
 	place_kept_release(&l->pl);
-	lease_req_release(&l->req);
+	lease_req_drop(l->req);
+	l->req = NULL;
 	sl_ctext_drop(l->request);
 	sl_ctext_drop(l->reason);
 	free(l->end_reason);
@@ -790,7 +844,7 @@ void lease_release_mem(struct ctl_lease *l)
 	free(l->hist);
 	l->request = l->reason = NULL;
 	l->hist = NULL;
-	l->nhist = l->cap_hist = 0;
+	l->nhist = 0;
 }
 
 bool lease_set_reason(struct ctl_lease *l, const char *reason)
@@ -843,6 +897,17 @@ void lease_share_request(struct ctl_lease *l, const struct ctl_lease *like)
 		sl_ctext_share(&l->request, like->request);
 }
 
+/* Entries a history of n entries (n > 0) has room for: it grows only here,
+ * doubling from 2 up to CTL_MAX_HISTORY, so its length says its capacity
+ * (no member for it in 100,000 leases). */
+static int hist_cap(int n)
+{
+	int c = 2;
+	while (c < n)
+		c *= 2;
+	return c < CTL_MAX_HISTORY ? c : CTL_MAX_HISTORY;
+}
+
 bool lease_hist_add(struct ctl_lease *l, int64_t at_ns, enum lease_state s, const char *reason)
 {
 	if (l->nhist >= CTL_MAX_HISTORY) {
@@ -850,8 +915,12 @@ bool lease_hist_add(struct ctl_lease *l, int64_t at_ns, enum lease_state s, cons
 		memmove(l->hist, l->hist + 1, (size_t)(l->nhist - 1) * sizeof(*l->hist));
 		l->nhist--;
 	}
-	if (sl_grow(&l->hist, &l->cap_hist, l->nhist + 1, CTL_MAX_HISTORY))
-		return false;
+	if (l->nhist == 0 || l->nhist + 1 > hist_cap(l->nhist)) {
+		struct lease_hist *h = realloc(l->hist, (size_t)hist_cap(l->nhist + 1) * sizeof(*h));
+		if (!h)
+			return false;
+		l->hist = h;
+	}
 	struct lease_hist *h = &l->hist[l->nhist];
 	h->at_ns = at_ns;
 	h->state = s;
@@ -891,14 +960,16 @@ enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
 	unsigned long long seq;
 	char tail;
 	memset(l, 0, sizeof(*l));
-	if (!id || sscanf(id, "ls-%llu%c", &seq, &tail) != 1 || seq == 0 || !tenant ||
+	if (!id || strlen(id) >= sizeof(l->id) || sscanf(id, "ls-%llu%c", &seq, &tail) != 1 ||
+	    seq == 0 || !tenant ||
 	    strlen(tenant) > CTL_NAME_MAX || !user || strlen(user) > CTL_USER_MAX || st < 0 ||
 	    !json_is_object(req) || !json_is_array(hist))
 		return sl_diag_set(d, SL_EPARSE, "lease record %s is malformed", id ? id : "?");
-	enum sl_err e = lease_req_parse(req, &l->req, d);
+	struct lease_req r;
+	enum sl_err e = lease_req_parse(req, &r, d);
 	if (e)
 		return e;
-	if (!lease_req_keep(&l->req))
+	if (!(l->req = lease_req_keep(&r)))
 		return sl_diag_set(d, SL_ENOMEM, "out of memory");
 	l->seq = seq;
 	snprintf(l->id, sizeof(l->id), "%s", id);
@@ -926,7 +997,9 @@ enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
 		/* Where an ended lease ran is history; a node since gone drops it. */
 		placement_release(&pl);
 	}
-	place_kept_take(&l->pl, &pl);
+	if (e == SL_OK && place_kept_take(&l->pl, &pl))
+		e = sl_diag_set(d, SL_ENOMEM, "out of memory");
+	placement_release(&pl);
 	if (e) {
 		lease_release_mem(l);
 		return e;

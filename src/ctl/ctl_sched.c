@@ -58,7 +58,8 @@ static const char *end_state_reason(enum sched_end e, enum lease_state *st)
 
 static void ev_started(struct ctl *c, struct ctl_lease *l, const struct sched_event *ev)
 {
-	if (place_kept_copy(&l->pl, &ev->placement)) {
+	/* One array of picks for the scheduler's record and this one. */
+	if (place_kept_copy_like(&l->pl, &ev->placement, sched_lease_picks(c->sched, l->seq))) {
 		fatal(c, "placement_copy", SL_ENOMEM);
 		return;
 	}
@@ -66,7 +67,7 @@ static void ev_started(struct ctl *c, struct ctl_lease *l, const struct sched_ev
 	l->gpus = ev->gpus;
 	lease_set_reason(l, NULL);
 	l->started_ns = ev->at_ns;
-	l->expires_ns = l->req.duration_s ? ev->at_ns + l->req.duration_s * 1000000000 : 0;
+	l->expires_ns = l->req->duration_s ? ev->at_ns + l->req->duration_s * 1000000000 : 0;
 	l->epoch++;
 	l->simulated = c->simulate;
 	c->lt.nactive++;
@@ -130,7 +131,8 @@ void ctl_sched_events(struct ctl *c)
 		}
 		case SCHED_EV_SCALED: {
 			struct place_score sc = l->pl.score; /* the event has none */
-			if (place_kept_copy(&l->pl, &ev->placement)) {
+			if (place_kept_copy_like(&l->pl, &ev->placement,
+						 sched_lease_picks(c->sched, l->seq))) {
 				fatal(c, "placement_copy", SL_ENOMEM);
 				break;
 			}
@@ -160,15 +162,15 @@ enum sl_err ctl_sched_check(struct ctl *c, enum sl_err e, const char *what)
 
 static void spec_of(const struct ctl_lease *l, struct place_request *pr, struct sched_spec *sp)
 {
-	lease_req_to_place(&l->req, l->tenant, pr);
+	lease_req_to_place(l->req, l->tenant, pr);
 	pr->gpus = l->gpus;
 	memset(sp, 0, sizeof(*sp));
 	sp->tenant = l->tenant;
-	sp->plan = l->req.plan;
+	sp->plan = l->req->plan;
 	sp->req = pr;
-	sp->duration_ns = l->req.duration_s * 1000000000;
-	sp->elastic_min = l->req.el_min;
-	sp->elastic_max = l->req.el_max;
+	sp->duration_ns = l->req->duration_s * 1000000000;
+	sp->elastic_min = l->req->el_min;
+	sp->elastic_max = l->req->el_max;
 }
 
 enum sl_err ctl_sched_submit(struct ctl *c, struct ctl_lease *l, struct sl_diag *d)
@@ -327,9 +329,13 @@ static enum sl_err restore_one(struct ctl *c, struct ctl_lease *l, bool run)
 	enum sl_err e = sched_restore(c->sched, l->seq, &r, &d);
 	if (e == SL_ENOMEM)
 		return e;
-	if (e)
+	if (e) {
 		fail_restore(c, l, &d);
-	return SL_OK;
+		return SL_OK;
+	}
+	/* The scheduler copied the picks: one copy for both (SL_ENOMEM or SL_OK). */
+	return run ? place_kept_copy_like(&l->pl, r.placement, sched_lease_picks(c->sched, l->seq))
+		   : SL_OK;
 }
 
 /* Pending leases keep the reason the scheduler gives them now (what a

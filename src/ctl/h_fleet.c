@@ -204,6 +204,9 @@ enum sl_err ctl_fleet_replace(struct ctl *c, const char *text, size_t len, const
 		bool gone = false;
 		if (!l || !remap[i])
 			continue;
+		/* Shared only with the scheduler's record, freed above: no copy. */
+		if (place_kept_own(&l->pl))
+			c->fatal = true;
 		for (int k = 0; k < l->pl.npicks; k++) {
 			l->pl.picks[k].node = remap[i][k];
 			gone |= remap[i][k] < 0;

@@ -112,15 +112,15 @@ void h_lease_create(struct ctl_call *call)
 	snprintf(l->id, sizeof(l->id), "ls-%06llu", (unsigned long long)l->seq);
 	l->tenant = ctl_name(c, t->name);
 	l->user = ctl_name(c, call->tok->user);
-	l->req = r;
-	if (!lease_req_keep(&l->req) || !l->tenant || !l->user ||
-	    !lease_set_request(l, call->body)) {
+	l->req = lease_req_keep(&r);
+	if (!l->req || !l->tenant || !l->user || !lease_set_request(l, call->body)) {
 		lease_release_mem(l);
 		free(l);
 		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
 		return;
 	}
 	lease_share_request(l, l->seq > 1 ? c->lt.leases[l->seq - 2] : NULL);
+	lease_share_req(l, l->seq > 1 ? c->lt.leases[l->seq - 2] : NULL);
 	l->gpus = r.gpus;
 	l->created_ns = c->now_ns;
 	l->state = LS_PENDING;
@@ -219,26 +219,26 @@ void h_lease_extend(struct ctl_call *call)
 		answer_ended(call, l);
 		return;
 	}
-	if (!l->req.duration_s) {
+	if (!l->req->duration_s) {
 		snprintf(msg, sizeof(msg), "lease %s has no duration, so there is no end to extend", l->id);
 		ctl_answer_error(call, SL_ECONFLICT, msg, NULL);
 		return;
 	}
-	if (l->req.duration_s + by > CTL_MAX_DURATION_S) {
+	if (l->req->duration_s + by > CTL_MAX_DURATION_S) {
 		snprintf(msg, sizeof(msg), "the duration would pass %lld s", (long long)CTL_MAX_DURATION_S);
 		ctl_answer_error(call, SL_ELIMIT, msg, NULL);
 		return;
 	}
 	struct sl_diag d;
 	sl_diag_clear(&d);
-	enum sl_err e = sched_extend(c->sched, l->seq, (l->req.duration_s + by) * 1000000000, &d);
+	enum sl_err e = sched_extend(c->sched, l->seq, (l->req->duration_s + by) * 1000000000, &d);
 	if (e) {
 		ctl_answer_diag(call, e, &d);
 		return;
 	}
-	l->req.duration_s += by;
 	json_t *rq = json_loads(l->request, 0, NULL);
-	if (!rq || json_object_set_new(rq, "duration_s", json_integer(l->req.duration_s)) ||
+	if (!lease_set_duration(l, l->req->duration_s + by) || !rq ||
+	    json_object_set_new(rq, "duration_s", json_integer(l->req->duration_s)) ||
 	    !lease_set_request(l, rq))
 		c->fatal = true; /* out of memory: the row would keep the old duration */
 	json_decref(rq);
@@ -264,14 +264,14 @@ void h_lease_scale(struct ctl_call *call)
 	if (!l || !ctl_check_fields(call, call->body, fields, 1, "a scale request"))
 		return;
 	json_int_t gpus = json_integer_value(json_object_get(call->body, "gpus"));
-	if (!l->req.el_max) {
+	if (!l->req->el_max) {
 		snprintf(msg, sizeof(msg), "lease %s is not elastic", l->id);
 		ctl_answer_error(call, SL_ECONFLICT, msg, "create it with \"elastic\": {\"min\": N, \"max\": M}");
 		return;
 	}
-	if (gpus < l->req.el_min || gpus > l->req.el_max) {
+	if (gpus < l->req->el_min || gpus > l->req->el_max) {
 		snprintf(msg, sizeof(msg), "lease %s scales between %d and %d GPUs, not %lld", l->id,
-			 l->req.el_min, l->req.el_max, (long long)gpus);
+			 l->req->el_min, l->req->el_max, (long long)gpus);
 		ctl_answer_error(call, SL_EINVAL, msg, NULL);
 		return;
 	}

@@ -15,19 +15,19 @@
 static json_t *lease_entry(const struct ctl_lease *l)
 {
 	json_t *models = json_array();
-	for (int i = 0; models && i < l->req.nmodels; i++)
-		json_array_append_new(models, json_string(lease_req_model(&l->req, i)));
+	for (int i = 0; models && i < l->req->nmodels; i++)
+		json_array_append_new(models, json_string(lease_req_model(l->req, i)));
 	json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:o, s:I, s:s}", "id", l->id, "state",
-			      lease_state_name(l->state), "gpus", l->req.gpus, "per_node",
-			      l->req.per_node, "models", models ? models : json_array(), "submit_s",
-			      (json_int_t)(l->created_ns / 1000000000), "plan", plan_name(l->req.plan));
+			      lease_state_name(l->state), "gpus", l->req->gpus, "per_node",
+			      l->req->per_node, "models", models ? models : json_array(), "submit_s",
+			      (json_int_t)(l->created_ns / 1000000000), "plan", plan_name(l->req->plan));
 	if (!o)
 		return NULL;
-	if (l->req.gpu_milli > 0)
-		json_object_set_new(o, "gpu_milli", json_integer(l->req.gpu_milli));
-	if (l->req.cpu_mem) {
-		json_object_set_new(o, "cpu_milli", json_integer(l->req.cpu_milli));
-		json_object_set_new(o, "memory_mib", json_integer(l->req.mem_mib));
+	if (l->req->gpu_milli > 0)
+		json_object_set_new(o, "gpu_milli", json_integer(l->req->gpu_milli));
+	if (l->req->cpu_mem) {
+		json_object_set_new(o, "cpu_milli", json_integer(l->req->cpu_milli));
+		json_object_set_new(o, "memory_mib", json_integer(l->req->mem_mib));
 	}
 	json_object_set_new(o, "start_s", l->started_ns ? json_integer(l->started_ns / 1000000000)
 							: json_null());

@@ -31,7 +31,7 @@ void h_queue(struct ctl_call *call)
 		json_array_append_new(a, json_pack("{s:i, s:s, s:s, s:s, s:i, s:s, s:s, s:o}",
 						   "position", q[i].position, "lease", l->id,
 						   "tenant", l->tenant, "plan",
-						   plan_name(l->req.plan), "gpus", q[i].gpus,
+						   plan_name(l->req->plan), "gpus", q[i].gpus,
 						   "constraint", place_constraint_name(q[i].constraint),
 						   "reason", q[i].reason ? q[i].reason : "",
 						   "submitted_at", ctl_time_json(l->created_ns)));

@@ -171,9 +171,9 @@ static enum sl_err quota_ok(struct ctl *c, const struct instance *in, const stru
 			if (!strcmp(fleet_node_type(c->fleet, l->pl.picks[0].node)->gpu->name, model))
 				used += l->gpus;
 		} else if (l->state == LS_PENDING) {
-			bool may = l->req.nmodels == 0;
-			for (int k = 0; k < l->req.nmodels; k++)
-				may |= !strcmp(lease_req_model(&l->req, k), model);
+			bool may = l->req->nmodels == 0;
+			for (int k = 0; k < l->req->nmodels; k++)
+				may |= !strcmp(lease_req_model(l->req, k), model);
 			used += may ? l->gpus : 0;
 		}
 	}
@@ -198,13 +198,14 @@ static struct ctl_lease *lease_new(struct ctl *c, const struct instance *in, con
 	snprintf(l->id, sizeof(l->id), "ls-%06llu", (unsigned long long)l->seq);
 	l->tenant = ctl_name(c, in->tenant);
 	l->user = ctl_name(c, user && user[0] ? user : in->user);
-	l->req = *r;
-	if (!lease_req_keep(&l->req) || !l->tenant || !l->user || !lease_set_request(l, doc)) {
+	l->req = lease_req_keep(r);
+	if (!l->req || !l->tenant || !l->user || !lease_set_request(l, doc)) {
 		lease_release_mem(l);
 		free(l);
 		return NULL;
 	}
 	lease_share_request(l, l->seq > 1 ? c->lt.leases[l->seq - 2] : NULL);
+	lease_share_req(l, l->seq > 1 ? c->lt.leases[l->seq - 2] : NULL);
 	l->gpus = r->gpus;
 	l->created_ns = c->now_ns;
 	l->state = LS_PENDING;

@@ -243,7 +243,8 @@ static bool row_same(const struct ctl_lease *was, const struct ctl_lease *l)
 			break;
 		}
 		case LF_PLAN:
-			if (was->req.plan != l->req.plan)
+			/* kept requests are replaced, never edited */
+			if (was->req != l->req)
 				return false;
 			break;
 		case LF_STATE:

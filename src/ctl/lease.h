@@ -48,9 +48,10 @@ static inline bool lease_state_final(enum lease_state s)
 
 /* A lease request, validated (the JSON as posted is kept beside it).
  * region, site and tenant are never NULL ("" when absent): lease_req_parse
- * borrows them from the document; a lease's own copy (ctl_lease.req) owns
- * region and site after lease_req_keep and keeps no tenant (ctl_lease has
- * it). */
+ * borrows them from the document. A lease points at a kept copy
+ * (lease_req_keep): counted, shared by the leases that ask alike (most do:
+ * 96 bytes a lease otherwise, bench/results/memory.md), owning region and
+ * site, without a tenant (ctl_lease has it); never changed once kept. */
 struct lease_req {
 	int gpus;       /* whole GPUs; 0 for a share or a CPU-only lease */
 	int gpu_milli;  /* a share of one GPU, 1..999 thousandths, else 0 */
@@ -72,6 +73,8 @@ struct lease_req {
 	bool exclusive;
 	bool one_leaf; /* a gang under one leaf switch only */
 	bool replace_on_failure; /* "on_node_failure": "replace" (agents.c) */
+	/* in the tail padding: leases that point at a kept copy (0: parsed) */
+	unsigned refs;
 };
 
 /* The name of r's model i (< r->nmodels): a catalog name (static). */
@@ -98,23 +101,29 @@ struct lease_hist {
  * epoch and simulated. A new scalar row field is one line there. */
 struct ctl_lease {
 	uint64_t seq;
-	char id[24];
+	char id[16];     /* "ls-" and the seq (< 2^31: lease_load.c), NUL */
 	const char *tenant; /* ctl_name(): one copy per name, not per lease */
 	const char *user;   /* likewise */
-	struct lease_req req;
+	const struct lease_req *req; /* kept (lease_req_keep): counted, maybe
+					shared with other leases; replace it
+					(lease_set_duration), never edit it */
 	char *request;   /* as posted (validated): its compact JSON text as jansson
 			    dumps it (json_dumps JSON_COMPACT); counted, maybe
 			    shared with other leases (lease_share_request) */
-	enum lease_state state;
-	LEASE_FIELDS(LF_MEMBER)
-	bool placed;     /* ever placed: pl.score is its "score"; else none */
-	struct place_kept pl; /* picks while active/preempting */
+	struct place_kept pl; /* picks while active/preempting (counted, shared
+				 with the scheduler's record while it runs) */
 	char *reason;    /* why it waits (pending; counted, maybe shared: see
 			    lease_set_reason; NULL: "") */
 	char *end_reason; /* history reason for the coming end (owned; NULL: the
 			     default); see lease_set_end_reason */
-	struct lease_hist *hist; /* oldest first, at most CTL_MAX_HISTORY */
-	int nhist, cap_hist;
+	struct lease_hist *hist; /* oldest first, at most CTL_MAX_HISTORY; its
+				    capacity follows from nhist (lease_hist_add) */
+	int nhist;
+	/* Ordered so that the record has no holes: 232 bytes, a 240-byte
+	 * block of malloc (bench/results/memory.md). */
+	LEASE_FIELDS(LF_MEMBER)
+	bool placed;     /* ever placed: pl.score is its "score"; else none */
+	enum lease_state state;
 };
 
 struct ctl_expiry {
@@ -213,12 +222,22 @@ int lease_state_parse(const char *s);
 /* Parses a lease request body (already field-checked) into r; answers
  * nothing. r's strings are borrowed from o (see struct lease_req). */
 enum sl_err lease_req_parse(const json_t *o, struct lease_req *r, struct sl_diag *d) SL_MUST_USE;
-/* Makes r own copies of its region and site and drops its tenant, so it
- * outlives the parsed document; false when out of memory (r then holds
- * none, and may still be released). */
-bool lease_req_keep(struct lease_req *r) SL_MUST_USE;
-/* Frees what lease_req_keep copied (NULL strings allowed: a zeroed r). */
-void lease_req_release(struct lease_req *r);
+/* A kept copy of r (refs 1) that owns copies of its region and site and
+ * has no tenant, so it outlives the parsed document; NULL when out of
+ * memory. */
+const struct lease_req *lease_req_keep(const struct lease_req *r) SL_MUST_USE;
+/* One lease fewer points at kept request r (NULL: nothing); the last frees
+ * it. */
+void lease_req_drop(const struct lease_req *r);
+/* Whether a and b ask for the same (region and site by content; tenants
+ * ignored). */
+bool lease_req_equal(const struct lease_req *a, const struct lease_req *b);
+/* Points l at like's kept request when the two are equal (one copy for
+ * both; like may be NULL). */
+void lease_share_req(struct ctl_lease *l, const struct ctl_lease *like);
+/* Gives l its request with duration_s changed (a copy: the old one may be
+ * shared). False when out of memory (l unchanged). */
+bool lease_set_duration(struct ctl_lease *l, int64_t duration_s) SL_MUST_USE;
 /* place_request view of r (borrows r's strings). */
 void lease_req_to_place(const struct lease_req *r, const char *tenant, struct place_request *pr);
 /* Picks of a placement from a JSON "placement" array, nodes by name. */

@@ -13,7 +13,7 @@
  * their own in each walker.
  *
  * X(kind, member, key, when): member is the struct ctl_lease member the key
- * comes from (a path such as req.plan for structured kinds), when says in
+ * comes from (a path such as pl.score for structured kinds), when says in
  * which rows the key is present. */
 #ifndef SL_CTL_LEASE_FIELDS_H
 #define SL_CTL_LEASE_FIELDS_H
@@ -24,7 +24,7 @@
 	X(LF_ID, id, "id", LW_ALWAYS)                                           \
 	X(LF_NAME, tenant, "tenant", LW_ALWAYS)                                 \
 	X(LF_NAME, user, "user", LW_ALWAYS)                                     \
-	X(LF_PLAN, req.plan, "plan", LW_ALWAYS)                                 \
+	X(LF_PLAN, req, "plan", LW_ALWAYS)                                      \
 	X(LF_STATE, state, "state", LW_ALWAYS)                                  \
 	X(LF_INT, gpus, "gpus", LW_ALWAYS)                                      \
 	X(LF_REQUEST, request, "request", LW_ALWAYS)                            \

@@ -51,6 +51,10 @@ static enum sl_err load_lease(void *arg, const char *id, const char *tenant, con
 		c->lt.leases[c->lt.nleases++] = NULL;
 	*heap = l;
 	c->lt.leases[l.seq - 1] = heap;
+	/* Leases that ask alike share their request, as when they were made. */
+	const struct ctl_lease *prev = l.seq > 1 ? c->lt.leases[l.seq - 2] : NULL;
+	lease_share_request(heap, prev);
+	lease_share_req(heap, prev);
 	return SL_OK;
 }
 

@@ -240,7 +240,7 @@ static void rb_lease(struct rbuf *b, struct ctl *c, const struct ctl_lease *l, s
 			break;
 		}
 		case LF_PLAN:
-			rb_str(b, plan_name(l->req.plan));
+			rb_str(b, plan_name(l->req->plan));
 			break;
 		case LF_STATE:
 			rb_str(b, lease_state_name(l->state));

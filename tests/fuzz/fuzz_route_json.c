@@ -28,8 +28,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 0: {
 		struct lease_req r;
 		e = lease_req_parse(o, &r, &d);
-		if (e == SL_OK && lease_req_keep(&r))
-			lease_req_release(&r);
+		if (e == SL_OK)
+			lease_req_drop(lease_req_keep(&r));
 		break;
 	}
 	case 1: {

@@ -158,12 +158,35 @@ static void test_lease_req(void **state)
 	o = json_loads("{\"gpus\":1,\"region\":\"cn-east\",\"tenant\":\"acme\"}", 0, NULL);
 	assert_int_equal(lease_req_parse(o, &r, &d), SL_OK);
 	assert_string_equal(r.site, "");
-	assert_true(lease_req_keep(&r));
+	const struct lease_req *k = lease_req_keep(&r), *k2 = lease_req_keep(&r);
+	assert_non_null(k);
+	assert_non_null(k2);
 	json_decref(o);
-	assert_string_equal(r.region, "cn-east");
-	assert_string_equal(r.site, "");
-	assert_string_equal(r.tenant, "");
-	lease_req_release(&r);
+	assert_string_equal(k->region, "cn-east");
+	assert_string_equal(k->site, "");
+	assert_string_equal(k->tenant, "");
+	assert_int_equal(k->refs, 1);
+	/* Leases that ask alike share one kept request; a change of duration
+	 * gives the lease its own. */
+	struct ctl_lease a, b;
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	a.req = k;
+	b.req = k2;
+	assert_true(lease_req_equal(a.req, b.req));
+	lease_share_req(&b, &a);
+	assert_ptr_equal(a.req, b.req);
+	assert_int_equal(k->refs, 2);
+	assert_true(lease_set_duration(&b, 3600));
+	assert_ptr_not_equal(a.req, b.req);
+	assert_int_equal(k->refs, 1);
+	assert_int_equal(b.req->duration_s, 3600);
+	assert_string_equal(b.req->region, "cn-east");
+	assert_false(lease_req_equal(a.req, b.req));
+	lease_share_req(&b, &a); /* not equal: both keep their own */
+	assert_ptr_not_equal(a.req, b.req);
+	lease_req_drop(a.req);
+	lease_req_drop(b.req);
 }
 
 static void test_token_format(void **state)
@@ -272,13 +295,14 @@ static void test_lease_roundtrip(void **state)
 	placement_init(&pl0);
 	json_t *req = json_loads("{\"gpus\":16,\"per_node\":8,\"models\":[\"h100-sxm\"],\"plan\":\"spot\","
 				 "\"duration_s\":3600,\"tenant\":\"acme\"}", 0, NULL);
-	assert_int_equal(lease_req_parse(req, &l.req, &d), SL_OK);
-	assert_string_equal(l.req.tenant, "acme");
-	assert_true(lease_req_keep(&l.req));
+	struct lease_req r;
+	assert_int_equal(lease_req_parse(req, &r, &d), SL_OK);
+	assert_string_equal(r.tenant, "acme");
+	assert_non_null(l.req = lease_req_keep(&r));
 	struct place_request pr;
-	lease_req_to_place(&l.req, "acme", &pr);
+	lease_req_to_place(l.req, "acme", &pr);
 	assert_int_equal(placer_place(c.placer, &pr, &pl0, &d), SL_OK);
-	place_kept_take(&l.pl, &pl0);
+	assert_int_equal(place_kept_take(&l.pl, &pl0), SL_OK);
 	l.seq = 42;
 	strcpy(l.id, "ls-000042");
 	l.tenant = ctl_name(&c, "acme");
@@ -330,7 +354,7 @@ static void test_lease_roundtrip(void **state)
 	assert_true(sizeof(struct ctl_lease) <= 1024);
 	assert_int_equal(back.seq, 42);
 	assert_int_equal(back.state, LS_PREEMPTING);
-	assert_int_equal(back.req.plan, PLAN_SPOT);
+	assert_int_equal(back.req->plan, PLAN_SPOT);
 	assert_int_equal(back.pl.npicks, 2);
 	assert_int_equal(back.pl.picks[0].node, l.pl.picks[0].node);
 	assert_int_equal(back.pl.picks[0].gpus, l.pl.picks[0].gpus);
@@ -381,6 +405,8 @@ static void test_lease_bad_rows(void **state)
 	static const char *const rows[] = {
 		"{}",
 		"{\"id\":\"ls-x\",\"tenant\":\"a\",\"user\":\"u\",\"state\":\"active\",\"request\":{\"gpus\":1},\"history\":[]}",
+		/* an id longer than any the controller makes (ctl_lease.id) */
+		"{\"id\":\"ls-0000000000000001\",\"tenant\":\"a\",\"user\":\"u\",\"state\":\"active\",\"request\":{\"gpus\":1},\"history\":[]}",
 		"{\"id\":\"ls-000001\",\"tenant\":\"a\",\"user\":\"u\",\"state\":\"weird\",\"request\":{\"gpus\":1},\"history\":[]}",
 		"{\"id\":\"ls-000001\",\"tenant\":\"a\",\"user\":\"u\",\"state\":\"active\",\"request\":{\"gpus\":0},\"history\":[]}",
 		"{\"id\":\"ls-000001\",\"tenant\":\"a\",\"user\":\"u\",\"state\":\"active\",\"request\":{\"gpus\":1},\"history\":[],"

@@ -42,14 +42,15 @@ static int setup(void **state)
 	struct ctl_lease *l = &x->l;
 	json_t *req = json_loads("{\"gpus\":16,\"per_node\":8,\"models\":[\"h100-sxm\"],\"plan\":\"spot\","
 				 "\"tenant\":\"acme\"}", 0, NULL);
-	assert_int_equal(lease_req_parse(req, &l->req, &d), SL_OK);
-	assert_true(lease_req_keep(&l->req));
+	struct lease_req r;
+	assert_int_equal(lease_req_parse(req, &r, &d), SL_OK);
+	assert_non_null(l->req = lease_req_keep(&r));
 	struct place_request pr;
 	struct placement pl;
 	placement_init(&pl);
-	lease_req_to_place(&l->req, "acme", &pr);
+	lease_req_to_place(l->req, "acme", &pr);
 	assert_int_equal(placer_place(x->c.placer, &pr, &pl, &d), SL_OK);
-	place_kept_take(&l->pl, &pl);
+	assert_int_equal(place_kept_take(&l->pl, &pl), SL_OK);
 	l->seq = 7;
 	snprintf(l->id, sizeof(l->id), "ls-7");
 	l->tenant = ctl_name(&x->c, "acme");

@@ -1060,6 +1060,63 @@ static void test_differential(void **state)
 	fleet_release(&x.f);
 }
 
+/* Kept picks are counted: a copy "like" an equal array shares it, a
+ * different one does not; own gives a private copy to edit; each holder
+ * releases its own (leaks show under ASan). */
+static void test_kept_shared(void **state)
+{
+	(void)state;
+	struct place_pick k[2];
+	memset(k, 0, sizeof(k));
+	k[0].node = 3;
+	k[0].gpus = 0x3;
+	k[0].gpu = -1;
+	k[1].node = 4;
+	k[1].gpus = 0x1;
+	k[1].gpu = -1;
+	struct placement src;
+	placement_init(&src);
+	assert_int_equal(placement_add(&src, &k[0]), SL_OK);
+	assert_int_equal(placement_add(&src, &k[1]), SL_OK);
+	src.score.nodes = 2;
+	struct place_picks sp = {NULL, 0, 0};
+	assert_int_equal(place_picks_copy(&sp, &src), SL_OK);
+	assert_ptr_not_equal(sp.picks, src.picks);
+	struct place_kept a, b;
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	assert_int_equal(place_kept_copy_like(&a, &src, &sp), SL_OK);
+	assert_ptr_equal(a.picks, sp.picks); /* shared */
+	assert_int_equal(a.npicks, 2);
+	assert_int_equal(a.score.nodes, 2);
+	/* Editing one holder's picks leaves the other's alone. */
+	assert_int_equal(place_kept_own(&a), SL_OK);
+	assert_ptr_not_equal(a.picks, sp.picks);
+	a.picks[0].node = 9;
+	assert_int_equal(sp.picks[0].node, 3);
+	/* Not equal to like: a copy of its own. */
+	assert_int_equal(place_kept_copy_like(&b, place_kept_view(&a, &(struct placement){0}), &sp),
+			 SL_OK);
+	assert_ptr_not_equal(b.picks, sp.picks);
+	assert_ptr_not_equal(b.picks, a.picks);
+	assert_int_equal(b.picks[0].node, 9);
+	/* Alone already: own changes nothing. */
+	struct place_pick *was = b.picks;
+	assert_int_equal(place_kept_own(&b), SL_OK);
+	assert_ptr_equal(b.picks, was);
+	/* Shared, then the sharer goes first. */
+	assert_int_equal(place_kept_copy_like(&b, &src, &sp), SL_OK);
+	assert_ptr_equal(b.picks, sp.picks);
+	place_picks_release(&sp);
+	assert_int_equal(b.picks[1].node, 4);
+	assert_int_equal(place_kept_take(&a, &src), SL_OK);
+	assert_null(src.picks);
+	assert_int_equal(a.picks[0].node, 3);
+	place_kept_release(&a);
+	place_kept_release(&b);
+	placement_release(&src);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1069,6 +1126,7 @@ int main(void)
 		cmocka_unit_test(test_unusable),    cmocka_unit_test(test_shares),
 		cmocka_unit_test(test_huge_cpu_mem), cmocka_unit_test(test_cpu_milli_cores),
 		cmocka_unit_test(test_score),       cmocka_unit_test(test_differential),
+		cmocka_unit_test(test_kept_shared),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

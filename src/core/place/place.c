@@ -50,43 +50,79 @@ static enum sl_err placement_reserve(struct placement *pl, int n)
 	return sl_grow(&pl->picks, &pl->cap, n < 4 ? 4 : n, PLACE_MAX_GPUS);
 }
 
-/* ---- kept placements (struct place_kept) ---- */
+/* ---- kept placements (struct place_kept, struct place_picks) ---- */
+
+/* Kept picks are counted: a count before the picks, so that a lease's
+ * scheduler record and its controller record hold one array
+ * (place_kept_copy_like). */
+struct picks_head {
+	size_t refs;
+};
+
+static struct place_pick *picks_dup(const struct place_pick *src, int n)
+{
+	if (n <= 0)
+		return NULL;
+	struct picks_head *h = malloc(sizeof(*h) + (size_t)n * sizeof(*src));
+	if (!h)
+		return NULL;
+	h->refs = 1;
+	struct place_pick *k = (struct place_pick *)(h + 1);
+	memcpy(k, src, (size_t)n * sizeof(*k));
+	return k;
+}
+
+static void picks_drop(struct place_pick *k)
+{
+	if (!k)
+		return;
+	struct picks_head *h = (struct picks_head *)k - 1;
+	if (--h->refs == 0)
+		free(h);
+}
+
+static bool picks_same(const struct place_pick *a, int na, const struct place_pick *b, int nb)
+{
+	return na == nb && na > 0 && !memcmp(a, b, (size_t)na * sizeof(*a));
+}
 
 enum sl_err place_picks_copy(struct place_picks *p, const struct placement *src)
 {
-	struct place_pick *k = NULL;
-	if (src->npicks > 0) {
-		k = malloc((size_t)src->npicks * sizeof(*k));
-		if (!k)
-			return SL_ENOMEM;
-		memcpy(k, src->picks, (size_t)src->npicks * sizeof(*k));
-	}
-	free(p->picks);
+	struct place_pick *k = picks_dup(src->picks, src->npicks);
+	if (!k && src->npicks > 0)
+		return SL_ENOMEM;
+	picks_drop(p->picks);
 	p->picks = k;
 	p->npicks = p->cap = src->npicks;
 	return SL_OK;
 }
 
-void place_picks_take(struct place_picks *p, struct placement *src)
+enum sl_err place_picks_take(struct place_picks *p, struct placement *src)
 {
-	free(p->picks);
-	p->picks = src->picks;
-	p->npicks = src->npicks;
-	p->cap = src->cap;
-	if (p->cap > p->npicks && p->npicks > 0) {
-		/* Exactly what it holds: it is kept for the lease's life. */
-		struct place_pick *k = realloc(p->picks, (size_t)p->npicks * sizeof(*k));
-		if (k) {
-			p->picks = k;
-			p->cap = p->npicks;
-		}
+	enum sl_err e = place_picks_copy(p, src);
+	if (e == SL_OK) {
+		placement_release(src);
+		placement_init(src);
 	}
-	placement_init(src);
+	return e;
+}
+
+enum sl_err place_picks_own(struct place_picks *p)
+{
+	if (!p->picks || ((struct picks_head *)p->picks - 1)->refs == 1)
+		return SL_OK;
+	struct place_pick *k = picks_dup(p->picks, p->npicks);
+	if (!k && p->npicks > 0)
+		return SL_ENOMEM;
+	picks_drop(p->picks);
+	p->picks = k;
+	p->cap = p->npicks;
+	return SL_OK;
 }
 
 void place_picks_release(struct place_picks *p)
 {
-	free(p->picks);
+	picks_drop(p->picks);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -105,8 +141,24 @@ static void kept_set_picks(struct place_kept *p, const struct place_picks *k)
 
 enum sl_err place_kept_copy(struct place_kept *p, const struct placement *src)
 {
+	return place_kept_copy_like(p, src, NULL);
+}
+
+enum sl_err place_kept_copy_like(struct place_kept *p, const struct placement *src,
+				 const struct place_picks *like)
+{
 	struct place_picks k = kept_picks(p);
-	enum sl_err e = place_picks_copy(&k, src);
+	enum sl_err e = SL_OK;
+	if (like && picks_same(like->picks, like->npicks, src->picks, src->npicks)) {
+		if (k.picks != like->picks) {
+			((struct picks_head *)like->picks - 1)->refs++;
+			picks_drop(k.picks);
+			k.picks = like->picks;
+		}
+		k.npicks = k.cap = like->npicks;
+	} else {
+		e = place_picks_copy(&k, src);
+	}
 	if (e == SL_OK) {
 		kept_set_picks(p, &k);
 		p->score = src->score;
@@ -114,17 +166,29 @@ enum sl_err place_kept_copy(struct place_kept *p, const struct placement *src)
 	return e;
 }
 
-void place_kept_take(struct place_kept *p, struct placement *src)
+enum sl_err place_kept_take(struct place_kept *p, struct placement *src)
 {
 	struct place_picks k = kept_picks(p);
-	p->score = src->score;
-	place_picks_take(&k, src);
+	struct place_score sc = src->score;
+	enum sl_err e = place_picks_take(&k, src);
+	if (e == SL_OK) {
+		kept_set_picks(p, &k);
+		p->score = sc;
+	}
+	return e;
+}
+
+enum sl_err place_kept_own(struct place_kept *p)
+{
+	struct place_picks k = kept_picks(p);
+	enum sl_err e = place_picks_own(&k);
 	kept_set_picks(p, &k);
+	return e;
 }
 
 void place_kept_release(struct place_kept *p)
 {
-	free(p->picks);
+	picks_drop(p->picks);
 	memset(p, 0, sizeof(*p));
 }
 

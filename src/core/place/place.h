@@ -153,29 +153,42 @@ enum sl_err placement_add(struct placement *pl, const struct place_pick *pick) S
 /* A placement as a placed lease keeps it for its life: exactly its picks and
  * its score, without struct placement's 512-byte refusal sentence (which a
  * placed lease never needs). The controller keeps its leases' picks this
- * way; the placer gets place_kept_view(). */
+ * way; the placer gets place_kept_view(). Kept picks (here and in struct
+ * place_picks) are counted arrays that several holders may share (a
+ * lease's scheduler record and its controller record:
+ * place_kept_copy_like): replace them through these functions; edit them
+ * in place only after place_kept_own / place_picks_own. */
+struct place_picks;
 struct place_kept {
-	struct place_pick *picks; /* owned, npicks of them */
+	struct place_pick *picks; /* counted, npicks of them */
 	int npicks, cap;
 	struct place_score score;
 };
 /* Copies src's picks and score into p; SL_ENOMEM leaves p unchanged. */
 enum sl_err place_kept_copy(struct place_kept *p, const struct placement *src) SL_MUST_USE;
-/* Moves src's picks and score into p (p's old picks are freed; src is left
- * empty, initialised). */
-void place_kept_take(struct place_kept *p, struct placement *src);
+/* The same, but when like (may be NULL) holds the same picks as src, p
+ * shares like's array instead of a copy of its own. */
+enum sl_err place_kept_copy_like(struct place_kept *p, const struct placement *src,
+				 const struct place_picks *like) SL_MUST_USE;
+/* Moves src's picks and score into p (p's old picks are dropped; src is
+ * left empty, initialised). SL_ENOMEM leaves both unchanged. */
+enum sl_err place_kept_take(struct place_kept *p, struct placement *src) SL_MUST_USE;
+/* Makes p's picks its own (a copy when shared), to edit them in place. */
+enum sl_err place_kept_own(struct place_kept *p) SL_MUST_USE;
 void place_kept_release(struct place_kept *p);
 /* Picks alone, without the 72-byte score: the scheduler's leases keep
  * theirs this way (100,000 of them in bench/results/memory.md; the score is
  * in SCHED_EV_STARTED and the controller keeps it). Same members as
  * place_kept's first three. */
 struct place_picks {
-	struct place_pick *picks; /* owned, npicks of them */
+	struct place_pick *picks; /* counted (see place_kept), npicks of them */
 	int npicks, cap;
 };
-/* As place_kept_copy, place_kept_take and place_kept_release, for picks. */
+/* As place_kept_copy, place_kept_take, place_kept_own and
+ * place_kept_release, for picks. */
 enum sl_err place_picks_copy(struct place_picks *p, const struct placement *src) SL_MUST_USE;
-void place_picks_take(struct place_picks *p, struct placement *src);
+enum sl_err place_picks_take(struct place_picks *p, struct placement *src) SL_MUST_USE;
+enum sl_err place_picks_own(struct place_picks *p) SL_MUST_USE;
 void place_picks_release(struct place_picks *p);
 /* A struct placement (in tmp) that borrows p's picks, valid while p is
  * unchanged; its score is zero. */

@@ -137,7 +137,7 @@ void lease_set_why(const struct sched *s, struct sched_lease *l, const char *why
 	/* Leases that wait for the same reason share one copy of it: the lease
 	 * submitted before this one is the likeliest to. */
 	const struct sched_lease *prev = l->id > 1 ? sched_find(s, l->id - 1) : NULL;
-	if (prev)
+	if (prev && prev->state == SCHED_PENDING)
 		sl_ctext_share(&l->why, prev->why);
 }
 
@@ -184,14 +184,25 @@ enum sl_err sched_nodes_added(struct sched *s)
 	return SL_OK;
 }
 
+/* Frees what the pending part of l holds (the record's bytes are then the
+ * running part's to fill). */
+static void pending_release(struct sched_lease *l)
+{
+	if (l->hold)
+		placement_release(&l->hold->pl);
+	free(l->hold);
+	sl_ctext_drop(l->why);
+	l->hold = NULL;
+	l->why = NULL;
+}
+
 static void lease_free(struct sched *s, struct sched_lease *l)
 {
 	sched_shape_put(s, l->shape);
-	place_picks_release(&l->pl);
-	if (l->rsv)
-		placement_release(l->rsv);
-	free(l->rsv);
-	sl_ctext_drop(l->why);
+	if (l->state == SCHED_PENDING)
+		pending_release(l);
+	else
+		place_picks_release(&l->pl);
 	free(l);
 }
 
@@ -451,9 +462,10 @@ enum sl_err lease_start(struct sched *s, struct sched_lease *l, const struct pla
 		e = sl_grow(&s->running, &s->caprunning, s->nrunning + 1, SCHED_MAX_LEASES);
 	}
 	struct sched_event *ev = NULL;
+	struct place_picks picks = {NULL, 0, 0};
 	if (e == SL_OK)
 		e = placer_claim(s->p, pl, NULL);
-	if (e == SL_OK && (e = place_picks_copy(&l->pl, pl)) != SL_OK)
+	if (e == SL_OK && (e = place_picks_copy(&picks, pl)) != SL_OK)
 		sched_cannot_fail(placer_release(s->p, pl, NULL));
 	if (e != SL_OK)
 		return e;
@@ -461,19 +473,28 @@ enum sl_err lease_start(struct sched *s, struct sched_lease *l, const struct pla
 	arr_del(s->pending, &s->npending, l);
 	if (s->last_head == l->id)
 		s->last_head = 0; /* ids may be reused: never mistake a new lease for it */
+	/* The event's copy first: pl may be l's own reserved placement, which
+	 * goes with the rest of the pending part. */
+	e = ev_push(s, SCHED_EV_STARTED, l->id, now, &ev);
+	if (e == SL_OK)
+		e = placement_copy(&ev->placement, pl); /* with its score */
+	pending_release(l);
+	l->pl = picks;
 	l->state = SCHED_RUNNING;
 	l->start_ns = now;
 	l->start_seq = ++s->start_seq;
+	l->deadline_ns = 0;
+	l->victim_for = 0;
 	l->has_rsv = false;
+	l->victims_left = 0;
 	l->wait_c = PLACE_C_NONE;
 	(void)arr_push(&s->running, &s->nrunning, &s->caprunning, l);
 	lease_account(s, l, 1);
-	e = ev_push(s, SCHED_EV_STARTED, l->id, now, &ev);
-	if (e != SL_OK)
-		return e;
-	ev->gpus = lease_gpus(l);
-	ev->backfilled = backfilled;
-	return placement_copy(&ev->placement, pl); /* with its score */
+	if (ev) {
+		ev->gpus = lease_gpus(l);
+		ev->backfilled = backfilled;
+	}
+	return e;
 }
 
 enum sl_err lease_end(struct sched *s, struct sched_lease *l, enum sched_end why,
@@ -659,6 +680,7 @@ enum sl_err sched_restore(struct sched *s, uint64_t id, const struct sched_resto
 		return sl_diag_set(d, SL_ENOMEM, "out of memory");
 	struct placement pl;
 	placement_init(&pl);
+	struct place_picks picks = {NULL, 0, 0}; /* l's once it runs */
 	bool claimed = false;
 	if (!r->placement) {
 		/* Pending: the fleet may have changed under it since it was admitted. */
@@ -672,7 +694,7 @@ enum sl_err sched_restore(struct sched *s, uint64_t id, const struct sched_resto
 	} else {
 		e = placer_claim(s->p, r->placement, d);
 		claimed = e == SL_OK;
-		if (e == SL_OK && place_picks_copy(&l->pl, r->placement) != SL_OK)
+		if (e == SL_OK && place_picks_copy(&picks, r->placement) != SL_OK)
 			e = sl_diag_set(d, SL_ENOMEM, "out of memory");
 	}
 	if (e == SL_OK && table_add(s, l) != SL_OK)
@@ -687,10 +709,14 @@ enum sl_err sched_restore(struct sched *s, uint64_t id, const struct sched_resto
 	if (e != SL_OK) {
 		if (claimed)
 			sched_cannot_fail(placer_release(s->p, r->placement, NULL));
+		place_picks_release(&picks);
 		lease_free(s, l);
 		return e;
 	}
 	if (r->placement) {
+		pending_release(l); /* holds nothing yet: the bytes become the running part */
+		l->pl = picks;
+		l->victim_for = 0;
 		l->state = r->deadline_ns > 0 ? SCHED_PREEMPTING : SCHED_RUNNING;
 		l->deadline_ns = r->deadline_ns;
 		l->start_ns = r->start_ns;
@@ -779,8 +805,8 @@ static enum sl_err end_on_node(struct sched *s, int node, int64_t now)
 	/* A waiting head whose reserved placement used the node must wait anew. */
 	for (int i = 0; e == SL_OK && i < s->npending; i++) {
 		struct sched_lease *l = s->pending[i];
-		for (int k = 0; l->has_rsv && k < l->rsv->npicks; k++)
-			if (l->rsv->picks[k].node == node)
+		for (int k = 0; l->has_rsv && k < l->hold->pl.npicks; k++)
+			if (l->hold->pl.picks[k].node == node)
 				l->has_rsv = false;
 	}
 	return e;

@@ -125,6 +125,7 @@ static enum sl_err scale_grow(struct sched *s, struct sched_lease *l, int extra,
 	if (e == SL_OK)
 		e = quota_check(s, l, &x, d);
 	struct placement grown, cur;
+	struct place_picks kept = {NULL, 0, 0};
 	placement_init(&grown);
 	if (e == SL_OK)
 		e = placement_copy(&grown, place_picks_view(&l->pl, &cur));
@@ -134,14 +135,19 @@ static enum sl_err scale_grow(struct sched *s, struct sched_lease *l, int extra,
 		grown.npicks = l->pl.npicks;
 		for (int i = 0; i < x.npicks; i++)
 			sched_cannot_fail(sched_merge_pick(s, &grown, &x.picks[i])); /* capacity reserved */
-		e = placer_claim(s->p, &x, d);
+		e = place_picks_copy(&kept, &grown); /* before the claim: cannot fail after */
 	}
+	if (e == SL_OK)
+		e = placer_claim(s->p, &x, d);
 	if (e == SL_OK) {
 		lease_account(s, l, -1);
-		place_picks_take(&l->pl, &grown);
+		place_picks_release(&l->pl);
+		l->pl = kept;
+		kept = (struct place_picks){NULL, 0, 0};
 		l->gpus += extra;
 		lease_account(s, l, 1);
 	}
+	place_picks_release(&kept);
 	placement_release(&grown);
 	placement_release(&x);
 	return e;
@@ -223,7 +229,12 @@ enum sl_err sched_scale(struct sched *s, uint64_t id, int gpus, int64_t now_ns,
 	} else if (gpus > cur) {
 		e = scale_grow(s, l, gpus - cur, now_ns, d);
 	} else {
-		scale_shrink(s, l, cur - gpus);
+		/* edited in place: the controller's record may share the picks */
+		e = place_picks_own(&l->pl);
+		if (e == SL_OK)
+			scale_shrink(s, l, cur - gpus);
+		else
+			sl_diag_set(d, e, "out of memory");
 	}
 	if (e != SL_OK)
 		return e;
@@ -232,7 +243,8 @@ enum sl_err sched_scale(struct sched *s, uint64_t id, int gpus, int64_t now_ns,
 	if (e == SL_OK) {
 		ev->gpus = gpus;
 		struct placement v;
-		e = placement_copy(&ev->placement, place_picks_view(&l->pl, &v));
+		if (l->state != SCHED_PENDING) /* a pending lease has no picks */
+			e = placement_copy(&ev->placement, place_picks_view(&l->pl, &v));
 	}
 	return e == SL_OK ? sched_pass(s, now_ns) : e;
 }

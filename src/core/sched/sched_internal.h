@@ -40,36 +40,55 @@ enum sched_note {
 	NOTE_DELAY,       /* fits now, but would delay the head */
 };
 
+/* What a head that preempted takes once its victims are gone: their
+ * GPUs (pl) at the notice's deadline. */
+struct sched_hold {
+	struct placement pl;
+	int64_t deadline;
+};
+
 /* One of these per lease (100,000 of them in bench/results/memory.md):
- * members ordered by size so that the record has no holes. */
+ * members ordered by size so that the record has no holes. What only a
+ * pending lease needs and what only a running one needs share their bytes
+ * (a lease starts once and never waits again): read the pending part only
+ * while state is SCHED_PENDING, the running part only after; lease_start
+ * switches from one to the other, lease_free releases the one in use. */
 struct sched_lease {
 	uint64_t id;
 	struct sched_tenant *tenant;
 	/* Its request but the size (gpus below): shared with the leases that
 	 * ask alike (sched_shape_get); lease_req() puts the two together. */
 	const struct sched_shape *shape;
-	int64_t duration_ns, submit_ns, start_ns, deadline_ns;
-	struct place_picks pl;   /* running and preempting (no score: see place_picks) */
-	uint64_t start_seq;    /* order of starts, for newest-first preemption */
-	/* Queue bookkeeping. A pass only notes why a lease waits (cheap); the
-	 * sentence, which needs the placer's explanation (a scan of the fleet),
-	 * is written when someone asks: lease_reason(). */
-	uint64_t fail_gen;     /* placement failed at this capacity generation */
-	uint64_t note_head;    /* the head it waits behind (note) */
-	int64_t note_shadow;   /* NOTE_HEAD/NOTE_DELAY: earliest start, INT64_MAX
-				  unknown, INT64_MIN not computed */
-	int64_t note_now;      /* when the pass noted it */
-	uint64_t why_gen;      /* why and wait_c explain the state of this gen */
-	char *why;             /* the placer's explanation of the refusal
-				  (counted, maybe shared: sl_ctext; NULL: none);
-				  the reason is written from it when asked
-				  (lease_reason) */
-	/* A head that preempted: the placement it takes once its victims are
-	 * gone (allocated the first time; has_rsv says whether it holds). */
-	struct placement *rsv;
-	int64_t rsv_deadline;
-	/* A victim: the lease it makes room for (victim). */
-	uint64_t victim_for;
+	int64_t duration_ns, submit_ns;
+	union {
+		struct { /* SCHED_PENDING */
+			/* Queue bookkeeping. A pass only notes why a lease
+			 * waits (cheap); the sentence, which needs the
+			 * placer's explanation (a scan of the fleet), is
+			 * written when someone asks: lease_reason(). */
+			uint64_t fail_gen;   /* placement failed at this capacity generation */
+			uint64_t note_head;  /* the head it waits behind (note) */
+			int64_t note_shadow; /* NOTE_HEAD/NOTE_DELAY: earliest start,
+						INT64_MAX unknown, INT64_MIN not computed */
+			int64_t note_now;    /* when the pass noted it */
+			uint64_t why_gen;    /* why and wait_c explain the state of this gen */
+			char *why;           /* the placer's explanation of the refusal
+						(counted, maybe shared: sl_ctext; NULL:
+						none); the reason is written from it when
+						asked (lease_reason) */
+			/* A head that preempted: the placement it takes once
+			 * its victims are gone, and when (allocated the first
+			 * time; has_rsv says whether it holds). */
+			struct sched_hold *hold;
+		};
+		struct { /* SCHED_RUNNING, SCHED_PREEMPTING */
+			struct place_picks pl; /* no score: see place_picks */
+			uint64_t start_seq;    /* order of starts, for newest-first preemption */
+			int64_t deadline_ns;   /* SCHED_PREEMPTING: when the GPUs go */
+			uint64_t victim_for;   /* victim: the lease it makes room for */
+			int64_t start_ns;
+		};
+	};
 	enum plan plan;
 	enum sched_state state;
 	int gpus;              /* whole GPUs asked for now (elastic: current) */
@@ -77,9 +96,9 @@ struct sched_lease {
 	int pos;               /* index in pending or running */
 	enum sched_note note;  /* why it waits (note_head, note_shadow above) */
 	enum place_constraint wait_c;
-	int victims_left;      /* has_rsv */
-	bool has_rsv;
-	bool victim;
+	int victims_left;      /* has_rsv: victims still running */
+	bool has_rsv;          /* pending: hold is its placement to take */
+	bool victim;           /* running: preempted for victim_for */
 };
 
 /* A request but its size, once per scheduler for every lease that asks

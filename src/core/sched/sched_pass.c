@@ -165,29 +165,29 @@ static enum sl_err try_preempt(struct sched *s, struct sched_lease *head, int64_
 	int k = prefix_search(s, head, s->tmp, cuts, n, &P);
 	free(cuts);
 	enum sl_err e = SL_OK;
-	if (k >= 0 && !head->rsv && (head->rsv = malloc(sizeof(*head->rsv))))
-		placement_init(head->rsv);
-	if (k < 0 || !head->rsv || placement_copy(head->rsv, &P) != SL_OK) {
+	if (k >= 0 && !head->hold && (head->hold = malloc(sizeof(*head->hold))))
+		placement_init(&head->hold->pl);
+	if (k < 0 || !head->hold || placement_copy(&head->hold->pl, &P) != SL_OK) {
 		placement_release(&P);
 		return k < 0 ? SL_OK : SL_ENOMEM;
 	}
 	placement_release(&P);
-	mark_set(s, head->rsv, true);
+	mark_set(s, &head->hold->pl, true);
 	int nv = 0;
 	struct placement view;
 	for (int i = 0; i <= k; i++)
 		if (pl_touches(place_picks_view(&s->tmp[i]->pl, &view), s->mark))
 			s->tmp[nv++] = s->tmp[i];
-	mark_set(s, head->rsv, false);
+	mark_set(s, &head->hold->pl, false);
 	head->has_rsv = true;
 	head->victims_left = nv;
-	head->rsv_deadline = now + s->notice_ns;
+	head->hold->deadline = now + s->notice_ns;
 	*did = true;
 	for (int i = 0; e == SL_OK && i < nv; i++) {
 		struct sched_lease *v = s->tmp[i];
 		struct sched_event *ev;
 		v->state = SCHED_PREEMPTING;
-		v->deadline_ns = head->rsv_deadline;
+		v->deadline_ns = head->hold->deadline;
 		v->victim = true;
 		v->victim_for = head->id;
 		e = ev_push(s, SCHED_EV_PREEMPT_NOTICE, v->id, now, &ev);
@@ -203,8 +203,8 @@ static enum sl_err try_preempt(struct sched *s, struct sched_lease *head, int64_
  * reservation window may have opened on them during the notice. */
 static bool rsv_still_allowed(const struct sched *s, const struct sched_lease *l)
 {
-	for (int i = 0; i < l->rsv->npicks; i++) {
-		const char *owner = placer_node_owner(s->p, l->rsv->picks[i].node);
+	for (int i = 0; i < l->hold->pl.npicks; i++) {
+		const char *owner = placer_node_owner(s->p, l->hold->pl.picks[i].node);
 		if (owner ? strcmp(owner, l->tenant->name) != 0 : l->shape->req.pool_owned)
 			return false;
 	}
@@ -229,7 +229,7 @@ static enum sl_err start_ready(struct sched *s, int64_t now)
 			best->has_rsv = false; /* wait in the queue again */
 			continue;
 		}
-		enum sl_err e = lease_start(s, best, best->rsv, now, false);
+		enum sl_err e = lease_start(s, best, &best->hold->pl, now, false);
 		if (e == SL_ECONFLICT)
 			best->has_rsv = false; /* taken meanwhile: wait in the queue again */
 		else if (e != SL_OK)
@@ -333,7 +333,7 @@ static enum sl_err become_head(struct sched *s, struct sched_lease *l, struct he
 	if (!l->has_rsv) {
 		bool did;
 		e = try_preempt(s, l, now, &did);
-		if (e == SL_OK && did && (l->rsv_deadline <= now || l->victims_left == 0))
+		if (e == SL_OK && did && (l->hold->deadline <= now || l->victims_left == 0))
 			e = preempt_complete(s, now);
 		if (e != SL_OK || l->state != SCHED_PENDING) {
 			h->l = NULL; /* started (zero notice): the next lease may be head */
@@ -342,9 +342,9 @@ static enum sl_err become_head(struct sched *s, struct sched_lease *l, struct he
 	}
 	if (l->has_rsv) {
 		/* It waits for its victims: that is its start and placement. */
-		h->shadow = l->rsv_deadline;
+		h->shadow = l->hold->deadline;
 		h->known = true;
-		e = placement_copy(&h->spl, l->rsv);
+		e = placement_copy(&h->spl, &l->hold->pl);
 		mark_set(s, &h->spl, true);
 	}
 	note(l, NOTE_HEAD, h, now);
@@ -470,9 +470,9 @@ enum sl_err sched_pass_new(struct sched *s, struct sched_lease *l, int64_t now)
 	placement_init(&h.spl);
 	enum sl_err e = SL_OK;
 	if (head->has_rsv) {
-		h.shadow = head->rsv_deadline;
+		h.shadow = head->hold->deadline;
 		h.known = true;
-		e = placement_copy(&h.spl, head->rsv);
+		e = placement_copy(&h.spl, &head->hold->pl);
 		mark_set(s, &h.spl, true);
 	}
 	if (e == SL_OK)
@@ -506,7 +506,7 @@ void lease_reason(struct sched *s, struct sched_lease *l, char *out, size_t n)
 	if (l->note == NOTE_HEAD && l->has_rsv) {
 		snprintf(out, n,
 			 "%s; first in the queue: %d spot lease(s) leave for it within %lld s",
-			 why, l->victims_left, secs_until(l->rsv_deadline, l->note_now));
+			 why, l->victims_left, secs_until(l->hold->deadline, l->note_now));
 	} else if (l->note == NOTE_HEAD) {
 		if (l->note_shadow == INT64_MIN &&
 		    compute_shadow(s, l, &l->note_shadow, &pl) != SL_OK)
@@ -552,8 +552,8 @@ enum sl_err head_shadow(struct sched *s, struct sched_lease **head, int64_t *sha
 		return SL_OK;
 	enum sl_err e;
 	if (best->has_rsv) {
-		*shadow = best->rsv_deadline;
-		e = placement_copy(spl, best->rsv);
+		*shadow = best->hold->deadline;
+		e = placement_copy(spl, &best->hold->pl);
 	} else {
 		e = compute_shadow(s, best, shadow, spl);
 	}

@@ -39,7 +39,7 @@ bool sched_lease_get(const struct sched *s, uint64_t id, struct sched_lease_info
 	if (!l)
 		return false;
 	*out = (struct sched_lease_info){l->state, l->plan, l->tenant->name, l->gpus,
-					 l->submit_ns, l->start_ns, l->duration_ns,
+					 l->submit_ns, l->state == SCHED_PENDING ? 0 : l->start_ns, l->duration_ns,
 					 l->state == SCHED_PREEMPTING ? l->deadline_ns : 0};
 	return true;
 }
@@ -48,6 +48,12 @@ const struct placement *sched_lease_placement(const struct sched *s, uint64_t id
 {
 	const struct sched_lease *l = s ? sched_find(s, id) : NULL;
 	return l && l->state != SCHED_PENDING ? place_picks_view(&l->pl, s->view) : NULL;
+}
+
+const struct place_picks *sched_lease_picks(const struct sched *s, uint64_t id)
+{
+	const struct sched_lease *l = s ? sched_find(s, id) : NULL;
+	return l && l->state != SCHED_PENDING ? &l->pl : NULL;
 }
 
 static int qsort_order(const void *a, const void *b)

@@ -106,27 +106,25 @@ enum sl_err sched_replace_node(struct sched *s, uint64_t id, int node, int64_t n
 	}
 	for (int i = 0; e == SL_OK && i < x.npicks; i++)
 		e = sched_merge_pick(s, &next, &x.picks[i]);
+	struct place_picks kept = {NULL, 0, 0};
 	if (e == SL_OK) {
 		e = placement_copy(out, &next);
 	}
+	if (e == SL_OK && place_picks_copy(&kept, &next) != SL_OK)
+		e = sl_diag_set(d, SL_ENOMEM, "out of memory");
 	if (e == SL_OK)
 		e = placer_claim(s->p, &x, d);
 	if (e == SL_OK) {
 		sched_cannot_fail(placer_release(s->p, &lost, NULL));
-		/* Swap the picks (the lease keeps its placement score); only the
-		 * fields struct placement shares with the lease's own record. */
+		/* Swap the picks (the scheduler keeps no score). */
 		lease_account(s, l, -1);
-		struct place_pick *op = l->pl.picks;
-		int on = l->pl.npicks, oc = l->pl.cap;
-		l->pl.picks = next.picks;
-		l->pl.npicks = next.npicks;
-		l->pl.cap = next.cap;
-		next.picks = op;
-		next.npicks = on;
-		next.cap = oc;
+		place_picks_release(&l->pl);
+		l->pl = kept;
+		kept = (struct place_picks){NULL, 0, 0};
 		lease_account(s, l, 1);
 		s->dirty = true;
 	}
+	place_picks_release(&kept);
 	placement_release(&lost);
 	placement_release(&x);
 	placement_release(&next);
