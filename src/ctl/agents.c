@@ -29,6 +29,7 @@
 #include "audit_log.h"
 #include "billing.h"
 #include "buf.h"
+#include "json_shape.h"
 #include "log.h"
 
 #define AGENTS_MAX_RECS FLEET_MAX_NODES /* agent records: one per node name */
@@ -64,8 +65,10 @@ static void rec_free(struct agent_rec *r)
 	free(r->discovery);
 	json_decref(r->labels);
 	free(r->gpu);
-	free(r->gpus_text);
+	sl_ctext_drop(r->gpus_shape);
+	free(r->gpus_nums);
 	free(r->figs);
+	free(r->xids);
 	json_decref(r->events);
 	free(r);
 }
@@ -141,6 +144,28 @@ struct gpu_health *agents_gpu_w(struct agent_rec *r, int g)
 	return &r->gpu[g];
 }
 
+json_t *agents_events(const struct agent_rec *r)
+{
+	return r->events ? json_incref(r->events) : json_array();
+}
+
+void agents_xid_event(struct agent_rec *r, int g, json_t *ev)
+{
+	if (!r->xids)
+		r->xids = calloc(TOPO_MAX_GPUS, sizeof(*r->xids));
+	if (r->xids)
+		r->xids[g]++;
+	if (!r->events)
+		r->events = json_array();
+	if (json_array_size(r->events) >= AGENT_MAX_EVENTS)
+		json_array_remove(r->events, 0);
+	if (!r->xids || !r->events || json_array_append_new(r->events, ev))
+		sl_log_error("out of memory keeping an XID event", "node=%s gpu=%d", r->name, g);
+	else
+		ev = NULL;
+	json_decref(ev);
+}
+
 /* Whether g is what gpu_health_init makes (then it need not be kept). */
 static bool health_fresh(const struct gpu_health *g)
 {
@@ -152,16 +177,63 @@ static bool health_fresh(const struct gpu_health *g)
 
 const char *const agent_fig_keys[AGF_N] = {"temp_c", "power_w", "ecc_sbe", "ecc_dbe", "nvlink_up"};
 
-bool agents_keep_gpus(struct agent_rec *r, const json_t *gpus)
+/* A holder of shape s: r's own when s is it, else one that a node
+ * reported lately, else a new one kept for the next nodes; NULL out of
+ * memory. */
+static char *shape_share(struct ctl_agents *a, const struct agent_rec *r, const char *s)
+{
+	if (r->gpus_shape && strcmp(r->gpus_shape, s) == 0)
+		return sl_ctext_ref(r->gpus_shape);
+	for (int i = 0; i < AGENT_SHAPES; i++)
+		if (a->shapes[i] && strcmp(a->shapes[i], s) == 0)
+			return sl_ctext_ref(a->shapes[i]);
+	char *t = sl_ctext_dup(s);
+	if (t) {
+		sl_ctext_drop(a->shapes[a->next_shape]);
+		a->shapes[a->next_shape] = sl_ctext_ref(t);
+		a->next_shape = (a->next_shape + 1) % AGENT_SHAPES;
+	}
+	return t;
+}
+
+/* r's last "gpus" as a tree (NULL: none, or out of memory). */
+static json_t *gpus_json(const struct agent_rec *r)
+{
+	struct sl_buf b = SL_BUF_INIT(AGENT_GPUS_TEXT_MAX);
+	json_t *o = NULL;
+	if (r->gpus_shape &&
+	    json_shape_join(r->gpus_shape, r->gpus_nums, r->gpus_nlen, &b) == SL_OK)
+		o = json_loadb(sl_buf_str(&b), b.len, 0, NULL);
+	else if (r->gpus_shape)
+		sl_log_error("a node's last GPU report cannot be read", "node=%s", r->name);
+	sl_buf_release(&b);
+	return o;
+}
+
+bool agents_keep_gpus(struct ctl_agents *a, struct agent_rec *r, const json_t *gpus)
 {
 	size_t n = json_array_size(gpus);
 	char *text = json_dumps(gpus, JSON_COMPACT);
-	struct agent_gpu_fig *figs = n ? calloc(n, sizeof(*figs)) : NULL;
-	if (!text || (n && !figs)) {
-		free(text);
+	struct sl_buf sb = SL_BUF_INIT(AGENT_GPUS_TEXT_MAX), nb = SL_BUF_INIT(AGENT_GPUS_TEXT_MAX);
+	if (text) /* room for it all at once, not grown by steps every heartbeat */
+		sl_buf_grow(&sb, strlen(text));
+	bool split = text && json_shape_split(text, &sb, &nb) == SL_OK && nb.len < UINT32_MAX;
+	free(text);
+	size_t nlen = nb.len;
+	char *shape = split ? shape_share(a, r, sl_buf_str(&sb)) : NULL;
+	unsigned char *nums = shape && nlen ? malloc(nlen) : NULL;
+	struct agent_gpu_fig *figs = shape && n ? calloc(n, sizeof(*figs)) : NULL;
+	sl_buf_release(&sb);
+	if (!shape || (nlen && !nums) || (n && !figs)) {
+		sl_buf_release(&nb);
+		sl_ctext_drop(shape);
+		free(nums);
 		free(figs);
 		return false;
 	}
+	if (nlen)
+		memcpy(nums, nb.p, nlen);
+	sl_buf_release(&nb);
 	for (size_t i = 0; i < n; i++) {
 		const json_t *gj = json_array_get(gpus, i), *x = json_object_get(gj, "index");
 		/* checked: integers are 0..AGENT_MAX_METRIC, index a GPU of the node */
@@ -175,9 +247,12 @@ bool agents_keep_gpus(struct agent_rec *r, const json_t *gpus)
 				figs[i].has = (uint8_t)(figs[i].has | 1u << k);
 			}
 	}
-	free(r->gpus_text);
+	sl_ctext_drop(r->gpus_shape);
+	free(r->gpus_nums);
 	free(r->figs);
-	r->gpus_text = text;
+	r->gpus_shape = shape;
+	r->gpus_nums = nums;
+	r->gpus_nlen = (uint32_t)nlen;
 	r->figs = figs;
 	r->nfigs = (int)n;
 	return true;
@@ -191,7 +266,7 @@ struct agent_rec *agents_rec_add(struct ctl *c, const char *name)
 	struct agent_rec *r = calloc(1, sizeof(*r));
 	if (r)
 		r->addr = r->boot_id = r->version = r->host_tenant = r->reason = agents_empty;
-	if (!r || !(r->events = json_array()) || strmap_add(a->by_name, name, a->n)) {
+	if (!r || strmap_add(a->by_name, name, a->n)) {
 		rec_free(r);
 		return NULL;
 	}
@@ -220,11 +295,12 @@ void agents_rec_save(struct ctl *c, struct agent_rec *r)
 	for (int g = 0; gh && g < r->ngpus; g++)
 		json_array_append_new(gh, health_json(agents_gpu(r, g), g));
 	json_t *disc = agents_discovery_json(r);
-	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:O}", "node", r->name,
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "node", r->name,
 			      "addr", r->addr, "boot_id", r->boot_id, "agent_version", r->version,
 			      "discovery", disc ? disc : json_null(), "registered_at",
 			      ctl_time_json(r->registered_ns), "last_heartbeat",
-			      ctl_time_json(r->last_hb_ns), "gpu_health", gh, "gpu_events", r->events);
+			      ctl_time_json(r->last_hb_ns), "gpu_health", gh, "gpu_events",
+			      agents_events(r));
 	if (o && r->labels)
 		json_object_set(o, "labels", r->labels);
 	if (o && r->host_tenant[0])
@@ -314,10 +390,8 @@ static enum sl_err load_rec(void *arg, const char *id, const char *tenant, const
 		*w = h;
 	}
 	json_t *ev = json_object_get(o, "gpu_events");
-	if (json_is_array(ev)) {
-		json_decref(r->events);
-		r->events = json_incref(ev);
-	}
+	json_decref(r->events);
+	r->events = json_array_size(ev) ? json_incref(ev) : NULL;
 	json_decref(o);
 	return SL_OK;
 }
@@ -389,6 +463,8 @@ void agents_free(struct ctl *c)
 		return;
 	for (int i = 0; i < a->n; i++)
 		rec_free(a->recs[i]);
+	for (int i = 0; i < AGENT_SHAPES; i++)
+		sl_ctext_drop(a->shapes[i]);
 	free(a->recs);
 	strmap_free(a->by_name);
 	free(a);
@@ -486,7 +562,7 @@ json_t *agents_node_json(const struct ctl *c, int node)
 	if (!r)
 		return NULL;
 	json_t *gh = json_array();
-	json_t *gpus = r->gpus_text ? json_loads(r->gpus_text, 0, NULL) : NULL;
+	json_t *gpus = gpus_json(r);
 	for (int g = 0; gh && g < r->ngpus; g++) {
 		json_t *h = health_json(agents_gpu(r, g), g);
 		json_t *m = NULL;
@@ -511,8 +587,8 @@ json_t *agents_node_json(const struct ctl *c, int node)
 	if (agent)
 		json_object_set_new(agent, "lease_net",
 				    r->lease_net[0] ? json_string(r->lease_net) : json_null());
-	return json_pack("{s:o, s:o, s:O}", "agent", agent ? agent : json_null(), "gpu_health", gh,
-			 "gpu_events", r->events);
+	return json_pack("{s:o, s:o, s:o}", "agent", agent ? agent : json_null(), "gpu_health", gh,
+			 "gpu_events", agents_events(r));
 }
 
 /* ---- lifecycle ---- */

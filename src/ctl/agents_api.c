@@ -681,14 +681,11 @@ static bool apply_gpus(struct ctl *c, struct agent_rec *r, const json_t *gpus, b
 				(void)ctl_time_parse(ats, &at);
 			int code = (int)json_integer_value(json_object_get(x, "code"));
 			gpu_health_xid(h, code, at);
-			r->xids[g]++;
-			if (json_array_size(r->events) >= AGENT_MAX_EVENTS)
-				json_array_remove(r->events, 0);
-			json_array_append_new(r->events,
-					      json_pack("{s:i, s:i, s:o, s:o, s:s}", "gpu", g, "code", code,
-							"at", ctl_time_json(at), "received_at",
-							ctl_time_json(c->now_ns), "state",
-							gpu_hstate_name(h->state)));
+			agents_xid_event(r, g,
+					 json_pack("{s:i, s:i, s:o, s:o, s:s}", "gpu", g, "code", code,
+						   "at", ctl_time_json(at), "received_at",
+						   ctl_time_json(c->now_ns), "state",
+						   gpu_hstate_name(h->state)));
 			changed = true;
 		}
 		if (!json_array_size(xids) && hv)
@@ -737,7 +734,7 @@ void h_agent_heartbeat(struct ctl_call *call)
 		return;
 	agents_reported(c, r);
 	bool back = false;
-	if (gpus && !agents_keep_gpus(r, gpus))
+	if (gpus && !agents_keep_gpus(c->agents, r, gpus))
 		sl_log_warn("out of memory: a heartbeat's GPU figures are not kept", "node=%s", r->name);
 	if (apply_gpus(c, r, gpus, &back)) {
 		agents_apply_gpus_rec(c, r, idx);

@@ -24,6 +24,8 @@
 #define AGENT_MAX_METRIC 1000000000LL /* bound on a GPU metric (temp, power, ECC counts) */
 #define AGENT_MAX_INTERVAL_S 86400    /* bound on the lifecycle flags */
 #define AGENT_SAVE_EVERY_NS (60LL * 1000000000LL) /* last_heartbeat persisted at most this often */
+#define AGENT_SHAPES 8          /* recent "gpus" shapes kept to share (struct ctl_agents) */
+#define AGENT_GPUS_TEXT_MAX ((size_t)1 << 24) /* bound on a heartbeat's "gpus" as text */
 
 enum agent_life { AL_READY, AL_UNREACHABLE, AL_DOWN };
 
@@ -71,13 +73,22 @@ struct agent_rec {
 	 * agents_gpu, written through agents_gpu_w. */
 	struct gpu_health *gpu;
 	/* The last heartbeat's "gpus" (memory only): the array as sent, as
-	 * compact text (GET /v1/nodes/NAME shows each object), and the figures
-	 * /metrics shows, parsed once per heartbeat. */
-	char *gpus_text;       /* NULL: none reported */
+	 * compact text (GET /v1/nodes/NAME shows each object) split into its
+	 * shape and its numbers (json_shape.h: as text ~1 KB a node of 8 GPUs;
+	 * the shape is shared by the nodes that report alike, the numbers
+	 * take ~70 bytes), and the figures /metrics shows, parsed once per
+	 * heartbeat. */
+	char *gpus_shape;      /* counted (sl_ctext), shared; NULL: none reported */
+	unsigned char *gpus_nums;
+	uint32_t gpus_nlen;
 	struct agent_gpu_fig *figs;
 	int nfigs;
-	uint64_t xids[TOPO_MAX_GPUS]; /* XID events reported since the start (memory only) */
-	json_t *events;        /* gpu_events: [{"gpu","code","at","state"}] */
+	/* XID events reported since the start (memory only): TOPO_MAX_GPUS
+	 * counts from the first; NULL while none was (agents_xids_count) */
+	uint64_t *xids;
+	/* gpu_events: [{"gpu","code","at","state"}]; NULL while none happened
+	 * (agents_events: an empty array), as on nearly every node */
+	json_t *events;
 };
 
 struct ctl_agents {
@@ -90,6 +101,10 @@ struct ctl_agents {
 	/* While a node's leases fail (agents_tick): billing ends at its last report. */
 	int failing_node;
 	int64_t failing_at_ns;
+	/* The "gpus" shapes reported last (a holder of each), for the next
+	 * heartbeat of another node to share: one per node type, mostly. */
+	char *shapes[AGENT_SHAPES];
+	int next_shape;
 };
 
 /* agents.c */
@@ -117,12 +132,22 @@ bool agents_set_discovery(struct agent_rec *r, const json_t *d);
 json_t *agents_discovery_json(const struct agent_rec *r);
 /* Sets r->ngpus to n with every GPU's health fresh; false out of memory. */
 bool agents_gpus_reset(struct agent_rec *r, int n);
+/* r's gpu_events (a new reference: an empty array when none). */
+json_t *agents_events(const struct agent_rec *r);
+/* Counts an XID event of GPU g (< TOPO_MAX_GPUS) and adds ev to r's
+ * gpu_events (the oldest dropped past AGENT_MAX_EVENTS); takes ev. */
+void agents_xid_event(struct agent_rec *r, int g, json_t *ev);
+/* XID events of GPU g reported since the start. */
+static inline uint64_t agents_xids_count(const struct agent_rec *r, int g)
+{
+	return r->xids ? r->xids[g] : 0;
+}
 /* GPU g's health (g < r->ngpus), fresh when none was kept. */
 const struct gpu_health *agents_gpu(const struct agent_rec *r, int g);
 /* GPU g's health to change (every GPU's kept from now on); NULL out of memory. */
 struct gpu_health *agents_gpu_w(struct agent_rec *r, int g);
 /* Keeps a heartbeat's "gpus" (checked) on r; false out of memory. */
-bool agents_keep_gpus(struct agent_rec *r, const json_t *gpus);
+bool agents_keep_gpus(struct ctl_agents *a, struct agent_rec *r, const json_t *gpus);
 /* Applies r's per-GPU health to the placer for fleet node idx (and, while
  * ready, names the GPUs out of service in r->reason). */
 void agents_apply_gpus_rec(struct ctl *c, struct agent_rec *r, int idx);
