@@ -62,7 +62,7 @@ static void rec_free(struct agent_rec *r)
 	char **texts[] = {&r->addr, &r->boot_id, &r->version, &r->host_tenant, &r->reason};
 	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
 		agents_text_set(texts[i], NULL, 1);
-	free(r->discovery);
+	agents_disc_free(&r->disc);
 	json_decref(r->labels);
 	free(r->gpu);
 	sl_ctext_drop(r->gpus_shape);
@@ -73,43 +73,136 @@ static void rec_free(struct agent_rec *r)
 	free(r);
 }
 
-bool agents_set_discovery(struct agent_rec *r, const json_t *d)
+void agents_disc_free(struct agent_disc *d)
+{
+	free(d->z);
+	sl_ctext_drop(d->dict);
+	memset(d, 0, sizeof(*d));
+}
+
+void agents_disc_put_back(struct agent_rec *r, struct agent_disc *old)
+{
+	agents_disc_free(&r->disc);
+	r->disc = *old;
+	memset(old, 0, sizeof(*old));
+}
+
+/* Deflates text (len bytes) against dict (NULL: none) into z (cap bytes);
+ * the bytes it took, 0 when it failed. */
+static uLong deflate_with(const char *text, size_t len, const char *dict, unsigned char *z,
+			  uLong cap)
+{
+	z_stream s;
+	memset(&s, 0, sizeof(s));
+	if (deflateInit(&s, Z_DEFAULT_COMPRESSION) != Z_OK)
+		return 0;
+	uLong n = 0;
+	if (!dict || deflateSetDictionary(&s, (const Bytef *)dict, (uInt)strlen(dict)) == Z_OK) {
+		s.next_in = (Bytef *)(uintptr_t)text;
+		s.avail_in = (uInt)len;
+		s.next_out = z;
+		s.avail_out = (uInt)cap;
+		if (deflate(&s, Z_FINISH) == Z_STREAM_END)
+			n = s.total_out;
+	}
+	deflateEnd(&s);
+	return n;
+}
+
+/* Deflates text into *out: against the kept discovery that makes it
+ * smallest (a registration is rare; each try takes ~50 µs), and keeps text
+ * as a dictionary for the next nodes when none of them halved it (a new
+ * kind of node). false out of memory. */
+static bool disc_deflate(struct ctl_agents *a, const char *text, size_t len, struct agent_disc *out)
+{
+	uLong cap = compressBound((uLong)len);
+	unsigned char *z = malloc(cap), *best = malloc(cap);
+	uLong zlen = 0, plain = 0;
+	int pick = -1;
+	for (int i = -1; z && best && i < AGENT_DICTS; i++) {
+		if (i >= 0 && !a->dicts[i])
+			continue;
+		uLong n = deflate_with(text, len, i < 0 ? NULL : a->dicts[i], z, cap);
+		if (i < 0)
+			plain = n;
+		if (n && (!zlen || n < zlen)) {
+			unsigned char *t = best;
+			best = z;
+			z = t;
+			zlen = n;
+			pick = i;
+		}
+	}
+	free(z);
+	if (!zlen) {
+		free(best);
+		return false;
+	}
+	if (zlen * 2 > plain) {
+		char *t = sl_ctext_dup(text);
+		if (t) {
+			sl_ctext_drop(a->dicts[a->next_dict]);
+			a->dicts[a->next_dict] = t;
+			a->next_dict = (a->next_dict + 1) % AGENT_DICTS;
+		}
+	}
+	unsigned char *fit = realloc(best, zlen); /* compressBound is generous */
+	out->z = fit ? fit : best;
+	out->zlen = (uint32_t)zlen;
+	out->len = (uint32_t)len;
+	out->dict = pick >= 0 ? sl_ctext_ref(a->dicts[pick]) : NULL;
+	return true;
+}
+
+bool agents_set_discovery(struct ctl_agents *a, struct agent_rec *r, const json_t *d,
+			  struct agent_disc *old)
 {
 	char *text = d ? json_dumps(d, JSON_COMPACT) : NULL;
 	size_t len = text ? strlen(text) : 0;
-	uLongf zlen = text ? compressBound((uLong)len) : 0;
-	unsigned char *z = text && len < UINT32_MAX / 2 ? malloc(zlen) : NULL;
-	if (d && (!z || compress2(z, &zlen, (const Bytef *)text, (uLong)len, Z_DEFAULT_COMPRESSION) != Z_OK)) {
+	struct agent_disc n;
+	memset(&n, 0, sizeof(n));
+	if (d && (!text || len >= UINT32_MAX / 2 || !disc_deflate(a, text, len, &n))) {
 		free(text);
-		free(z);
 		return false;
 	}
 	free(text);
-	unsigned char *fit = z ? realloc(z, zlen) : NULL; /* compressBound is generous */
-	free(r->discovery);
-	r->discovery = fit ? fit : z;
-	r->disc_zlen = (uint32_t)zlen;
-	r->disc_len = (uint32_t)len;
-	snprintf(r->driver, sizeof(r->driver), "%s",
+	snprintf(n.driver, sizeof(n.driver), "%s",
 		 json_string_value(json_object_get(d, "driver")) ?: "");
 	const json_t *gs = json_object_get(d, "gpus");
 	for (int g = 0; g < TOPO_MAX_GPUS; g++) {
 		const json_t *x = json_object_get(json_array_get(gs, (size_t)g), "nvlinks");
 		json_int_t v = json_is_integer(x) ? json_integer_value(x) : -1;
-		r->disc_nvlinks[g] = (int8_t)(v < 0 || v > INT8_MAX ? -1 : v);
+		n.nvlinks[g] = (int8_t)(v < 0 || v > INT8_MAX ? -1 : v);
 	}
+	if (old)
+		*old = r->disc;
+	else
+		agents_disc_free(&r->disc);
+	r->disc = n;
 	return true;
 }
 
 json_t *agents_discovery_json(const struct agent_rec *r)
 {
-	uLongf len = r->disc_len;
-	char *text = r->discovery ? malloc((size_t)len + 1) : NULL;
+	const struct agent_disc *d = &r->disc;
+	char *text = d->z ? malloc((size_t)d->len + 1) : NULL;
 	json_t *o = NULL;
-	if (text && uncompress((Bytef *)text, &len, r->discovery, r->disc_zlen) == Z_OK &&
-	    len == r->disc_len)
-		o = json_loadb(text, len, 0, NULL);
-	else if (r->discovery)
+	z_stream s;
+	memset(&s, 0, sizeof(s));
+	if (text && inflateInit(&s) == Z_OK) {
+		s.next_in = d->z;
+		s.avail_in = d->zlen;
+		s.next_out = (Bytef *)text;
+		s.avail_out = d->len;
+		int rc = inflate(&s, Z_FINISH);
+		if (rc == Z_NEED_DICT && d->dict &&
+		    inflateSetDictionary(&s, (const Bytef *)d->dict, (uInt)strlen(d->dict)) == Z_OK)
+			rc = inflate(&s, Z_FINISH);
+		if (rc == Z_STREAM_END && s.total_out == d->len)
+			o = json_loadb(text, d->len, 0, NULL);
+		inflateEnd(&s);
+	}
+	if (!o && d->z)
 		sl_log_error("a node's kept discovery cannot be read", "node=%s", r->name);
 	free(text);
 	return o;
@@ -363,7 +456,7 @@ static enum sl_err load_rec(void *arg, const char *id, const char *tenant, const
 	snprintf(r->lease_net, sizeof(r->lease_net), "%s",
 		 json_string_value(json_object_get(o, "lease_net")) ?: "");
 	json_t *disc = json_object_get(o, "discovery");
-	if (!agents_set_discovery(r, json_is_object(disc) ? disc : NULL)) {
+	if (!agents_set_discovery(c->agents, r, json_is_object(disc) ? disc : NULL, NULL)) {
 		json_decref(o);
 		return sl_diag_set(la->d, SL_ENOMEM, "out of memory");
 	}
@@ -465,6 +558,8 @@ void agents_free(struct ctl *c)
 		rec_free(a->recs[i]);
 	for (int i = 0; i < AGENT_SHAPES; i++)
 		sl_ctext_drop(a->shapes[i]);
+	for (int i = 0; i < AGENT_DICTS; i++)
+		sl_ctext_drop(a->dicts[i]);
 	free(a->recs);
 	strmap_free(a->by_name);
 	free(a);
@@ -491,7 +586,7 @@ const char *agents_node_lease_net(const struct ctl *c, int node)
 const char *agents_node_driver(const struct ctl *c, int node)
 {
 	const struct agent_rec *r = node_rec(c, node);
-	return r ? r->driver : "";
+	return r ? r->disc.driver : "";
 }
 
 const char *agents_node_host_tenant(const struct ctl *c, int node)

@@ -25,6 +25,7 @@
 #define AGENT_MAX_INTERVAL_S 86400    /* bound on the lifecycle flags */
 #define AGENT_SAVE_EVERY_NS (60LL * 1000000000LL) /* last_heartbeat persisted at most this often */
 #define AGENT_SHAPES 8          /* recent "gpus" shapes kept to share (struct ctl_agents) */
+#define AGENT_DICTS 8           /* discoveries kept as zlib dictionaries (struct agent_disc) */
 #define AGENT_GPUS_TEXT_MAX ((size_t)1 << 24) /* bound on a heartbeat's "gpus" as text */
 
 enum agent_life { AL_READY, AL_UNREACHABLE, AL_DOWN };
@@ -39,6 +40,22 @@ struct agent_gpu_fig {
 };
 extern const char *const agent_fig_keys[AGF_N];
 
+/* The discovery as registered: its compact JSON text, deflated (zlib),
+ * written back into the record's row as it came and parsed only for a
+ * rejoin's custom type. As a jansson tree it took ~40 KB per node, as text
+ * ~3.3 KB, deflated ~0.45 KB (an hgx-h100-8), and ~0.2 KB deflated against
+ * another node's discovery of that type as zlib's preset dictionary (the
+ * same keys, models and links; only serials, UUIDs and bus ids differ).
+ * What is read often is kept apart: the driver, and each GPU's NVLink count
+ * (-1 unknown). */
+struct agent_disc {
+	unsigned char *z;      /* deflated text; NULL: none */
+	char *dict;            /* the preset dictionary (sl_ctext, shared); NULL: none */
+	uint32_t zlen, len;    /* deflated and text bytes */
+	char driver[32];
+	int8_t nvlinks[TOPO_MAX_GPUS];
+};
+
 /* A node's record. Its texts other than the name are heap strings sized to
  * their content (agents_text_set; never NULL: agents_empty when ""), not
  * fixed buffers (bench/results/memory.md: 10,000 agents). */
@@ -49,15 +66,7 @@ struct agent_rec {
 	char *version;         /* AGENT_VERSION_MAX */
 	char *host_tenant;     /* CTL_NAME_MAX: runs this tenant's work as host processes ("": containers) */
 	char lease_net[LEASE_NET_CIDR_MAX]; /* its --lease-net pool ("": none; lease_net.h) */
-	/* The discovery as registered: its compact JSON text, deflated (zlib),
-	 * written back into the record's row as it came and parsed only for a
-	 * rejoin's custom type. As a jansson tree it took ~40 KB per node, as
-	 * text ~3.3 KB, deflated ~0.5 KB (an hgx-h100-8). What is read often is
-	 * kept apart: the driver, and each GPU's NVLink count (-1 unknown). */
-	unsigned char *discovery; /* NULL: none */
-	uint32_t disc_zlen, disc_len; /* deflated and text bytes */
-	char driver[32];
-	int8_t disc_nvlinks[TOPO_MAX_GPUS];
+	struct agent_disc disc;
 	json_t *labels;        /* {"site","leaf","type"} of a node that joined; NULL otherwise */
 	int64_t registered_ns;
 	int64_t last_hb_ns;    /* last report (register or heartbeat); 0: none ever */
@@ -105,6 +114,10 @@ struct ctl_agents {
 	 * heartbeat of another node to share: one per node type, mostly. */
 	char *shapes[AGENT_SHAPES];
 	int next_shape;
+	/* Discoveries (texts, a holder of each) that the next nodes' deflate
+	 * against (struct agent_disc): one per kind of node, mostly. */
+	char *dicts[AGENT_DICTS];
+	int next_dict;
 };
 
 /* agents.c */
@@ -126,8 +139,14 @@ void agents_rec_save(struct ctl *c, struct agent_rec *r);
  * down node comes back (audited, placer, scheduler). */
 void agents_reported(struct ctl *c, struct agent_rec *r);
 /* Sets r's discovery (compact text, driver, NVLink counts) from the tree d
- * (NULL: none); false out of memory (r unchanged). */
-bool agents_set_discovery(struct agent_rec *r, const json_t *d);
+ * (NULL: none); false out of memory (r unchanged). With old, r's discovery
+ * before is moved there (for agents_disc_put_back or agents_disc_free)
+ * instead of freed. */
+bool agents_set_discovery(struct ctl_agents *a, struct agent_rec *r, const json_t *d,
+			  struct agent_disc *old);
+/* Puts old back as r's discovery (the one set since is freed). */
+void agents_disc_put_back(struct agent_rec *r, struct agent_disc *old);
+void agents_disc_free(struct agent_disc *d);
 /* r's discovery as a tree (new reference; NULL when none or unreadable). */
 json_t *agents_discovery_json(const struct agent_rec *r);
 /* Sets r->ngpus to n with every GPU's health fresh; false out of memory. */

@@ -56,7 +56,7 @@ static bool gpu_figure(const struct agent_gpu_fig *f, int fig, long long *v)
 /* The links the GPU had at registration (its discovery); -1 unknown. */
 static long long links_expected(const struct agent_rec *r, long long g)
 {
-	return g >= 0 && g < TOPO_MAX_GPUS ? r->disc_nvlinks[g] : -1;
+	return g >= 0 && g < TOPO_MAX_GPUS ? r->disc.nvlinks[g] : -1;
 }
 
 static void gpu_series(const struct ctl_agents *a, struct sl_buf *b)
