@@ -145,9 +145,9 @@ static bool parse_request(struct ctl_call *call, struct instance *in, const stru
 	} else {
 		keys = ssh_keys_of(c, ktenant, user);
 	}
-	in->authorized_keys = inst_text_of(keys);
+	bool ok = keys && inst_keys_set(c, in, keys);
 	json_decref(keys);
-	return in->authorized_keys != NULL || bad(call, SL_ENOMEM, NULL, NULL);
+	return ok || bad(call, SL_ENOMEM, NULL, NULL);
 }
 
 void h_instance_create(struct ctl_call *call)

@@ -270,8 +270,7 @@ struct instance *inst_from_json(struct ctl *c, const json_t *o, struct sl_diag *
 	inst_nfield(c, &in->min_driver, INST_MODEL_SIZE, o, "min_driver");
 	inst_nfield(c, &in->ssh_key, INST_KEY_NAME_MAX + 1, o, "ssh_key");
 	const json_t *ak = json_object_get(o, "authorized_keys");
-	in->authorized_keys = inst_text_of(json_is_array(ak) ? ak : NULL);
-	if (json_is_array(ak) && !in->authorized_keys) {
+	if (json_is_array(ak) && !inst_keys_set(c, in, ak)) {
 		inst_free(in);
 		sl_diag_set(d, SL_ENOMEM, "out of memory");
 		return NULL;

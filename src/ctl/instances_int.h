@@ -103,7 +103,9 @@ struct instance {
 	const char *image, *image_ref; /* IMAGE_NAME_MAX, IMAGE_REF_MAX */
 	const char *min_driver;      /* the image's need when created ("": none) */
 	const char *ssh_key;         /* the key named at create ("": all the user's) */
-	char *authorized_keys;       /* array of key lines, fixed at create (compact JSON text) */
+	/* array of key lines, fixed at create (compact JSON text, counted:
+	 * shared with the instance made before when equal, inst_keys_set) */
+	char *authorized_keys;
 	int volume_gib;
 	int64_t auto_stop_idle_s;    /* 0: never */
 	int ports[INST_MAX_PORTS];
@@ -155,6 +157,7 @@ struct ctl_instances {
 	int nkeys, capkeys;
 	uint64_t key_seq;
 	uint64_t hist_seq;           /* highest seq in the store's instance history */
+	char *keys_last;             /* the authorized_keys made last (a holder of it) */
 };
 
 /* Released for good (removal confirmed, no migration left): the row lives
@@ -204,6 +207,10 @@ void inst_hist_add(struct instance *in, int64_t at, enum inst_state s, const cha
  * and back (a new reference; NULL for NULL or unreadable text): what an
  * instance keeps of a report is text, which costs a tenth of the tree. */
 char *inst_text_of(const json_t *v);
+/* Sets in->authorized_keys (NULL before) to keys as text, shared with the
+ * instance's before when equal (a user's instances mostly carry the same
+ * keys); false out of memory. */
+bool inst_keys_set(struct ctl *c, struct instance *in, const json_t *keys);
 json_t *inst_json_of(const char *text);
 /* in->authorized_keys as a JSON array (a new reference; [] when none). */
 json_t *inst_keys_json(const struct instance *in);
