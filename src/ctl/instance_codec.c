@@ -280,7 +280,7 @@ struct instance *inst_from_json(struct ctl *c, const json_t *o, struct sl_diag *
 	size_t i;
 	const json_t *x;
 	json_array_foreach(json_object_get(o, "req_ports"), i, x) if (in->nports < INST_MAX_PORTS)
-		in->ports[in->nports++] = (int)json_integer_value(x);
+		in->ports[in->nports++] = (uint16_t)json_integer_value(x); /* stored as checked */
 	json_array_foreach(json_object_get(o, "node_detail"), i, x) {
 		if (in->nnodes == INST_MAX_NODES)
 			break;

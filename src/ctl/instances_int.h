@@ -108,7 +108,7 @@ struct instance {
 	char *authorized_keys;
 	int volume_gib;
 	int64_t auto_stop_idle_s;    /* 0: never */
-	int ports[INST_MAX_PORTS];
+	uint16_t ports[INST_MAX_PORTS]; /* 1..65535 (h_instances.c checks) */
 	int nports;
 	/* where it lives: the home nodes (the disks are there); nodes holds
 	 * capnodes entries (inst_nodes_reserve; nodes[0] always exists), so a
