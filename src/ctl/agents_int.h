@@ -74,8 +74,8 @@ struct agent_rec {
 	int64_t seen_ns;       /* base of the lifecycle timers: last report, or the
 				  controller's start (a fresh grace after a restart) */
 	enum agent_life life;
-	char *reason;          /* CTL_REASON_MAX - 1 bytes at most */
 	int ngpus;
+	char *reason;          /* CTL_REASON_MAX - 1 bytes at most */
 	/* ngpus of them, allocated on the first GPU that leaves the fresh state
 	 * (an XID, a failed check, a stored one); NULL while every GPU is fresh
 	 * (gpu_health_init: OK, no XIDs), as nearly all are. Read through
@@ -90,8 +90,8 @@ struct agent_rec {
 	char *gpus_shape;      /* counted (sl_ctext), shared; NULL: none reported */
 	unsigned char *gpus_nums;
 	uint32_t gpus_nlen;
-	struct agent_gpu_fig *figs;
 	int nfigs;
+	struct agent_gpu_fig *figs;
 	/* XID events reported since the start (memory only): TOPO_MAX_GPUS
 	 * counts from the first; NULL while none was (agents_xids_count) */
 	uint64_t *xids;

@@ -92,21 +92,21 @@ struct instance {
 	const char *tenant;          /* CTL_NAME_MAX */
 	const char *user;            /* CTL_USER_MAX */
 	enum inst_state state;
+	enum inst_mode mode;
 	char *reason;                /* owned, INST_REASON_MAX - 1 bytes at most; NULL: "" */
 	char lease[24];              /* the lease of the current start ("": none) */
-	enum inst_mode mode;
 	/* the request */
 	int gpus, per_node;
 	const char *model;           /* INST_MODEL_SIZE */
 	const char *region, *site;   /* FLEET_NAME_MAX */
 	enum plan plan;
+	int volume_gib;
 	const char *image, *image_ref; /* IMAGE_NAME_MAX, IMAGE_REF_MAX */
 	const char *min_driver;      /* the image's need when created ("": none) */
 	const char *ssh_key;         /* the key named at create ("": all the user's) */
 	/* array of key lines, fixed at create (compact JSON text, counted:
 	 * shared with the instance made before when equal, inst_keys_set) */
 	char *authorized_keys;
-	int volume_gib;
 	int64_t auto_stop_idle_s;    /* 0: never */
 	uint16_t ports[INST_MAX_PORTS]; /* 1..65535 (h_instances.c checks) */
 	int nports;
@@ -114,14 +114,15 @@ struct instance {
 	 * capnodes entries (inst_nodes_reserve; nodes[0] always exists), so a
 	 * one-node instance does not carry INST_MAX_NODES of them */
 	int nnodes, capnodes;
+	enum inst_report mig_rep;    /* migration (below): the old node's last word */
 	struct inst_node *nodes;
 	int64_t epoch;
 	/* migration: the old node (home before) exporting its disks; "" none */
 	const char *migrate_from;
-	enum inst_report mig_rep;    /* the old node's last word */
 	int64_t mig_epoch;
 	bool mig_removing;           /* the new node runs: the old one removes */
 	bool mig_first_run;          /* the new node's first run carries migrate_from */
+	bool tracked;                /* not released, or removal not yet confirmed */
 	/* instants */
 	int64_t created_ns, running_since_ns, stopped_ns, released_ns;
 	int64_t broke_since_ns;      /* its tenant below zero since (0: not) */
@@ -134,7 +135,6 @@ struct instance {
 	const char *gpu_model;
 	struct inst_hist *hist;      /* grown as entries come, at most INST_MAX_HIST */
 	int nhist, caphist;
-	bool tracked;                /* not released, or removal not yet confirmed */
 };
 
 struct ssh_key_rec {
