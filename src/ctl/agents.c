@@ -29,6 +29,7 @@
 #include "audit_log.h"
 #include "billing.h"
 #include "buf.h"
+#include "json_shape.h"
 #include "log.h"
 
 #define AGENTS_MAX_RECS FLEET_MAX_NODES /* agent records: one per node name */
@@ -61,52 +62,147 @@ static void rec_free(struct agent_rec *r)
 	char **texts[] = {&r->addr, &r->boot_id, &r->version, &r->host_tenant, &r->reason};
 	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
 		agents_text_set(texts[i], NULL, 1);
-	free(r->discovery);
+	agents_disc_free(&r->disc);
 	json_decref(r->labels);
 	free(r->gpu);
-	free(r->gpus_text);
+	sl_ctext_drop(r->gpus_shape);
+	free(r->gpus_nums);
 	free(r->figs);
+	free(r->xids);
 	json_decref(r->events);
 	free(r);
 }
 
-bool agents_set_discovery(struct agent_rec *r, const json_t *d)
+void agents_disc_free(struct agent_disc *d)
+{
+	free(d->z);
+	sl_ctext_drop(d->dict);
+	memset(d, 0, sizeof(*d));
+}
+
+void agents_disc_put_back(struct agent_rec *r, struct agent_disc *old)
+{
+	agents_disc_free(&r->disc);
+	r->disc = *old;
+	memset(old, 0, sizeof(*old));
+}
+
+/* Deflates text (len bytes) against dict (NULL: none) into z (cap bytes);
+ * the bytes it took, 0 when it failed. */
+static uLong deflate_with(const char *text, size_t len, const char *dict, unsigned char *z,
+			  uLong cap)
+{
+	z_stream s;
+	memset(&s, 0, sizeof(s));
+	if (deflateInit(&s, Z_DEFAULT_COMPRESSION) != Z_OK)
+		return 0;
+	uLong n = 0;
+	if (!dict || deflateSetDictionary(&s, (const Bytef *)dict, (uInt)strlen(dict)) == Z_OK) {
+		s.next_in = (Bytef *)(uintptr_t)text;
+		s.avail_in = (uInt)len;
+		s.next_out = z;
+		s.avail_out = (uInt)cap;
+		if (deflate(&s, Z_FINISH) == Z_STREAM_END)
+			n = s.total_out;
+	}
+	deflateEnd(&s);
+	return n;
+}
+
+/* Deflates text into *out: against the kept discovery that makes it
+ * smallest (a registration is rare; each try takes ~50 µs), and keeps text
+ * as a dictionary for the next nodes when none of them halved it (a new
+ * kind of node). false out of memory. */
+static bool disc_deflate(struct ctl_agents *a, const char *text, size_t len, struct agent_disc *out)
+{
+	uLong cap = compressBound((uLong)len);
+	unsigned char *z = malloc(cap), *best = malloc(cap);
+	uLong zlen = 0, plain = 0;
+	int pick = -1;
+	for (int i = -1; z && best && i < AGENT_DICTS; i++) {
+		if (i >= 0 && !a->dicts[i])
+			continue;
+		uLong n = deflate_with(text, len, i < 0 ? NULL : a->dicts[i], z, cap);
+		if (i < 0)
+			plain = n;
+		if (n && (!zlen || n < zlen)) {
+			unsigned char *t = best;
+			best = z;
+			z = t;
+			zlen = n;
+			pick = i;
+		}
+	}
+	free(z);
+	if (!zlen) {
+		free(best);
+		return false;
+	}
+	if (zlen * 2 > plain) {
+		char *t = sl_ctext_dup(text);
+		if (t) {
+			sl_ctext_drop(a->dicts[a->next_dict]);
+			a->dicts[a->next_dict] = t;
+			a->next_dict = (a->next_dict + 1) % AGENT_DICTS;
+		}
+	}
+	unsigned char *fit = realloc(best, zlen); /* compressBound is generous */
+	out->z = fit ? fit : best;
+	out->zlen = (uint32_t)zlen;
+	out->len = (uint32_t)len;
+	out->dict = pick >= 0 ? sl_ctext_ref(a->dicts[pick]) : NULL;
+	return true;
+}
+
+bool agents_set_discovery(struct ctl_agents *a, struct agent_rec *r, const json_t *d,
+			  struct agent_disc *old)
 {
 	char *text = d ? json_dumps(d, JSON_COMPACT) : NULL;
 	size_t len = text ? strlen(text) : 0;
-	uLongf zlen = text ? compressBound((uLong)len) : 0;
-	unsigned char *z = text && len < UINT32_MAX / 2 ? malloc(zlen) : NULL;
-	if (d && (!z || compress2(z, &zlen, (const Bytef *)text, (uLong)len, Z_DEFAULT_COMPRESSION) != Z_OK)) {
+	struct agent_disc n;
+	memset(&n, 0, sizeof(n));
+	if (d && (!text || len >= UINT32_MAX / 2 || !disc_deflate(a, text, len, &n))) {
 		free(text);
-		free(z);
 		return false;
 	}
 	free(text);
-	unsigned char *fit = z ? realloc(z, zlen) : NULL; /* compressBound is generous */
-	free(r->discovery);
-	r->discovery = fit ? fit : z;
-	r->disc_zlen = (uint32_t)zlen;
-	r->disc_len = (uint32_t)len;
-	snprintf(r->driver, sizeof(r->driver), "%s",
+	snprintf(n.driver, sizeof(n.driver), "%s",
 		 json_string_value(json_object_get(d, "driver")) ?: "");
 	const json_t *gs = json_object_get(d, "gpus");
 	for (int g = 0; g < TOPO_MAX_GPUS; g++) {
 		const json_t *x = json_object_get(json_array_get(gs, (size_t)g), "nvlinks");
 		json_int_t v = json_is_integer(x) ? json_integer_value(x) : -1;
-		r->disc_nvlinks[g] = (int8_t)(v < 0 || v > INT8_MAX ? -1 : v);
+		n.nvlinks[g] = (int8_t)(v < 0 || v > INT8_MAX ? -1 : v);
 	}
+	if (old)
+		*old = r->disc;
+	else
+		agents_disc_free(&r->disc);
+	r->disc = n;
 	return true;
 }
 
 json_t *agents_discovery_json(const struct agent_rec *r)
 {
-	uLongf len = r->disc_len;
-	char *text = r->discovery ? malloc((size_t)len + 1) : NULL;
+	const struct agent_disc *d = &r->disc;
+	char *text = d->z ? malloc((size_t)d->len + 1) : NULL;
 	json_t *o = NULL;
-	if (text && uncompress((Bytef *)text, &len, r->discovery, r->disc_zlen) == Z_OK &&
-	    len == r->disc_len)
-		o = json_loadb(text, len, 0, NULL);
-	else if (r->discovery)
+	z_stream s;
+	memset(&s, 0, sizeof(s));
+	if (text && inflateInit(&s) == Z_OK) {
+		s.next_in = d->z;
+		s.avail_in = d->zlen;
+		s.next_out = (Bytef *)text;
+		s.avail_out = d->len;
+		int rc = inflate(&s, Z_FINISH);
+		if (rc == Z_NEED_DICT && d->dict &&
+		    inflateSetDictionary(&s, (const Bytef *)d->dict, (uInt)strlen(d->dict)) == Z_OK)
+			rc = inflate(&s, Z_FINISH);
+		if (rc == Z_STREAM_END && s.total_out == d->len)
+			o = json_loadb(text, d->len, 0, NULL);
+		inflateEnd(&s);
+	}
+	if (!o && d->z)
 		sl_log_error("a node's kept discovery cannot be read", "node=%s", r->name);
 	free(text);
 	return o;
@@ -141,6 +237,28 @@ struct gpu_health *agents_gpu_w(struct agent_rec *r, int g)
 	return &r->gpu[g];
 }
 
+json_t *agents_events(const struct agent_rec *r)
+{
+	return r->events ? json_incref(r->events) : json_array();
+}
+
+void agents_xid_event(struct agent_rec *r, int g, json_t *ev)
+{
+	if (!r->xids)
+		r->xids = calloc(TOPO_MAX_GPUS, sizeof(*r->xids));
+	if (r->xids)
+		r->xids[g]++;
+	if (!r->events)
+		r->events = json_array();
+	if (json_array_size(r->events) >= AGENT_MAX_EVENTS)
+		json_array_remove(r->events, 0);
+	if (!r->xids || !r->events || json_array_append_new(r->events, ev))
+		sl_log_error("out of memory keeping an XID event", "node=%s gpu=%d", r->name, g);
+	else
+		ev = NULL;
+	json_decref(ev);
+}
+
 /* Whether g is what gpu_health_init makes (then it need not be kept). */
 static bool health_fresh(const struct gpu_health *g)
 {
@@ -152,16 +270,63 @@ static bool health_fresh(const struct gpu_health *g)
 
 const char *const agent_fig_keys[AGF_N] = {"temp_c", "power_w", "ecc_sbe", "ecc_dbe", "nvlink_up"};
 
-bool agents_keep_gpus(struct agent_rec *r, const json_t *gpus)
+/* A holder of shape s: r's own when s is it, else one that a node
+ * reported lately, else a new one kept for the next nodes; NULL out of
+ * memory. */
+static char *shape_share(struct ctl_agents *a, const struct agent_rec *r, const char *s)
+{
+	if (r->gpus_shape && strcmp(r->gpus_shape, s) == 0)
+		return sl_ctext_ref(r->gpus_shape);
+	for (int i = 0; i < AGENT_SHAPES; i++)
+		if (a->shapes[i] && strcmp(a->shapes[i], s) == 0)
+			return sl_ctext_ref(a->shapes[i]);
+	char *t = sl_ctext_dup(s);
+	if (t) {
+		sl_ctext_drop(a->shapes[a->next_shape]);
+		a->shapes[a->next_shape] = sl_ctext_ref(t);
+		a->next_shape = (a->next_shape + 1) % AGENT_SHAPES;
+	}
+	return t;
+}
+
+/* r's last "gpus" as a tree (NULL: none, or out of memory). */
+static json_t *gpus_json(const struct agent_rec *r)
+{
+	struct sl_buf b = SL_BUF_INIT(AGENT_GPUS_TEXT_MAX);
+	json_t *o = NULL;
+	if (r->gpus_shape &&
+	    json_shape_join(r->gpus_shape, r->gpus_nums, r->gpus_nlen, &b) == SL_OK)
+		o = json_loadb(sl_buf_str(&b), b.len, 0, NULL);
+	else if (r->gpus_shape)
+		sl_log_error("a node's last GPU report cannot be read", "node=%s", r->name);
+	sl_buf_release(&b);
+	return o;
+}
+
+bool agents_keep_gpus(struct ctl_agents *a, struct agent_rec *r, const json_t *gpus)
 {
 	size_t n = json_array_size(gpus);
 	char *text = json_dumps(gpus, JSON_COMPACT);
-	struct agent_gpu_fig *figs = n ? calloc(n, sizeof(*figs)) : NULL;
-	if (!text || (n && !figs)) {
-		free(text);
+	struct sl_buf sb = SL_BUF_INIT(AGENT_GPUS_TEXT_MAX), nb = SL_BUF_INIT(AGENT_GPUS_TEXT_MAX);
+	if (text) /* room for it all at once, not grown by steps every heartbeat */
+		sl_buf_grow(&sb, strlen(text));
+	bool split = text && json_shape_split(text, &sb, &nb) == SL_OK && nb.len < UINT32_MAX;
+	free(text);
+	size_t nlen = nb.len;
+	char *shape = split ? shape_share(a, r, sl_buf_str(&sb)) : NULL;
+	unsigned char *nums = shape && nlen ? malloc(nlen) : NULL;
+	struct agent_gpu_fig *figs = shape && n ? calloc(n, sizeof(*figs)) : NULL;
+	sl_buf_release(&sb);
+	if (!shape || (nlen && !nums) || (n && !figs)) {
+		sl_buf_release(&nb);
+		sl_ctext_drop(shape);
+		free(nums);
 		free(figs);
 		return false;
 	}
+	if (nlen)
+		memcpy(nums, nb.p, nlen);
+	sl_buf_release(&nb);
 	for (size_t i = 0; i < n; i++) {
 		const json_t *gj = json_array_get(gpus, i), *x = json_object_get(gj, "index");
 		/* checked: integers are 0..AGENT_MAX_METRIC, index a GPU of the node */
@@ -175,9 +340,12 @@ bool agents_keep_gpus(struct agent_rec *r, const json_t *gpus)
 				figs[i].has = (uint8_t)(figs[i].has | 1u << k);
 			}
 	}
-	free(r->gpus_text);
+	sl_ctext_drop(r->gpus_shape);
+	free(r->gpus_nums);
 	free(r->figs);
-	r->gpus_text = text;
+	r->gpus_shape = shape;
+	r->gpus_nums = nums;
+	r->gpus_nlen = (uint32_t)nlen;
 	r->figs = figs;
 	r->nfigs = (int)n;
 	return true;
@@ -191,7 +359,7 @@ struct agent_rec *agents_rec_add(struct ctl *c, const char *name)
 	struct agent_rec *r = calloc(1, sizeof(*r));
 	if (r)
 		r->addr = r->boot_id = r->version = r->host_tenant = r->reason = agents_empty;
-	if (!r || !(r->events = json_array()) || strmap_add(a->by_name, name, a->n)) {
+	if (!r || strmap_add(a->by_name, name, a->n)) {
 		rec_free(r);
 		return NULL;
 	}
@@ -220,11 +388,12 @@ void agents_rec_save(struct ctl *c, struct agent_rec *r)
 	for (int g = 0; gh && g < r->ngpus; g++)
 		json_array_append_new(gh, health_json(agents_gpu(r, g), g));
 	json_t *disc = agents_discovery_json(r);
-	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:O}", "node", r->name,
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "node", r->name,
 			      "addr", r->addr, "boot_id", r->boot_id, "agent_version", r->version,
 			      "discovery", disc ? disc : json_null(), "registered_at",
 			      ctl_time_json(r->registered_ns), "last_heartbeat",
-			      ctl_time_json(r->last_hb_ns), "gpu_health", gh, "gpu_events", r->events);
+			      ctl_time_json(r->last_hb_ns), "gpu_health", gh, "gpu_events",
+			      agents_events(r));
 	if (o && r->labels)
 		json_object_set(o, "labels", r->labels);
 	if (o && r->host_tenant[0])
@@ -287,7 +456,7 @@ static enum sl_err load_rec(void *arg, const char *id, const char *tenant, const
 	snprintf(r->lease_net, sizeof(r->lease_net), "%s",
 		 json_string_value(json_object_get(o, "lease_net")) ?: "");
 	json_t *disc = json_object_get(o, "discovery");
-	if (!agents_set_discovery(r, json_is_object(disc) ? disc : NULL)) {
+	if (!agents_set_discovery(c->agents, r, json_is_object(disc) ? disc : NULL, NULL)) {
 		json_decref(o);
 		return sl_diag_set(la->d, SL_ENOMEM, "out of memory");
 	}
@@ -314,10 +483,8 @@ static enum sl_err load_rec(void *arg, const char *id, const char *tenant, const
 		*w = h;
 	}
 	json_t *ev = json_object_get(o, "gpu_events");
-	if (json_is_array(ev)) {
-		json_decref(r->events);
-		r->events = json_incref(ev);
-	}
+	json_decref(r->events);
+	r->events = json_array_size(ev) ? json_incref(ev) : NULL;
 	json_decref(o);
 	return SL_OK;
 }
@@ -389,6 +556,10 @@ void agents_free(struct ctl *c)
 		return;
 	for (int i = 0; i < a->n; i++)
 		rec_free(a->recs[i]);
+	for (int i = 0; i < AGENT_SHAPES; i++)
+		sl_ctext_drop(a->shapes[i]);
+	for (int i = 0; i < AGENT_DICTS; i++)
+		sl_ctext_drop(a->dicts[i]);
 	free(a->recs);
 	strmap_free(a->by_name);
 	free(a);
@@ -415,7 +586,7 @@ const char *agents_node_lease_net(const struct ctl *c, int node)
 const char *agents_node_driver(const struct ctl *c, int node)
 {
 	const struct agent_rec *r = node_rec(c, node);
-	return r ? r->driver : "";
+	return r ? r->disc.driver : "";
 }
 
 const char *agents_node_host_tenant(const struct ctl *c, int node)
@@ -486,7 +657,7 @@ json_t *agents_node_json(const struct ctl *c, int node)
 	if (!r)
 		return NULL;
 	json_t *gh = json_array();
-	json_t *gpus = r->gpus_text ? json_loads(r->gpus_text, 0, NULL) : NULL;
+	json_t *gpus = gpus_json(r);
 	for (int g = 0; gh && g < r->ngpus; g++) {
 		json_t *h = health_json(agents_gpu(r, g), g);
 		json_t *m = NULL;
@@ -511,8 +682,8 @@ json_t *agents_node_json(const struct ctl *c, int node)
 	if (agent)
 		json_object_set_new(agent, "lease_net",
 				    r->lease_net[0] ? json_string(r->lease_net) : json_null());
-	return json_pack("{s:o, s:o, s:O}", "agent", agent ? agent : json_null(), "gpu_health", gh,
-			 "gpu_events", r->events);
+	return json_pack("{s:o, s:o, s:o}", "agent", agent ? agent : json_null(), "gpu_health", gh,
+			 "gpu_events", agents_events(r));
 }
 
 /* ---- lifecycle ---- */

@@ -487,15 +487,8 @@ void h_agent_register(struct ctl_call *call)
 	}
 	json_t *old_labels = r->labels;
 	/* the discovery kept before, to put back if the join fails */
-	unsigned char *old_disc = r->discovery;
-	uint32_t old_zlen = r->disc_zlen, old_len = r->disc_len;
-	char old_driver[sizeof(r->driver)];
-	int8_t old_nvlinks[TOPO_MAX_GPUS];
-	memcpy(old_driver, r->driver, sizeof(old_driver));
-	memcpy(old_nvlinks, r->disc_nvlinks, sizeof(old_nvlinks));
-	r->discovery = NULL;
-	if (!agents_set_discovery(r, in.discovery)) {
-		r->discovery = old_disc;
+	struct agent_disc old_disc;
+	if (!agents_set_discovery(c->agents, r, in.discovery, &old_disc)) {
 		json_decref(labels);
 		free(disc);
 		ctl_answer_error(call, SL_ENOMEM, NULL, NULL);
@@ -506,12 +499,7 @@ void h_agent_register(struct ctl_call *call)
 	if (idx < 0) {
 		if ((e = join_node(c, r, &d)) || (idx = fleet_find_node(c->fleet, in.node)) < 0) {
 			/* Nothing changed: the record stays as it was (or unregistered). */
-			free(r->discovery);
-			r->discovery = old_disc;
-			r->disc_zlen = old_zlen;
-			r->disc_len = old_len;
-			memcpy(r->driver, old_driver, sizeof(old_driver));
-			memcpy(r->disc_nvlinks, old_nvlinks, sizeof(old_nvlinks));
+			agents_disc_put_back(r, &old_disc);
 			r->labels = old_labels;
 			json_decref(labels);
 			if (!e)
@@ -528,7 +516,7 @@ void h_agent_register(struct ctl_call *call)
 	}
 	if (old_labels != r->labels)
 		json_decref(old_labels);
-	free(old_disc);
+	agents_disc_free(&old_disc);
 	const struct node_type *declared = fleet_node_type(c->fleet, idx);
 	char full[CTL_REASON_MAX];
 	bool weaker = discovery_weaker(disc, declared, reason, sizeof(reason));
@@ -681,14 +669,11 @@ static bool apply_gpus(struct ctl *c, struct agent_rec *r, const json_t *gpus, b
 				(void)ctl_time_parse(ats, &at);
 			int code = (int)json_integer_value(json_object_get(x, "code"));
 			gpu_health_xid(h, code, at);
-			r->xids[g]++;
-			if (json_array_size(r->events) >= AGENT_MAX_EVENTS)
-				json_array_remove(r->events, 0);
-			json_array_append_new(r->events,
-					      json_pack("{s:i, s:i, s:o, s:o, s:s}", "gpu", g, "code", code,
-							"at", ctl_time_json(at), "received_at",
-							ctl_time_json(c->now_ns), "state",
-							gpu_hstate_name(h->state)));
+			agents_xid_event(r, g,
+					 json_pack("{s:i, s:i, s:o, s:o, s:s}", "gpu", g, "code", code,
+						   "at", ctl_time_json(at), "received_at",
+						   ctl_time_json(c->now_ns), "state",
+						   gpu_hstate_name(h->state)));
 			changed = true;
 		}
 		if (!json_array_size(xids) && hv)
@@ -737,7 +722,7 @@ void h_agent_heartbeat(struct ctl_call *call)
 		return;
 	agents_reported(c, r);
 	bool back = false;
-	if (gpus && !agents_keep_gpus(r, gpus))
+	if (gpus && !agents_keep_gpus(c->agents, r, gpus))
 		sl_log_warn("out of memory: a heartbeat's GPU figures are not kept", "node=%s", r->name);
 	if (apply_gpus(c, r, gpus, &back)) {
 		agents_apply_gpus_rec(c, r, idx);

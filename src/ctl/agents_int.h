@@ -24,6 +24,9 @@
 #define AGENT_MAX_METRIC 1000000000LL /* bound on a GPU metric (temp, power, ECC counts) */
 #define AGENT_MAX_INTERVAL_S 86400    /* bound on the lifecycle flags */
 #define AGENT_SAVE_EVERY_NS (60LL * 1000000000LL) /* last_heartbeat persisted at most this often */
+#define AGENT_SHAPES 8          /* recent "gpus" shapes kept to share (struct ctl_agents) */
+#define AGENT_DICTS 8           /* discoveries kept as zlib dictionaries (struct agent_disc) */
+#define AGENT_GPUS_TEXT_MAX ((size_t)1 << 24) /* bound on a heartbeat's "gpus" as text */
 
 enum agent_life { AL_READY, AL_UNREACHABLE, AL_DOWN };
 
@@ -37,6 +40,23 @@ struct agent_gpu_fig {
 };
 extern const char *const agent_fig_keys[AGF_N];
 
+/* The discovery as registered: its compact JSON text, deflated (zlib),
+ * written back into the record's row as it came and parsed only for a
+ * rejoin's custom type. As a jansson tree it took ~40 KB per node, as text
+ * ~3.3 KB, deflated 452 bytes (an hgx-h100-8), and 131 deflated against
+ * another node's discovery of that type as zlib's preset dictionary (the
+ * same keys, models and links; only serials, UUIDs and bus ids differ;
+ * bench_memory's 1,000 nodes, on average).
+ * What is read often is kept apart: the driver, and each GPU's NVLink count
+ * (-1 unknown). */
+struct agent_disc {
+	unsigned char *z;      /* deflated text; NULL: none */
+	char *dict;            /* the preset dictionary (sl_ctext, shared); NULL: none */
+	uint32_t zlen, len;    /* deflated and text bytes */
+	char driver[32];
+	int8_t nvlinks[TOPO_MAX_GPUS];
+};
+
 /* A node's record. Its texts other than the name are heap strings sized to
  * their content (agents_text_set; never NULL: agents_empty when ""), not
  * fixed buffers (bench/results/memory.md: 10,000 agents). */
@@ -47,15 +67,7 @@ struct agent_rec {
 	char *version;         /* AGENT_VERSION_MAX */
 	char *host_tenant;     /* CTL_NAME_MAX: runs this tenant's work as host processes ("": containers) */
 	char lease_net[LEASE_NET_CIDR_MAX]; /* its --lease-net pool ("": none; lease_net.h) */
-	/* The discovery as registered: its compact JSON text, deflated (zlib),
-	 * written back into the record's row as it came and parsed only for a
-	 * rejoin's custom type. As a jansson tree it took ~40 KB per node, as
-	 * text ~3.3 KB, deflated ~0.5 KB (an hgx-h100-8). What is read often is
-	 * kept apart: the driver, and each GPU's NVLink count (-1 unknown). */
-	unsigned char *discovery; /* NULL: none */
-	uint32_t disc_zlen, disc_len; /* deflated and text bytes */
-	char driver[32];
-	int8_t disc_nvlinks[TOPO_MAX_GPUS];
+	struct agent_disc disc;
 	json_t *labels;        /* {"site","leaf","type"} of a node that joined; NULL otherwise */
 	int64_t registered_ns;
 	int64_t last_hb_ns;    /* last report (register or heartbeat); 0: none ever */
@@ -63,21 +75,30 @@ struct agent_rec {
 	int64_t seen_ns;       /* base of the lifecycle timers: last report, or the
 				  controller's start (a fresh grace after a restart) */
 	enum agent_life life;
-	char *reason;          /* CTL_REASON_MAX - 1 bytes at most */
 	int ngpus;
+	char *reason;          /* CTL_REASON_MAX - 1 bytes at most */
 	/* ngpus of them, allocated on the first GPU that leaves the fresh state
 	 * (an XID, a failed check, a stored one); NULL while every GPU is fresh
 	 * (gpu_health_init: OK, no XIDs), as nearly all are. Read through
 	 * agents_gpu, written through agents_gpu_w. */
 	struct gpu_health *gpu;
 	/* The last heartbeat's "gpus" (memory only): the array as sent, as
-	 * compact text (GET /v1/nodes/NAME shows each object), and the figures
-	 * /metrics shows, parsed once per heartbeat. */
-	char *gpus_text;       /* NULL: none reported */
-	struct agent_gpu_fig *figs;
+	 * compact text (GET /v1/nodes/NAME shows each object) split into its
+	 * shape and its numbers (json_shape.h: as text ~950 bytes a node of 8
+	 * GPUs; the shape, 881 of them, is shared by the nodes that report
+	 * alike, the numbers take ~70), and the figures /metrics shows, parsed once per
+	 * heartbeat. */
+	char *gpus_shape;      /* counted (sl_ctext), shared; NULL: none reported */
+	unsigned char *gpus_nums;
+	uint32_t gpus_nlen;
 	int nfigs;
-	uint64_t xids[TOPO_MAX_GPUS]; /* XID events reported since the start (memory only) */
-	json_t *events;        /* gpu_events: [{"gpu","code","at","state"}] */
+	struct agent_gpu_fig *figs;
+	/* XID events reported since the start (memory only): TOPO_MAX_GPUS
+	 * counts from the first; NULL while none was (agents_xids_count) */
+	uint64_t *xids;
+	/* gpu_events: [{"gpu","code","at","state"}]; NULL while none happened
+	 * (agents_events: an empty array), as on nearly every node */
+	json_t *events;
 };
 
 struct ctl_agents {
@@ -90,6 +111,14 @@ struct ctl_agents {
 	/* While a node's leases fail (agents_tick): billing ends at its last report. */
 	int failing_node;
 	int64_t failing_at_ns;
+	/* The "gpus" shapes reported last (a holder of each), for the next
+	 * heartbeat of another node to share: one per node type, mostly. */
+	char *shapes[AGENT_SHAPES];
+	int next_shape;
+	/* Discoveries (texts, a holder of each) that the next nodes' deflate
+	 * against (struct agent_disc): one per kind of node, mostly. */
+	char *dicts[AGENT_DICTS];
+	int next_dict;
 };
 
 /* agents.c */
@@ -111,18 +140,34 @@ void agents_rec_save(struct ctl *c, struct agent_rec *r);
  * down node comes back (audited, placer, scheduler). */
 void agents_reported(struct ctl *c, struct agent_rec *r);
 /* Sets r's discovery (compact text, driver, NVLink counts) from the tree d
- * (NULL: none); false out of memory (r unchanged). */
-bool agents_set_discovery(struct agent_rec *r, const json_t *d);
+ * (NULL: none); false out of memory (r unchanged). With old, r's discovery
+ * before is moved there (for agents_disc_put_back or agents_disc_free)
+ * instead of freed. */
+bool agents_set_discovery(struct ctl_agents *a, struct agent_rec *r, const json_t *d,
+			  struct agent_disc *old);
+/* Puts old back as r's discovery (the one set since is freed). */
+void agents_disc_put_back(struct agent_rec *r, struct agent_disc *old);
+void agents_disc_free(struct agent_disc *d);
 /* r's discovery as a tree (new reference; NULL when none or unreadable). */
 json_t *agents_discovery_json(const struct agent_rec *r);
 /* Sets r->ngpus to n with every GPU's health fresh; false out of memory. */
 bool agents_gpus_reset(struct agent_rec *r, int n);
+/* r's gpu_events (a new reference: an empty array when none). */
+json_t *agents_events(const struct agent_rec *r);
+/* Counts an XID event of GPU g (< TOPO_MAX_GPUS) and adds ev to r's
+ * gpu_events (the oldest dropped past AGENT_MAX_EVENTS); takes ev. */
+void agents_xid_event(struct agent_rec *r, int g, json_t *ev);
+/* XID events of GPU g reported since the start. */
+static inline uint64_t agents_xids_count(const struct agent_rec *r, int g)
+{
+	return r->xids ? r->xids[g] : 0;
+}
 /* GPU g's health (g < r->ngpus), fresh when none was kept. */
 const struct gpu_health *agents_gpu(const struct agent_rec *r, int g);
 /* GPU g's health to change (every GPU's kept from now on); NULL out of memory. */
 struct gpu_health *agents_gpu_w(struct agent_rec *r, int g);
 /* Keeps a heartbeat's "gpus" (checked) on r; false out of memory. */
-bool agents_keep_gpus(struct agent_rec *r, const json_t *gpus);
+bool agents_keep_gpus(struct ctl_agents *a, struct agent_rec *r, const json_t *gpus);
 /* Applies r's per-GPU health to the placer for fleet node idx (and, while
  * ready, names the GPUs out of service in r->reason). */
 void agents_apply_gpus_rec(struct ctl *c, struct agent_rec *r, int idx);

@@ -56,7 +56,7 @@ static bool gpu_figure(const struct agent_gpu_fig *f, int fig, long long *v)
 /* The links the GPU had at registration (its discovery); -1 unknown. */
 static long long links_expected(const struct agent_rec *r, long long g)
 {
-	return g >= 0 && g < TOPO_MAX_GPUS ? r->disc_nvlinks[g] : -1;
+	return g >= 0 && g < TOPO_MAX_GPUS ? r->disc.nvlinks[g] : -1;
 }
 
 static void gpu_series(const struct ctl_agents *a, struct sl_buf *b)
@@ -101,7 +101,7 @@ static void gpu_series(const struct ctl_agents *a, struct sl_buf *b)
 	for (int i = 0; i < a->n; i++)
 		for (int g = 0; shown(a, i) && g < a->recs[i]->ngpus; g++)
 			sl_buf_addf(b, "suanli_gpu_xid_events_total{node=\"%s\",gpu=\"%d\"} %llu\n",
-				    a->recs[i]->name, g, (unsigned long long)a->recs[i]->xids[g]);
+				    a->recs[i]->name, g, (unsigned long long)agents_xids_count(a->recs[i], g));
 	family_head(b, "suanli_gpu_health", "gauge",
 		    "The GPU's service state (ok, draining, failed): 1 for the state it is in.");
 	for (int i = 0; i < a->n; i++)

@@ -119,7 +119,7 @@ static bool parse_request(struct ctl_call *call, struct instance *in, const stru
 		for (int k = 0; k < in->nports; k++)
 			if (in->ports[k] == v)
 				return bad(call, SL_EINVAL, "a port is named twice", NULL);
-		in->ports[in->nports++] = (int)v;
+		in->ports[in->nports++] = (uint16_t)v;
 	}
 	const char *iname = json_string_value(json_object_get(b, "image"));
 	char used[IMAGE_NAME_MAX + 1], ref[IMAGE_REF_MAX + 1], drv[INST_MODEL_SIZE];
@@ -145,9 +145,9 @@ static bool parse_request(struct ctl_call *call, struct instance *in, const stru
 	} else {
 		keys = ssh_keys_of(c, ktenant, user);
 	}
-	in->authorized_keys = inst_text_of(keys);
+	bool ok = keys && inst_keys_set(c, in, keys);
 	json_decref(keys);
-	return in->authorized_keys != NULL || bad(call, SL_ENOMEM, NULL, NULL);
+	return ok || bad(call, SL_ENOMEM, NULL, NULL);
 }
 
 void h_instance_create(struct ctl_call *call)

@@ -87,12 +87,20 @@
 /* Seconds a connection may stay idle (no bytes either way) before it is
  * closed; a deferred request does not count as idle. */
 #define HTTP_CONN_TIMEOUT_S 30u
-/* Memory per connection for the request line, headers and read buffer;
- * headers beyond it (about 5 KiB of them) get MHD's 431 and the connection
- * is closed. Bodies do not need it: they pass through in pieces. MHD zeroes
- * the whole of it after every request, so each open keep-alive connection
- * (one per agent) holds all of it: 64 KiB was 640 MiB at 10,000 agents.
- * 6 KiB still takes a browser's request with a fat cookie (test_http). */
+/* Memory per connection for the request line, headers and read buffer.
+ * Bodies do not need it: they pass through in pieces. MHD zeroes the whole
+ * of it after every request, so each open keep-alive connection (one per
+ * agent) holds all of it: 64 KiB was 640 MiB at 10,000 agents. MHD 0.9.75
+ * reads the request line and headers into half of it (the other half holds
+ * the parsed headers and the answer's), so at 6 KiB they may take ~2.7 KiB
+ * (2,776 bytes measured); more gets MHD's 431 and the connection is closed,
+ * except in a band of ~64 bytes just past what fits, where MHD closes it
+ * without an answer (the headers fit, the answer's do not). A smaller pool
+ * takes proportionally less (5 KiB: 2,264 bytes; 4 KiB: 1,752) and no
+ * MHD option grows it (MHD_OPTION_CONNECTION_MEMORY_INCREMENT changes none
+ * of these), so 6 KiB stays: test_http's browser request with a 1.6 KB
+ * cookie, twice on one kept-alive connection, needs it (bench/results/
+ * memory.md, issue 17's fourth pass). */
 #define HTTP_CONN_MEMORY ((size_t)6 << 10)
 /* Headers and query parameters kept per request; more is a 431 error. */
 #define HTTP_MAX_FIELDS 100u

@@ -270,8 +270,7 @@ struct instance *inst_from_json(struct ctl *c, const json_t *o, struct sl_diag *
 	inst_nfield(c, &in->min_driver, INST_MODEL_SIZE, o, "min_driver");
 	inst_nfield(c, &in->ssh_key, INST_KEY_NAME_MAX + 1, o, "ssh_key");
 	const json_t *ak = json_object_get(o, "authorized_keys");
-	in->authorized_keys = inst_text_of(json_is_array(ak) ? ak : NULL);
-	if (json_is_array(ak) && !in->authorized_keys) {
+	if (json_is_array(ak) && !inst_keys_set(c, in, ak)) {
 		inst_free(in);
 		sl_diag_set(d, SL_ENOMEM, "out of memory");
 		return NULL;
@@ -281,7 +280,7 @@ struct instance *inst_from_json(struct ctl *c, const json_t *o, struct sl_diag *
 	size_t i;
 	const json_t *x;
 	json_array_foreach(json_object_get(o, "req_ports"), i, x) if (in->nports < INST_MAX_PORTS)
-		in->ports[in->nports++] = (int)json_integer_value(x);
+		in->ports[in->nports++] = (uint16_t)json_integer_value(x); /* stored as checked */
 	json_array_foreach(json_object_get(o, "node_detail"), i, x) {
 		if (in->nnodes == INST_MAX_NODES)
 			break;

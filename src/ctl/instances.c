@@ -179,7 +179,7 @@ void inst_free(struct instance *in)
 	for (int k = 0; k < in->capnodes; k++)
 		inst_node_clear(&in->nodes[k]);
 	free(in->reason);
-	free(in->authorized_keys);
+	sl_ctext_drop(in->authorized_keys);
 	for (int i = 0; i < in->nhist; i++)
 		if (in->hist[i].reason != inst_hist_empty)
 			free(in->hist[i].reason);
@@ -193,6 +193,20 @@ void inst_free(struct instance *in)
 char *inst_text_of(const json_t *v)
 {
 	return v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+}
+
+bool inst_keys_set(struct ctl *c, struct instance *in, const json_t *keys)
+{
+	struct ctl_instances *is = c->instances;
+	char *text = inst_text_of(keys);
+	if (text && is && is->keys_last && strcmp(text, is->keys_last) == 0) {
+		in->authorized_keys = sl_ctext_ref(is->keys_last);
+	} else if (text && (in->authorized_keys = sl_ctext_dup(text)) && is) {
+		sl_ctext_drop(is->keys_last);
+		is->keys_last = sl_ctext_ref(in->authorized_keys);
+	}
+	free(text);
+	return in->authorized_keys != NULL;
 }
 
 json_t *inst_json_of(const char *text)
@@ -408,6 +422,7 @@ void instances_free(struct ctl *c)
 	for (int i = 0; i < is->n; i++)
 		inst_free(is->v[i]);
 	free(is->v);
+	sl_ctext_drop(is->keys_last);
 	ssh_keys_free(c);
 	free(is);
 	c->instances = NULL;

@@ -92,34 +92,37 @@ struct instance {
 	const char *tenant;          /* CTL_NAME_MAX */
 	const char *user;            /* CTL_USER_MAX */
 	enum inst_state state;
+	enum inst_mode mode;
 	char *reason;                /* owned, INST_REASON_MAX - 1 bytes at most; NULL: "" */
 	char lease[24];              /* the lease of the current start ("": none) */
-	enum inst_mode mode;
 	/* the request */
 	int gpus, per_node;
 	const char *model;           /* INST_MODEL_SIZE */
 	const char *region, *site;   /* FLEET_NAME_MAX */
 	enum plan plan;
+	int volume_gib;
 	const char *image, *image_ref; /* IMAGE_NAME_MAX, IMAGE_REF_MAX */
 	const char *min_driver;      /* the image's need when created ("": none) */
 	const char *ssh_key;         /* the key named at create ("": all the user's) */
-	char *authorized_keys;       /* array of key lines, fixed at create (compact JSON text) */
-	int volume_gib;
+	/* array of key lines, fixed at create (compact JSON text, counted:
+	 * shared with the instance made before when equal, inst_keys_set) */
+	char *authorized_keys;
 	int64_t auto_stop_idle_s;    /* 0: never */
-	int ports[INST_MAX_PORTS];
+	uint16_t ports[INST_MAX_PORTS]; /* 1..65535 (h_instances.c checks) */
 	int nports;
 	/* where it lives: the home nodes (the disks are there); nodes holds
 	 * capnodes entries (inst_nodes_reserve; nodes[0] always exists), so a
 	 * one-node instance does not carry INST_MAX_NODES of them */
 	int nnodes, capnodes;
+	enum inst_report mig_rep;    /* migration (below): the old node's last word */
 	struct inst_node *nodes;
 	int64_t epoch;
 	/* migration: the old node (home before) exporting its disks; "" none */
 	const char *migrate_from;
-	enum inst_report mig_rep;    /* the old node's last word */
 	int64_t mig_epoch;
 	bool mig_removing;           /* the new node runs: the old one removes */
 	bool mig_first_run;          /* the new node's first run carries migrate_from */
+	bool tracked;                /* not released, or removal not yet confirmed */
 	/* instants */
 	int64_t created_ns, running_since_ns, stopped_ns, released_ns;
 	int64_t broke_since_ns;      /* its tenant below zero since (0: not) */
@@ -132,7 +135,6 @@ struct instance {
 	const char *gpu_model;
 	struct inst_hist *hist;      /* grown as entries come, at most INST_MAX_HIST */
 	int nhist, caphist;
-	bool tracked;                /* not released, or removal not yet confirmed */
 };
 
 struct ssh_key_rec {
@@ -155,6 +157,7 @@ struct ctl_instances {
 	int nkeys, capkeys;
 	uint64_t key_seq;
 	uint64_t hist_seq;           /* highest seq in the store's instance history */
+	char *keys_last;             /* the authorized_keys made last (a holder of it) */
 };
 
 /* Released for good (removal confirmed, no migration left): the row lives
@@ -204,6 +207,10 @@ void inst_hist_add(struct instance *in, int64_t at, enum inst_state s, const cha
  * and back (a new reference; NULL for NULL or unreadable text): what an
  * instance keeps of a report is text, which costs a tenth of the tree. */
 char *inst_text_of(const json_t *v);
+/* Sets in->authorized_keys (NULL before) to keys as text, shared with the
+ * instance's before when equal (a user's instances mostly carry the same
+ * keys); false out of memory. */
+bool inst_keys_set(struct ctl *c, struct instance *in, const json_t *keys);
 json_t *inst_json_of(const char *text);
 /* in->authorized_keys as a JSON array (a new reference; [] when none). */
 json_t *inst_keys_json(const struct instance *in);

@@ -375,7 +375,21 @@ static void test_default_connection_memory(void **state)
 	assert_non_null(p1);
 	assert_true(p0 < p1);
 	free(r);
+
+	/* headers well past what the memory holds (~2.7 KiB at 6 KiB): a
+	 * clear 431 from MHD, and the server goes on */
+	char fat[6001];
+	memset(fat, 'c', sizeof(fat) - 1);
+	fat[sizeof(fat) - 1] = 0;
+	n = (size_t)snprintf(req, 16384,
+			     "GET /echo HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"
+			     "Cookie: suanli_session=ss_%s\r\nConnection: close\r\n\r\n",
+			     fat);
+	r = raw_exchange_ex(&t, req, n, 1);
+	assert_int_equal(resp_status(r->resp), 431);
+	free(r);
 	free(req);
+	assert_alive(&t);
 
 	/* a body of 900 KiB, under HTTP_MAX_BODY */
 	char server[64];
