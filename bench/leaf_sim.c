@@ -7,7 +7,9 @@
  * As bench_slurm_side does it: every node drained, the jobs submitted, then
  * the nodes resumed one by one in name order (a pass after each), then time
  * runs from lease end to lease end. RESUME=all restores every node before
- * the first pass (Slurm's partition UP).
+ * the first pass (Slurm's partition UP). LIMIT_S=N declares N seconds for
+ * every lease (as the harness's sbatch -t 5 gives Slurm's jobs 300 s) and
+ * releases each when its own seconds are over, instead of declaring those.
  *
  * Usage: bench_leaf_sim FLEET SWFILE [one_leaf|free]
  * Prints one JSON line per label. Nothing is asserted. */
@@ -61,6 +63,7 @@ int main(int argc, char **argv)
 		nj++;
 	fclose(sw);
 	bool all = getenv("RESUME") && !strcmp(getenv("RESUME"), "all");
+	int limit = getenv("LIMIT_S") ? atoi(getenv("LIMIT_S")) : 0;
 	struct placer *p;
 	struct sched *s;
 	struct place_wmodel *wm;
@@ -84,7 +87,7 @@ int main(int argc, char **argv)
 				r.one_leaf = one;
 			}
 			struct sched_spec sp = {.tenant = "bench", .plan = PLAN_HOURLY, .req = &r,
-						.duration_ns = secs[j] * NS};
+						.duration_ns = (limit > 0 ? limit : secs[j]) * NS};
 			if (place_wmodel_observe(wm, &r) && place_wmodel_apply(wm, p, &d))
 				die("apply");
 			if (sched_submit(s, id++, &sp, now, &d))
@@ -131,6 +134,10 @@ int main(int argc, char **argv)
 			if (next == INT64_MAX)
 				die("stuck");
 			now = next;
+			for (int j = 0; limit > 0 && j < nj; j++)
+				if (start[j] >= 0 && start[j] + secs[j] * NS == now &&
+				    sched_release(s, first + (uint64_t)j, now, &d))
+					die("release");
 			if (sched_tick(s, now))
 				die("tick");
 		}

@@ -343,6 +343,65 @@ static void test_backfill(void **state)
 
 /* ---- preemption ------------------------------------------------------------ */
 
+/* A lease that fits now only on a node the head's shadow placement uses
+ * still starts when the head can start as early, on as few leaves, on other
+ * nodes that free up by then; not when that would spread the head. */
+static void test_backfill_exact(void **state)
+{
+	(void)state;
+	struct fx x;
+	/* n0, n1 under l1; n2, n3 under l2. */
+	fx_init(&x, 4, "hgx-h100-8");
+	struct opt d100 = {PLAN_HOURLY, 100, 0, 0, NULL}, d300 = {PLAN_HOURLY, 300, 0, 0, NULL};
+	assert_int_equal(sub_opt(&x, 1, "a", 8, 0, &d300, NULL), SL_OK);
+	assert_int_equal(sub_opt(&x, 2, "a", 4, 0, &d100, NULL), SL_OK);
+	assert_int_equal(sub_opt(&x, 3, "a", 8, 0, &d100, NULL), SL_OK);
+	assert_int_equal(sub_opt(&x, 4, "a", 8, 0, &d300, NULL), SL_OK);
+	assert_int_equal(lease_gpus_on(&x, 1, x.node[0]), 8);
+	assert_int_equal(lease_gpus_on(&x, 2, x.node[1]), 4);
+	assert_int_equal(lease_gpus_on(&x, 3, x.node[2]), 8);
+	assert_int_equal(lease_gpus_on(&x, 4, x.node[3]), 8);
+	/* Head: a whole node; at 100 n1 and n2 are whole, and the shadow
+	 * placement is n1 (name order), the only node with GPUs free now. */
+	assert_int_equal(sub(&x, 10, "h", 8, 1), SL_OK);
+	assert_int_equal(st(&x, 10), SCHED_PENDING);
+	sched_events_clear(x.s);
+	/* Four GPUs past 100 fit only on n1; the head can have n2 at 100. */
+	assert_int_equal(sub_opt(&x, 11, "b", 4, 2, &d300, NULL), SL_OK);
+	assert_int_equal(st(&x, 11), SCHED_RUNNING);
+	assert_int_equal(lease_gpus_on(&x, 11, x.node[1]), 4);
+	assert_true(ev_at(&x, ev_find(&x, SCHED_EV_STARTED, 11))->backfilled);
+	/* The head starts at its time all the same. */
+	assert_int_equal(sched_tick(x.s, S(100)), SL_OK);
+	assert_int_equal(st(&x, 10), SCHED_RUNNING);
+	assert_int_equal(lease_gpus_on(&x, 10, x.node[2]), 8);
+	fx_free(&x);
+
+	/* A gang head of two whole nodes: at 100 n0 + n1 under l1 (n2 too). */
+	fx_init(&x, 4, "hgx-h100-8");
+	assert_int_equal(sub_opt(&x, 1, "a", 4, 0, &d100, NULL), SL_OK);
+	assert_int_equal(sub_opt(&x, 2, "a", 8, 0, &d100, NULL), SL_OK);
+	assert_int_equal(sub_opt(&x, 3, "a", 8, 0, &d100, NULL), SL_OK);
+	assert_int_equal(sub_opt(&x, 4, "a", 8, 0, &d300, NULL), SL_OK);
+	assert_int_equal(lease_gpus_on(&x, 1, x.node[0]), 4);
+	assert_int_equal(lease_gpus_on(&x, 2, x.node[1]), 8);
+	assert_int_equal(lease_gpus_on(&x, 3, x.node[2]), 8);
+	assert_int_equal(lease_gpus_on(&x, 4, x.node[3]), 8);
+	assert_int_equal(sub(&x, 10, "h", 16, 1), SL_OK);
+	assert_int_equal(st(&x, 10), SCHED_PENDING);
+	/* On n0 it would leave the head n1 + n2 at 100: two leaves, refused. */
+	sched_events_clear(x.s);
+	assert_int_equal(sub_opt(&x, 11, "b", 4, 2, &d300, NULL), SL_OK);
+	assert_int_equal(st(&x, 11), SCHED_PENDING);
+	assert_non_null(strstr(ev_at(&x, ev_find(&x, SCHED_EV_QUEUED, 11))->reason,
+			       "delay lease 10"));
+	assert_int_equal(sched_tick(x.s, S(100)), SL_OK);
+	assert_int_equal(st(&x, 10), SCHED_RUNNING);
+	assert_int_equal(lease_gpus_on(&x, 10, x.node[0]), 8);
+	assert_int_equal(lease_gpus_on(&x, 10, x.node[1]), 8);
+	fx_free(&x);
+}
+
 static void test_spot_preemption(void **state)
 {
 	(void)state;
@@ -1117,6 +1176,7 @@ int main(void)
 		cmocka_unit_test(test_priority_order),
 		cmocka_unit_test(test_fair_share),
 		cmocka_unit_test(test_backfill),
+		cmocka_unit_test(test_backfill_exact),
 		cmocka_unit_test(test_spot_preemption),
 		cmocka_unit_test(test_spot_not_preempted_for_spot),
 		cmocka_unit_test(test_reservation),

@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
+
 #define NS_PER_S 1000000000LL
 
 int lease_order_cmp(const struct sched_lease *a, const struct sched_lease *b)
@@ -298,6 +300,22 @@ struct head_ctx {
 	bool known;          /* shadow computed (lazily: only a backfill needs it) */
 	int64_t shadow;
 	struct placement spl;
+	/* The running leases that end by the shadow time, collected on first
+	 * use (head_still_fits) and kept up to date through the pass. */
+	bool enders_known;
+	struct sched_lease **enders;
+	int nenders, capenders;
+	/* Requests (shape and size) that were refused as delaying the head
+	 * since the start numbered refused_seq: with nothing started since,
+	 * the placer's state is the same, so the same request is refused again
+	 * without asking it (a queue of many alike costs one test, not one
+	 * each). A cache, not a rule: when full, later refusals are not kept. */
+	uint64_t refused_seq;
+	int nrefused;
+	struct {
+		const struct sched_shape *shape;
+		int gpus;
+	} refused[16];
 };
 
 static void note(struct sched_lease *l, enum sched_note n, const struct head_ctx *h,
@@ -351,6 +369,69 @@ static enum sl_err become_head(struct sched *s, struct sched_lease *l, struct he
 	return e;
 }
 
+static bool refused_before(const struct sched *s, struct head_ctx *h,
+			   const struct sched_lease *l)
+{
+	if (h->refused_seq != s->start_seq)
+		h->nrefused = 0;
+	for (int i = 0; i < h->nrefused; i++)
+		if (h->refused[i].shape == l->shape && h->refused[i].gpus == l->gpus)
+			return true;
+	return false;
+}
+
+static void refused_add(const struct sched *s, struct head_ctx *h, const struct sched_lease *l)
+{
+	int cap = (int)(sizeof(h->refused) / sizeof(h->refused[0]));
+	if (h->refused_seq != s->start_seq) {
+		h->refused_seq = s->start_seq;
+		h->nrefused = 0;
+	}
+	if (h->nrefused < cap) {
+		h->refused[h->nrefused].shape = l->shape;
+		h->refused[h->nrefused++].gpus = l->gpus;
+	}
+}
+
+static enum sl_err enders_add(struct head_ctx *h, struct sched_lease *l)
+{
+	if (h->nenders == h->capenders &&
+	    sl_grow(&h->enders, &h->capenders, h->nenders + 1, SCHED_MAX_LEASES) != SL_OK)
+		return SL_ENOMEM;
+	h->enders[h->nenders++] = l;
+	return SL_OK;
+}
+
+/* Whether the head still starts at its shadow time, on no more leaves than
+ * its shadow placement, with pl claimed (a lease that runs past that time):
+ * pl is claimed and the leases that end by then released, tentatively; the
+ * head is placed; everything is put back. On yes *npl is the head's
+ * placement then. A head waiting for preempted spot leases keeps the
+ * placement it reserved, so nothing is judged for it here. */
+static enum sl_err head_still_fits(struct sched *s, struct head_ctx *h,
+				   const struct placement *pl, struct placement *npl, bool *yes)
+{
+	*yes = false;
+	if (h->l->has_rsv || h->shadow == INT64_MAX || h->spl.npicks == 0)
+		return SL_OK;
+	if (!h->enders_known) {
+		for (int i = 0; i < s->nrunning; i++)
+			if (lease_end_ns(s->running[i]) <= h->shadow &&
+			    enders_add(h, s->running[i]) != SL_OK)
+				return SL_ENOMEM;
+		h->enders_known = true;
+	}
+	enum sl_err e = placer_claim(s->p, pl, NULL);
+	if (e != SL_OK)
+		return e == SL_ECONFLICT ? SL_OK : e;
+	int cur = 0;
+	tent_to(s, h->enders, &cur, h->nenders);
+	*yes = fits(s, h->l, npl) && npl->score.leaves <= h->spl.score.leaves;
+	tent_to(s, h->enders, &cur, 0);
+	sched_cannot_fail(placer_release(s->p, pl, NULL));
+	return SL_OK;
+}
+
 /* A lease behind the head: starts now only if that cannot delay the head. */
 static enum sl_err try_backfill(struct sched *s, struct sched_lease *l, struct head_ctx *h,
 				struct placement *pl, int64_t now)
@@ -369,12 +450,40 @@ static enum sl_err try_backfill(struct sched *s, struct sched_lease *l, struct h
 	if (e != SL_OK)
 		return e;
 	int64_t end = now > INT64_MAX - l->duration_ns ? INT64_MAX : now + l->duration_ns;
-	struct place_request rq;
-	if (end <= h->shadow || !pl_touches(pl, s->mark) ||
-	    place_avoiding(s, lease_req(l, &rq), &h->spl, pl))
+	if (end <= h->shadow) {
+		e = lease_start(s, l, pl, now, true);
+		return e == SL_OK && h->enders_known ? enders_add(h, l) : e;
+	}
+	if (!pl_touches(pl, s->mark))
 		return lease_start(s, l, pl, now, true);
-	note(l, NOTE_DELAY, h, now);
-	return SL_OK;
+	/* It would sit on the nodes the head waits for: somewhere else... */
+	if (refused_before(s, h, l)) {
+		note(l, NOTE_DELAY, h, now);
+		return SL_OK;
+	}
+	struct place_request rq;
+	struct placement alt;
+	placement_init(&alt);
+	bool yes = place_avoiding(s, lease_req(l, &rq), &h->spl, &alt);
+	if (yes) {
+		e = lease_start(s, l, &alt, now, true);
+		placement_release(&alt);
+		return e;
+	}
+	/* ...or where it asked, if the head can then start as early and as
+	 * compact on other nodes: those become the head's. */
+	e = head_still_fits(s, h, pl, &alt, &yes);
+	if (e == SL_OK && yes && (e = lease_start(s, l, pl, now, true)) == SL_OK) {
+		mark_set(s, &h->spl, false);
+		e = placement_copy(&h->spl, &alt);
+		mark_set(s, &h->spl, true);
+	}
+	placement_release(&alt);
+	if (e == SL_OK && !yes) {
+		refused_add(s, h, l);
+		note(l, NOTE_DELAY, h, now);
+	}
+	return e;
 }
 
 static int snap_cmp(const void *a, const void *b)
@@ -447,6 +556,7 @@ enum sl_err sched_pass(struct sched *s, int64_t now)
 	mark_set(s, &h.spl, false);
 	placement_release(&h.spl);
 	placement_release(&pl);
+	free(h.enders);
 	s->last_head = h.l && h.l->state == SCHED_PENDING ? h.l->id : 0;
 	s->dirty = e != SL_OK;
 	return e;
@@ -480,6 +590,7 @@ enum sl_err sched_pass_new(struct sched *s, struct sched_lease *l, int64_t now)
 	mark_set(s, &h.spl, false);
 	placement_release(&h.spl);
 	placement_release(&pl);
+	free(h.enders);
 	return e;
 }
 

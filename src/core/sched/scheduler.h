@@ -28,8 +28,12 @@
  * placement uses), and the head waits for exactly them. Otherwise the head's
  * earliest start (shadow time) is computed from the running leases' declared
  * ends. A later request starts ahead of the head (backfill) only when it
- * declares a duration and either ends by the shadow time or uses no node of
- * the head's shadow placement. Requests without a duration never pass a head.
+ * declares a duration and either ends by the shadow time, or uses no node of
+ * the head's shadow placement, or leaves the head room at the shadow time on
+ * no more leaf switches than that placement (checked on the placer with the
+ * request claimed and the leases ending by then released; the head's shadow
+ * placement then becomes that room). Requests without a duration never pass
+ * a head.
  * Only the head preempts or is protected; the rest wait in order. A lease
  * that preempted takes the GPUs it waited for at the deadline, before any
  * other request is considered. Preemption notices are never withdrawn.
