@@ -1,5 +1,6 @@
 /* test_ctl_codec.c - the controller's codecs and tables: RFC 3339 times, lease
  * request validation, tokens, roles and the route table's shape. */
+#include <malloc.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -377,6 +378,33 @@ static void test_lease_roundtrip(void **state)
 	free(c.fleet);
 }
 
+/* A history grows from room for one entry (most leases have one: placed at
+ * once, or queued), keeping every entry as it grows past 1, 2, 4. */
+static void test_lease_history_grows_from_one(void **state)
+{
+	(void)state;
+	struct ctl_lease l;
+	memset(&l, 0, sizeof(l));
+	assert_true(lease_hist_add(&l, 1000, LS_PENDING, "waits"));
+	assert_true(malloc_usable_size(l.hist) < 2 * sizeof(*l.hist));
+	char r[32];
+	for (int i = 1; i < 9; i++) {
+		snprintf(r, sizeof(r), "step %d", i);
+		assert_true(lease_hist_add(&l, 1000 + i, i % 2 ? LS_ACTIVE : LS_PREEMPTING, r));
+		assert_int_equal(l.nhist, i + 1);
+		assert_true(malloc_usable_size(l.hist) >= (size_t)l.nhist * sizeof(*l.hist));
+	}
+	assert_string_equal(l.hist[0].reason, "waits");
+	assert_int_equal(l.hist[0].state, LS_PENDING);
+	for (int i = 1; i < 9; i++) {
+		snprintf(r, sizeof(r), "step %d", i);
+		assert_string_equal(l.hist[i].reason, r);
+		assert_int_equal(l.hist[i].at_ns, 1000 + i);
+		assert_int_equal(l.hist[i].state, i % 2 ? LS_ACTIVE : LS_PREEMPTING);
+	}
+	lease_release_mem(&l);
+}
+
 /* The history keeps the newest CTL_MAX_HISTORY entries; reasons are owned. */
 static void test_lease_history_cap(void **state)
 {
@@ -439,6 +467,7 @@ int main(void)
 		cmocka_unit_test(test_lease_req),      cmocka_unit_test(test_token_format),
 		cmocka_unit_test(test_roles),          cmocka_unit_test(test_route_table),
 		cmocka_unit_test(test_lease_roundtrip), cmocka_unit_test(test_lease_bad_rows),
+		cmocka_unit_test(test_lease_history_grows_from_one),
 		cmocka_unit_test(test_lease_history_cap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
