@@ -303,7 +303,8 @@ static void test_lease_roundtrip(void **state)
 	struct place_request pr;
 	lease_req_to_place(l.req, "acme", &pr);
 	assert_int_equal(placer_place(c.placer, &pr, &pl0, &d), SL_OK);
-	assert_int_equal(place_kept_take(&l.pl, &pl0), SL_OK);
+	assert_true(lease_score_set(&c, &l, &pl0.score));
+	assert_int_equal(place_picks_take(&l.pl, &pl0), SL_OK);
 	l.seq = 42;
 	strcpy(l.id, "ls-000042");
 	l.tenant = ctl_name(&c, "acme");
@@ -333,7 +334,7 @@ static void test_lease_roundtrip(void **state)
 	 * history as {"at","state","reason"} (null for no time, escapes). */
 	assert_non_null(strstr(s1, "\"request\":{\"gpus\":16,\"per_node\":8,\"models\":[\"h100-sxm\"],"
 				   "\"plan\":\"spot\",\"duration_s\":3600,\"tenant\":\"acme\"}"));
-	json_t *sj = place_score_to_json(&l.pl.score);
+	json_t *sj = place_score_to_json(lease_score(&l));
 	char *ss = json_dumps(sj, JSON_COMPACT), want[1024], at[32];
 	snprintf(want, sizeof(want), "\"score\":%s,", ss);
 	assert_non_null(strstr(s1, want));
@@ -362,18 +363,27 @@ static void test_lease_roundtrip(void **state)
 	assert_int_equal(back.pl.picks[1].cpus, l.pl.picks[1].cpus);
 	assert_int_equal(back.pl.picks[1].mem_mib, l.pl.picks[1].mem_mib);
 	assert_int_equal(back.preempt_ns, l.preempt_ns);
-	assert_int_equal(back.pl.score.leaves, l.pl.score.leaves);
+	assert_int_equal(lease_score(&back)->leaves, l.score->leaves);
+	assert_true(lease_score(&back)->leaves > 0);
+	/* Equal scores are kept once (lease_score.c), shared by both leases. */
+	assert_ptr_equal(back.score, l.score);
+	assert_int_equal(ctl_lease_scores_kept(&c), 1);
 	/* Re-claiming the stored placement is what a restart does. */
-	assert_int_equal(placer_claim(c.placer, place_kept_view(&back.pl, &v), &d), SL_OK);
-	assert_int_equal(placer_claim(c.placer, place_kept_view(&l.pl, &v), &d), SL_ECONFLICT);
+	assert_int_equal(placer_claim(c.placer, lease_pl_view(&back, &v), &d), SL_OK);
+	assert_int_equal(placer_claim(c.placer, lease_pl_view(&l, &v), &d), SL_ECONFLICT);
 	free(s1);
 	free(s2);
 	json_decref(o);
 	json_decref(o2);
 	lease_release_mem(&l);
+	assert_int_equal(ctl_lease_scores_kept(&c), 1); /* back still holds it */
 	lease_release_mem(&back);
+	assert_int_equal(ctl_lease_scores_kept(&c), 0);
+	assert_null(back.score);
+	assert_int_equal(lease_score(&back)->leaves, 0);
 	placer_free(c.placer);
 	ctl_names_free(&c);
+	ctl_lease_scores_free(&c);
 	fleet_release(c.fleet);
 	free(c.fleet);
 }
@@ -403,6 +413,53 @@ static void test_lease_history_grows_from_one(void **state)
 		assert_int_equal(l.hist[i].state, i % 2 ? LS_ACTIVE : LS_PREEMPTING);
 	}
 	lease_release_mem(&l);
+}
+
+/* Placement scores are kept once per distinct score, counted: a lease that
+ * changes its score or goes drops its hold, the last holder frees it. */
+static void test_lease_scores(void **state)
+{
+	(void)state;
+	enum { N = 300, DISTINCT = 150 };
+	struct ctl c;
+	memset(&c, 0, sizeof(c));
+	struct ctl_lease *ls = calloc(N, sizeof(*ls));
+	assert_non_null(ls);
+	assert_int_equal(lease_score(&ls[0])->free_after, 0); /* none: the zero score */
+	for (int i = 0; i < N; i++) {
+		struct place_score sc;
+		memset(&sc, 0, sizeof(sc));
+		sc.free_after = i % DISTINCT;
+		sc.frag_milli = -(i % DISTINCT);
+		sc.price_hint = 1500;
+		assert_true(lease_score_set(&c, &ls[i], &sc));
+	}
+	assert_int_equal(ctl_lease_scores_kept(&c), DISTINCT);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(lease_score(&ls[i])->free_after, i % DISTINCT);
+		assert_int_equal(lease_score(&ls[i])->frag_milli, -(i % DISTINCT));
+		assert_ptr_equal(ls[i].score, ls[i % DISTINCT].score);
+	}
+	/* Setting the same score again, then another one. */
+	const struct place_score *was = ls[0].score;
+	assert_true(lease_score_set(&c, &ls[0], was));
+	assert_ptr_equal(ls[0].score, was);
+	struct place_score other;
+	memset(&other, 0, sizeof(other));
+	other.free_after = 7777;
+	assert_true(lease_score_set(&c, &ls[0], &other));
+	assert_int_equal(lease_score(&ls[0])->free_after, 7777);
+	assert_int_equal(lease_score(&ls[DISTINCT])->free_after, 0); /* its old sharer keeps it */
+	assert_int_equal(ctl_lease_scores_kept(&c), DISTINCT + 1);
+	for (int i = 0; i < N; i++) {
+		lease_score_drop(&ls[i]);
+		assert_null(ls[i].score);
+	}
+	assert_int_equal(ctl_lease_scores_kept(&c), 0);
+	lease_score_drop(&ls[0]); /* none held: nothing */
+	ctl_lease_scores_free(&c);
+	ctl_lease_scores_free(&c);
+	free(ls);
 }
 
 /* The history keeps the newest CTL_MAX_HISTORY entries; reasons are owned. */
@@ -456,6 +513,7 @@ static void test_lease_bad_rows(void **state)
 		json_decref(o);
 	}
 	ctl_names_free(&c);
+	ctl_lease_scores_free(&c);
 	fleet_release(c.fleet);
 	free(c.fleet);
 }
@@ -468,6 +526,7 @@ int main(void)
 		cmocka_unit_test(test_roles),          cmocka_unit_test(test_route_table),
 		cmocka_unit_test(test_lease_roundtrip), cmocka_unit_test(test_lease_bad_rows),
 		cmocka_unit_test(test_lease_history_grows_from_one),
+		cmocka_unit_test(test_lease_scores),
 		cmocka_unit_test(test_lease_history_cap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
