@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "ctl_int.h"
+#include "instances_int.h"
 #include "place_json.h"
 
 static void test_time_roundtrip(void **state)
@@ -462,6 +463,44 @@ static void test_lease_scores(void **state)
 	free(ls);
 }
 
+/* An instance's reason and its newest history entry are one text when equal
+ * (20,000 instances in bench/memory); each holder lets go of it alone. */
+static void test_instance_reason_shared(void **state)
+{
+	(void)state;
+	struct instance *in = inst_alloc();
+	assert_non_null(in);
+	inst_reason_set(in, "created: lease ls-000001 on n1");
+	inst_hist_add(in, 1, IS_STARTING, "created: lease ls-000001 on n1");
+	assert_ptr_equal(in->hist[0].reason, in->reason);
+	inst_reason_set(in, in->reason); /* unchanged: kept */
+	assert_ptr_equal(in->hist[0].reason, in->reason);
+	/* A reason set before its entry (the loader's order) shares too. */
+	inst_reason_set(in, "running");
+	inst_hist_add(in, 2, IS_RUNNING, "running");
+	assert_ptr_equal(in->hist[1].reason, in->reason);
+	assert_string_equal(in->hist[0].reason, "created: lease ls-000001 on n1");
+	/* A history entry made first: the reason set after shares it. */
+	inst_hist_add(in, 3, IS_STOPPING, "stop asked");
+	inst_reason_set(in, "stop asked");
+	assert_ptr_equal(in->hist[2].reason, in->reason);
+	/* Different texts stay apart; "" is none. */
+	inst_hist_add(in, 4, IS_STOPPED, "");
+	assert_string_equal(in->hist[3].reason, "");
+	inst_reason_set(in, NULL);
+	assert_null(in->reason);
+	assert_string_equal(in->hist[2].reason, "stop asked");
+	/* Cut to INST_REASON_MAX - 1 bytes, shared still. */
+	char longr[INST_REASON_MAX + 40];
+	memset(longr, 'x', sizeof(longr) - 1);
+	longr[sizeof(longr) - 1] = 0;
+	inst_reason_set(in, longr);
+	inst_hist_add(in, 5, IS_STOPPED, longr);
+	assert_int_equal(strlen(in->reason), INST_REASON_MAX - 1);
+	assert_ptr_equal(in->hist[4].reason, in->reason);
+	inst_free(in);
+}
+
 /* The history keeps the newest CTL_MAX_HISTORY entries; reasons are owned. */
 static void test_lease_history_cap(void **state)
 {
@@ -527,6 +566,7 @@ int main(void)
 		cmocka_unit_test(test_lease_roundtrip), cmocka_unit_test(test_lease_bad_rows),
 		cmocka_unit_test(test_lease_history_grows_from_one),
 		cmocka_unit_test(test_lease_scores),
+		cmocka_unit_test(test_instance_reason_shared),
 		cmocka_unit_test(test_lease_history_cap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
