@@ -465,17 +465,6 @@ static enum MHD_Result req_finish(struct http_request *r)
 	if (!r->answered && r->too_large)
 		answer_too_large(r);
 	if (!r->answered && !r->dispatched) {
-		/* The body in a block of its size, not the doubled buffer it was
-		 * read into: a deferred answer keeps it until the group commit,
-		 * and thousands of heartbeats may wait for one at once
-		 * (bench/results/memory.md). Shrinking does not move it. */
-		if (r->body && r->body_cap > r->body_len + 1) {
-			char *b = realloc(r->body, r->body_len + 1);
-			if (b) {
-				r->body = b;
-				r->body_cap = r->body_len + 1;
-			}
-		}
 		r->dispatched = 1;
 		s->pending++;
 		s->cb.handle(r, s->cb.ctx);
