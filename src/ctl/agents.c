@@ -750,10 +750,8 @@ static bool replace_lease(struct ctl *c, struct ctl_lease *l, int idx, int64_t l
 			lost += __builtin_popcount(l->pl.picks[k].gpus);
 	/* The new picks (shared with the scheduler's record); the lease keeps
 	 * its score. */
-	struct place_score sc = l->pl.score;
-	if (place_kept_copy_like(&l->pl, &np, sched_lease_picks(c->sched, l->seq)))
+	if (place_picks_copy_like(&l->pl, &np, sched_lease_picks(c->sched, l->seq)))
 		c->fatal = true; /* out of memory: the daemon stops */
-	l->pl.score = sc;
 	placement_release(&np);
 	l->epoch++;
 	size_t off = (size_t)snprintf(why, sizeof(why), "node %s went down: replaced on",

@@ -222,7 +222,7 @@ enum sl_err placement_from_json(const struct fleet *f, const json_t *arr, struct
  * and score: what `lease show` prints under the placement. */
 void lease_explain(const struct ctl *c, const struct ctl_lease *l, char *buf, size_t n)
 {
-	const struct place_score *s = &l->pl.score;
+	const struct place_score *s = lease_score(l);
 	int gpus = 0;
 	for (int i = 0; i < l->pl.npicks; i++)
 		gpus += __builtin_popcount(l->pl.picks[i].gpus);
@@ -374,13 +374,13 @@ static void lease_fields_json(struct ctl *c, const struct ctl_lease *l, bool api
 			break;
 		case LF_PLACEMENT: {
 			struct placement v;
-			json_t *placed = place_to_json(c->fleet, place_kept_view(&l->pl, &v));
+			json_t *placed = place_to_json(c->fleet, lease_pl_view(l, &v));
 			json_object_set(o, f->key, json_object_get(placed, "placement"));
 			json_decref(placed);
 			break;
 		}
 		case LF_SCORE:
-			json_object_set_new(o, f->key, place_score_to_json(&l->pl.score));
+			json_object_set_new(o, f->key, place_score_to_json(lease_score(l)));
 			break;
 		case LF_EXPLANATION:
 			if (l->pl.npicks > 0) {
@@ -553,7 +553,8 @@ static void hist_reason_free(const char *r)
 
 void lease_release_mem(struct ctl_lease *l)
 {
-	place_kept_release(&l->pl);
+	place_picks_release(&l->pl);
+	lease_score_drop(l);
 	lease_req_drop(l->req);
 	l->req = NULL;
 	sl_ctext_drop(l->request);
@@ -619,11 +620,14 @@ void lease_share_request(struct ctl_lease *l, const struct ctl_lease *like)
 }
 
 /* Entries a history of n entries (n > 0) has room for: it grows only here,
- * doubling from 2 up to CTL_MAX_HISTORY, so its length says its capacity
- * (no member for it in 100,000 leases). */
+ * doubling from 1 up to CTL_MAX_HISTORY, so its length says its capacity
+ * (no member for it in 100,000 leases). From 1, not 2: nearly every lease
+ * has one entry (placed at once, or queued), and one entry is a 32-byte
+ * block of malloc where room for two took 64 (bench/results/memory.md:
+ * ~3.7 MiB at 120,000 leases); a second entry costs one realloc. */
 static int hist_cap(int n)
 {
-	int c = 2;
+	int c = 1;
 	while (c < n)
 		c *= 2;
 	return c < CTL_MAX_HISTORY ? c : CTL_MAX_HISTORY;
@@ -718,14 +722,17 @@ enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
 		/* Where an ended lease ran is history; a node since gone drops it. */
 		placement_release(&pl);
 	}
-	if (e == SL_OK && place_kept_take(&l->pl, &pl))
+	if (e == SL_OK && place_picks_take(&l->pl, &pl))
 		e = sl_diag_set(d, SL_ENOMEM, "out of memory");
 	placement_release(&pl);
 	if (e) {
 		lease_release_mem(l);
 		return e;
 	}
-	struct place_score *s = &l->pl.score;
+	if (!sc)
+		return SL_OK; /* never placed: the zero score, none kept */
+	struct place_score score, *s = &score;
+	memset(s, 0, sizeof(*s));
 	s->bottleneck_gbps = (int)json_integer_value(json_object_get(sc, "bottleneck_gbps"));
 	s->total_gbps = (int)json_integer_value(json_object_get(sc, "total_gbps"));
 	s->numa_spanned = (int)json_integer_value(json_object_get(sc, "numa_spanned"));
@@ -744,6 +751,10 @@ enum sl_err lease_from_json(struct ctl *c, const json_t *o, struct ctl_lease *l,
 	s->bestfit_milli = json_integer_value(json_object_get(fr, "bestfit_delta_milli"));
 	s->bestfit_same = json_is_true(json_object_get(fr, "bestfit_same"));
 	s->leaf_kept = (int)json_integer_value(json_object_get(sc, "leaf_kept"));
+	if (!lease_score_set(c, l, s)) {
+		lease_release_mem(l);
+		return sl_diag_set(d, SL_ENOMEM, "out of memory");
+	}
 	return SL_OK;
 }
 

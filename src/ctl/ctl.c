@@ -833,6 +833,7 @@ void ctl_free(struct ctl *c)
 	strmap_free(c->auth.token_by_hash);
 	strmap_free(c->auth.token_by_id);
 	ctl_names_free(c); /* after the leases, which point at them */
+	ctl_lease_scores_free(c);
 	placer_free(c->placer);
 	ctl_workload_free(c);
 	if (c->fleet_ok)

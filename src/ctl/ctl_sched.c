@@ -59,11 +59,12 @@ static const char *end_state_reason(enum sched_end e, enum lease_state *st)
 static void ev_started(struct ctl *c, struct ctl_lease *l, const struct sched_event *ev)
 {
 	/* One array of picks for the scheduler's record and this one. */
-	if (place_kept_copy_like(&l->pl, &ev->placement, sched_lease_picks(c->sched, l->seq))) {
+	if (place_picks_copy_like(&l->pl, &ev->placement, sched_lease_picks(c->sched, l->seq)) ||
+	    !lease_score_set(c, l, &ev->placement.score)) {
 		fatal(c, "placement_copy", SL_ENOMEM);
 		return;
 	}
-	l->placed = true; /* l->pl.score, copied above, is its score */
+	l->placed = true; /* lease_score(l), kept above, is its score */
 	l->gpus = ev->gpus;
 	lease_set_reason(l, NULL);
 	l->started_ns = ev->at_ns;
@@ -130,13 +131,12 @@ void ctl_sched_events(struct ctl *c)
 			break;
 		}
 		case SCHED_EV_SCALED: {
-			struct place_score sc = l->pl.score; /* the event has none */
-			if (place_kept_copy_like(&l->pl, &ev->placement,
-						 sched_lease_picks(c->sched, l->seq))) {
+			/* The event has no score: the lease keeps its own. */
+			if (place_picks_copy_like(&l->pl, &ev->placement,
+						  sched_lease_picks(c->sched, l->seq))) {
 				fatal(c, "placement_copy", SL_ENOMEM);
 				break;
 			}
-			l->pl.score = sc;
 			snprintf(why, sizeof(why), "scaled from %d to %d GPUs", l->gpus, ev->gpus);
 			l->gpus = ev->gpus;
 			l->epoch++;
@@ -318,7 +318,7 @@ static enum sl_err restore_one(struct ctl *c, struct ctl_lease *l, bool run)
 	sl_diag_clear(&d);
 	spec_of(l, &pr, &sp);
 	struct placement v;
-	struct sched_restore r = {&sp, l->created_ns, run ? place_kept_view(&l->pl, &v) : NULL,
+	struct sched_restore r = {&sp, l->created_ns, run ? lease_pl_view(l, &v) : NULL,
 				  run ? l->started_ns : 0,
 				  run && l->state == LS_PREEMPTING ? l->preempt_ns : 0};
 	if (run && placer_release(c->placer, r.placement, &d)) {
@@ -333,8 +333,9 @@ static enum sl_err restore_one(struct ctl *c, struct ctl_lease *l, bool run)
 		fail_restore(c, l, &d);
 		return SL_OK;
 	}
-	/* The scheduler copied the picks: one copy for both (SL_ENOMEM or SL_OK). */
-	return run ? place_kept_copy_like(&l->pl, r.placement, sched_lease_picks(c->sched, l->seq))
+	/* The scheduler copied the picks: one copy for both (SL_ENOMEM or SL_OK);
+	 * r.placement is l's own view, so the score stays. */
+	return run ? place_picks_copy_like(&l->pl, r.placement, sched_lease_picks(c->sched, l->seq))
 		   : SL_OK;
 }
 

@@ -180,7 +180,7 @@ enum sl_err ctl_fleet_replace(struct ctl *c, const char *text, size_t len, const
 		if (running) {
 			struct placement tmp, v;
 			placement_init(&tmp);
-			if ((e = placement_copy(&tmp, place_kept_view(&l->pl, &v))) == SL_OK) {
+			if ((e = placement_copy(&tmp, lease_pl_view(l, &v))) == SL_OK) {
 				for (int k = 0; k < tmp.npicks; k++)
 					tmp.picks[k].node = remap[i][k];
 				e = placer_claim(np, &tmp, d);
@@ -205,7 +205,7 @@ enum sl_err ctl_fleet_replace(struct ctl *c, const char *text, size_t len, const
 		if (!l || !remap[i])
 			continue;
 		/* Shared only with the scheduler's record, freed above: no copy. */
-		if (place_kept_own(&l->pl))
+		if (place_picks_own(&l->pl))
 			c->fatal = true;
 		for (int k = 0; k < l->pl.npicks; k++) {
 			l->pl.picks[k].node = remap[i][k];

@@ -209,7 +209,7 @@ void h_instance_create(struct ctl_call *call)
 	char why[INST_REASON_MAX];
 	snprintf(why, sizeof(why), "created: lease %s on %s%s; pulling and creating the container",
 		 in->lease, in->nodes[0].node, in->nnodes > 1 ? " and more" : "");
-	inst_text_set(&in->reason, why, INST_REASON_MAX);
+	inst_reason_set(in, why);
 	inst_hist_add(in, c->now_ns, IS_STARTING, why);
 	inst_save(c, in);
 	inst_bump(c, in);

@@ -255,7 +255,7 @@ struct instance *inst_from_json(struct ctl *c, const json_t *o, struct sl_diag *
 	inst_nfield(c, &in->tenant, CTL_NAME_MAX + 1, o, "tenant");
 	inst_nfield(c, &in->user, CTL_USER_MAX + 1, o, "user");
 	in->state = (enum inst_state)st;
-	inst_tsfield(&in->reason, INST_REASON_MAX, o, "reason");
+	inst_reason_set(in, json_string_value(json_object_get(o, "reason")));
 	inst_sfield(in->lease, sizeof(in->lease), o, "lease");
 	const char *mode = json_string_value(json_object_get(o, "mode"));
 	in->mode = mode && !strcmp(mode, "no-gpu") ? IM_NOGPU : IM_GPU;

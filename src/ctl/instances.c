@@ -178,11 +178,11 @@ void inst_free(struct instance *in)
 		return;
 	for (int k = 0; k < in->capnodes; k++)
 		inst_node_clear(&in->nodes[k]);
-	free(in->reason);
+	sl_ctext_drop(in->reason);
 	sl_ctext_drop(in->authorized_keys);
 	for (int i = 0; i < in->nhist; i++)
 		if (in->hist[i].reason != inst_hist_empty)
-			free(in->hist[i].reason);
+			sl_ctext_drop(in->hist[i].reason);
 	free(in->hist);
 	free(in->nodes);
 	free(in->gpu_segs);
@@ -274,28 +274,54 @@ bool inst_add(struct ctl *c, struct instance *in)
 
 char inst_hist_empty[1];
 
+/* s cut to INST_REASON_MAX - 1 bytes, as the fixed buffers kept it, as a
+ * counted text: like (a counted text, or NULL) when equal, else a new copy;
+ * NULL for "" (and out of memory, logged). */
+static char *reason_text(const char *s, char *like)
+{
+	size_t n = s ? strnlen(s, INST_REASON_MAX - 1) : 0;
+	if (!n)
+		return NULL;
+	if (like && !strncmp(like, s, n) && !like[n])
+		return sl_ctext_ref(like);
+	char cut[INST_REASON_MAX];
+	memcpy(cut, s, n);
+	cut[n] = 0;
+	char *t = sl_ctext_dup(cut);
+	if (!t)
+		sl_log_error("out of memory keeping a text", "text=%.64s", cut);
+	return t;
+}
+
+void inst_reason_set(struct instance *in, const char *s)
+{
+	size_t n = s ? strnlen(s, INST_REASON_MAX - 1) : 0;
+	if (in->reason && !strncmp(in->reason, s ? s : "", n) && !in->reason[n])
+		return; /* unchanged */
+	char *newest = in->nhist ? in->hist[in->nhist - 1].reason : NULL;
+	char *t = reason_text(s, newest != inst_hist_empty ? newest : NULL);
+	sl_ctext_drop(in->reason);
+	in->reason = t;
+}
+
 void inst_hist_add(struct instance *in, int64_t at, enum inst_state s, const char *reason)
 {
 	if (in->nhist >= INST_MAX_HIST || sl_grow(&in->hist, &in->caphist, in->nhist + 1, INST_MAX_HIST)) {
 		if (!in->nhist)
 			return; /* out of memory before the first entry */
 		if (in->hist[0].reason != inst_hist_empty)
-			free(in->hist[0].reason);
+			sl_ctext_drop(in->hist[0].reason);
 		memmove(in->hist, in->hist + 1, (size_t)(in->nhist - 1) * sizeof(*in->hist));
 		in->nhist--;
 	}
 	struct inst_hist *h = &in->hist[in->nhist++];
 	h->at_ns = at;
 	h->state = s;
-	/* as the fixed buffer it replaces kept it: at most INST_REASON_MAX - 1 bytes */
-	size_t n = reason ? strnlen(reason, INST_REASON_MAX - 1) : 0;
-	h->reason = n ? malloc(n + 1) : NULL;
-	if (h->reason) {
-		memcpy(h->reason, reason, n);
-		h->reason[n] = 0;
-	} else {
+	/* one copy with the instance's reason when the two are equal, as they
+	 * are for the newest entry (bench/results/memory.md: 20,000 instances) */
+	h->reason = reason_text(reason, in->reason);
+	if (!h->reason)
 		h->reason = inst_hist_empty;
-	}
 }
 
 void inst_bump(struct ctl *c, const struct instance *in)
@@ -316,7 +342,7 @@ bool inst_event(struct ctl *c, struct instance *in, enum inst_event e, const cha
 	snprintf(why, sizeof(why), "%s", reason ? reason : ""); /* reason may be in->reason */
 	reason = why;
 	in->state = to;
-	inst_text_set(&in->reason, why, INST_REASON_MAX);
+	inst_reason_set(in, why);
 	inst_hist_add(in, c->now_ns, to, reason);
 	if (to == IS_STOPPED && from != IS_STOPPED)
 		in->stopped_ns = c->now_ns;

@@ -63,7 +63,8 @@ struct inst_node {
 	int64_t last_report_ns;
 };
 
-/* reason: malloc'd (inst_hist_add), or inst_hist_empty when none could be. */
+/* reason: counted (sl_ctext; maybe shared with the instance's reason:
+ * inst_hist_add), or inst_hist_empty when none could be. */
 struct inst_hist {
 	int64_t at_ns;
 	enum inst_state state;
@@ -84,8 +85,9 @@ enum inst_mode { IM_GPU, IM_NOGPU };
  * instances): names (tenant, user, model, region, site, image, its ref, the
  * driver need, the key's name, node names) are the controller's shared
  * copies (inst_name: ctl_name, one per distinct name, never NULL, cut to the
- * size the fixed buffers had), and the reason and a node's progress and
- * error are owned heap strings (inst_text_set; NULL reads as "", inst_str). */
+ * size the fixed buffers had), a node's progress and error are owned heap
+ * strings (inst_text_set; NULL reads as "", inst_str), and the reason is a
+ * counted text its newest history entry shares (inst_reason_set). */
 struct instance {
 	uint64_t seq;
 	char id[INST_ID_LEN];
@@ -93,7 +95,9 @@ struct instance {
 	const char *user;            /* CTL_USER_MAX */
 	enum inst_state state;
 	enum inst_mode mode;
-	char *reason;                /* owned, INST_REASON_MAX - 1 bytes at most; NULL: "" */
+	char *reason;                /* INST_REASON_MAX - 1 bytes at most; NULL: ""; counted,
+					shared with its newest history entry when equal
+					(inst_reason_set) */
 	char lease[24];              /* the lease of the current start ("": none) */
 	/* the request */
 	int gpus, per_node;
@@ -200,8 +204,12 @@ static inline const char *inst_str(const char *s)
 }
 /* Empties node nd: its owned strings freed, every field zero, its name "". */
 void inst_node_clear(struct inst_node *nd);
+/* Sets in->reason to s (NULL: "") cut to INST_REASON_MAX - 1 bytes, sharing
+ * the newest history entry's text when equal; out of memory it is ""
+ * (logged). s may be in->reason. */
+void inst_reason_set(struct instance *in, const char *s);
 /* Appends a history entry (the oldest goes past INST_MAX_HIST, or when out
- * of memory). */
+ * of memory); its reason shares in->reason's text when equal. */
 void inst_hist_add(struct instance *in, int64_t at, enum inst_state s, const char *reason);
 /* A JSON value as compact text (malloc'd; NULL for NULL or out of memory),
  * and back (a new reference; NULL for NULL or unreadable text): what an

@@ -207,12 +207,14 @@ static void row_fingerprint(const struct ctl_lease *l, struct ctl_row_cache *r)
 {
 	r->lease = l;
 	r->was = *l;
+	r->was_score = *lease_score(l);
 }
 
 /* Whether the row written from `was` is still the row of l: every field of
  * the row (lease_fields.h) compared by what its text is made of. */
-static bool row_same(const struct ctl_lease *was, const struct ctl_lease *l)
+static bool row_same(const struct ctl_row_cache *r, const struct ctl_lease *l)
 {
+	const struct ctl_lease *was = &r->was;
 	size_t n;
 	const struct lease_field *t = lease_row_fields(&n);
 	for (size_t i = 0; i < n; i++) {
@@ -257,7 +259,7 @@ static bool row_same(const struct ctl_lease *was, const struct ctl_lease *l)
 			break;
 		case LF_SCORE:
 			if (was->placed != l->placed ||
-			    memcmp(&was->pl.score, &l->pl.score, sizeof(l->pl.score)))
+			    memcmp(&r->was_score, lease_score(l), sizeof(r->was_score)))
 				return false;
 			break;
 		case LF_HISTORY:
@@ -275,7 +277,7 @@ static bool row_same(const struct ctl_lease *was, const struct ctl_lease *l)
 static bool row_cache_fresh(const struct ctl *c, const struct ctl_lease *l)
 {
 	const struct ctl_row_cache *r = &c->row;
-	return r->text && r->lease == l && row_same(&r->was, l);
+	return r->text && r->lease == l && row_same(r, l);
 }
 
 bool ctl_lease_save(struct ctl *c, struct ctl_lease *l)

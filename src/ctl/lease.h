@@ -110,8 +110,12 @@ struct ctl_lease {
 	char *request;   /* as posted (validated): its compact JSON text as jansson
 			    dumps it (json_dumps JSON_COMPACT); counted, maybe
 			    shared with other leases (lease_share_request) */
-	struct place_kept pl; /* picks while active/preempting (counted, shared
-				 with the scheduler's record while it runs) */
+	struct place_picks pl; /* picks while active/preempting (counted, shared
+				  with the scheduler's record while it runs) */
+	/* The placement's score while placed (l->placed), kept once per
+	 * distinct score (lease_score_set, lease_score.c); NULL reads as the
+	 * zero score (lease_score). */
+	const struct place_score *score;
 	char *reason;    /* why it waits (pending; counted, maybe shared: see
 			    lease_set_reason; NULL: "") */
 	char *end_reason; /* history reason for the coming end (owned; NULL: the
@@ -119,10 +123,10 @@ struct ctl_lease {
 	struct lease_hist *hist; /* oldest first, at most CTL_MAX_HISTORY; its
 				    capacity follows from nhist (lease_hist_add) */
 	int nhist;
-	/* Ordered so that the record has no holes: 232 bytes, a 240-byte
+	/* Ordered so that the record has no holes: 168 bytes, a 176-byte
 	 * block of malloc (bench/results/memory.md). */
 	LEASE_FIELDS(LF_MEMBER)
-	bool placed;     /* ever placed: pl.score is its "score"; else none */
+	bool placed;     /* ever placed: lease_score(l) is its "score"; else none */
 	enum lease_state state;
 };
 
@@ -145,6 +149,9 @@ struct ctl_row_cache {
 	 * by field (lease_row_fields()) with the lease at answer time; its
 	 * pointers are never followed. */
 	struct ctl_lease was;
+	/* The score then, by value: was.score may since have been freed and
+	 * its memory kept another score. */
+	struct place_score was_score;
 };
 
 /* The lease table (c->lt). */
@@ -168,6 +175,9 @@ struct ctl_lease_table {
 	int nactive;
 	struct ctl_expiry *expiry; /* min-heap by time; stale entries skipped */
 	int nexpiry, cap_expiry;
+	/* Placement scores leases point at, each kept once (lease_score.c);
+	 * freed with the controller, after the leases. NULL: none yet. */
+	struct lease_scores *scores;
 };
 
 /* ---- codec.c, lease_row.c: leases <-> JSON ---- */
@@ -243,6 +253,28 @@ void lease_req_to_place(const struct lease_req *r, const char *tenant, struct pl
 /* Picks of a placement from a JSON "placement" array, nodes by name. */
 enum sl_err placement_from_json(const struct fleet *f, const json_t *arr, struct placement *pl,
 				struct sl_diag *d) SL_MUST_USE;
+
+/* ---- placement scores (lease_score.c) ---- */
+/* l's score (the zero score when it has none kept). */
+const struct place_score *lease_score(const struct ctl_lease *l);
+/* Points l at the kept copy of s (made when none is kept yet), dropping its
+ * old one; false out of memory (l unchanged). */
+bool lease_score_set(struct ctl *c, struct ctl_lease *l, const struct place_score *s) SL_MUST_USE;
+/* Drops l's kept score (the last holder frees it); l reads the zero score. */
+void lease_score_drop(struct ctl_lease *l);
+/* A struct placement (in tmp) that borrows l's picks and score, valid while
+ * l is unchanged. */
+static inline const struct placement *lease_pl_view(const struct ctl_lease *l,
+						    struct placement *tmp)
+{
+	place_picks_view(&l->pl, tmp);
+	tmp->score = *lease_score(l);
+	return tmp;
+}
+/* Distinct scores kept (tests). */
+size_t ctl_lease_scores_kept(const struct ctl *c);
+/* Frees the table, after every lease is gone. */
+void ctl_lease_scores_free(struct ctl *c);
 
 /* ---- the lease table (lease.c) ---- */
 /* At start (lease_load.c): reads the live leases, moves an old store's ended

@@ -13,7 +13,7 @@
  * their own in each walker.
  *
  * X(kind, member, key, when): member is the struct ctl_lease member the key
- * comes from (a path such as pl.score for structured kinds), when says in
+ * comes from (for structured kinds, the member their code starts from), when says in
  * which rows the key is present. */
 #ifndef SL_CTL_LEASE_FIELDS_H
 #define SL_CTL_LEASE_FIELDS_H
@@ -29,7 +29,7 @@
 	X(LF_INT, gpus, "gpus", LW_ALWAYS)                                      \
 	X(LF_REQUEST, request, "request", LW_ALWAYS)                            \
 	X(LF_PLACEMENT, pl, "placement", LW_ALWAYS)                             \
-	X(LF_SCORE, pl.score, "score", LW_PLACED)                               \
+	X(LF_SCORE, score, "score", LW_PLACED)                                  \
 	X(LF_EXPLANATION, pl, "explanation", LW_API)                            \
 	X(LF_QUEUE, reason, "queue", LW_PENDING)                                \
 	X(LF_SEAM, seq, "", LW_ALWAYS)                                          \

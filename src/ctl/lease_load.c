@@ -71,7 +71,7 @@ static enum sl_err leases_rebuild(struct ctl *c, struct sl_diag *d)
 		struct ctl_lease *l = c->lt.leases[i];
 		if (l && (l->state == LS_ACTIVE || l->state == LS_PREEMPTING)) {
 			struct placement v;
-			enum sl_err e = placer_claim(c->placer, place_kept_view(&l->pl, &v), d);
+			enum sl_err e = placer_claim(c->placer, lease_pl_view(l, &v), d);
 			if (e) {
 				char why[SL_DIAG_MSG];
 				snprintf(why, sizeof(why), "%s", d->msg);

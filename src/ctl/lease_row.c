@@ -258,7 +258,7 @@ static void rb_lease(struct rbuf *b, struct ctl *c, const struct ctl_lease *l, s
 			RB_LIT(b, "]");
 			break;
 		case LF_SCORE:
-			rb_score(b, &l->pl.score);
+			rb_score(b, lease_score(l));
 			break;
 		case LF_QUEUE:
 			RB_LIT(b, "{\"position\":0,\"reason\":");

@@ -1,5 +1,6 @@
 /* test_ctl_codec.c - the controller's codecs and tables: RFC 3339 times, lease
  * request validation, tokens, roles and the route table's shape. */
+#include <malloc.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 #include <cmocka.h>
 
 #include "ctl_int.h"
+#include "instances_int.h"
 #include "place_json.h"
 
 static void test_time_roundtrip(void **state)
@@ -302,7 +304,8 @@ static void test_lease_roundtrip(void **state)
 	struct place_request pr;
 	lease_req_to_place(l.req, "acme", &pr);
 	assert_int_equal(placer_place(c.placer, &pr, &pl0, &d), SL_OK);
-	assert_int_equal(place_kept_take(&l.pl, &pl0), SL_OK);
+	assert_true(lease_score_set(&c, &l, &pl0.score));
+	assert_int_equal(place_picks_take(&l.pl, &pl0), SL_OK);
 	l.seq = 42;
 	strcpy(l.id, "ls-000042");
 	l.tenant = ctl_name(&c, "acme");
@@ -332,7 +335,7 @@ static void test_lease_roundtrip(void **state)
 	 * history as {"at","state","reason"} (null for no time, escapes). */
 	assert_non_null(strstr(s1, "\"request\":{\"gpus\":16,\"per_node\":8,\"models\":[\"h100-sxm\"],"
 				   "\"plan\":\"spot\",\"duration_s\":3600,\"tenant\":\"acme\"}"));
-	json_t *sj = place_score_to_json(&l.pl.score);
+	json_t *sj = place_score_to_json(lease_score(&l));
 	char *ss = json_dumps(sj, JSON_COMPACT), want[1024], at[32];
 	snprintf(want, sizeof(want), "\"score\":%s,", ss);
 	assert_non_null(strstr(s1, want));
@@ -361,20 +364,141 @@ static void test_lease_roundtrip(void **state)
 	assert_int_equal(back.pl.picks[1].cpus, l.pl.picks[1].cpus);
 	assert_int_equal(back.pl.picks[1].mem_mib, l.pl.picks[1].mem_mib);
 	assert_int_equal(back.preempt_ns, l.preempt_ns);
-	assert_int_equal(back.pl.score.leaves, l.pl.score.leaves);
+	assert_int_equal(lease_score(&back)->leaves, l.score->leaves);
+	assert_true(lease_score(&back)->leaves > 0);
+	/* Equal scores are kept once (lease_score.c), shared by both leases. */
+	assert_ptr_equal(back.score, l.score);
+	assert_int_equal(ctl_lease_scores_kept(&c), 1);
 	/* Re-claiming the stored placement is what a restart does. */
-	assert_int_equal(placer_claim(c.placer, place_kept_view(&back.pl, &v), &d), SL_OK);
-	assert_int_equal(placer_claim(c.placer, place_kept_view(&l.pl, &v), &d), SL_ECONFLICT);
+	assert_int_equal(placer_claim(c.placer, lease_pl_view(&back, &v), &d), SL_OK);
+	assert_int_equal(placer_claim(c.placer, lease_pl_view(&l, &v), &d), SL_ECONFLICT);
 	free(s1);
 	free(s2);
 	json_decref(o);
 	json_decref(o2);
 	lease_release_mem(&l);
+	assert_int_equal(ctl_lease_scores_kept(&c), 1); /* back still holds it */
 	lease_release_mem(&back);
+	assert_int_equal(ctl_lease_scores_kept(&c), 0);
+	assert_null(back.score);
+	assert_int_equal(lease_score(&back)->leaves, 0);
 	placer_free(c.placer);
 	ctl_names_free(&c);
+	ctl_lease_scores_free(&c);
 	fleet_release(c.fleet);
 	free(c.fleet);
+}
+
+/* A history grows from room for one entry (most leases have one: placed at
+ * once, or queued), keeping every entry as it grows past 1, 2, 4. */
+static void test_lease_history_grows_from_one(void **state)
+{
+	(void)state;
+	struct ctl_lease l;
+	memset(&l, 0, sizeof(l));
+	assert_true(lease_hist_add(&l, 1000, LS_PENDING, "waits"));
+	assert_true(malloc_usable_size(l.hist) < 2 * sizeof(*l.hist));
+	char r[32];
+	for (int i = 1; i < 9; i++) {
+		snprintf(r, sizeof(r), "step %d", i);
+		assert_true(lease_hist_add(&l, 1000 + i, i % 2 ? LS_ACTIVE : LS_PREEMPTING, r));
+		assert_int_equal(l.nhist, i + 1);
+		assert_true(malloc_usable_size(l.hist) >= (size_t)l.nhist * sizeof(*l.hist));
+	}
+	assert_string_equal(l.hist[0].reason, "waits");
+	assert_int_equal(l.hist[0].state, LS_PENDING);
+	for (int i = 1; i < 9; i++) {
+		snprintf(r, sizeof(r), "step %d", i);
+		assert_string_equal(l.hist[i].reason, r);
+		assert_int_equal(l.hist[i].at_ns, 1000 + i);
+		assert_int_equal(l.hist[i].state, i % 2 ? LS_ACTIVE : LS_PREEMPTING);
+	}
+	lease_release_mem(&l);
+}
+
+/* Placement scores are kept once per distinct score, counted: a lease that
+ * changes its score or goes drops its hold, the last holder frees it. */
+static void test_lease_scores(void **state)
+{
+	(void)state;
+	enum { N = 300, DISTINCT = 150 };
+	struct ctl c;
+	memset(&c, 0, sizeof(c));
+	struct ctl_lease *ls = calloc(N, sizeof(*ls));
+	assert_non_null(ls);
+	assert_int_equal(lease_score(&ls[0])->free_after, 0); /* none: the zero score */
+	for (int i = 0; i < N; i++) {
+		struct place_score sc;
+		memset(&sc, 0, sizeof(sc));
+		sc.free_after = i % DISTINCT;
+		sc.frag_milli = -(i % DISTINCT);
+		sc.price_hint = 1500;
+		assert_true(lease_score_set(&c, &ls[i], &sc));
+	}
+	assert_int_equal(ctl_lease_scores_kept(&c), DISTINCT);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(lease_score(&ls[i])->free_after, i % DISTINCT);
+		assert_int_equal(lease_score(&ls[i])->frag_milli, -(i % DISTINCT));
+		assert_ptr_equal(ls[i].score, ls[i % DISTINCT].score);
+	}
+	/* Setting the same score again, then another one. */
+	const struct place_score *was = ls[0].score;
+	assert_true(lease_score_set(&c, &ls[0], was));
+	assert_ptr_equal(ls[0].score, was);
+	struct place_score other;
+	memset(&other, 0, sizeof(other));
+	other.free_after = 7777;
+	assert_true(lease_score_set(&c, &ls[0], &other));
+	assert_int_equal(lease_score(&ls[0])->free_after, 7777);
+	assert_int_equal(lease_score(&ls[DISTINCT])->free_after, 0); /* its old sharer keeps it */
+	assert_int_equal(ctl_lease_scores_kept(&c), DISTINCT + 1);
+	for (int i = 0; i < N; i++) {
+		lease_score_drop(&ls[i]);
+		assert_null(ls[i].score);
+	}
+	assert_int_equal(ctl_lease_scores_kept(&c), 0);
+	lease_score_drop(&ls[0]); /* none held: nothing */
+	ctl_lease_scores_free(&c);
+	ctl_lease_scores_free(&c);
+	free(ls);
+}
+
+/* An instance's reason and its newest history entry are one text when equal
+ * (20,000 instances in bench/memory); each holder lets go of it alone. */
+static void test_instance_reason_shared(void **state)
+{
+	(void)state;
+	struct instance *in = inst_alloc();
+	assert_non_null(in);
+	inst_reason_set(in, "created: lease ls-000001 on n1");
+	inst_hist_add(in, 1, IS_STARTING, "created: lease ls-000001 on n1");
+	assert_ptr_equal(in->hist[0].reason, in->reason);
+	inst_reason_set(in, in->reason); /* unchanged: kept */
+	assert_ptr_equal(in->hist[0].reason, in->reason);
+	/* A reason set before its entry (the loader's order) shares too. */
+	inst_reason_set(in, "running");
+	inst_hist_add(in, 2, IS_RUNNING, "running");
+	assert_ptr_equal(in->hist[1].reason, in->reason);
+	assert_string_equal(in->hist[0].reason, "created: lease ls-000001 on n1");
+	/* A history entry made first: the reason set after shares it. */
+	inst_hist_add(in, 3, IS_STOPPING, "stop asked");
+	inst_reason_set(in, "stop asked");
+	assert_ptr_equal(in->hist[2].reason, in->reason);
+	/* Different texts stay apart; "" is none. */
+	inst_hist_add(in, 4, IS_STOPPED, "");
+	assert_string_equal(in->hist[3].reason, "");
+	inst_reason_set(in, NULL);
+	assert_null(in->reason);
+	assert_string_equal(in->hist[2].reason, "stop asked");
+	/* Cut to INST_REASON_MAX - 1 bytes, shared still. */
+	char longr[INST_REASON_MAX + 40];
+	memset(longr, 'x', sizeof(longr) - 1);
+	longr[sizeof(longr) - 1] = 0;
+	inst_reason_set(in, longr);
+	inst_hist_add(in, 5, IS_STOPPED, longr);
+	assert_int_equal(strlen(in->reason), INST_REASON_MAX - 1);
+	assert_ptr_equal(in->hist[4].reason, in->reason);
+	inst_free(in);
 }
 
 /* The history keeps the newest CTL_MAX_HISTORY entries; reasons are owned. */
@@ -428,6 +552,7 @@ static void test_lease_bad_rows(void **state)
 		json_decref(o);
 	}
 	ctl_names_free(&c);
+	ctl_lease_scores_free(&c);
 	fleet_release(c.fleet);
 	free(c.fleet);
 }
@@ -439,6 +564,9 @@ int main(void)
 		cmocka_unit_test(test_lease_req),      cmocka_unit_test(test_token_format),
 		cmocka_unit_test(test_roles),          cmocka_unit_test(test_route_table),
 		cmocka_unit_test(test_lease_roundtrip), cmocka_unit_test(test_lease_bad_rows),
+		cmocka_unit_test(test_lease_history_grows_from_one),
+		cmocka_unit_test(test_lease_scores),
+		cmocka_unit_test(test_instance_reason_shared),
 		cmocka_unit_test(test_lease_history_cap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -50,7 +50,8 @@ static int setup(void **state)
 	placement_init(&pl);
 	lease_req_to_place(l->req, "acme", &pr);
 	assert_int_equal(placer_place(x->c.placer, &pr, &pl, &d), SL_OK);
-	assert_int_equal(place_kept_take(&l->pl, &pl), SL_OK);
+	assert_true(lease_score_set(&x->c, l, &pl.score));
+	assert_int_equal(place_picks_take(&l->pl, &pl), SL_OK);
 	l->seq = 7;
 	snprintf(l->id, sizeof(l->id), "ls-7");
 	l->tenant = ctl_name(&x->c, "acme");
@@ -85,6 +86,7 @@ static int teardown(void **state)
 	lease_release_mem(&x->l);
 	placer_free(x->c.placer);
 	ctl_names_free(&x->c);
+	ctl_lease_scores_free(&x->c);
 	fleet_release(x->c.fleet);
 	free(x->c.fleet);
 	free(x);

@@ -523,9 +523,15 @@ static void test_strmap(void **state)
 	char key[32];
 	assert_int_equal(strmap_new(&m), SL_OK);
 	assert_int_equal(strmap_get(m, "x", -7), -7);
+	assert_int_equal(strmap_slots(m), 0);
 	for (int i = 0; i < 20000; i++) {
 		snprintf(key, sizeof(key), "k%d", i);
 		assert_int_equal(strmap_add(m, key, i * 3), SL_OK);
+		/* grows past 3/4 load: 12,288 entries fit 16,384 slots */
+		if (i + 1 == 12288)
+			assert_int_equal(strmap_slots(m), 16384);
+		if (i + 1 == 12289)
+			assert_int_equal(strmap_slots(m), 32768);
 	}
 	assert_int_equal(strmap_add(m, "k5", 1), SL_EEXIST);
 	assert_int_equal(strmap_count(m), 20000);

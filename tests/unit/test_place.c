@@ -1114,6 +1114,22 @@ static void test_kept_shared(void **state)
 	assert_int_equal(a.picks[0].node, 3);
 	place_kept_release(&a);
 	place_kept_release(&b);
+	/* Picks alone share the same way (the controller's leases). */
+	struct place_picks c1 = {NULL, 0, 0}, c2 = {NULL, 0, 0};
+	assert_int_equal(placement_add(&src, &k[0]), SL_OK);
+	assert_int_equal(place_picks_copy(&c1, &src), SL_OK);
+	assert_int_equal(place_picks_copy_like(&c2, &src, &c1), SL_OK);
+	assert_ptr_equal(c2.picks, c1.picks);
+	assert_int_equal(c2.npicks, 1);
+	assert_int_equal(place_picks_copy_like(&c2, &src, &c1), SL_OK); /* again: still one ref more */
+	place_picks_release(&c1);
+	assert_int_equal(c2.picks[0].node, 3);
+	assert_int_equal(place_picks_own(&c2), SL_OK);
+	assert_int_equal(placement_add(&src, &k[1]), SL_OK);
+	assert_int_equal(place_picks_copy_like(&c2, &src, NULL), SL_OK); /* no like: a copy */
+	assert_int_equal(c2.npicks, 2);
+	assert_int_equal(c2.picks[1].node, 4);
+	place_picks_release(&c2);
 	placement_release(&src);
 }
 

@@ -30,5 +30,8 @@ int strmap_get(const struct strmap *m, const char *key, int missing);
 bool strmap_del(struct strmap *m, const char *key);
 /* Number of entries. */
 size_t strmap_count(const struct strmap *m);
+/* Slots of its table (a power of two, at most 3/4 of them in use; 0 before
+ * the first entry): what the map costs, 24 bytes each besides the keys. */
+size_t strmap_slots(const struct strmap *m);
 
 #endif

@@ -144,21 +144,25 @@ enum sl_err place_kept_copy(struct place_kept *p, const struct placement *src)
 	return place_kept_copy_like(p, src, NULL);
 }
 
+enum sl_err place_picks_copy_like(struct place_picks *p, const struct placement *src,
+				  const struct place_picks *like)
+{
+	if (!like || !picks_same(like->picks, like->npicks, src->picks, src->npicks))
+		return place_picks_copy(p, src);
+	if (p->picks != like->picks) {
+		((struct picks_head *)like->picks - 1)->refs++;
+		picks_drop(p->picks);
+		p->picks = like->picks;
+	}
+	p->npicks = p->cap = like->npicks;
+	return SL_OK;
+}
+
 enum sl_err place_kept_copy_like(struct place_kept *p, const struct placement *src,
 				 const struct place_picks *like)
 {
 	struct place_picks k = kept_picks(p);
-	enum sl_err e = SL_OK;
-	if (like && picks_same(like->picks, like->npicks, src->picks, src->npicks)) {
-		if (k.picks != like->picks) {
-			((struct picks_head *)like->picks - 1)->refs++;
-			picks_drop(k.picks);
-			k.picks = like->picks;
-		}
-		k.npicks = k.cap = like->npicks;
-	} else {
-		e = place_picks_copy(&k, src);
-	}
+	enum sl_err e = place_picks_copy_like(&k, src, like);
 	if (e == SL_OK) {
 		kept_set_picks(p, &k);
 		p->score = src->score;

@@ -187,6 +187,11 @@ struct place_picks {
 /* As place_kept_copy, place_kept_take, place_kept_own and
  * place_kept_release, for picks. */
 enum sl_err place_picks_copy(struct place_picks *p, const struct placement *src) SL_MUST_USE;
+/* As place_kept_copy_like, for picks: shares like's array when it holds
+ * src's picks (the controller's lease keeps its picks this way, and its
+ * score apart, interned: lease.h). */
+enum sl_err place_picks_copy_like(struct place_picks *p, const struct placement *src,
+				  const struct place_picks *like) SL_MUST_USE;
 enum sl_err place_picks_take(struct place_picks *p, struct placement *src) SL_MUST_USE;
 enum sl_err place_picks_own(struct place_picks *p) SL_MUST_USE;
 void place_picks_release(struct place_picks *p);

@@ -486,7 +486,6 @@ enum sl_err lease_start(struct sched *s, struct sched_lease *l, const struct pla
 	l->deadline_ns = 0;
 	l->victim_for = 0;
 	l->has_rsv = false;
-	l->victims_left = 0;
 	l->wait_c = PLACE_C_NONE;
 	(void)arr_push(&s->running, &s->nrunning, &s->caprunning, l);
 	lease_account(s, l, 1);
@@ -512,8 +511,8 @@ enum sl_err lease_end(struct sched *s, struct sched_lease *l, enum sched_end why
 	}
 	if (l->victim) {
 		struct sched_lease *w = sched_find(s, l->victim_for);
-		if (w && w->has_rsv && w->victims_left > 0)
-			w->victims_left--;
+		if (w && w->has_rsv && w->hold->victims_left > 0)
+			w->hold->victims_left--;
 	}
 	table_del(s, l->id);
 	if (s->last_head == l->id)

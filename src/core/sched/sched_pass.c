@@ -182,7 +182,7 @@ static enum sl_err try_preempt(struct sched *s, struct sched_lease *head, int64_
 			s->tmp[nv++] = s->tmp[i];
 	mark_set(s, &head->hold->pl, false);
 	head->has_rsv = true;
-	head->victims_left = nv;
+	head->hold->victims_left = nv;
 	head->hold->deadline = now + s->notice_ns;
 	*did = true;
 	for (int i = 0; e == SL_OK && i < nv; i++) {
@@ -221,7 +221,7 @@ static enum sl_err start_ready(struct sched *s, int64_t now)
 		struct sched_lease *best = NULL;
 		for (int i = 0; i < s->npending; i++) {
 			struct sched_lease *l = s->pending[i];
-			if (l->has_rsv && l->victims_left == 0 &&
+			if (l->has_rsv && l->hold->victims_left == 0 &&
 			    (!best || lease_order_cmp(l, best) < 0))
 				best = l;
 		}
@@ -351,7 +351,7 @@ static enum sl_err become_head(struct sched *s, struct sched_lease *l, struct he
 	if (!l->has_rsv) {
 		bool did;
 		e = try_preempt(s, l, now, &did);
-		if (e == SL_OK && did && (l->hold->deadline <= now || l->victims_left == 0))
+		if (e == SL_OK && did && (l->hold->deadline <= now || l->hold->victims_left == 0))
 			e = preempt_complete(s, now);
 		if (e != SL_OK || l->state != SCHED_PENDING) {
 			h->l = NULL; /* started (zero notice): the next lease may be head */
@@ -606,7 +606,10 @@ void lease_reason(struct sched *s, struct sched_lease *l, char *out, size_t n)
 	} else if (l->why_gen != s->gen || l->note == NOTE_NO_DURATION) {
 		struct place_request rq;
 		fits = placer_place(s->p, lease_req(l, &rq), &pl, NULL) == SL_OK;
-		l->wait_c = fits ? PLACE_C_NONE : pl.failed;
+		if (fits)
+			l->wait_c = PLACE_C_NONE;
+		else
+			l->wait_c = pl.failed;
 		lease_set_why(s, l, fits ? NULL : pl.why);
 		l->why_gen = s->gen;
 	}
@@ -617,7 +620,7 @@ void lease_reason(struct sched *s, struct sched_lease *l, char *out, size_t n)
 	if (l->note == NOTE_HEAD && l->has_rsv) {
 		snprintf(out, n,
 			 "%s; first in the queue: %d spot lease(s) leave for it within %lld s",
-			 why, l->victims_left, secs_until(l->hold->deadline, l->note_now));
+			 why, l->hold->victims_left, secs_until(l->hold->deadline, l->note_now));
 	} else if (l->note == NOTE_HEAD) {
 		if (l->note_shadow == INT64_MIN &&
 		    compute_shadow(s, l, &l->note_shadow, &pl) != SL_OK)
