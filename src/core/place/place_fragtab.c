@@ -238,9 +238,16 @@ static bool group_fast(struct placer *p, const struct pl_ctx *c, int gi, struct 
 	int wtier, wpos;
 	bool found = group_walk(p, c, g, tab, cpus, mem, out, &wtier, &wpos);
 	struct fcand k;
-	for (int it = PL_PSTART, node; (node = pl_partial_next(p, gi, &it)) >= 0;) {
-		if (pl_node_cand_kept(p, c, node, tab, &k) &&
-		    (!found || pl_fcand_cmp(p, &k, out, !c->share) < 0)) {
+	/* Nodes with shares: their packed entries where judged for this size
+	 * since they last changed, else through their kept candidates. */
+	int ei = c->share && rt->fq_ok ? pl_eager_index(fr, g->type, milli) : -1;
+	const struct pl_pent *en;
+	for (int it = PL_PSTART, node; (node = pl_partial_next(p, gi, &it, &en)) >= 0;) {
+		bool ok = en && en->valid && ei >= 0
+				  ? pl_pent_cand(en, pl_pshare_of(fr, en, ei), cpus, mem,
+						 c->req->min_bw_gbps, &rt->fq, &k)
+				  : pl_node_cand_kept(p, c, node, tab, &k);
+		if (ok && (!found || pl_fcand_cmp(p, &k, out, !c->share) < 0)) {
 			*out = k;
 			found = true;
 		}
@@ -306,6 +313,7 @@ bool pl_frag_fast(struct placer *p, const struct pl_ctx *c, struct fcand *best, 
 	bool whole = !c->share, found = false;
 	struct fcand k;
 	*scan = false;
+	pl_plists_fresh(p);
 	memset(p->frag->rtab, 0, (size_t)p->frag->ntypes * sizeof(*p->frag->rtab));
 	pl_rtype_reset(p->frag);
 	for (int gi = 0; gi < p->ngroups; gi++) {
@@ -493,14 +501,30 @@ bool pl_frag_bestfit_kept(struct placer *p, const struct pl_ctx *c, int k,
 	return found;
 }
 
-/* pl_share_best()'s answer among group gi's nodes with shares. */
+/* pl_share_best()'s answer among group gi's nodes with shares: a node's
+ * fullest shared GPU with room for the share, from its packed entry where
+ * judged for this size since it last changed. */
 static void share_group(struct placer *p, const struct pl_ctx *c, int gi, int cpus,
 			int64_t mem, struct pl_scache *e)
 {
 	int milli = c->req->gpu_milli;
+	int ei = pl_eager_index(p->frag, p->groups[gi].type, milli);
 	e->node = e->gpu = -1;
 	e->rem = INT_MAX;
-	for (int it = PL_PSTART, nd; (nd = pl_partial_next(p, gi, &it)) >= 0;) {
+	const struct pl_pent *en;
+	for (int it = PL_PSTART, nd; (nd = pl_partial_next(p, gi, &it, &en)) >= 0;) {
+		if (en && en->valid && ei >= 0) {
+			const struct pl_pshare *s = pl_pshare_of(p->frag, en, ei);
+			if (s->sgpu < 0 || cpus > en->cpu_left || mem > en->mem_left ||
+			    s->srem > e->rem)
+				continue; /* pl_fits_cpu_mem() */
+			if (s->srem == e->rem && pl_name_cmp(p, nd, e->node) > 0)
+				continue; /* another node: names differ */
+			e->rem = s->srem;
+			e->node = nd;
+			e->gpu = s->sgpu;
+			continue;
+		}
 		const struct pl_node *n = &p->nodes[nd];
 		if (!n->usable || !pl_fits_cpu_mem(p, nd, cpus, mem))
 			continue;
@@ -533,6 +557,7 @@ bool pl_frag_share_best_kept(struct placer *p, const struct pl_ctx *c, int *node
 	}
 	int milli = c->req->gpu_milli, best_rem = INT_MAX;
 	*node = *gpu = -1;
+	pl_plists_fresh(p);
 	for (int gi = 0; gi < p->ngroups; gi++) {
 		const struct pl_group *g = &p->groups[gi];
 		if (!p->group_ok[gi] || !g->shareable)
