@@ -272,28 +272,32 @@ static bool group_walk(struct placer *p, const struct pl_ctx *c, const struct pl
 {
 	*wtier = *wpos = INT_MAX;
 	/* The best tier among the group's non-empty masks (the index keeps them
-	 * in a list: cheaper than walking the ranked order through empty tiers);
-	 * again above it when no node of that tier has the CPUs and memory. */
+	 * in a list: cheaper than walking the ranked order through empty tiers),
+	 * with that tier's masks gathered on the way; again above it when no
+	 * node of that tier has the CPUs and memory. */
+	uint16_t at[PL_SMALL_MASKS];
 	for (int above = -1;;) {
-		int tier = INT_MAX;
+		int tier = INT_MAX, nat = 0;
 		for (int i = 0; i < g->nnz; i++) {
-			int m = g->nz[i];
-			if (tab->rank[m] > above && tab->rank[m] < tier &&
-			    tab->key[m].q.bottleneck_gbps >= c->req->min_bw_gbps)
-				tier = tab->rank[m];
+			int m = g->nz[i], r = tab->rank[m];
+			if (r <= above || r > tier ||
+			    tab->key[m].q.bottleneck_gbps < c->req->min_bw_gbps)
+				continue;
+			if (r < tier) {
+				tier = r;
+				nat = 0;
+			}
+			at[nat++] = (uint16_t)m;
 		}
 		if (tier == INT_MAX)
 			return false;
 		int best = INT_MAX;
 		gpumask_t bm = 0;
-		for (int i = 0; i < g->nnz; i++) {
-			int m = g->nz[i];
-			if (tab->rank[m] != tier)
-				continue;
-			int pos = first_plain(p, g, (gpumask_t)m, cpus, mem, best);
+		for (int i = 0; i < nat; i++) {
+			int pos = first_plain(p, g, (gpumask_t)at[i], cpus, mem, best);
 			if (pos < best) {
 				best = pos;
-				bm = (gpumask_t)m;
+				bm = (gpumask_t)at[i];
 			}
 		}
 		if (best != INT_MAX) {
