@@ -120,7 +120,8 @@ struct pl_frag {
 	int plist_nn, plist_ng;
 	bool plists, plists_again;
 	/* Best fit's answer per group and size, for the explanation (lazily
-	 * made; [ngver * PL_BGC_K]). */
+	 * made; [ngver * PL_BGC_N]: sizes 1..TOPO_MAX_GPUS, then shares in
+	 * PL_SGC_SLOTS slots by size, whose demand differs from a GPU's). */
 	struct pl_bcache *bgc;
 	/* Per type and size k ([ntypes * PL_BGC_K], lazily): best fit's tier
 	 * of each free mask of a small type (ptab_order), INT_MAX unranked. */
@@ -159,7 +160,9 @@ struct pl_ncache {
 };
 
 /* Best fit's answer in one group for one request size (the explanation). */
+#define PL_SGC_SLOTS 4 /* shares kept per group, by size (pl_scache, pl_bcache) */
 #define PL_BGC_K (TOPO_MAX_GPUS + 1)
+#define PL_BGC_N (PL_BGC_K + PL_SGC_SLOTS)
 struct pl_bcache {
 	uint32_t ver; /* the group's version when kept; 0: nothing kept */
 	bool share;
@@ -292,7 +295,6 @@ static inline const struct pl_pshare *pl_pshare_of(const struct pl_frag *fr,
 /* The packed lists made again when nodes joined since (plists_again). */
 void pl_plists_fresh(struct placer *p);
 
-#define PL_SGC_SLOTS 4
 struct pl_scache {
 	uint32_t ver; /* the group's version when kept; 0: nothing kept */
 	int milli, min_bw, cpus;

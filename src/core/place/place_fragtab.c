@@ -430,8 +430,9 @@ static void bestfit_keep_node(struct placer *p, int node, int gi, uint32_t old, 
 		return;
 	const struct pl_node *n = &p->nodes[node];
 	gpumask_t m = (gpumask_t)pl_free_mask(p, node);
-	for (int k = 1; k < PL_BGC_K; k++) {
-		struct pl_bcache *e = &fr->bgc[(size_t)gi * PL_BGC_K + (size_t)k];
+	for (int sl = 1; sl < PL_BGC_N; sl++) {
+		int k = sl < PL_BGC_K ? sl : 1; /* shares: best fit for one GPU */
+		struct pl_bcache *e = &fr->bgc[(size_t)gi * PL_BGC_N + (size_t)sl];
 		if (e->ver != old || e->tier < 0 || (e->found && e->cand.node == node))
 			continue;
 		const int *bt = btier_of(p, g->type, k);
@@ -464,11 +465,12 @@ bool pl_frag_bestfit_kept(struct placer *p, const struct pl_ctx *c, int k,
 	if (fr->ngver != p->ngroups || k != c->k || k >= PL_BGC_K || c->req->exclusive)
 		return pl_index_best(p, c, k, best);
 	if (!fr->bgc) {
-		fr->bgc = calloc((size_t)fr->ngver * PL_BGC_K + 1, sizeof(*fr->bgc));
+		fr->bgc = calloc((size_t)fr->ngver * PL_BGC_N + 1, sizeof(*fr->bgc));
 		if (!fr->bgc)
 			return pl_index_best(p, c, k, best);
 	}
 	bool found = false;
+	int sl = c->share ? PL_BGC_K + c->req->gpu_milli % PL_SGC_SLOTS : k;
 	pl_rtype_reset(fr); /* pl_rtype_of() works for c->k, which is k here */
 	for (int gi = 0; gi < p->ngroups; gi++) {
 		if (!p->group_ok[gi])
@@ -482,7 +484,7 @@ bool pl_frag_bestfit_kept(struct placer *p, const struct pl_ctx *c, int k,
 			continue; /* this group cannot beat the best so far */
 		int cpus = rt->cpus;
 		int64_t mem = rt->mem;
-		struct pl_bcache *e = &fr->bgc[(size_t)gi * PL_BGC_K + (size_t)k];
+		struct pl_bcache *e = &fr->bgc[(size_t)gi * PL_BGC_N + (size_t)sl];
 		if (e->ver != fr->gver[gi] || e->share != c->share ||
 		    e->min_bw != c->req->min_bw_gbps || e->cpus != cpus || e->mem != mem) {
 			e->ver = fr->gver[gi];
