@@ -55,6 +55,7 @@ struct pl_group {
 	uint16_t *nz;    /* small: the masks with count > 0, unordered ... */
 	int16_t *nzpos;  /* ... and each mask's place in nz, or -1 */
 	int nnz;
+	uint64_t nzb[PL_SMALL_MASKS / 64]; /* small: the masks with count > 0 */
 	struct pl_mask_count *masks; /* large: non-empty masks, unordered */
 	int nmasks, capmasks;
 	struct pl_mask_eval *eval;   /* large: scratch, capmasks entries */
@@ -89,6 +90,9 @@ struct placer {
 	int *units;               /* [nunits] units touched */
 	int *set_count;           /* [1 << TOPO_MAX_GPUS] gang scratch, lazy */
 	struct pl_cand *cand;     /* [nnodes] gang candidates, lazy */
+	struct pl_tiers **tiers;  /* [ntypes * (TOPO_MAX_GPUS + 1)] best fit's tiers of
+				     each small type and size as mask sets, lazily
+				     (place_index.c) */
 	struct pl_frag *frag;     /* fragmentation-aware policy (place_frag.c) or NULL */
 	struct pl_leaf *leaf;     /* whole nodes per leaf (place_leaf.c) */
 	bool leaf_off;            /* placer_set_leaf_term(p, false) */
