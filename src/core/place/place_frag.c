@@ -497,7 +497,7 @@ bool pl_frag_handles(const struct placer *p, const struct pl_ctx *c)
 		return true;
 	if (!p->frag || c->req->exclusive || c->req->per_node > 0)
 		return false;
-	return c->share || c->k <= pl_max_eligible_gpus(p);
+	return c->share || c->k <= c->maxg;
 }
 
 /* A candidate: the node, what it takes there and how it compares. */

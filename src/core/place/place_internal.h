@@ -119,6 +119,7 @@ struct pl_ctx {
 	bool share;         /* gpu_milli request */
 	int k;              /* GPUs per node (single: gpus; share: 1) */
 	bool quiet;         /* placer_place_quiet: refuse without explaining */
+	int maxg;           /* the most GPUs a node of an eligible group has */
 };
 
 /* place.c */
@@ -172,7 +173,6 @@ enum sl_err pl_gang_place(struct placer *p, const struct pl_ctx *c, struct place
 			  struct sl_diag *d) SL_MUST_USE;
 /* per_node a gang request uses (given or inferred); 0 if no eligible type. */
 int pl_gang_per_node(const struct placer *p, const struct pl_ctx *c);
-int pl_max_eligible_gpus(const struct placer *p);
 
 /* place_frag.c: the fragmentation-aware policy and CPU-only requests. */
 /* True when the request goes to pl_frag_place: CPU-only requests always;
