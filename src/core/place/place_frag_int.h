@@ -191,8 +191,9 @@ struct pl_pshare {
 };
 struct pl_pent {
 	int node;
-	bool valid; /* its pl_pshare judged since the node last changed */
+	bool valid;   /* judged since the node last changed: the rest holds */
 	int cpu_left;
+	uint32_t ver; /* the node's version then (nver) */
 	int64_t mem_left, price;
 };
 
@@ -292,6 +293,10 @@ static inline const struct pl_pshare *pl_pshare_of(const struct pl_frag *fr,
 {
 	return &fr->ps[(size_t)i * (size_t)fr->proom + (size_t)(en - fr->pv)];
 }
+/* pl_node_cand_kept() for the node of valid entry en, in a group the
+ * request may use: its state read from en. */
+bool pl_pent_cand_kept(struct placer *p, const struct pl_ctx *c, const struct pl_pent *en,
+		       const struct pl_ftab *tab, struct fcand *out);
 /* The packed lists made again when nodes joined since (plists_again). */
 void pl_plists_fresh(struct placer *p);
 

@@ -179,6 +179,42 @@ static struct pl_nslot *nslot(struct pl_ncache *nc, uint32_t ver, int k, int mil
 	return stale;
 }
 
+/* The kept candidate of node at version ver, with cpu_left CPUs and
+ * mem_left MiB left, for the request (rt: its demand on the node's type);
+ * judged into a slot with no bandwidth floor when not kept. */
+static bool slot_cand(struct placer *p, const struct pl_ctx *c, int node, uint32_t ver,
+		      int cpu_left, int64_t mem_left, const struct pl_ftab *tab,
+		      const struct pl_rtype *rt, struct fcand *out)
+{
+	struct pl_frag *fr = p->frag;
+	int milli = c->share ? c->req->gpu_milli : 0;
+	int k = c->share ? 0 : c->k;
+	int cpus = rt->cpus;
+	if (cpus > cpu_left || rt->mem > mem_left)
+		return false; /* pl_fits_cpu_mem() */
+	struct pl_ncache *nc = ncache_of(fr, node);
+	if (!nc)
+		return pl_frag_node_cand(p, c, node, out);
+	struct pl_nslot *e = nslot(nc, ver, k, milli);
+	if (e->ver != ver || e->k != k || e->milli != milli) {
+		e->ver = ver;
+		e->k = k;
+		e->milli = milli;
+		if (!pl_frag_judge_lev(p, node, &tab, 1, cpus, rt->mem, &e->cand, &e->found)) {
+			struct place_request r0 = *c->req; /* a copy with no floor */
+			struct pl_ctx c0 = *c;
+			r0.min_bw_gbps = 0;
+			c0.req = &r0;
+			e->found = pl_frag_node_cand(p, &c0, node, &e->cand);
+		}
+	}
+	if (!e->found || e->cand.q.bottleneck_gbps < c->req->min_bw_gbps)
+		return false;
+	*out = e->cand;
+	out->cpu_after = cpu_left - cpus;
+	return true;
+}
+
 /* node_cand under a pure workload, through the node's kept candidates: the
  * same answer (F's growth then depends on the free GPUs alone, so the
  * candidate with no bandwidth floor is a function of the node's state and
@@ -195,44 +231,29 @@ bool pl_node_cand_kept(struct placer *p, const struct pl_ctx *c, int node,
 	if (node >= fr->nncache)
 		return pl_frag_node_cand(p, c, node, out);
 	const struct node_type *t = fleet_node_type(p->f, node);
-	int milli = c->share ? c->req->gpu_milli : 0;
-	int k = c->share ? 0 : c->k;
 	const struct pl_rtype *rt = pl_rtype_of(p, c, p->f->nodes[node].type);
-	int cpus = rt->cpus;
-	if (cpus > t->cpus - n->cpus_used ||
-	    rt->mem > (int64_t)t->mem_gib * 1024 - n->mem_used)
+	int cpu_left = t->cpus - n->cpus_used;
+	int64_t mem_left = (int64_t)t->mem_gib * 1024 - n->mem_used;
+	if (rt->cpus > cpu_left || rt->mem > mem_left)
 		return false; /* pl_fits_cpu_mem() */
 	if (c->share && fr->plists && node < fr->plist_nn && fr->ppos[node] >= 0 &&
 	    fr->pv[fr->ppos[node]].valid) {
-		int i = pl_eager_index(fr, p->f->nodes[node].type, milli);
+		int i = pl_eager_index(fr, p->f->nodes[node].type, c->req->gpu_milli);
 		const struct pl_pent *en = &fr->pv[fr->ppos[node]];
 		if (i >= 0)
-			return rt->fq_ok && pl_pent_cand(en, pl_pshare_of(fr, en, i), cpus, rt->mem,
-							 c->req->min_bw_gbps, &rt->fq, out);
+			return rt->fq_ok && pl_pent_cand(en, pl_pshare_of(fr, en, i), rt->cpus,
+							 rt->mem, c->req->min_bw_gbps, &rt->fq, out);
 	}
-	struct pl_ncache *nc = ncache_of(fr, node);
-	if (!nc)
-		return pl_frag_node_cand(p, c, node, out);
-	uint32_t ver = fr->nver[node];
-	struct pl_nslot *e = nslot(nc, ver, k, milli);
-	if (e->ver != ver || e->k != k || e->milli != milli) {
-		/* Judged with no bandwidth floor. */
-		e->ver = ver;
-		e->k = k;
-		e->milli = milli;
-		if (!pl_frag_judge_lev(p, node, &tab, 1, cpus, rt->mem, &e->cand, &e->found)) {
-			struct place_request r0 = *c->req; /* a copy with no floor */
-			struct pl_ctx c0 = *c;
-			r0.min_bw_gbps = 0;
-			c0.req = &r0;
-			e->found = pl_frag_node_cand(p, &c0, node, &e->cand);
-		}
-	}
-	if (!e->found || e->cand.q.bottleneck_gbps < c->req->min_bw_gbps)
-		return false;
-	*out = e->cand;
-	out->cpu_after = t->cpus - n->cpus_used - cpus;
-	return true;
+	return slot_cand(p, c, node, fr->nver[node], cpu_left, mem_left, tab, rt, out);
+}
+
+bool pl_pent_cand_kept(struct placer *p, const struct pl_ctx *c, const struct pl_pent *en,
+		       const struct pl_ftab *tab, struct fcand *out)
+{
+	if (en->node >= p->frag->nncache)
+		return pl_node_cand_kept(p, c, en->node, tab, out);
+	return slot_cand(p, c, en->node, en->ver, en->cpu_left, en->mem_left, tab,
+			 pl_rtype_of(p, c, tab->type), out);
 }
 
 bool pl_frag_node_cand_kept(struct placer *p, const struct pl_ctx *c, int node,
@@ -309,6 +330,7 @@ void pl_frag_judge_now(struct placer *p, int node)
 	en->cpu_left = t->cpus - n->cpus_used;
 	en->mem_left = (int64_t)t->mem_gib * 1024 - n->mem_used;
 	en->price = p->f->nodes[node].price_hint;
+	en->ver = fr->nver[node];
 	for (int i = 0; i < nt; i++) {
 		struct pl_pshare *s = &fr->ps[(size_t)i * (size_t)fr->proom + (size_t)fr->ppos[node]];
 		int milli = fr->emilli[type][i];

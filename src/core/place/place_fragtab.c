@@ -238,15 +238,16 @@ static bool group_fast(struct placer *p, const struct pl_ctx *c, int gi, struct 
 	int wtier, wpos;
 	bool found = group_walk(p, c, g, tab, cpus, mem, out, &wtier, &wpos);
 	struct fcand k;
-	/* Nodes with shares: their packed entries where judged for this size
-	 * since they last changed, else through their kept candidates. */
+	/* Nodes with shares: their packed entries where judged since they last
+	 * changed (the candidate itself for an eager share size, else the node's
+	 * state for its kept candidates), else through the node. */
 	int ei = c->share && rt->fq_ok ? pl_eager_index(fr, g->type, milli) : -1;
 	const struct pl_pent *en;
 	for (int it = PL_PSTART, node; (node = pl_partial_next(p, gi, &it, &en)) >= 0;) {
-		bool ok = en && en->valid && ei >= 0
-				  ? pl_pent_cand(en, pl_pshare_of(fr, en, ei), cpus, mem,
-						 c->req->min_bw_gbps, &rt->fq, &k)
-				  : pl_node_cand_kept(p, c, node, tab, &k);
+		bool ok = !en || !en->valid ? pl_node_cand_kept(p, c, node, tab, &k)
+			  : ei >= 0 ? pl_pent_cand(en, pl_pshare_of(fr, en, ei), cpus, mem,
+						   c->req->min_bw_gbps, &rt->fq, &k)
+				    : pl_pent_cand_kept(p, c, en, tab, &k);
 		if (ok && (!found || pl_fcand_cmp(p, &k, out, !c->share) < 0)) {
 			*out = k;
 			found = true;
