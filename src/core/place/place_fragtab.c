@@ -242,15 +242,36 @@ static bool group_fast(struct placer *p, const struct pl_ctx *c, int gi, struct 
 	 * changed (the candidate itself for an eager share size, else the node's
 	 * state for its kept candidates), else through the node. */
 	int ei = c->share && rt->fq_ok ? pl_eager_index(fr, g->type, milli) : -1;
-	const struct pl_pent *en;
-	for (int it = PL_PSTART, node; (node = pl_partial_next(p, gi, &it, &en)) >= 0;) {
-		bool ok = !en || !en->valid ? pl_node_cand_kept(p, c, node, tab, &k)
-			  : ei >= 0 ? pl_pent_cand(en, pl_pshare_of(fr, en, ei), cpus, mem,
-						   c->req->min_bw_gbps, &rt->fq, &k)
-				    : pl_pent_cand_kept(p, c, en, tab, &k);
-		if (ok && (!found || pl_fcand_cmp(p, &k, out, !c->share) < 0)) {
-			*out = k;
-			found = true;
+	if (!fr->plists) {
+		const struct pl_pent *en;
+		for (int it = PL_PSTART, node; (node = pl_partial_next(p, gi, &it, &en)) >= 0;)
+			if (pl_node_cand_kept(p, c, node, tab, &k) &&
+			    (!found || pl_fcand_cmp(p, &k, out, !c->share) < 0)) {
+				*out = k;
+				found = true;
+			}
+	} else {
+		const struct pl_pent *ev = &fr->pv[fr->pstart[gi]];
+		const struct pl_pshare *sv =
+			ei >= 0 ? &fr->ps[(size_t)ei * (size_t)fr->proom + (size_t)fr->pstart[gi]] : NULL;
+		for (int i = 0, n = fr->pcnt[gi]; i < n; i++) {
+			bool ok;
+			if (!ev[i].valid) {
+				ok = pl_node_cand_kept(p, c, ev[i].node, tab, &k);
+			} else if (sv) {
+				/* A share's order starts with F's growth (pl_fcand_cmp):
+				 * a larger one cannot win. */
+				if (found && sv[i].delta > out->delta)
+					continue;
+				ok = pl_pent_cand(&ev[i], &sv[i], cpus, mem, c->req->min_bw_gbps, &rt->fq,
+						  &k);
+			} else {
+				ok = pl_pent_cand_kept(p, c, &ev[i], tab, &k);
+			}
+			if (ok && (!found || pl_fcand_cmp(p, &k, out, !c->share) < 0)) {
+				*out = k;
+				found = true;
+			}
 		}
 	}
 	if (e) {
@@ -515,13 +536,17 @@ static void share_group(struct placer *p, const struct pl_ctx *c, int gi, int cp
 			int64_t mem, struct pl_scache *e)
 {
 	int milli = c->req->gpu_milli;
-	int ei = pl_eager_index(p->frag, p->groups[gi].type, milli);
+	const struct pl_frag *fr = p->frag;
+	int ei = pl_eager_index(fr, p->groups[gi].type, milli);
+	const struct pl_pshare *sv =
+		fr->plists && ei >= 0 ? &fr->ps[(size_t)ei * (size_t)fr->proom + (size_t)fr->pstart[gi]]
+				      : NULL;
 	e->node = e->gpu = -1;
 	e->rem = INT_MAX;
 	const struct pl_pent *en;
 	for (int it = PL_PSTART, nd; (nd = pl_partial_next(p, gi, &it, &en)) >= 0;) {
-		if (en && en->valid && ei >= 0) {
-			const struct pl_pshare *s = pl_pshare_of(p->frag, en, ei);
+		if (en && en->valid && sv) {
+			const struct pl_pshare *s = &sv[it];
 			if (s->sgpu < 0 || cpus > en->cpu_left || mem > en->mem_left ||
 			    s->srem > e->rem)
 				continue; /* pl_fits_cpu_mem() */
