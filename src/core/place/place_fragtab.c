@@ -160,14 +160,14 @@ struct pl_ftab *pl_ftab_get(struct placer *p, int type, int k, int milli)
 	return t;
 }
 
-/* Lowest position of g filed under mask m, without shares, with the CPUs and
- * memory; INT_MAX if none. */
+/* Lowest position of g filed under mask m, without shares (the group's
+ * sbits), with the CPUs and memory; INT_MAX if none. */
 static int first_plain(const struct placer *p, const struct pl_group *g, gpumask_t m,
 		       int cpus, int64_t mem, int limit)
 {
 	const uint64_t *w = &g->bits[(size_t)m * (size_t)g->nwords];
 	for (int i = 0; i < g->nwords && i * 64 < limit; i++) {
-		for (uint64_t x = w[i]; x; x &= x - 1) {
+		for (uint64_t x = w[i] & ~g->sbits[i]; x; x &= x - 1) {
 			int pos = i * 64 + __builtin_ctzll(x);
 			if (pos >= limit)
 				return INT_MAX;

@@ -100,6 +100,20 @@ static void file_node(struct placer *p, int node, gpumask_t m, int delta)
 		g->masks[g->nmasks++] = (struct pl_mask_count){m, delta};
 }
 
+/* The node's bit in its small group's positions with shares. */
+static void shared_bit(struct placer *p, int node)
+{
+	const struct pl_node *n = &p->nodes[node];
+	struct pl_group *g = &p->groups[n->group];
+	if (!g->small)
+		return;
+	uint64_t bit = (uint64_t)1 << (n->gpos % 64);
+	if (n->shared)
+		g->sbits[n->gpos / 64] |= bit;
+	else
+		g->sbits[n->gpos / 64] &= ~bit;
+}
+
 static enum sl_err group_alloc(struct placer *p, struct pl_group *g)
 {
 	const struct node_type *t = &p->f->types[g->type];
@@ -108,12 +122,13 @@ static enum sl_err group_alloc(struct placer *p, struct pl_group *g)
 		g->nwords = (g->n + 63) / 64;
 		g->bits = calloc((size_t)PL_SMALL_MASKS * (size_t)g->nwords, sizeof(*g->bits));
 		g->count = calloc(PL_SMALL_MASKS, sizeof(*g->count));
+		g->sbits = calloc((size_t)g->nwords + 1, sizeof(*g->sbits));
 		g->nz = calloc(PL_SMALL_MASKS, sizeof(*g->nz));
 		g->nzpos = malloc(PL_SMALL_MASKS * sizeof(*g->nzpos));
 		if (g->nzpos)
 			for (int m = 0; m < PL_SMALL_MASKS; m++)
 				g->nzpos[m] = -1;
-		return g->bits && g->count && g->nz && g->nzpos ? SL_OK : SL_ENOMEM;
+		return g->bits && g->count && g->sbits && g->nz && g->nzpos ? SL_OK : SL_ENOMEM;
 	}
 	g->capmasks = g->n;
 	g->masks = calloc((size_t)g->n, sizeof(*g->masks));
@@ -174,6 +189,7 @@ enum sl_err pl_index_build(struct placer *p)
 		p->groups[g].nodes[n->gpos] = k[i].node;
 		n->imask = (gpumask_t)pl_free_mask(p, k[i].node);
 		file_node(p, k[i].node, n->imask, 1);
+		shared_bit(p, k[i].node);
 		n->sick = !n->usable || n->bad;
 		p->groups[g].nsick += n->sick;
 	}
@@ -191,6 +207,7 @@ void pl_index_free(struct placer *p)
 		free(p->groups[g].run_end);
 		free(p->groups[g].bits);
 		free(p->groups[g].count);
+		free(p->groups[g].sbits);
 		free(p->groups[g].nz);
 		free(p->groups[g].nzpos);
 		free(p->groups[g].masks);
@@ -280,8 +297,16 @@ static enum sl_err group_widen(struct pl_group *g)
 	for (int m = 0; m < PL_SMALL_MASKS; m++)
 		memcpy(b + (size_t)m * (size_t)nw, g->bits + (size_t)m * (size_t)g->nwords,
 		       (size_t)g->nwords * sizeof(*b));
+	uint64_t *sb = calloc((size_t)nw + 1, sizeof(*sb));
+	if (!sb) {
+		free(b);
+		return SL_ENOMEM;
+	}
+	memcpy(sb, g->sbits, (size_t)g->nwords * sizeof(*sb));
 	free(g->bits);
+	free(g->sbits);
 	g->bits = b;
+	g->sbits = sb;
 	g->nwords = nw;
 	return SL_OK;
 }
@@ -326,6 +351,7 @@ enum sl_err pl_index_append(struct placer *p, int node)
 			run_end_set(p, g, pos); /* the last run grows, or a new one starts */
 		n->imask = (gpumask_t)pl_free_mask(p, node);
 		file_node(p, node, n->imask, 1);
+		shared_bit(p, node);
 		n->sick = !n->usable || n->bad;
 		g->nsick += n->sick;
 		return SL_OK;
@@ -355,6 +381,7 @@ void pl_partial_update(struct placer *p, int node)
 	bool has = n->shared != 0;
 	if (has == (n->partial_pos >= 0))
 		return;
+	shared_bit(p, node);
 	if (has) {
 		n->partial_pos = p->npartial;
 		p->partial[p->npartial++] = node;

@@ -51,6 +51,7 @@ struct pl_group {
 	bool small;      /* type has <= PTAB_EAGER_GPUS GPUs: bucket index */
 	int nwords;      /* 64-bit words per bucket bitset */
 	uint64_t *bits;  /* small: [PL_SMALL_MASKS][nwords] group positions */
+	uint64_t *sbits; /* small: [nwords] the positions whose node has shares */
 	int *count;      /* small: [PL_SMALL_MASKS] nodes per free mask */
 	uint16_t *nz;    /* small: the masks with count > 0, unordered ... */
 	int16_t *nzpos;  /* ... and each mask's place in nz, or -1 */
