@@ -452,7 +452,13 @@ static void bestfit_keep_node(struct placer *p, int node, int gi, uint32_t old, 
 		return;
 	const struct pl_node *n = &p->nodes[node];
 	gpumask_t m = (gpumask_t)pl_free_mask(p, node);
-	for (int sl = 1; sl < PL_BGC_N; sl++) {
+	/* Only sizes up to the type's GPUs are kept (pl_frag_bestfit_kept skips
+	 * the group for larger ones), and shares only in shareable groups. */
+	int ng = p->f->types[g->type].ngpus, kmax = ng < PL_BGC_K - 1 ? ng : PL_BGC_K - 1;
+	int nsl = g->shareable ? PL_BGC_N : kmax + 1;
+	for (int sl = 1; sl < nsl; sl++) {
+		if (sl > kmax && sl < PL_BGC_K)
+			continue;
 		int k = sl < PL_BGC_K ? sl : 1; /* shares: best fit for one GPU */
 		struct pl_bcache *e = &fr->bgc[(size_t)gi * PL_BGC_N + (size_t)sl];
 		if (e->ver != old || e->tier < 0 || (e->found && e->cand.node == node))
