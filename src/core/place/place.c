@@ -914,6 +914,8 @@ static enum sl_err ctx_init(struct placer *p, const struct place_request *r,
 						 (!c->region ||
 						  !strcmp(f->sites[gr->site].region, c->region))) &&
 				 (!c->share || gr->shareable);
+		if (p->group_ok[g] && f->types[gr->type].ngpus > c->maxg)
+			c->maxg = f->types[gr->type].ngpus; /* once here, not per use */
 	}
 	return SL_OK;
 }
@@ -954,7 +956,7 @@ static enum sl_err place_req(struct placer *p, const struct place_request *req,
 	if (e != SL_OK)
 		return e;
 	c.quiet = quiet;
-	int maxg = pl_max_eligible_gpus(p);
+	int maxg = c.maxg;
 	if (pl_frag_handles(p, &c))
 		e = pl_frag_place(p, &c, out);
 	else if (c.share)

@@ -29,10 +29,12 @@ static void frag_destroy(struct pl_frag *fr)
 	free(fr->nver);
 	free(fr->rtab);
 	free(fr->rt);
-	free(fr->phead);
-	free(fr->pnext);
-	free(fr->pprev);
-	free(fr->pin);
+	free(fr->pv);
+	free(fr->ps);
+	free(fr->pstart);
+	free(fr->pcnt);
+	free(fr->pcap);
+	free(fr->ppos);
 	free(fr->neager);
 	free(fr->emilli);
 	free(fr->etab);
@@ -63,51 +65,87 @@ void pl_frag_free(struct placer *p)
 	p->frag = NULL;
 }
 
-/* Node is in its group's list of nodes with shares exactly when it has
- * some. */
+/* Node is in its group's packed list of nodes with shares exactly when it
+ * has some (a new entry is not judged yet). A group out of room turns the
+ * lists off (only shareable groups have room, and only their nodes take
+ * shares). */
 static void plist_set(struct placer *p, int node)
 {
 	struct pl_frag *fr = p->frag;
 	const struct pl_node *n = &p->nodes[node];
-	bool want = n->shared != 0;
-	if (!fr->plists || want == fr->pin[node])
+	if (!fr->plists)
 		return;
-	fr->pin[node] = want;
+	int at = node < fr->plist_nn ? fr->ppos[node] : -1, g = n->group;
+	bool want = n->shared != 0;
+	if (want == (at >= 0))
+		return;
 	if (want) {
-		int h = fr->phead[n->group];
-		fr->pnext[node] = h;
-		fr->pprev[node] = -1;
-		if (h >= 0)
-			fr->pprev[h] = node;
-		fr->phead[n->group] = node;
+		if (node >= fr->plist_nn || g < 0 || g >= fr->plist_ng || fr->pcnt[g] == fr->pcap[g]) {
+			fr->plists = false;
+			return;
+		}
+		at = fr->pstart[g] + fr->pcnt[g]++;
+		fr->pv[at].node = node;
+		fr->pv[at].valid = false;
+		fr->ppos[node] = at;
 		return;
 	}
-	int a = fr->pprev[node], b = fr->pnext[node];
-	if (a >= 0)
-		fr->pnext[a] = b;
-	else
-		fr->phead[n->group] = b;
-	if (b >= 0)
-		fr->pprev[b] = a;
+	int last = fr->pstart[g] + --fr->pcnt[g]; /* the group's last takes its place */
+	if (at != last) {
+		fr->pv[at] = fr->pv[last];
+		for (int i = 0; i < PL_EAGER; i++)
+			fr->ps[(size_t)i * (size_t)fr->proom + (size_t)at] =
+				fr->ps[(size_t)i * (size_t)fr->proom + (size_t)last];
+		fr->ppos[fr->pv[at].node] = at;
+	}
+	fr->ppos[node] = -1;
 }
 
-/* The lists from scratch (a new workload, groups rebuilt); not kept when
- * out of memory. */
+static bool grow(void *a, size_t n, size_t sz)
+{
+	void **pa = a;
+	void *q = realloc(*pa, (n + 1) * sz);
+	if (q)
+		*pa = q;
+	return q != NULL;
+}
+
+/* The lists from scratch (a new workload, groups rebuilt, nodes joined);
+ * not kept when out of memory. */
 static void plists_build(struct placer *p)
 {
 	struct pl_frag *fr = p->frag;
-	int nn = p->f->nnodes;
-	int *h = realloc(fr->phead, ((size_t)p->ngroups + 1) * sizeof(*h));
-	if (h)
-		fr->phead = h;
-	fr->plists = h && fr->plist_nn >= nn;
-	if (!fr->plists)
+	size_t nn = (size_t)p->f->nnodes, ng = (size_t)p->ngroups;
+	fr->plists = fr->plists_again = false;
+	fr->plist_nn = fr->plist_ng = fr->proom = 0;
+	if (!grow(&fr->pstart, ng, sizeof(int)) || !grow(&fr->pcnt, ng, sizeof(int)) ||
+	    !grow(&fr->pcap, ng, sizeof(int)) || !grow(&fr->ppos, nn, sizeof(int)))
 		return;
-	for (int g = 0; g < p->ngroups; g++)
-		fr->phead[g] = -1;
-	memset(fr->pin, 0, ((size_t)nn + 1) * sizeof(*fr->pin));
-	for (int i = 0; i < nn; i++)
-		plist_set(p, i);
+	size_t room = 0;
+	for (size_t g = 0; g < ng; g++) {
+		const struct pl_group *gr = &p->groups[g];
+		fr->pstart[g] = (int)room;
+		fr->pcnt[g] = 0;
+		fr->pcap[g] = gr->shareable ? gr->n : 0;
+		room += (size_t)fr->pcap[g];
+	}
+	if (!grow(&fr->pv, room, sizeof(*fr->pv)) ||
+	    !grow(&fr->ps, (size_t)PL_EAGER * room, sizeof(*fr->ps)))
+		return;
+	fr->proom = (int)room;
+	for (size_t i = 0; i < nn; i++)
+		fr->ppos[i] = -1;
+	fr->plist_nn = (int)nn;
+	fr->plist_ng = (int)ng;
+	fr->plists = true;
+	for (int i = 0; i < (int)nn; i++)
+		plist_set(p, i); /* judged when they next change */
+}
+
+void pl_plists_fresh(struct placer *p)
+{
+	if (p->frag->plists_again)
+		plists_build(p);
 }
 
 void pl_frag_node_changed(struct placer *p, int node)
@@ -116,6 +154,8 @@ void pl_frag_node_changed(struct placer *p, int node)
 	if (!fr)
 		return;
 	plist_set(p, node);
+	if (fr->plists && node < fr->plist_nn && fr->ppos[node] >= 0)
+		fr->pv[fr->ppos[node]].valid = false;
 	fr->fresh[node] = false;
 	if (++fr->nver[node] == 0)
 		fr->nver[node] = 1;
@@ -263,10 +303,6 @@ enum sl_err placer_set_workload(struct placer *p, const struct place_class *cls,
 		fr->neager = calloc((size_t)ntypes + 1, sizeof(*fr->neager));
 		fr->emilli = calloc((size_t)ntypes + 1, sizeof(*fr->emilli));
 		fr->etab = calloc((size_t)ntypes + 1, sizeof(*fr->etab));
-		fr->pnext = malloc(((size_t)nnodes + 1) * sizeof(*fr->pnext));
-		fr->pprev = malloc(((size_t)nnodes + 1) * sizeof(*fr->pprev));
-		fr->pin = calloc((size_t)nnodes + 1, sizeof(*fr->pin));
-		fr->plist_nn = fr->pnext && fr->pprev && fr->pin ? nnodes : 0;
 		fr->ntypes = ntypes;
 	}
 	enum sl_err e = SL_OK;
@@ -396,10 +432,10 @@ enum sl_err pl_frag_nodes_added(struct placer *p, int old_nn)
 	int nn = p->f->nnodes;
 	if (!fr)
 		return SL_OK;
-	/* The lists stay kept only if their arrays grow below (the new nodes
-	 * hold no shares, so the lists themselves stay as they are). */
-	bool lists = fr->plists;
+	/* The groups grow as the new nodes are filed: the packed lists are
+	 * made again at the next decision, p->partial scanned until then. */
 	fr->plists = false;
+	fr->plists_again = true;
 	int64_t *b = realloc(fr->before, ((size_t)nn + 1) * sizeof(*b));
 	if (b)
 		fr->before = b;
@@ -416,27 +452,11 @@ enum sl_err pl_frag_nodes_added(struct placer *p, int old_nn)
 		return SL_ENOMEM;
 	fr->ncache = nc;
 	fr->nncache = nn;
-	int *pn = realloc(fr->pnext, ((size_t)nn + 1) * sizeof(*pn));
-	if (pn)
-		fr->pnext = pn;
-	int *pp = pn ? realloc(fr->pprev, ((size_t)nn + 1) * sizeof(*pp)) : NULL;
-	if (pp)
-		fr->pprev = pp;
-	bool *pin = pp ? realloc(fr->pin, ((size_t)nn + 1) * sizeof(*pin)) : NULL;
-	if (pin) {
-		fr->pin = pin;
-		fr->plist_nn = nn;
-		fr->plists = lists;
-	} else {
-		fr->plist_nn = 0; /* scan p->partial from now on */
-	}
 	for (int i = old_nn; i <= nn; i++) {
 		fr->before[i] = 0;
 		fr->fresh[i] = false;
 		fr->nver[i] = 1;
 		fr->ncache[i] = NULL;
-		if (fr->plist_nn >= nn)
-			fr->pin[i] = false;
 	}
 	return SL_OK;
 }
@@ -457,6 +477,9 @@ void placer_set_frag_balance(struct placer *p, bool on)
 	for (int g = 0; g < fr->ngver; g++)
 		if (++fr->gver[g] == 0)
 			fr->gver[g] = 1;
+	for (int i = 0; fr->plists && i < fr->plist_nn; i++)
+		if (fr->ppos[i] >= 0)
+			fr->pv[fr->ppos[i]].valid = false;
 }
 
 int64_t placer_node_frag(struct placer *p, int node)
@@ -474,7 +497,7 @@ bool pl_frag_handles(const struct placer *p, const struct pl_ctx *c)
 		return true;
 	if (!p->frag || c->req->exclusive || c->req->per_node > 0)
 		return false;
-	return c->share || c->k <= pl_max_eligible_gpus(p);
+	return c->share || c->k <= c->maxg;
 }
 
 /* A candidate: the node, what it takes there and how it compares. */

@@ -103,17 +103,25 @@ struct pl_frag {
 	int *neager;                       /* [ntypes] */
 	int (*emilli)[PL_EAGER];           /* [ntypes] */
 	struct pl_ftab *(*etab)[PL_EAGER]; /* [ntypes] */
-	/* Each index group's nodes with shares as a list (phead[g], then
-	 * pnext[node]; pprev[] for unlinking; -1 ends it; pin[node]: listed),
-	 * kept as nodes change (pl_frag_node_changed) so that a group's are
-	 * visited without scanning p->partial. plists false (out of memory):
-	 * not kept, p->partial is scanned. */
-	int *phead, *pnext, *pprev;
-	bool *pin;
-	int plist_nn; /* nodes pnext, pprev and pin have room for */
-	bool plists;
+	/* Each index group's nodes with shares, packed (struct pl_pent): group
+	 * g's are pv[pstart[g] .. pstart[g] + pcnt[g]), in no particular
+	 * order, room for pcap[g] (its nodes, when shareable); ppos[node] is a
+	 * node's entry, or -1. Kept as nodes change (pl_frag_node_changed), so
+	 * that a share decision reads its groups' nodes with shares one after
+	 * the other instead of visiting each node's own state. plists false
+	 * (out of memory, or a group out of room): not kept, p->partial is
+	 * scanned; plists_again: made again at the next decision (nodes
+	 * joined, so groups grew). */
+	struct pl_pent *pv;
+	struct pl_pshare *ps;      /* eager size i of pv[at]: ps[i * proom + at] */
+	int proom;                 /* entries pv and each size of ps have */
+	int *pstart, *pcnt, *pcap; /* [plist_ng] */
+	int *ppos;                 /* [plist_nn] */
+	int plist_nn, plist_ng;
+	bool plists, plists_again;
 	/* Best fit's answer per group and size, for the explanation (lazily
-	 * made; [ngver * PL_BGC_K]). */
+	 * made; [ngver * PL_BGC_N]: sizes 1..TOPO_MAX_GPUS, then shares in
+	 * PL_SGC_SLOTS slots by size, whose demand differs from a GPU's). */
 	struct pl_bcache *bgc;
 	/* Per type and size k ([ntypes * PL_BGC_K], lazily): best fit's tier
 	 * of each free mask of a small type (ptab_order), INT_MAX unranked. */
@@ -152,7 +160,9 @@ struct pl_ncache {
 };
 
 /* Best fit's answer in one group for one request size (the explanation). */
+#define PL_SGC_SLOTS 4 /* shares kept per group, by size (pl_scache, pl_bcache) */
 #define PL_BGC_K (TOPO_MAX_GPUS + 1)
+#define PL_BGC_N (PL_BGC_K + PL_SGC_SLOTS)
 struct pl_bcache {
 	uint32_t ver; /* the group's version when kept; 0: nothing kept */
 	bool share;
@@ -163,15 +173,47 @@ struct pl_bcache {
 	int tier; /* cand's mask's tier (btier); INT_MAX none; -1 unknown */
 };
 
+/* A node with shares as its type's eager share sizes (emilli) saw it when
+ * it last changed (pl_frag_judge_now): node_cand_kept's answer with no
+ * bandwidth floor and no demand (F's growth under a pure workload does not
+ * depend on either where the CPUs and memory fit), and the fullest shared
+ * GPU with room (the explanation's best fit). The entries (pl_pent) and
+ * each size's answers (pl_pshare, one array per size) are kept apart, so a
+ * share decision reads one cache line per node, in order. */
+struct pl_pshare {
+	struct node_leftover left;
+	int64_t delta;
+	int32_t free_after;
+	int16_t srem;    /* sgpu's room */
+	int8_t gpu;      /* the share's GPU; -1: the node cannot take it */
+	int8_t sgpu;     /* the shared GPU with the least room >= milli (lowest
+			    index among equals); -1: none */
+};
+struct pl_pent {
+	int node;
+	bool valid;   /* judged since the node last changed: the rest holds */
+	int cpu_left;
+	uint32_t ver; /* the node's version then (nver) */
+	int64_t mem_left, price;
+};
+
 /* Group gi's nodes with shares one by one: it = PL_PSTART to start; the
- * next node, or -1 after the last. */
+ * next node, or -1 after the last; *en its packed entry (NULL when the
+ * lists are not kept; valid or not). */
 #define PL_PSTART (-2)
-static inline int pl_partial_next(const struct placer *p, int gi, int *it)
+static inline int pl_partial_next(const struct placer *p, int gi, int *it,
+				  const struct pl_pent **en)
 {
 	const struct pl_frag *fr = p->frag;
-	if (fr->plists)
-		return *it = *it == PL_PSTART ? fr->phead[gi] : fr->pnext[*it];
 	int i = *it == PL_PSTART ? 0 : *it + 1;
+	if (fr->plists) {
+		if (i >= fr->pcnt[gi])
+			return -1;
+		*it = i;
+		*en = &fr->pv[fr->pstart[gi] + i];
+		return (*en)->node;
+	}
+	*en = NULL;
 	while (i < p->npartial && p->nodes[p->partial[i]].group != gi)
 		i++;
 	if (i >= p->npartial)
@@ -239,8 +281,25 @@ bool pl_frag_node_cand_kept(struct placer *p, const struct pl_ctx *c, int node,
  * share sizes are judged and kept now (under a pure workload), so that
  * share decisions read them instead of judging it. */
 void pl_frag_judge_now(struct placer *p, int node);
+/* Type's eager share size index for milli, or -1. */
+int pl_eager_index(const struct pl_frag *fr, int type, int milli);
+/* The candidate entry en (answers s for an eager size) keeps, where the
+ * request asks cpus and mem there and a bandwidth floor min_bw; q1 is the
+ * type's full quality for one GPU. False when the node cannot take it. */
+bool pl_pent_cand(const struct pl_pent *en, const struct pl_pshare *s, int cpus, int64_t mem,
+		  int min_bw, const struct node_quality *q1, struct fcand *out);
+static inline const struct pl_pshare *pl_pshare_of(const struct pl_frag *fr,
+						   const struct pl_pent *en, int i)
+{
+	return &fr->ps[(size_t)i * (size_t)fr->proom + (size_t)(en - fr->pv)];
+}
+/* pl_node_cand_kept() for the node of valid entry en, in a group the
+ * request may use: its state read from en. */
+bool pl_pent_cand_kept(struct placer *p, const struct pl_ctx *c, const struct pl_pent *en,
+		       const struct pl_ftab *tab, struct fcand *out);
+/* The packed lists made again when nodes joined since (plists_again). */
+void pl_plists_fresh(struct placer *p);
 
-#define PL_SGC_SLOTS 4
 struct pl_scache {
 	uint32_t ver; /* the group's version when kept; 0: nothing kept */
 	int milli, min_bw, cpus;

@@ -16,12 +16,15 @@
  * (test_place_frag.c compares against a placer that judges every node with
  * node_cand).
  *
- * Kept: a node's candidates live in PL_NCACHE slots keyed by (node version,
- * shape). A node with shares is judged for its type's heaviest share sizes
- * of the workload as soon as it changes (pl_frag_judge_now, from
- * place.c's node_changed through pl_frag_node_changed), so the share
- * decisions after a burst of releases read them instead of judging every
- * such node again; other shapes are judged when first asked. */
+ * Kept: a node with shares is judged for its type's heaviest share sizes
+ * of the workload as soon as it changes (pl_frag_judge_now, from place.c's
+ * node_changed through pl_frag_node_changed), into its entry of its
+ * group's packed list (struct pl_pent, place_frag_int.h), so the share
+ * decisions after a burst of releases read those entries one after the
+ * other instead of judging every such node again, or visiting its state.
+ * Other shapes (whole GPUs on such nodes, other share sizes) are judged
+ * when first asked, into PL_NCACHE slots keyed by (node version, shape).
+ */
 #include <stdlib.h>
 #include <string.h>
 
@@ -176,6 +179,42 @@ static struct pl_nslot *nslot(struct pl_ncache *nc, uint32_t ver, int k, int mil
 	return stale;
 }
 
+/* The kept candidate of node at version ver, with cpu_left CPUs and
+ * mem_left MiB left, for the request (rt: its demand on the node's type);
+ * judged into a slot with no bandwidth floor when not kept. */
+static bool slot_cand(struct placer *p, const struct pl_ctx *c, int node, uint32_t ver,
+		      int cpu_left, int64_t mem_left, const struct pl_ftab *tab,
+		      const struct pl_rtype *rt, struct fcand *out)
+{
+	struct pl_frag *fr = p->frag;
+	int milli = c->share ? c->req->gpu_milli : 0;
+	int k = c->share ? 0 : c->k;
+	int cpus = rt->cpus;
+	if (cpus > cpu_left || rt->mem > mem_left)
+		return false; /* pl_fits_cpu_mem() */
+	struct pl_ncache *nc = ncache_of(fr, node);
+	if (!nc)
+		return pl_frag_node_cand(p, c, node, out);
+	struct pl_nslot *e = nslot(nc, ver, k, milli);
+	if (e->ver != ver || e->k != k || e->milli != milli) {
+		e->ver = ver;
+		e->k = k;
+		e->milli = milli;
+		if (!pl_frag_judge_lev(p, node, &tab, 1, cpus, rt->mem, &e->cand, &e->found)) {
+			struct place_request r0 = *c->req; /* a copy with no floor */
+			struct pl_ctx c0 = *c;
+			r0.min_bw_gbps = 0;
+			c0.req = &r0;
+			e->found = pl_frag_node_cand(p, &c0, node, &e->cand);
+		}
+	}
+	if (!e->found || e->cand.q.bottleneck_gbps < c->req->min_bw_gbps)
+		return false;
+	*out = e->cand;
+	out->cpu_after = cpu_left - cpus;
+	return true;
+}
+
 /* node_cand under a pure workload, through the node's kept candidates: the
  * same answer (F's growth then depends on the free GPUs alone, so the
  * candidate with no bandwidth floor is a function of the node's state and
@@ -192,36 +231,29 @@ bool pl_node_cand_kept(struct placer *p, const struct pl_ctx *c, int node,
 	if (node >= fr->nncache)
 		return pl_frag_node_cand(p, c, node, out);
 	const struct node_type *t = fleet_node_type(p->f, node);
-	int milli = c->share ? c->req->gpu_milli : 0;
-	int k = c->share ? 0 : c->k;
 	const struct pl_rtype *rt = pl_rtype_of(p, c, p->f->nodes[node].type);
-	int cpus = rt->cpus;
-	if (cpus > t->cpus - n->cpus_used ||
-	    rt->mem > (int64_t)t->mem_gib * 1024 - n->mem_used)
+	int cpu_left = t->cpus - n->cpus_used;
+	int64_t mem_left = (int64_t)t->mem_gib * 1024 - n->mem_used;
+	if (rt->cpus > cpu_left || rt->mem > mem_left)
 		return false; /* pl_fits_cpu_mem() */
-	struct pl_ncache *nc = ncache_of(fr, node);
-	if (!nc)
-		return pl_frag_node_cand(p, c, node, out);
-	uint32_t ver = fr->nver[node];
-	struct pl_nslot *e = nslot(nc, ver, k, milli);
-	if (e->ver != ver || e->k != k || e->milli != milli) {
-		/* Judged with no bandwidth floor. */
-		e->ver = ver;
-		e->k = k;
-		e->milli = milli;
-		if (!pl_frag_judge_lev(p, node, &tab, 1, cpus, rt->mem, &e->cand, &e->found)) {
-			struct place_request r0 = *c->req; /* a copy with no floor */
-			struct pl_ctx c0 = *c;
-			r0.min_bw_gbps = 0;
-			c0.req = &r0;
-			e->found = pl_frag_node_cand(p, &c0, node, &e->cand);
-		}
+	if (c->share && fr->plists && node < fr->plist_nn && fr->ppos[node] >= 0 &&
+	    fr->pv[fr->ppos[node]].valid) {
+		int i = pl_eager_index(fr, p->f->nodes[node].type, c->req->gpu_milli);
+		const struct pl_pent *en = &fr->pv[fr->ppos[node]];
+		if (i >= 0)
+			return rt->fq_ok && pl_pent_cand(en, pl_pshare_of(fr, en, i), rt->cpus,
+							 rt->mem, c->req->min_bw_gbps, &rt->fq, out);
 	}
-	if (!e->found || e->cand.q.bottleneck_gbps < c->req->min_bw_gbps)
-		return false;
-	*out = e->cand;
-	out->cpu_after = t->cpus - n->cpus_used - cpus;
-	return true;
+	return slot_cand(p, c, node, fr->nver[node], cpu_left, mem_left, tab, rt, out);
+}
+
+bool pl_pent_cand_kept(struct placer *p, const struct pl_ctx *c, const struct pl_pent *en,
+		       const struct pl_ftab *tab, struct fcand *out)
+{
+	if (en->node >= p->frag->nncache)
+		return pl_node_cand_kept(p, c, en->node, tab, out);
+	return slot_cand(p, c, en->node, en->ver, en->cpu_left, en->mem_left, tab,
+			 pl_rtype_of(p, c, tab->type), out);
 }
 
 bool pl_frag_node_cand_kept(struct placer *p, const struct pl_ctx *c, int node,
@@ -241,53 +273,80 @@ bool pl_frag_node_cand_kept(struct placer *p, const struct pl_ctx *c, int node,
 	return pl_node_cand_kept(p, c, node, tab, out);
 }
 
+int pl_eager_index(const struct pl_frag *fr, int type, int milli)
+{
+	for (int i = 0; i < fr->neager[type]; i++)
+		if (fr->emilli[type][i] == milli)
+			return i;
+	return -1;
+}
+
+bool pl_pent_cand(const struct pl_pent *en, const struct pl_pshare *s, int cpus, int64_t mem,
+		  int min_bw, const struct node_quality *q1, struct fcand *out)
+{
+	if (s->gpu < 0 || cpus > en->cpu_left || mem > en->mem_left || q1->bottleneck_gbps < min_bw)
+		return false; /* node_cand_kept's checks, pl_fits_cpu_mem() */
+	memset(out, 0, sizeof(*out));
+	out->node = en->node;
+	out->gpu = s->gpu;
+	out->q = *q1;
+	out->left = s->left;
+	out->delta = s->delta;
+	out->free_after = s->free_after;
+	out->cpu_after = en->cpu_left - cpus;
+	out->price = en->price;
+	return true;
+}
+
 void pl_frag_judge_now(struct placer *p, int node)
 {
 	struct pl_frag *fr = p->frag;
 	const struct pl_node *n = &p->nodes[node];
 	int type = p->f->nodes[node].type, gi = n->group;
-	if (!fr->pure || fr->fast_off || !n->shared || !n->usable || node >= fr->nncache ||
-	    !fr->neager[type] || gi < 0 || gi >= p->ngroups || !p->groups[gi].small ||
-	    !p->groups[gi].shareable)
+	if (!fr->pure || fr->fast_off || !n->shared || !n->usable || !fr->plists ||
+	    node >= fr->plist_nn || fr->ppos[node] < 0 || !fr->neager[type] || gi < 0 ||
+	    gi >= p->ngroups || !p->groups[gi].small || !p->groups[gi].shareable)
 		return;
-	struct pl_ncache *nc = ncache_of(fr, node);
-	if (!nc)
-		return;
-	uint32_t ver = fr->nver[node];
+	struct pl_pent *en = &fr->pv[fr->ppos[node]];
 	const struct pl_ftab *tab[PL_EAGER];
-	struct pl_nslot *slot[PL_EAGER];
 	struct fcand cand[PL_EAGER];
 	bool found[PL_EAGER];
-	int nt = 0, which[PL_EAGER];
-	for (int i = 0; i < fr->neager[type]; i++) {
-		int milli = fr->emilli[type][i];
+	int nt = fr->neager[type];
+	for (int i = 0; i < nt; i++) {
 		struct pl_ftab *tb = fr->etab[type][i];
-		if (!tb && !(tb = fr->etab[type][i] = pl_ftab_get(p, type, 1, milli)))
+		if (!tb && !(tb = fr->etab[type][i] = pl_ftab_get(p, type, 1, fr->emilli[type][i])))
 			return;
-		struct pl_nslot *e = nslot(nc, ver, 0, milli);
-		if (e->ver == ver && e->k == 0 && e->milli == milli)
-			continue;
-		e->ver = ver; /* taken, so the next size gets another slot */
-		e->k = 0;
-		e->milli = milli;
-		which[nt] = i;
-		tab[nt] = tb;
-		slot[nt++] = e;
+		tab[i] = tb;
 	}
 	/* The request's CPUs and memory do not change F's growth under a pure
-	 * workload where they fit, and a slot is read only there
-	 * (node_cand_kept). A table that a later ftab_get evicted is gone. */
-	bool ok = nt > 0;
-	for (int i = 0; i < nt && ok; i++)
-		ok = fr->etab[type][which[i]] == tab[i];
-	if (ok)
-		ok = pl_frag_judge_lev(p, node, tab, nt, 0, 0, cand, found);
+	 * workload where they fit, and an entry is read only there
+	 * (pl_pent_cand). A table that a later ftab_get evicted is gone. */
+	for (int i = 0; i < nt; i++)
+		if (fr->etab[type][i] != tab[i])
+			return;
+	if (!pl_frag_judge_lev(p, node, tab, nt, 0, 0, cand, found))
+		return;
+	const struct node_type *t = fleet_node_type(p->f, node);
+	en->cpu_left = t->cpus - n->cpus_used;
+	en->mem_left = (int64_t)t->mem_gib * 1024 - n->mem_used;
+	en->price = p->f->nodes[node].price_hint;
+	en->ver = fr->nver[node];
 	for (int i = 0; i < nt; i++) {
-		if (!ok) {
-			slot[i]->ver = 0;
-			continue;
+		struct pl_pshare *s = &fr->ps[(size_t)i * (size_t)fr->proom + (size_t)fr->ppos[node]];
+		int milli = fr->emilli[type][i];
+		s->gpu = (int8_t)(found[i] ? cand[i].gpu : -1);
+		s->left = cand[i].left;
+		s->delta = cand[i].delta;
+		s->free_after = (int32_t)cand[i].free_after;
+		s->sgpu = -1;
+		s->srem = 0;
+		for (gpumask_t m = n->shared & ~n->bad; m; m &= m - 1) {
+			int g = __builtin_ctz(m), rem = PL_MILLI - n->used[g];
+			if (rem >= milli && (s->sgpu < 0 || rem < s->srem)) {
+				s->srem = (int16_t)rem;
+				s->sgpu = (int8_t)g;
+			}
 		}
-		slot[i]->cand = cand[i];
-		slot[i]->found = found[i];
 	}
+	en->valid = true;
 }

@@ -160,14 +160,14 @@ struct pl_ftab *pl_ftab_get(struct placer *p, int type, int k, int milli)
 	return t;
 }
 
-/* Lowest position of g filed under mask m, without shares, with the CPUs and
- * memory; INT_MAX if none. */
+/* Lowest position of g filed under mask m, without shares (the group's
+ * sbits), with the CPUs and memory; INT_MAX if none. */
 static int first_plain(const struct placer *p, const struct pl_group *g, gpumask_t m,
 		       int cpus, int64_t mem, int limit)
 {
 	const uint64_t *w = &g->bits[(size_t)m * (size_t)g->nwords];
 	for (int i = 0; i < g->nwords && i * 64 < limit; i++) {
-		for (uint64_t x = w[i]; x; x &= x - 1) {
+		for (uint64_t x = w[i] & ~g->sbits[i]; x; x &= x - 1) {
 			int pos = i * 64 + __builtin_ctzll(x);
 			if (pos >= limit)
 				return INT_MAX;
@@ -238,11 +238,40 @@ static bool group_fast(struct placer *p, const struct pl_ctx *c, int gi, struct 
 	int wtier, wpos;
 	bool found = group_walk(p, c, g, tab, cpus, mem, out, &wtier, &wpos);
 	struct fcand k;
-	for (int it = PL_PSTART, node; (node = pl_partial_next(p, gi, &it)) >= 0;) {
-		if (pl_node_cand_kept(p, c, node, tab, &k) &&
-		    (!found || pl_fcand_cmp(p, &k, out, !c->share) < 0)) {
-			*out = k;
-			found = true;
+	/* Nodes with shares: their packed entries where judged since they last
+	 * changed (the candidate itself for an eager share size, else the node's
+	 * state for its kept candidates), else through the node. */
+	int ei = c->share && rt->fq_ok ? pl_eager_index(fr, g->type, milli) : -1;
+	if (!fr->plists) {
+		const struct pl_pent *en;
+		for (int it = PL_PSTART, node; (node = pl_partial_next(p, gi, &it, &en)) >= 0;)
+			if (pl_node_cand_kept(p, c, node, tab, &k) &&
+			    (!found || pl_fcand_cmp(p, &k, out, !c->share) < 0)) {
+				*out = k;
+				found = true;
+			}
+	} else {
+		const struct pl_pent *ev = &fr->pv[fr->pstart[gi]];
+		const struct pl_pshare *sv =
+			ei >= 0 ? &fr->ps[(size_t)ei * (size_t)fr->proom + (size_t)fr->pstart[gi]] : NULL;
+		for (int i = 0, n = fr->pcnt[gi]; i < n; i++) {
+			bool ok;
+			if (!ev[i].valid) {
+				ok = pl_node_cand_kept(p, c, ev[i].node, tab, &k);
+			} else if (sv) {
+				/* A share's order starts with F's growth (pl_fcand_cmp):
+				 * a larger one cannot win. */
+				if (found && sv[i].delta > out->delta)
+					continue;
+				ok = pl_pent_cand(&ev[i], &sv[i], cpus, mem, c->req->min_bw_gbps, &rt->fq,
+						  &k);
+			} else {
+				ok = pl_pent_cand_kept(p, c, &ev[i], tab, &k);
+			}
+			if (ok && (!found || pl_fcand_cmp(p, &k, out, !c->share) < 0)) {
+				*out = k;
+				found = true;
+			}
 		}
 	}
 	if (e) {
@@ -265,28 +294,32 @@ static bool group_walk(struct placer *p, const struct pl_ctx *c, const struct pl
 {
 	*wtier = *wpos = INT_MAX;
 	/* The best tier among the group's non-empty masks (the index keeps them
-	 * in a list: cheaper than walking the ranked order through empty tiers);
-	 * again above it when no node of that tier has the CPUs and memory. */
+	 * in a list: cheaper than walking the ranked order through empty tiers),
+	 * with that tier's masks gathered on the way; again above it when no
+	 * node of that tier has the CPUs and memory. */
+	uint16_t at[PL_SMALL_MASKS];
 	for (int above = -1;;) {
-		int tier = INT_MAX;
+		int tier = INT_MAX, nat = 0;
 		for (int i = 0; i < g->nnz; i++) {
-			int m = g->nz[i];
-			if (tab->rank[m] > above && tab->rank[m] < tier &&
-			    tab->key[m].q.bottleneck_gbps >= c->req->min_bw_gbps)
-				tier = tab->rank[m];
+			int m = g->nz[i], r = tab->rank[m];
+			if (r <= above || r > tier ||
+			    tab->key[m].q.bottleneck_gbps < c->req->min_bw_gbps)
+				continue;
+			if (r < tier) {
+				tier = r;
+				nat = 0;
+			}
+			at[nat++] = (uint16_t)m;
 		}
 		if (tier == INT_MAX)
 			return false;
 		int best = INT_MAX;
 		gpumask_t bm = 0;
-		for (int i = 0; i < g->nnz; i++) {
-			int m = g->nz[i];
-			if (tab->rank[m] != tier)
-				continue;
-			int pos = first_plain(p, g, (gpumask_t)m, cpus, mem, best);
+		for (int i = 0; i < nat; i++) {
+			int pos = first_plain(p, g, (gpumask_t)at[i], cpus, mem, best);
 			if (pos < best) {
 				best = pos;
-				bm = (gpumask_t)m;
+				bm = (gpumask_t)at[i];
 			}
 		}
 		if (best != INT_MAX) {
@@ -306,6 +339,7 @@ bool pl_frag_fast(struct placer *p, const struct pl_ctx *c, struct fcand *best, 
 	bool whole = !c->share, found = false;
 	struct fcand k;
 	*scan = false;
+	pl_plists_fresh(p);
 	memset(p->frag->rtab, 0, (size_t)p->frag->ntypes * sizeof(*p->frag->rtab));
 	pl_rtype_reset(p->frag);
 	for (int gi = 0; gi < p->ngroups; gi++) {
@@ -418,8 +452,15 @@ static void bestfit_keep_node(struct placer *p, int node, int gi, uint32_t old, 
 		return;
 	const struct pl_node *n = &p->nodes[node];
 	gpumask_t m = (gpumask_t)pl_free_mask(p, node);
-	for (int k = 1; k < PL_BGC_K; k++) {
-		struct pl_bcache *e = &fr->bgc[(size_t)gi * PL_BGC_K + (size_t)k];
+	/* Only sizes up to the type's GPUs are kept (pl_frag_bestfit_kept skips
+	 * the group for larger ones), and shares only in shareable groups. */
+	int ng = p->f->types[g->type].ngpus, kmax = ng < PL_BGC_K - 1 ? ng : PL_BGC_K - 1;
+	int nsl = g->shareable ? PL_BGC_N : kmax + 1;
+	for (int sl = 1; sl < nsl; sl++) {
+		if (sl > kmax && sl < PL_BGC_K)
+			continue;
+		int k = sl < PL_BGC_K ? sl : 1; /* shares: best fit for one GPU */
+		struct pl_bcache *e = &fr->bgc[(size_t)gi * PL_BGC_N + (size_t)sl];
 		if (e->ver != old || e->tier < 0 || (e->found && e->cand.node == node))
 			continue;
 		const int *bt = btier_of(p, g->type, k);
@@ -452,11 +493,12 @@ bool pl_frag_bestfit_kept(struct placer *p, const struct pl_ctx *c, int k,
 	if (fr->ngver != p->ngroups || k != c->k || k >= PL_BGC_K || c->req->exclusive)
 		return pl_index_best(p, c, k, best);
 	if (!fr->bgc) {
-		fr->bgc = calloc((size_t)fr->ngver * PL_BGC_K + 1, sizeof(*fr->bgc));
+		fr->bgc = calloc((size_t)fr->ngver * PL_BGC_N + 1, sizeof(*fr->bgc));
 		if (!fr->bgc)
 			return pl_index_best(p, c, k, best);
 	}
 	bool found = false;
+	int sl = c->share ? PL_BGC_K + c->req->gpu_milli % PL_SGC_SLOTS : k;
 	pl_rtype_reset(fr); /* pl_rtype_of() works for c->k, which is k here */
 	for (int gi = 0; gi < p->ngroups; gi++) {
 		if (!p->group_ok[gi])
@@ -470,7 +512,7 @@ bool pl_frag_bestfit_kept(struct placer *p, const struct pl_ctx *c, int k,
 			continue; /* this group cannot beat the best so far */
 		int cpus = rt->cpus;
 		int64_t mem = rt->mem;
-		struct pl_bcache *e = &fr->bgc[(size_t)gi * PL_BGC_K + (size_t)k];
+		struct pl_bcache *e = &fr->bgc[(size_t)gi * PL_BGC_N + (size_t)sl];
 		if (e->ver != fr->gver[gi] || e->share != c->share ||
 		    e->min_bw != c->req->min_bw_gbps || e->cpus != cpus || e->mem != mem) {
 			e->ver = fr->gver[gi];
@@ -493,14 +535,34 @@ bool pl_frag_bestfit_kept(struct placer *p, const struct pl_ctx *c, int k,
 	return found;
 }
 
-/* pl_share_best()'s answer among group gi's nodes with shares. */
+/* pl_share_best()'s answer among group gi's nodes with shares: a node's
+ * fullest shared GPU with room for the share, from its packed entry where
+ * judged for this size since it last changed. */
 static void share_group(struct placer *p, const struct pl_ctx *c, int gi, int cpus,
 			int64_t mem, struct pl_scache *e)
 {
 	int milli = c->req->gpu_milli;
+	const struct pl_frag *fr = p->frag;
+	int ei = pl_eager_index(fr, p->groups[gi].type, milli);
+	const struct pl_pshare *sv =
+		fr->plists && ei >= 0 ? &fr->ps[(size_t)ei * (size_t)fr->proom + (size_t)fr->pstart[gi]]
+				      : NULL;
 	e->node = e->gpu = -1;
 	e->rem = INT_MAX;
-	for (int it = PL_PSTART, nd; (nd = pl_partial_next(p, gi, &it)) >= 0;) {
+	const struct pl_pent *en;
+	for (int it = PL_PSTART, nd; (nd = pl_partial_next(p, gi, &it, &en)) >= 0;) {
+		if (en && en->valid && sv) {
+			const struct pl_pshare *s = &sv[it];
+			if (s->sgpu < 0 || cpus > en->cpu_left || mem > en->mem_left ||
+			    s->srem > e->rem)
+				continue; /* pl_fits_cpu_mem() */
+			if (s->srem == e->rem && pl_name_cmp(p, nd, e->node) > 0)
+				continue; /* another node: names differ */
+			e->rem = s->srem;
+			e->node = nd;
+			e->gpu = s->sgpu;
+			continue;
+		}
 		const struct pl_node *n = &p->nodes[nd];
 		if (!n->usable || !pl_fits_cpu_mem(p, nd, cpus, mem))
 			continue;
@@ -533,6 +595,7 @@ bool pl_frag_share_best_kept(struct placer *p, const struct pl_ctx *c, int *node
 	}
 	int milli = c->req->gpu_milli, best_rem = INT_MAX;
 	*node = *gpu = -1;
+	pl_plists_fresh(p);
 	for (int gi = 0; gi < p->ngroups; gi++) {
 		const struct pl_group *g = &p->groups[gi];
 		if (!p->group_ok[gi] || !g->shareable)

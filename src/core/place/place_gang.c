@@ -50,18 +50,10 @@ struct gang {
 				quality: the second pass may find more */
 };
 
-int pl_max_eligible_gpus(const struct placer *p)
-{
-	int m = 0;
-	for (int g = 0; g < p->ngroups; g++)
-		if (p->group_ok[g] && p->f->types[p->groups[g].type].ngpus > m)
-			m = p->f->types[p->groups[g].type].ngpus;
-	return m;
-}
-
 int pl_gang_per_node(const struct placer *p, const struct pl_ctx *c)
 {
-	return c->req->per_node > 0 ? c->req->per_node : pl_max_eligible_gpus(p);
+	(void)p;
+	return c->req->per_node > 0 ? c->req->per_node : c->maxg;
 }
 
 static enum sl_err gang_scratch(struct placer *p)

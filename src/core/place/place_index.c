@@ -6,10 +6,13 @@
  * masks the lowest group position is the node the tie-breakers choose; a
  * distinct price on every node therefore costs nothing. For types of at most PTAB_EAGER_GPUS GPUs a group
  * keeps, per free mask, a bitset of the positions filed under it and a count;
- * ptab_order() lists masks best-first, so a request walks the masks of each
- * eligible group until the first tier with a node that also has the CPUs and
- * memory, and only compares one candidate per group. The cost is
- * O(groups x masks + bitset words), independent of how many nodes are busy.
+ * ptab_order() lists masks best-first, so a request walks the tiers of each
+ * eligible group until the first one with a node that also has the CPUs and
+ * memory, and only compares one candidate per group. A tier is walked as a
+ * set of masks (pl_tiers, made once per type and size) against the group's
+ * set of non-empty masks (nzb), four words at a time, not mask by mask. The
+ * cost is O(groups x tiers + bitset words), independent of how many nodes
+ * are busy.
  * Larger types keep the set of distinct free masks of the group instead and
  * judge each with ptab_best().
  *
@@ -20,6 +23,14 @@
 #include <string.h>
 
 #include "place_internal.h"
+
+/* ptab_order(type, k) as sets: tier t's masks in set[t] (a bitset over
+ * the PL_SMALL_MASKS masks), first[t] one of them. */
+struct pl_tiers {
+	int n;
+	uint64_t (*set)[PL_SMALL_MASKS / 64];
+	gpumask_t *first;
+};
 
 struct key_node {
 	int site, owner, type, shareable;
@@ -66,7 +77,9 @@ static void file_node(struct placer *p, int node, gpumask_t m, int delta)
 		if (before == 0 && g->count[m] > 0) {
 			g->nzpos[m] = (int16_t)g->nnz;
 			g->nz[g->nnz++] = (uint16_t)m;
+			g->nzb[m / 64] |= (uint64_t)1 << (m % 64);
 		} else if (before > 0 && g->count[m] == 0) {
+			g->nzb[m / 64] &= ~((uint64_t)1 << (m % 64));
 			uint16_t last = g->nz[--g->nnz];
 			g->nz[g->nzpos[m]] = last;
 			g->nzpos[last] = g->nzpos[m];
@@ -87,6 +100,20 @@ static void file_node(struct placer *p, int node, gpumask_t m, int delta)
 		g->masks[g->nmasks++] = (struct pl_mask_count){m, delta};
 }
 
+/* The node's bit in its small group's positions with shares. */
+static void shared_bit(struct placer *p, int node)
+{
+	const struct pl_node *n = &p->nodes[node];
+	struct pl_group *g = &p->groups[n->group];
+	if (!g->small)
+		return;
+	uint64_t bit = (uint64_t)1 << (n->gpos % 64);
+	if (n->shared)
+		g->sbits[n->gpos / 64] |= bit;
+	else
+		g->sbits[n->gpos / 64] &= ~bit;
+}
+
 static enum sl_err group_alloc(struct placer *p, struct pl_group *g)
 {
 	const struct node_type *t = &p->f->types[g->type];
@@ -95,12 +122,13 @@ static enum sl_err group_alloc(struct placer *p, struct pl_group *g)
 		g->nwords = (g->n + 63) / 64;
 		g->bits = calloc((size_t)PL_SMALL_MASKS * (size_t)g->nwords, sizeof(*g->bits));
 		g->count = calloc(PL_SMALL_MASKS, sizeof(*g->count));
+		g->sbits = calloc((size_t)g->nwords + 1, sizeof(*g->sbits));
 		g->nz = calloc(PL_SMALL_MASKS, sizeof(*g->nz));
 		g->nzpos = malloc(PL_SMALL_MASKS * sizeof(*g->nzpos));
 		if (g->nzpos)
 			for (int m = 0; m < PL_SMALL_MASKS; m++)
 				g->nzpos[m] = -1;
-		return g->bits && g->count && g->nz && g->nzpos ? SL_OK : SL_ENOMEM;
+		return g->bits && g->count && g->sbits && g->nz && g->nzpos ? SL_OK : SL_ENOMEM;
 	}
 	g->capmasks = g->n;
 	g->masks = calloc((size_t)g->n, sizeof(*g->masks));
@@ -161,6 +189,7 @@ enum sl_err pl_index_build(struct placer *p)
 		p->groups[g].nodes[n->gpos] = k[i].node;
 		n->imask = (gpumask_t)pl_free_mask(p, k[i].node);
 		file_node(p, k[i].node, n->imask, 1);
+		shared_bit(p, k[i].node);
 		n->sick = !n->usable || n->bad;
 		p->groups[g].nsick += n->sick;
 	}
@@ -178,6 +207,7 @@ void pl_index_free(struct placer *p)
 		free(p->groups[g].run_end);
 		free(p->groups[g].bits);
 		free(p->groups[g].count);
+		free(p->groups[g].sbits);
 		free(p->groups[g].nz);
 		free(p->groups[g].nzpos);
 		free(p->groups[g].masks);
@@ -186,6 +216,15 @@ void pl_index_free(struct placer *p)
 	free(p->groups);
 	p->groups = NULL;
 	p->ngroups = 0;
+	if (p->tiers)
+		for (int i = 0; i < p->ntypes * (TOPO_MAX_GPUS + 1); i++)
+			if (p->tiers[i]) {
+				free(p->tiers[i]->set);
+				free(p->tiers[i]->first);
+				free(p->tiers[i]);
+			}
+	free(p->tiers);
+	p->tiers = NULL;
 }
 
 /* Owners change rarely (a reservation window opens or closes), so the index is
@@ -258,8 +297,16 @@ static enum sl_err group_widen(struct pl_group *g)
 	for (int m = 0; m < PL_SMALL_MASKS; m++)
 		memcpy(b + (size_t)m * (size_t)nw, g->bits + (size_t)m * (size_t)g->nwords,
 		       (size_t)g->nwords * sizeof(*b));
+	uint64_t *sb = calloc((size_t)nw + 1, sizeof(*sb));
+	if (!sb) {
+		free(b);
+		return SL_ENOMEM;
+	}
+	memcpy(sb, g->sbits, (size_t)g->nwords * sizeof(*sb));
 	free(g->bits);
+	free(g->sbits);
 	g->bits = b;
+	g->sbits = sb;
 	g->nwords = nw;
 	return SL_OK;
 }
@@ -304,6 +351,7 @@ enum sl_err pl_index_append(struct placer *p, int node)
 			run_end_set(p, g, pos); /* the last run grows, or a new one starts */
 		n->imask = (gpumask_t)pl_free_mask(p, node);
 		file_node(p, node, n->imask, 1);
+		shared_bit(p, node);
 		n->sick = !n->usable || n->bad;
 		g->nsick += n->sick;
 		return SL_OK;
@@ -333,6 +381,7 @@ void pl_partial_update(struct placer *p, int node)
 	bool has = n->shared != 0;
 	if (has == (n->partial_pos >= 0))
 		return;
+	shared_bit(p, node);
 	if (has) {
 		n->partial_pos = p->npartial;
 		p->partial[p->npartial++] = node;
@@ -411,7 +460,7 @@ static bool group_exclusive(struct placer *p, const struct pl_ctx *c, int gi,
 	return true;
 }
 
-static bool group_small(struct placer *p, const struct pl_ctx *c, int gi, int k,
+static bool group_small_masks(struct placer *p, const struct pl_ctx *c, int gi, int k,
 			int cpus, int64_t mem, struct pl_cand *out)
 {
 	const struct pl_group *g = &p->groups[gi];
@@ -449,6 +498,84 @@ static bool group_small(struct placer *p, const struct pl_ctx *c, int gi, int k,
 			return true;
 		}
 		i = j;
+	}
+	return false;
+}
+
+/* Best fit's tiers of small type for k GPUs as mask sets; NULL when out of
+ * memory or the type has no order for k. */
+static const struct pl_tiers *tiers_of(struct placer *p, int type, int k)
+{
+	if (!p->tiers && !(p->tiers = calloc((size_t)p->ntypes * (TOPO_MAX_GPUS + 1) + 1,
+					     sizeof(*p->tiers))))
+		return NULL;
+	struct pl_tiers **slot = &p->tiers[(size_t)type * (TOPO_MAX_GPUS + 1) + (size_t)k];
+	if (*slot)
+		return *slot;
+	const gpumask_t *masks;
+	const int *tier;
+	int cnt = ptab_order(p->ptabs[type], k, &masks, &tier);
+	if (cnt == 0)
+		return NULL;
+	struct pl_tiers *ts = calloc(1, sizeof(*ts));
+	int nt = tier[cnt - 1] + 1; /* tiers start at 0 and grow by 1 */
+	if (ts) {
+		ts->set = calloc((size_t)nt, sizeof(*ts->set));
+		ts->first = calloc((size_t)nt, sizeof(*ts->first));
+	}
+	if (!ts || !ts->set || !ts->first) {
+		if (ts) {
+			free(ts->set);
+			free(ts->first);
+		}
+		free(ts);
+		return NULL;
+	}
+	ts->n = nt;
+	for (int i = cnt - 1; i >= 0; i--) {
+		ts->set[tier[i]][masks[i] / 64] |= (uint64_t)1 << (masks[i] % 64);
+		ts->first[tier[i]] = masks[i];
+	}
+	return *slot = ts;
+}
+
+/* The first tier (best first) with a node that fits: the group's masks
+ * that are not empty, a tier at a time (ts), or else mask by mask along
+ * ptab_order. */
+static bool group_small(struct placer *p, const struct pl_ctx *c, int gi, int k,
+			int cpus, int64_t mem, struct pl_cand *out)
+{
+	const struct pl_group *g = &p->groups[gi];
+	struct ptab *pt = p->ptabs[g->type];
+	const struct pl_tiers *ts = tiers_of(p, g->type, k);
+	if (!ts)
+		return group_small_masks(p, c, gi, k, cpus, mem, out);
+	for (int t = 0; t < ts->n; t++) {
+		uint64_t in[PL_SMALL_MASKS / 64], any = 0;
+		for (int w = 0; w < PL_SMALL_MASKS / 64; w++)
+			any |= in[w] = ts->set[t][w] & g->nzb[w];
+		if (!any)
+			continue;
+		struct node_pick pk;
+		if (!ptab_best(pt, ts->first[t], k, &pk) ||
+		    pk.q.bottleneck_gbps < c->req->min_bw_gbps)
+			return false; /* later tiers are no better */
+		int best = INT_MAX;
+		gpumask_t bm = 0;
+		for (int w = 0; w < PL_SMALL_MASKS / 64; w++)
+			for (uint64_t x = in[w]; x; x &= x - 1) {
+				gpumask_t m = (gpumask_t)(w * 64 + __builtin_ctzll(x));
+				int pos = first_fit(p, g, m, cpus, mem, best);
+				if (pos < best) {
+					best = pos;
+					bm = m;
+				}
+			}
+		if (best != INT_MAX) {
+			(void)ptab_best(pt, bm, k, &pk);
+			pl_make_cand(p, g, best, &pk, bm, out);
+			return true;
+		}
 	}
 	return false;
 }

@@ -51,10 +51,12 @@ struct pl_group {
 	bool small;      /* type has <= PTAB_EAGER_GPUS GPUs: bucket index */
 	int nwords;      /* 64-bit words per bucket bitset */
 	uint64_t *bits;  /* small: [PL_SMALL_MASKS][nwords] group positions */
+	uint64_t *sbits; /* small: [nwords] the positions whose node has shares */
 	int *count;      /* small: [PL_SMALL_MASKS] nodes per free mask */
 	uint16_t *nz;    /* small: the masks with count > 0, unordered ... */
 	int16_t *nzpos;  /* ... and each mask's place in nz, or -1 */
 	int nnz;
+	uint64_t nzb[PL_SMALL_MASKS / 64]; /* small: the masks with count > 0 */
 	struct pl_mask_count *masks; /* large: non-empty masks, unordered */
 	int nmasks, capmasks;
 	struct pl_mask_eval *eval;   /* large: scratch, capmasks entries */
@@ -89,6 +91,9 @@ struct placer {
 	int *units;               /* [nunits] units touched */
 	int *set_count;           /* [1 << TOPO_MAX_GPUS] gang scratch, lazy */
 	struct pl_cand *cand;     /* [nnodes] gang candidates, lazy */
+	struct pl_tiers **tiers;  /* [ntypes * (TOPO_MAX_GPUS + 1)] best fit's tiers of
+				     each small type and size as mask sets, lazily
+				     (place_index.c) */
 	struct pl_frag *frag;     /* fragmentation-aware policy (place_frag.c) or NULL */
 	struct pl_leaf *leaf;     /* whole nodes per leaf (place_leaf.c) */
 	bool leaf_off;            /* placer_set_leaf_term(p, false) */
@@ -115,6 +120,7 @@ struct pl_ctx {
 	bool share;         /* gpu_milli request */
 	int k;              /* GPUs per node (single: gpus; share: 1) */
 	bool quiet;         /* placer_place_quiet: refuse without explaining */
+	int maxg;           /* the most GPUs a node of an eligible group has */
 };
 
 /* place.c */
@@ -168,7 +174,6 @@ enum sl_err pl_gang_place(struct placer *p, const struct pl_ctx *c, struct place
 			  struct sl_diag *d) SL_MUST_USE;
 /* per_node a gang request uses (given or inferred); 0 if no eligible type. */
 int pl_gang_per_node(const struct placer *p, const struct pl_ctx *c);
-int pl_max_eligible_gpus(const struct placer *p);
 
 /* place_frag.c: the fragmentation-aware policy and CPU-only requests. */
 /* True when the request goes to pl_frag_place: CPU-only requests always;
