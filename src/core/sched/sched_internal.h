@@ -104,6 +104,15 @@ struct sched_lease {
 	bool victim;           /* running: preempted for victim_for */
 };
 
+/* The byte-wide enum fields above hold every value of their enums. */
+#define SCHED_COUNT_ONE(name, str) +1
+_Static_assert(PLAN__COUNT <= 256, "enum plan outgrew sched_lease's 8-bit field");
+_Static_assert(SCHED_PREEMPTING < 256 && NOTE_DELAY < 256,
+	       "enum sched_state or sched_note outgrew sched_lease's 8-bit field");
+_Static_assert(0 PLACE_CONSTRAINTS(SCHED_COUNT_ONE) <= 256,
+	       "enum place_constraint outgrew sched_lease's 8-bit field");
+#undef SCHED_COUNT_ONE
+
 /* A request but its size, once per scheduler for every lease that asks
  * alike (sched_shape.c; bench/results/memory.md: 100,000 leases of a few
  * kinds). Never changed once made: a lease that changes its request would
