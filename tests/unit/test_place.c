@@ -1078,43 +1078,39 @@ static void test_kept_shared(void **state)
 	placement_init(&src);
 	assert_int_equal(placement_add(&src, &k[0]), SL_OK);
 	assert_int_equal(placement_add(&src, &k[1]), SL_OK);
-	src.score.nodes = 2;
 	struct place_picks sp = {NULL, 0, 0};
 	assert_int_equal(place_picks_copy(&sp, &src), SL_OK);
 	assert_ptr_not_equal(sp.picks, src.picks);
-	struct place_kept a, b;
-	memset(&a, 0, sizeof(a));
-	memset(&b, 0, sizeof(b));
-	assert_int_equal(place_kept_copy_like(&a, &src, &sp), SL_OK);
+	struct place_picks a = {NULL, 0, 0}, b = {NULL, 0, 0};
+	assert_int_equal(place_picks_copy_like(&a, &src, &sp), SL_OK);
 	assert_ptr_equal(a.picks, sp.picks); /* shared */
 	assert_int_equal(a.npicks, 2);
-	assert_int_equal(a.score.nodes, 2);
 	/* Editing one holder's picks leaves the other's alone. */
-	assert_int_equal(place_kept_own(&a), SL_OK);
+	assert_int_equal(place_picks_own(&a), SL_OK);
 	assert_ptr_not_equal(a.picks, sp.picks);
 	a.picks[0].node = 9;
 	assert_int_equal(sp.picks[0].node, 3);
 	/* Not equal to like: a copy of its own. */
-	assert_int_equal(place_kept_copy_like(&b, place_kept_view(&a, &(struct placement){0}), &sp),
+	assert_int_equal(place_picks_copy_like(&b, place_picks_view(&a, &(struct placement){0}), &sp),
 			 SL_OK);
 	assert_ptr_not_equal(b.picks, sp.picks);
 	assert_ptr_not_equal(b.picks, a.picks);
 	assert_int_equal(b.picks[0].node, 9);
 	/* Alone already: own changes nothing. */
 	struct place_pick *was = b.picks;
-	assert_int_equal(place_kept_own(&b), SL_OK);
+	assert_int_equal(place_picks_own(&b), SL_OK);
 	assert_ptr_equal(b.picks, was);
 	/* Shared, then the sharer goes first. */
-	assert_int_equal(place_kept_copy_like(&b, &src, &sp), SL_OK);
+	assert_int_equal(place_picks_copy_like(&b, &src, &sp), SL_OK);
 	assert_ptr_equal(b.picks, sp.picks);
 	place_picks_release(&sp);
 	assert_int_equal(b.picks[1].node, 4);
-	assert_int_equal(place_kept_take(&a, &src), SL_OK);
+	assert_int_equal(place_picks_take(&a, &src), SL_OK);
 	assert_null(src.picks);
 	assert_int_equal(a.picks[0].node, 3);
-	place_kept_release(&a);
-	place_kept_release(&b);
-	/* Picks alone share the same way (the controller's leases). */
+	place_picks_release(&a);
+	place_picks_release(&b);
+	/* Again from one holder (the controller's lease beside the scheduler's). */
 	struct place_picks c1 = {NULL, 0, 0}, c2 = {NULL, 0, 0};
 	assert_int_equal(placement_add(&src, &k[0]), SL_OK);
 	assert_int_equal(place_picks_copy(&c1, &src), SL_OK);

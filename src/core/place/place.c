@@ -50,11 +50,11 @@ static enum sl_err placement_reserve(struct placement *pl, int n)
 	return sl_grow(&pl->picks, &pl->cap, n < 4 ? 4 : n, PLACE_MAX_GPUS);
 }
 
-/* ---- kept placements (struct place_kept, struct place_picks) ---- */
+/* ---- kept picks (struct place_picks) ---- */
 
 /* Kept picks are counted: a count before the picks, so that a lease's
  * scheduler record and its controller record hold one array
- * (place_kept_copy_like). */
+ * (place_picks_copy_like). */
 struct picks_head {
 	size_t refs;
 };
@@ -126,24 +126,6 @@ void place_picks_release(struct place_picks *p)
 	memset(p, 0, sizeof(*p));
 }
 
-/* A kept placement's picks as struct place_picks, and back. */
-static struct place_picks kept_picks(const struct place_kept *p)
-{
-	return (struct place_picks){p->picks, p->npicks, p->cap};
-}
-
-static void kept_set_picks(struct place_kept *p, const struct place_picks *k)
-{
-	p->picks = k->picks;
-	p->npicks = k->npicks;
-	p->cap = k->cap;
-}
-
-enum sl_err place_kept_copy(struct place_kept *p, const struct placement *src)
-{
-	return place_kept_copy_like(p, src, NULL);
-}
-
 enum sl_err place_picks_copy_like(struct place_picks *p, const struct placement *src,
 				  const struct place_picks *like)
 {
@@ -156,44 +138,6 @@ enum sl_err place_picks_copy_like(struct place_picks *p, const struct placement 
 	}
 	p->npicks = p->cap = like->npicks;
 	return SL_OK;
-}
-
-enum sl_err place_kept_copy_like(struct place_kept *p, const struct placement *src,
-				 const struct place_picks *like)
-{
-	struct place_picks k = kept_picks(p);
-	enum sl_err e = place_picks_copy_like(&k, src, like);
-	if (e == SL_OK) {
-		kept_set_picks(p, &k);
-		p->score = src->score;
-	}
-	return e;
-}
-
-enum sl_err place_kept_take(struct place_kept *p, struct placement *src)
-{
-	struct place_picks k = kept_picks(p);
-	struct place_score sc = src->score;
-	enum sl_err e = place_picks_take(&k, src);
-	if (e == SL_OK) {
-		kept_set_picks(p, &k);
-		p->score = sc;
-	}
-	return e;
-}
-
-enum sl_err place_kept_own(struct place_kept *p)
-{
-	struct place_picks k = kept_picks(p);
-	enum sl_err e = place_picks_own(&k);
-	kept_set_picks(p, &k);
-	return e;
-}
-
-void place_kept_release(struct place_kept *p)
-{
-	picks_drop(p->picks);
-	memset(p, 0, sizeof(*p));
 }
 
 enum sl_err placement_copy(struct placement *dst, const struct placement *src)

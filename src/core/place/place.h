@@ -150,49 +150,28 @@ enum sl_err placement_copy(struct placement *dst, const struct placement *src) S
 /* Appends a pick (for callers that rebuild a placement from stored state). */
 enum sl_err placement_add(struct placement *pl, const struct place_pick *pick) SL_MUST_USE;
 
-/* A placement as a placed lease keeps it for its life: exactly its picks and
- * its score, without struct placement's 512-byte refusal sentence (which a
- * placed lease never needs). The controller keeps its leases' picks this
- * way; the placer gets place_kept_view(). Kept picks (here and in struct
- * place_picks) are counted arrays that several holders may share (a
- * lease's scheduler record and its controller record:
- * place_kept_copy_like): replace them through these functions; edit them
- * in place only after place_kept_own / place_picks_own. */
-struct place_picks;
-struct place_kept {
+/* A placement as a placed lease keeps it for its life: exactly its picks,
+ * without struct placement's score and 512-byte refusal sentence. The
+ * scheduler's leases keep theirs this way (100,000 of them in
+ * bench/results/memory.md), and the controller's share the same array
+ * (place_picks_copy_like; the controller keeps the score apart, interned:
+ * lease.h); the placer gets place_picks_view(). Kept picks are counted
+ * arrays that several holders may share: replace them through these
+ * functions; edit them in place only after place_picks_own. */
+struct place_picks {
 	struct place_pick *picks; /* counted, npicks of them */
 	int npicks, cap;
-	struct place_score score;
 };
-/* Copies src's picks and score into p; SL_ENOMEM leaves p unchanged. */
-enum sl_err place_kept_copy(struct place_kept *p, const struct placement *src) SL_MUST_USE;
+/* Copies src's picks into p; SL_ENOMEM leaves p unchanged. */
+enum sl_err place_picks_copy(struct place_picks *p, const struct placement *src) SL_MUST_USE;
 /* The same, but when like (may be NULL) holds the same picks as src, p
  * shares like's array instead of a copy of its own. */
-enum sl_err place_kept_copy_like(struct place_kept *p, const struct placement *src,
-				 const struct place_picks *like) SL_MUST_USE;
-/* Moves src's picks and score into p (p's old picks are dropped; src is
- * left empty, initialised). SL_ENOMEM leaves both unchanged. */
-enum sl_err place_kept_take(struct place_kept *p, struct placement *src) SL_MUST_USE;
-/* Makes p's picks its own (a copy when shared), to edit them in place. */
-enum sl_err place_kept_own(struct place_kept *p) SL_MUST_USE;
-void place_kept_release(struct place_kept *p);
-/* Picks alone, without the 72-byte score: the scheduler's leases keep
- * theirs this way (100,000 of them in bench/results/memory.md; the score is
- * in SCHED_EV_STARTED and the controller keeps it). Same members as
- * place_kept's first three. */
-struct place_picks {
-	struct place_pick *picks; /* counted (see place_kept), npicks of them */
-	int npicks, cap;
-};
-/* As place_kept_copy, place_kept_take, place_kept_own and
- * place_kept_release, for picks. */
-enum sl_err place_picks_copy(struct place_picks *p, const struct placement *src) SL_MUST_USE;
-/* As place_kept_copy_like, for picks: shares like's array when it holds
- * src's picks (the controller's lease keeps its picks this way, and its
- * score apart, interned: lease.h). */
 enum sl_err place_picks_copy_like(struct place_picks *p, const struct placement *src,
 				  const struct place_picks *like) SL_MUST_USE;
+/* Moves src's picks into p (p's old picks are dropped; src is left empty,
+ * initialised). SL_ENOMEM leaves both unchanged. */
 enum sl_err place_picks_take(struct place_picks *p, struct placement *src) SL_MUST_USE;
+/* Makes p's picks its own (a copy when shared), to edit them in place. */
 enum sl_err place_picks_own(struct place_picks *p) SL_MUST_USE;
 void place_picks_release(struct place_picks *p);
 /* A struct placement (in tmp) that borrows p's picks, valid while p is
@@ -204,20 +183,6 @@ static inline const struct placement *place_picks_view(const struct place_picks 
 	tmp->picks = p->picks;
 	tmp->cap = p->cap;
 	tmp->score = (struct place_score){0};
-	tmp->failed = PLACE_C_NONE;
-	tmp->why[0] = '\0';
-	return tmp;
-}
-
-/* A struct placement (in tmp) that borrows p's picks, valid while p is
- * unchanged. */
-static inline const struct placement *place_kept_view(const struct place_kept *p,
-						      struct placement *tmp)
-{
-	tmp->npicks = p->npicks;
-	tmp->picks = p->picks;
-	tmp->cap = p->cap;
-	tmp->score = p->score;
 	tmp->failed = PLACE_C_NONE;
 	tmp->why[0] = '\0';
 	return tmp;

@@ -50,12 +50,6 @@ struct gang {
 				quality: the second pass may find more */
 };
 
-int pl_gang_per_node(const struct placer *p, const struct pl_ctx *c)
-{
-	(void)p;
-	return c->req->per_node > 0 ? c->req->per_node : c->maxg;
-}
-
 static enum sl_err gang_scratch(struct placer *p)
 {
 	if (p->cand)
@@ -467,7 +461,8 @@ static bool gang_try_type(struct placer *p, struct gang *gg, bool full_only, int
 enum sl_err pl_gang_place(struct placer *p, const struct pl_ctx *c, struct placement *out,
 			  struct sl_diag *d)
 {
-	int k = pl_gang_per_node(p, c);
+	/* per_node given, or inferred: the most GPUs an eligible node has (0: none) */
+	int k = c->req->per_node > 0 ? c->req->per_node : c->maxg;
 	if (k <= 0)
 		return pl_explain(p, c, c->k, 1, NULL, out);
 	if (c->req->gpus % k) {

@@ -172,8 +172,6 @@ bool pl_share_best(struct placer *p, const struct pl_ctx *c, int *node, int *gpu
 /* place_gang.c */
 enum sl_err pl_gang_place(struct placer *p, const struct pl_ctx *c, struct placement *out,
 			  struct sl_diag *d) SL_MUST_USE;
-/* per_node a gang request uses (given or inferred); 0 if no eligible type. */
-int pl_gang_per_node(const struct placer *p, const struct pl_ctx *c);
 
 /* place_frag.c: the fragmentation-aware policy and CPU-only requests. */
 /* True when the request goes to pl_frag_place: CPU-only requests always;

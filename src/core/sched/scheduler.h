@@ -284,7 +284,7 @@ bool sched_lease_get(const struct sched *s, uint64_t id, struct sched_lease_info
  * next call that changes s. */
 const struct placement *sched_lease_placement(const struct sched *s, uint64_t id);
 /* The same picks as kept (counted): a caller that keeps a copy of them can
- * share this array instead (place_kept_copy_like); NULL when not running.
+ * share this array instead (place_picks_copy_like); NULL when not running.
  * Borrowed, valid until the next call that changes s. */
 const struct place_picks *sched_lease_picks(const struct sched *s, uint64_t id);
 /* The queue in order, with positions and reasons; owned by s, valid until the
