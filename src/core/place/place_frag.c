@@ -94,8 +94,7 @@ static void plist_set(struct placer *p, int node)
 	if (at != last) {
 		fr->pv[at] = fr->pv[last];
 		for (int i = 0; i < PL_EAGER; i++)
-			fr->ps[(size_t)i * (size_t)fr->proom + (size_t)at] =
-				fr->ps[(size_t)i * (size_t)fr->proom + (size_t)last];
+			*pl_pshare_at(fr, i, at) = *pl_pshare_at(fr, i, last);
 		fr->ppos[fr->pv[at].node] = at;
 	}
 	fr->ppos[node] = -1;

@@ -288,10 +288,16 @@ int pl_eager_index(const struct pl_frag *fr, int type, int milli);
  * type's full quality for one GPU. False when the node cannot take it. */
 bool pl_pent_cand(const struct pl_pent *en, const struct pl_pshare *s, int cpus, int64_t mem,
 		  int min_bw, const struct node_quality *q1, struct fcand *out);
+/* Eager size i's answers for the packed entry at index at of pv (the
+ * entries after it, of its group, follow). */
+static inline struct pl_pshare *pl_pshare_at(const struct pl_frag *fr, int i, int at)
+{
+	return &fr->ps[(size_t)i * (size_t)fr->proom + (size_t)at];
+}
 static inline const struct pl_pshare *pl_pshare_of(const struct pl_frag *fr,
 						   const struct pl_pent *en, int i)
 {
-	return &fr->ps[(size_t)i * (size_t)fr->proom + (size_t)(en - fr->pv)];
+	return pl_pshare_at(fr, i, (int)(en - fr->pv));
 }
 /* pl_node_cand_kept() for the node of valid entry en, in a group the
  * request may use: its state read from en. */

@@ -332,7 +332,7 @@ void pl_frag_judge_now(struct placer *p, int node)
 	en->price = p->f->nodes[node].price_hint;
 	en->ver = fr->nver[node];
 	for (int i = 0; i < nt; i++) {
-		struct pl_pshare *s = &fr->ps[(size_t)i * (size_t)fr->proom + (size_t)fr->ppos[node]];
+		struct pl_pshare *s = pl_pshare_at(fr, i, fr->ppos[node]);
 		int milli = fr->emilli[type][i];
 		s->gpu = (int8_t)(found[i] ? cand[i].gpu : -1);
 		s->left = cand[i].left;

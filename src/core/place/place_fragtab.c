@@ -253,7 +253,7 @@ static bool group_fast(struct placer *p, const struct pl_ctx *c, int gi, struct 
 	} else {
 		const struct pl_pent *ev = &fr->pv[fr->pstart[gi]];
 		const struct pl_pshare *sv =
-			ei >= 0 ? &fr->ps[(size_t)ei * (size_t)fr->proom + (size_t)fr->pstart[gi]] : NULL;
+			ei >= 0 ? pl_pshare_at(fr, ei, fr->pstart[gi]) : NULL;
 		for (int i = 0, n = fr->pcnt[gi]; i < n; i++) {
 			bool ok;
 			if (!ev[i].valid) {
@@ -545,8 +545,7 @@ static void share_group(struct placer *p, const struct pl_ctx *c, int gi, int cp
 	const struct pl_frag *fr = p->frag;
 	int ei = pl_eager_index(fr, p->groups[gi].type, milli);
 	const struct pl_pshare *sv =
-		fr->plists && ei >= 0 ? &fr->ps[(size_t)ei * (size_t)fr->proom + (size_t)fr->pstart[gi]]
-				      : NULL;
+		fr->plists && ei >= 0 ? pl_pshare_at(fr, ei, fr->pstart[gi]) : NULL;
 	e->node = e->gpu = -1;
 	e->rem = INT_MAX;
 	const struct pl_pent *en;
