@@ -112,7 +112,7 @@ static void test_index_equals_scan(void **state)
 	enum { CAP = 4096 };
 	struct placement *held = calloc(CAP, sizeof(*held));
 	assert_non_null(held);
-	int nheld = 0, placed = 0, shares = 0;
+	int nheld = 0, placed = 0, shares = 0, explained = 0;
 	struct placement a, b;
 	placement_init(&a);
 	placement_init(&b);
@@ -157,8 +157,8 @@ static void test_index_equals_scan(void **state)
 		struct place_request r;
 		request(&seed, &r);
 		(void)place_wmodel_observe(m, &r);
-		enum sl_err ea = placer_place_quiet(fast, &r, &a, &d);
-		enum sl_err eb = placer_place_quiet(scan, &r, &b, &d);
+		enum sl_err ea = placer_place(fast, &r, &a, &d);
+		enum sl_err eb = placer_place(scan, &r, &b, &d);
 		assert_int_equal(ea, eb);
 		if (ea != SL_OK)
 			continue;
@@ -171,6 +171,16 @@ static void test_index_equals_scan(void **state)
 					 a.picks[k].gpu, f.nodes[b.picks[k].node].name, b.picks[k].gpus,
 					 b.picks[k].gpu);
 		}
+		/* The explanation too: the fragmentation term's figure and best
+		 * fit's, judged through the tables and kept entries, or by scan. */
+		assert_int_equal(a.score.frag, b.score.frag);
+		assert_int_equal(a.score.frag_milli, b.score.frag_milli);
+		assert_int_equal(a.score.bestfit_same, b.score.bestfit_same);
+		if (a.score.bestfit_milli != b.score.bestfit_milli)
+			fail_msg("step %d: best fit's figure %lld through the index, %lld by scan",
+				 step, (long long)a.score.bestfit_milli,
+				 (long long)b.score.bestfit_milli);
+		explained += !a.score.bestfit_same;
 		assert_int_equal(placer_claim(fast, &a, &d), SL_OK);
 		assert_int_equal(placer_claim(scan, &a, &d), SL_OK);
 		placed++;
@@ -183,6 +193,7 @@ static void test_index_equals_scan(void **state)
 	/* The stream must have exercised both kinds, on a busy fleet. */
 	assert_true(placed > 1000);
 	assert_true(shares > 100);
+	assert_true(explained > 100); /* best fit chose another node */
 	for (int i = 0; i < nheld; i++)
 		placement_release(&held[i]);
 	free(held);
