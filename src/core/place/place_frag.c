@@ -31,6 +31,7 @@ static void frag_destroy(struct pl_frag *fr)
 	free(fr->rt);
 	free(fr->pv);
 	free(fr->ps);
+	free(fr->pw);
 	free(fr->pstart);
 	free(fr->pcnt);
 	free(fr->pcap);
@@ -95,6 +96,8 @@ static void plist_set(struct placer *p, int node)
 		fr->pv[at] = fr->pv[last];
 		for (int i = 0; i < PL_EAGER; i++)
 			*pl_pshare_at(fr, i, at) = *pl_pshare_at(fr, i, last);
+		for (int k = 1; k <= PL_EAGER_K; k++)
+			*pl_pwhole_at(fr, k, at) = *pl_pwhole_at(fr, k, last);
 		fr->ppos[fr->pv[at].node] = at;
 	}
 	fr->ppos[node] = -1;
@@ -129,7 +132,8 @@ static void plists_build(struct placer *p)
 		room += (size_t)fr->pcap[g];
 	}
 	if (!grow(&fr->pv, room, sizeof(*fr->pv)) ||
-	    !grow(&fr->ps, (size_t)PL_EAGER * room, sizeof(*fr->ps)))
+	    !grow(&fr->ps, (size_t)PL_EAGER * room, sizeof(*fr->ps)) ||
+	    !grow(&fr->pw, (size_t)PL_EAGER_K * room, sizeof(*fr->pw)))
 		return;
 	fr->proom = (int)room;
 	for (size_t i = 0; i < nn; i++)
@@ -674,6 +678,8 @@ enum sl_err pl_frag_place(struct placer *p, const struct pl_ctx *c, struct place
 	bool whole = !c->share && c->k > 0;
 	struct fcand best, k;
 	bool found = false, scan = true;
+	if (p->frag)
+		pl_frag_begin(p->frag);
 	if (p->frag && p->frag->pure && !p->frag->fast_off && (whole || c->share))
 		found = pl_frag_fast(p, c, &best, &scan);
 	for (int node = 0; scan && node < p->f->nnodes; node++) {

@@ -58,6 +58,7 @@ struct pl_rtype {
 };
 
 #define PL_EAGER 4 /* share sizes judged ahead per type (pl_frag_judge_now) */
+#define PL_EAGER_K 4 /* and whole sizes 1..PL_EAGER_K, on every type */
 
 struct pl_frag {
 	struct pl_shape *shapes;
@@ -77,6 +78,8 @@ struct pl_frag {
 	bool pure;
 	bool fast_off; /* placer_set_frag_index(p, false): always scan */
 	struct pl_ftab *tabs[PL_FTAB_CACHE];
+	uint64_t tkey[PL_FTAB_CACHE]; /* tabs[i]'s shape (ftab_key), read in
+					 one sweep, not through each table */
 	int ntabs, next_evict;
 	/* A version per index group, bumped whenever one of its nodes changes:
 	 * a group's answer for a shape stays good while its version does, so a
@@ -107,13 +110,16 @@ struct pl_frag {
 	 * g's are pv[pstart[g] .. pstart[g] + pcnt[g]), in no particular
 	 * order, room for pcap[g] (its nodes, when shareable); ppos[node] is a
 	 * node's entry, or -1. Kept as nodes change (pl_frag_node_changed), so
-	 * that a share decision reads its groups' nodes with shares one after
+	 * that a decision reads its groups' nodes with shares one after
 	 * the other instead of visiting each node's own state. plists false
 	 * (out of memory, or a group out of room): not kept, p->partial is
 	 * scanned; plists_again: made again at the next decision (nodes
 	 * joined, so groups grew). */
 	struct pl_pent *pv;
 	struct pl_pshare *ps;      /* eager size i of pv[at]: ps[i * proom + at] */
+	int64_t *pw;               /* k whole GPUs on pv[at]: F's growth,
+				      pw[(k - 1) * proom + at] (PL_NO_WHOLE:
+				      fewer than k GPUs free) */
 	int proom;                 /* entries pv and each size of ps have */
 	int *pstart, *pcnt, *pcap; /* [plist_ng] */
 	int *ppos;                 /* [plist_nn] */
@@ -177,9 +183,11 @@ struct pl_bcache {
  * it last changed (pl_frag_judge_now): node_cand_kept's answer with no
  * bandwidth floor and no demand (F's growth under a pure workload does not
  * depend on either where the CPUs and memory fit), and the fullest shared
- * GPU with room (the explanation's best fit). The entries (pl_pent) and
- * each size's answers (pl_pshare, one array per size) are kept apart, so a
- * share decision reads one cache line per node, in order. */
+ * GPU with room (the explanation's best fit); for whole GPUs (1..PL_EAGER_K)
+ * F's growth alone (pl_frag.pw), the rest being the ranked table's key for
+ * the free mask kept in the entry. The entries (pl_pent) and each size's
+ * answers (one array per size) are kept apart, so a decision reads one
+ * cache line per node, in order. */
 struct pl_pshare {
 	struct node_leftover left;
 	int64_t delta;
@@ -194,7 +202,20 @@ struct pl_pent {
 	bool valid;   /* judged since the node last changed: the rest holds */
 	int cpu_left;
 	uint32_t ver; /* the node's version then (nver) */
+	gpumask_t fm; /* its whole free GPUs then */
+	int32_t total; /* its free thousandths then */
 	int64_t mem_left, price;
+};
+#define PL_NO_WHOLE INT64_MAX
+
+/* What judging a node gives for whole sizes 1..PL_EAGER_K beside its
+ * shapes (pl_frag_judge_lev): F's growth per size, its free mask and
+ * thousandths. Whole GPUs take the ranked table's set for the mask, so the
+ * rest of a whole candidate is the table's key (pl_pent_whole). */
+struct pl_jwhole {
+	gpumask_t fm;
+	int64_t total;
+	int64_t delta[PL_EAGER_K]; /* PL_NO_WHOLE: fewer GPUs free */
 };
 
 /* Group gi's nodes with shares one by one: it = PL_PSTART to start; the
@@ -265,16 +286,18 @@ int pl_fcand_cmp(const struct placer *p, const struct fcand *a, const struct fca
  * when the node is out of service or its type's shapes have too many
  * distinct millis for levels (node_cand then). The caller checked the
  * node's group, and that it has the CPUs and memory (cpus, mem: the
- * request's demand there). */
+ * request's demand there). w (NULL: not wanted) gets the whole sizes'. */
 bool pl_frag_judge_lev(struct placer *p, int node, const struct pl_ftab *const *tab, int ntab,
-		       int cpus, int64_t mem, struct fcand *out, bool *found);
+		       int cpus, int64_t mem, struct fcand *out, bool *found,
+		       struct pl_jwhole *w);
 /* node_cand under a pure workload, through the node's kept candidates (per
  * node version and request shape), judged through F's levels with tab (the
  * ranked table of the node's type for the request's shape) when not kept. */
 bool pl_node_cand_kept(struct placer *p, const struct pl_ctx *c, int node,
 		       const struct pl_ftab *tab, struct fcand *out);
-/* pl_frag_node_cand(), through the node's kept candidates where it holds
- * shares under a pure workload with the ranked tables on. */
+/* pl_frag_node_cand(), under a pure workload with the ranked tables on
+ * through the node's kept candidates where it holds shares, else through
+ * the ranked table's key for its free mask. */
 bool pl_frag_node_cand_kept(struct placer *p, const struct pl_ctx *c, int node,
 			    struct fcand *out);
 /* Node changed: when it holds shares, its candidates for the workload's
@@ -299,6 +322,16 @@ static inline const struct pl_pshare *pl_pshare_of(const struct pl_frag *fr,
 {
 	return pl_pshare_at(fr, i, (int)(en - fr->pv));
 }
+/* The candidate valid entry en keeps for k <= PL_EAGER_K whole GPUs (delta:
+ * its pw), with key the ranked table's key for its free mask, where the
+ * request asks cpus and mem there and a bandwidth floor min_bw. False when
+ * the node cannot take it. */
+bool pl_pent_whole(const struct pl_pent *en, const struct pl_fkey *key, int k, int64_t delta,
+		   int cpus, int64_t mem, int min_bw, struct fcand *out);
+static inline int64_t *pl_pwhole_at(const struct pl_frag *fr, int k, int at)
+{
+	return &fr->pw[(size_t)(k - 1) * (size_t)fr->proom + (size_t)at];
+}
 /* pl_node_cand_kept() for the node of valid entry en, in a group the
  * request may use: its state read from en. */
 bool pl_pent_cand_kept(struct placer *p, const struct pl_ctx *c, const struct pl_pent *en,
@@ -319,7 +352,7 @@ struct pl_scache {
 struct pl_ftab *pl_ftab_get(struct placer *p, int type, int k, int milli);
 /* The request's demand on a node of type t and t's full quality for c->k
  * GPUs (the bound no set of a node of t beats), once per type and request:
- * pl_rtype_reset() when a new request is judged. */
+ * pl_frag_begin() when a new request is judged. */
 const struct pl_rtype *pl_rtype_make(struct placer *p, const struct pl_ctx *c, int type);
 
 static inline const struct pl_rtype *pl_rtype_of(struct placer *p, const struct pl_ctx *c,
@@ -329,14 +362,22 @@ static inline const struct pl_rtype *pl_rtype_of(struct placer *p, const struct 
 	return r->stamp == p->frag->rstamp ? r : pl_rtype_make(p, c, type);
 }
 
-static inline void pl_rtype_reset(struct pl_frag *fr)
+/* A new request is being judged: forget the last one's demand per type
+ * (pl_rtype_of) and ranked table per type (rtab). Once per decision, at its
+ * start (pl_frag_place): both depend on the request alone. */
+static inline void pl_frag_begin(struct pl_frag *fr)
 {
 	if (++fr->rstamp == 0) {
 		memset(fr->rt, 0, (size_t)fr->ntypes * sizeof(*fr->rt));
 		fr->rstamp = 1;
 	}
+	memset(fr->rtab, 0, (size_t)fr->ntypes * sizeof(*fr->rtab));
 }
 
+/* The candidate a node without shares filed under free mask m gives (its
+ * cpu_after left 0: under a pure workload no order reads it). */
+void pl_fkey_cand(const struct placer *p, const struct pl_ftab *tab, gpumask_t m, int node,
+		  struct fcand *out);
 /* The pure workload's answer through the ranked tables; false when no node
  * can take the request, or when a table could not be built (*scan then says
  * to scan). */

@@ -17,13 +17,15 @@
  * node_cand).
  *
  * Kept: a node with shares is judged for its type's heaviest share sizes
- * of the workload as soon as it changes (pl_frag_judge_now, from place.c's
- * node_changed through pl_frag_node_changed), into its entry of its
- * group's packed list (struct pl_pent, place_frag_int.h), so the share
- * decisions after a burst of releases read those entries one after the
- * other instead of judging every such node again, or visiting its state.
- * Other shapes (whole GPUs on such nodes, other share sizes) are judged
- * when first asked, into PL_NCACHE slots keyed by (node version, shape).
+ * of the workload and for 1..PL_EAGER_K whole GPUs as soon as it changes
+ * (pl_frag_judge_now, from place.c's node_changed through
+ * pl_frag_node_changed), into its entry of its group's packed list (struct
+ * pl_pent, place_frag_int.h), so the decisions after a burst of changes
+ * read those entries one after the other instead of judging every such
+ * node again, or visiting its state. The levels are read once for all of
+ * them, and a whole size costs one sum over the folded shapes. Other
+ * shapes (more whole GPUs, other share sizes) are judged when first asked,
+ * into PL_NCACHE slots keyed by (node version, shape).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -118,7 +120,8 @@ static int judge_one(struct placer *p, int node, int type, int ng, const int *fv
 }
 
 bool pl_frag_judge_lev(struct placer *p, int node, const struct pl_ftab *const *tab, int ntab,
-		       int cpus, int64_t mem, struct fcand *out, bool *found)
+		       int cpus, int64_t mem, struct fcand *out, bool *found,
+		       struct pl_jwhole *w)
 {
 	struct pl_frag *fr = p->frag;
 	const struct pl_node *n = &p->nodes[node];
@@ -146,6 +149,16 @@ bool pl_frag_judge_lev(struct placer *p, int node, const struct pl_ftab *const *
 	for (int i = 0; i < ntab; i++)
 		found[i] = judge_one(p, node, type, ng, fv, fm, &lev, fr->before[node],
 				     cpu_left - cpus, mem_left - mem, &l, &lok, tab[i], &out[i]);
+	if (w) { /* judge_one's whole GPUs: the table's set leaves k GPUs less */
+		w->fm = fm;
+		w->total = lev.total;
+		for (int k = 1; k <= PL_EAGER_K; k++)
+			w->delta[k - 1] = __builtin_popcount(fm) < k
+						  ? PL_NO_WHOLE
+						  : pl_frag_lev(fr, type, &lev, k, PL_MILLI, 0,
+								cpu_left - cpus, mem_left - mem) -
+							    fr->before[node];
+	}
 	return true;
 }
 
@@ -200,7 +213,8 @@ static bool slot_cand(struct placer *p, const struct pl_ctx *c, int node, uint32
 		e->ver = ver;
 		e->k = k;
 		e->milli = milli;
-		if (!pl_frag_judge_lev(p, node, &tab, 1, cpus, rt->mem, &e->cand, &e->found)) {
+		if (!pl_frag_judge_lev(p, node, &tab, 1, cpus, rt->mem, &e->cand, &e->found,
+				       NULL)) {
 			struct place_request r0 = *c->req; /* a copy with no floor */
 			struct pl_ctx c0 = *c;
 			r0.min_bw_gbps = 0;
@@ -261,16 +275,24 @@ bool pl_frag_node_cand_kept(struct placer *p, const struct pl_ctx *c, int node,
 {
 	struct pl_frag *fr = p->frag;
 	const struct pl_node *n = &p->nodes[node];
-	if (!fr->pure || fr->fast_off || !n->shared || (!c->share && c->k < 1) ||
-	    !p->groups[n->group].small)
+	if (!fr->pure || fr->fast_off || (!c->share && c->k < 1) || !p->groups[n->group].small)
 		return pl_frag_node_cand(p, c, node, out);
 	int type = p->f->nodes[node].type;
 	const struct pl_ftab *tab =
 		pl_ftab_get(p, type, c->share ? 1 : c->k, c->share ? c->req->gpu_milli : PL_MILLI);
 	if (!tab)
 		return pl_frag_node_cand(p, c, node, out);
-	pl_rtype_reset(fr); /* the demand pl_rtype_of() gives is this request's */
-	return pl_node_cand_kept(p, c, node, tab, out);
+	if (n->shared)
+		return pl_node_cand_kept(p, c, node, tab, out);
+	/* No shares: judged by its free mask alone, as the ranked walk does. */
+	const struct pl_rtype *rt = pl_rtype_of(p, c, type);
+	gpumask_t m = (gpumask_t)pl_free_mask(p, node);
+	if (!n->usable || !p->group_ok[n->group] || !tab->key[m].ok ||
+	    tab->key[m].q.bottleneck_gbps < c->req->min_bw_gbps ||
+	    !pl_fits_cpu_mem(p, node, rt->cpus, rt->mem))
+		return false;
+	pl_fkey_cand(p, tab, m, node, out);
+	return true;
 }
 
 int pl_eager_index(const struct pl_frag *fr, int type, int milli)
@@ -298,13 +320,32 @@ bool pl_pent_cand(const struct pl_pent *en, const struct pl_pshare *s, int cpus,
 	return true;
 }
 
+bool pl_pent_whole(const struct pl_pent *en, const struct pl_fkey *key, int k, int64_t delta,
+		   int cpus, int64_t mem, int min_bw, struct fcand *out)
+{
+	if (!key->ok || delta == PL_NO_WHOLE || cpus > en->cpu_left || mem > en->mem_left ||
+	    key->q.bottleneck_gbps < min_bw)
+		return false; /* slot_cand's checks */
+	memset(out, 0, sizeof(*out));
+	out->node = en->node;
+	out->set = key->set;
+	out->gpu = -1;
+	out->q = key->q;
+	out->left = key->left;
+	out->delta = delta;
+	out->free_after = (int64_t)en->total - (int64_t)k * PL_MILLI;
+	out->cpu_after = en->cpu_left - cpus;
+	out->price = en->price;
+	return true;
+}
+
 void pl_frag_judge_now(struct placer *p, int node)
 {
 	struct pl_frag *fr = p->frag;
 	const struct pl_node *n = &p->nodes[node];
 	int type = p->f->nodes[node].type, gi = n->group;
 	if (!fr->pure || fr->fast_off || !n->shared || !n->usable || !fr->plists ||
-	    node >= fr->plist_nn || fr->ppos[node] < 0 || !fr->neager[type] || gi < 0 ||
+	    node >= fr->plist_nn || fr->ppos[node] < 0 || gi < 0 ||
 	    gi >= p->ngroups || !p->groups[gi].small || !p->groups[gi].shareable)
 		return;
 	struct pl_pent *en = &fr->pv[fr->ppos[node]];
@@ -324,13 +365,18 @@ void pl_frag_judge_now(struct placer *p, int node)
 	for (int i = 0; i < nt; i++)
 		if (fr->etab[type][i] != tab[i])
 			return;
-	if (!pl_frag_judge_lev(p, node, tab, nt, 0, 0, cand, found))
+	struct pl_jwhole w;
+	if (!pl_frag_judge_lev(p, node, tab, nt, 0, 0, cand, found, &w))
 		return;
 	const struct node_type *t = fleet_node_type(p->f, node);
 	en->cpu_left = t->cpus - n->cpus_used;
 	en->mem_left = (int64_t)t->mem_gib * 1024 - n->mem_used;
 	en->price = p->f->nodes[node].price_hint;
 	en->ver = fr->nver[node];
+	en->fm = w.fm;
+	en->total = (int32_t)w.total;
+	for (int k = 1; k <= PL_EAGER_K; k++)
+		*pl_pwhole_at(fr, k, fr->ppos[node]) = w.delta[k - 1];
 	for (int i = 0; i < nt; i++) {
 		struct pl_pshare *s = pl_pshare_at(fr, i, fr->ppos[node]);
 		int milli = fr->emilli[type][i];

@@ -91,11 +91,19 @@ static void ftab_sort(struct pl_ftab *t)
 	}
 }
 
+/* A ranked table's shape as one word (types, sizes and thousandths all fit
+ * in 16 bits), so that finding a kept table reads one small array. */
+static uint64_t ftab_key(int type, int k, int milli)
+{
+	return (uint64_t)(uint16_t)type << 32 | (uint64_t)(uint16_t)k << 16 | (uint16_t)milli;
+}
+
 struct pl_ftab *pl_ftab_get(struct placer *p, int type, int k, int milli)
 {
 	struct pl_frag *fr = p->frag;
+	uint64_t shape = ftab_key(type, k, milli);
 	for (int i = 0; i < fr->ntabs; i++)
-		if (fr->tabs[i]->type == type && fr->tabs[i]->k == k && fr->tabs[i]->milli == milli)
+		if (fr->tkey[i] == shape)
 			return fr->tabs[i];
 	struct pl_ftab *t = calloc(1, sizeof(*t));
 	if (!t)
@@ -142,6 +150,7 @@ struct pl_ftab *pl_ftab_get(struct placer *p, int type, int k, int milli)
 	}
 	ftab_sort(t);
 	if (fr->ntabs < PL_FTAB_CACHE) {
+		fr->tkey[fr->ntabs] = shape;
 		fr->tabs[fr->ntabs++] = t;
 	} else {
 		struct pl_ftab *gone = fr->tabs[fr->next_evict];
@@ -155,6 +164,7 @@ struct pl_ftab *pl_ftab_get(struct placer *p, int type, int k, int milli)
 		free(gone->gc);
 		free(gone);
 		fr->tabs[fr->next_evict] = t;
+		fr->tkey[fr->next_evict] = shape;
 		fr->next_evict = (fr->next_evict + 1) % PL_FTAB_CACHE;
 	}
 	return t;
@@ -190,9 +200,8 @@ struct pl_gcache {
 	int wtier, wpos;
 };
 
-/* The candidate a node without shares filed under mask m gives. */
-static void fkey_cand(const struct placer *p, const struct pl_ftab *tab, gpumask_t m, int node,
-		      struct fcand *out)
+void pl_fkey_cand(const struct placer *p, const struct pl_ftab *tab, gpumask_t m, int node,
+		  struct fcand *out)
 {
 	const struct pl_fkey *bk = &tab->key[m];
 	memset(out, 0, sizeof(*out));
@@ -254,10 +263,23 @@ static bool group_fast(struct placer *p, const struct pl_ctx *c, int gi, struct 
 		const struct pl_pent *ev = &fr->pv[fr->pstart[gi]];
 		const struct pl_pshare *sv =
 			ei >= 0 ? pl_pshare_at(fr, ei, fr->pstart[gi]) : NULL;
+		const int64_t *wv = !c->share && c->k <= PL_EAGER_K
+					    ? pl_pwhole_at(fr, c->k, fr->pstart[gi])
+					    : NULL;
 		for (int i = 0, n = fr->pcnt[gi]; i < n; i++) {
 			bool ok;
 			if (!ev[i].valid) {
 				ok = pl_node_cand_kept(p, c, ev[i].node, tab, &k);
+			} else if (wv) {
+				/* Whole GPUs' order: quality, then F's growth. */
+				const struct pl_fkey *key = &tab->key[ev[i].fm];
+				if (found) {
+					int qc = node_quality_cmp(&key->q, &out->q);
+					if (qc < 0 || (qc == 0 && wv[i] > out->delta))
+						continue;
+				}
+				ok = pl_pent_whole(&ev[i], key, c->k, wv[i], cpus, mem,
+						   c->req->min_bw_gbps, &k);
 			} else if (sv) {
 				/* A share's order starts with F's growth (pl_fcand_cmp):
 				 * a larger one cannot win. */
@@ -323,7 +345,7 @@ static bool group_walk(struct placer *p, const struct pl_ctx *c, const struct pl
 			}
 		}
 		if (best != INT_MAX) {
-			fkey_cand(p, tab, bm, g->nodes[best], out);
+			pl_fkey_cand(p, tab, bm, g->nodes[best], out);
 			*wtier = tier;
 			*wpos = best;
 			return true;
@@ -340,8 +362,6 @@ bool pl_frag_fast(struct placer *p, const struct pl_ctx *c, struct fcand *best, 
 	struct fcand k;
 	*scan = false;
 	pl_plists_fresh(p);
-	memset(p->frag->rtab, 0, (size_t)p->frag->ntypes * sizeof(*p->frag->rtab));
-	pl_rtype_reset(p->frag);
 	for (int gi = 0; gi < p->ngroups; gi++) {
 		const struct pl_group *g = &p->groups[gi];
 		if (!p->group_ok[gi] || p->f->types[g->type].ngpus < (whole ? c->k : 1) ||
@@ -407,7 +427,7 @@ void pl_frag_keep_node(struct placer *p, int node, int gi, uint32_t old, uint32_
 		    (r < e->wtier || (r == e->wtier && n->gpos < e->wpos)) &&
 		    pl_fits_cpu_mem(p, node, e->cpus, e->mem)) {
 			struct fcand k;
-			fkey_cand(p, tab, m, node, &k);
+			pl_fkey_cand(p, tab, m, node, &k);
 			e->wtier = r;
 			e->wpos = n->gpos;
 			if (!e->found || pl_fcand_cmp(p, &k, &e->cand, tab->milli >= PL_MILLI) < 0) {
@@ -499,7 +519,7 @@ bool pl_frag_bestfit_kept(struct placer *p, const struct pl_ctx *c, int k,
 	}
 	bool found = false;
 	int sl = c->share ? PL_BGC_K + c->req->gpu_milli % PL_SGC_SLOTS : k;
-	pl_rtype_reset(fr); /* pl_rtype_of() works for c->k, which is k here */
+	/* pl_rtype_of() works for c->k, which is k here */
 	for (int gi = 0; gi < p->ngroups; gi++) {
 		if (!p->group_ok[gi])
 			continue;
