@@ -184,6 +184,57 @@ static gpumask_t full_mask(int ngpus)
 	return ngpus >= 32 ? ~(gpumask_t)0 : (((gpumask_t)1 << ngpus) - 1);
 }
 
+struct name_node {
+	const char *name;
+	int node;
+};
+
+static int name_node_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct name_node *)a)->name, ((const struct name_node *)b)->name);
+}
+
+/* Every node's place in name order (names are unique in a fleet). */
+static enum sl_err name_rank_build(struct placer *p)
+{
+	int nn = p->f->nnodes;
+	int *r = realloc(p->name_rank, ((size_t)nn + 1) * sizeof(*r));
+	struct name_node *v = malloc(((size_t)nn + 1) * sizeof(*v));
+	if (r)
+		p->name_rank = r;
+	if (!r || !v) {
+		free(v);
+		return SL_ENOMEM;
+	}
+	for (int i = 0; i < nn; i++)
+		v[i] = (struct name_node){p->f->nodes[i].name, i};
+	qsort(v, (size_t)nn, sizeof(*v), name_node_cmp);
+	for (int i = 0; i < nn; i++)
+		r[v[i].node] = i;
+	p->name_last = nn > 0 ? v[nn - 1].node : -1;
+	free(v);
+	return SL_OK;
+}
+
+/* Nodes old.. joined: ranked after the last name where they sort after it (a
+ * storm of joins named in order), else every node ranked again. */
+static enum sl_err name_rank_added(struct placer *p, int old)
+{
+	int nn = p->f->nnodes;
+	int *r = realloc(p->name_rank, ((size_t)nn + 1) * sizeof(*r));
+	if (!r)
+		return SL_ENOMEM;
+	p->name_rank = r;
+	for (int i = old; i < nn; i++) {
+		int last = p->name_last;
+		if (last >= 0 && strcmp(p->f->nodes[i].name, p->f->nodes[last].name) < 0)
+			return name_rank_build(p);
+		r[i] = last >= 0 ? r[last] + 1 : 0;
+		p->name_last = i;
+	}
+	return SL_OK;
+}
+
 enum sl_err placer_new(const struct fleet *f, struct placer **out)
 {
 	*out = NULL;
@@ -216,7 +267,8 @@ enum sl_err placer_new(const struct fleet *f, struct placer **out)
 			}
 		}
 	}
-	if (pl_index_build(p) != SL_OK || pl_leaf_build(p) != SL_OK)
+	if (name_rank_build(p) != SL_OK || pl_index_build(p) != SL_OK ||
+	    pl_leaf_build(p) != SL_OK)
 		goto nomem;
 	p->group_ok = calloc((size_t)p->ngroups + 1, sizeof(*p->group_ok));
 	if (!p->group_ok)
@@ -257,6 +309,8 @@ enum sl_err placer_nodes_added(struct placer *p)
 	    grow_zero(&p->units, p->nunits, nunits, sizeof(*p->units)))
 		return SL_ENOMEM;
 	p->nunits = nunits;
+	if (name_rank_added(p, old) != SL_OK)
+		return SL_ENOMEM;
 	free(p->cand); /* gang scratch, sized by the fleet: made again when needed */
 	free(p->set_count);
 	p->cand = NULL;
@@ -302,6 +356,7 @@ void placer_free(struct placer *p)
 	pl_leaf_free(p);
 	free(p->ptabs);
 	free(p->nodes);
+	free(p->name_rank);
 	free(p->partial);
 	free(p->type_ok);
 	free(p->group_ok);
@@ -631,11 +686,6 @@ bool pl_fits_cpu_mem(const struct placer *p, int node, int cpus, int64_t mem)
 	/* Room left, not used + asked: a request may ask for up to INT64_MAX MiB. */
 	return cpus <= t->cpus - n->cpus_used &&
 	       mem <= (int64_t)t->mem_gib * 1024 - n->mem_used;
-}
-
-int pl_name_cmp(const struct placer *p, int a, int b)
-{
-	return strcmp(p->f->nodes[a].name, p->f->nodes[b].name);
 }
 
 int pl_cand_cmp(const struct placer *p, const struct pl_cand *a, const struct pl_cand *b)

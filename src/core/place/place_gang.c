@@ -35,10 +35,24 @@ struct unit_stat {
 	const char *name;
 };
 
+/* A candidate node and the GPUs it would give: what the level-by-level choice
+ * reads, and about half a pl_cand, since a gang gathers every node of a type
+ * that can give its GPUs. */
+struct pl_gcand {
+	int node;
+	gpumask_t set;        /* the GPUs it would give */
+	struct node_quality q; /* their quality */
+	int freecnt;          /* free GPUs before the pick */
+	int unit;             /* the domain or leaf being chosen */
+	int freq;             /* how many candidates share set */
+	bool whole;           /* taking it breaks a whole node (the leaf term) */
+	int rank;             /* its place in name order (pl_name_cmp) */
+};
+
 struct gang {
 	const struct pl_ctx *c;
 	int type, k, n;
-	struct pl_cand *out; /* n chosen */
+	struct pl_gcand *out; /* n chosen */
 	int nout;
 	struct unit_stat *ustat;
 	bool partial;        /* k < the type's GPUs: a pick may fill a partly used node */
@@ -78,13 +92,13 @@ static void push(struct placer *p, int *nc, int node,
 {
 	if (!pl_fits_cpu_mem(p, node, cpus, mem))
 		return;
-	struct pl_cand *x = &p->cand[(*nc)++];
-	memset(x, 0, sizeof(*x));
-	x->node = node;
-	x->pick = *pk;
-	x->freecnt = __builtin_popcount(m);
-	x->name = p->f->nodes[node].name;
-	x->price = p->f->nodes[node].price_hint;
+	p->cand[(*nc)++] = (struct pl_gcand){
+		.node = node,
+		.set = pk->set,
+		.q = pk->q,
+		.freecnt = __builtin_popcount(m),
+		.rank = p->name_rank[node],
+	};
 }
 
 static void push_bucket(struct placer *p, int *nc, const struct pl_group *g, gpumask_t m,
@@ -102,12 +116,12 @@ static void push_bucket(struct placer *p, int *nc, const struct pl_group *g, gpu
 			const struct pl_node *st = &p->nodes[node];
 			if (cpus > cpu_cap - st->cpus_used || mem > mem_cap - st->mem_used)
 				continue; /* pl_fits_cpu_mem() */
-			p->cand[(*nc)++] = (struct pl_cand){
+			p->cand[(*nc)++] = (struct pl_gcand){
 				.node = node,
-				.pick = *pk,
+				.set = pk->set,
+				.q = pk->q,
 				.freecnt = freecnt,
-				.name = p->f->nodes[node].name,
-				.price = p->f->nodes[node].price_hint,
+				.rank = p->name_rank[node],
 			}; /* the other fields zero, as push() leaves them */
 		}
 }
@@ -184,7 +198,7 @@ static int collect(struct placer *p, struct gang *gg, bool full_only)
 
 /* ---- level-by-level choice ----------------------------------------------- */
 
-static int unit_of(const struct placer *p, const struct pl_cand *x, int level)
+static int unit_of(const struct placer *p, const struct pl_gcand *x, int level)
 {
 	const struct fleet *f = p->f;
 	const struct fleet_node *fn = &f->nodes[x->node];
@@ -213,30 +227,30 @@ static int ustat_cmp(const void *a, const void *b)
 
 static int node_order_cmp(const void *a, const void *b)
 {
-	const struct pl_cand *x = a, *y = b;
+	const struct pl_gcand *x = a, *y = b;
 	if (x->whole != y->whole) /* the leaf term: partly used nodes first */
 		return x->whole ? 1 : -1;
 	if (x->freq != y->freq)
 		return x->freq > y->freq ? -1 : 1;
-	if (x->pick.set != y->pick.set)
-		return x->pick.set < y->pick.set ? -1 : 1;
+	if (x->set != y->set)
+		return x->set < y->set ? -1 : 1;
 	if (x->freecnt != y->freecnt)
 		return x->freecnt < y->freecnt ? -1 : 1;
-	return strcmp(x->name, y->name);
+	return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
-static void take_nodes(struct placer *p, struct gang *gg, struct pl_cand *arr, int m,
+static void take_nodes(struct placer *p, struct gang *gg, struct pl_gcand *arr, int m,
 		       int need)
 {
 	for (int i = 0; i < m; i++)
-		p->set_count[arr[i].pick.set]++;
+		p->set_count[arr[i].set]++;
 	int ngpus = p->f->types[gg->type].ngpus;
 	for (int i = 0; i < m; i++) {
-		arr[i].freq = p->set_count[arr[i].pick.set];
+		arr[i].freq = p->set_count[arr[i].set];
 		arr[i].whole = gg->leaf_term && gg->partial && arr[i].freecnt >= ngpus;
 	}
 	for (int i = 0; i < m; i++)
-		p->set_count[arr[i].pick.set] = 0;
+		p->set_count[arr[i].set] = 0;
 	qsort(arr, (size_t)m, sizeof(*arr), node_order_cmp);
 	memcpy(gg->out + gg->nout, arr, (size_t)need * sizeof(*arr));
 	gg->nout += need;
@@ -281,7 +295,7 @@ static int best_unit(const struct unit_stat *us, int nu, int need, bool partial,
 
 /* Chooses need candidates of arr[0..m) into gg->out at this level and below.
  * False (gg->why set) when one_unit is required and no unit suffices. */
-static bool choose(struct placer *p, struct gang *gg, struct pl_cand *arr, int m,
+static bool choose(struct placer *p, struct gang *gg, struct pl_gcand *arr, int m,
 		   int need, int level, bool one_unit)
 {
 	if (level == LV_NODE) {
@@ -342,7 +356,7 @@ static bool choose(struct placer *p, struct gang *gg, struct pl_cand *arr, int m
 		if (mark == -1) {
 			gg->out[gg->nout++] = arr[i];
 		} else if (mark == -2) {
-			struct pl_cand tmp = arr[j];
+			struct pl_gcand tmp = arr[j];
 			arr[j++] = arr[i];
 			arr[i] = tmp;
 		}
@@ -361,10 +375,10 @@ struct gang_key {
 	int fit;
 	bool exact; /* fills the last leaf's candidates exactly: first */
 	int cands;  /* candidates of the type: more first (types stay balanced) */
-	const char *first;
+	int first;  /* the least name's rank */
 };
 
-static int count_units(struct placer *p, const struct pl_cand *a, int n, int level)
+static int count_units(struct placer *p, const struct pl_gcand *a, int n, int level)
 {
 	int c = 0;
 	for (int i = 0; i < n; i++) {
@@ -380,22 +394,23 @@ static int count_units(struct placer *p, const struct pl_cand *a, int n, int lev
 
 static int name_cmp(const void *a, const void *b)
 {
-	return strcmp(((const struct pl_cand *)a)->name, ((const struct pl_cand *)b)->name);
+	int x = ((const struct pl_gcand *)a)->rank, y = ((const struct pl_gcand *)b)->rank;
+	return (x > y) - (x < y);
 }
 
 /* The key of a gang; a's order does not matter (first is the least name). */
-static void gang_key(struct placer *p, const struct pl_cand *a, int n, struct gang_key *k)
+static void gang_key(struct placer *p, const struct pl_gcand *a, int n, struct gang_key *k)
 {
 	k->domains = count_units(p, a, n, LV_DOMAIN);
 	k->leaves = count_units(p, a, n, LV_LEAF);
 	k->aligned = true;
 	k->fit = 0;
-	k->first = n ? a[0].name : "";
+	k->first = n ? a[0].rank : -1;
 	for (int i = 0; i < n; i++) {
-		k->aligned &= a[i].pick.set == a[0].pick.set;
+		k->aligned &= a[i].set == a[0].set;
 		k->fit += a[i].freecnt;
-		if (i && strcmp(a[i].name, k->first) < 0)
-			k->first = a[i].name;
+		if (a[i].rank < k->first)
+			k->first = a[i].rank;
 	}
 }
 
@@ -413,7 +428,7 @@ static int gang_key_cmp(const struct gang_key *a, const struct gang_key *b)
 		return a->exact ? -1 : 1;
 	if (a->cands != b->cands)
 		return a->cands > b->cands ? -1 : 1;
-	return strcmp(a->first, b->first);
+	return (a->first > b->first) - (a->first < b->first);
 }
 
 static bool type_eligible(const struct placer *p, int t, int k)
@@ -478,8 +493,8 @@ enum sl_err pl_gang_place(struct placer *p, const struct pl_ctx *c, struct place
 	enum sl_err e = gang_scratch(p);
 	if (e != SL_OK)
 		return e;
-	struct pl_cand *best = malloc((size_t)n * sizeof(*best));
-	struct pl_cand *cur = malloc((size_t)n * sizeof(*cur));
+	struct pl_gcand *best = malloc((size_t)n * sizeof(*best));
+	struct pl_gcand *cur = malloc((size_t)n * sizeof(*cur));
 	struct unit_stat *us = malloc((size_t)p->nunits * sizeof(*us) + sizeof(*us));
 	if (!best || !cur || !us) {
 		free(best);
@@ -521,7 +536,7 @@ enum sl_err pl_gang_place(struct placer *p, const struct pl_ctx *c, struct place
 			if (found && gang_key_cmp(&ck, &bk) >= 0)
 				continue;
 			memcpy(best, cur, (size_t)n * sizeof(*best));
-			bk = ck; /* first points at a name, not into cur */
+			bk = ck;
 			best_kept = gg.leaf_kept;
 			found = true;
 		}
@@ -530,8 +545,7 @@ enum sl_err pl_gang_place(struct placer *p, const struct pl_ctx *c, struct place
 		/* Picks in name order. */
 		qsort(best, (size_t)n, sizeof(*best), name_cmp);
 		for (int i = 0; i < n && e == SL_OK; i++)
-			e = pl_add_pick(out, p, c, best[i].node, best[i].pick.set, -1, 0,
-					&best[i].pick.q);
+			e = pl_add_pick(out, p, c, best[i].node, best[i].set, -1, 0, &best[i].q);
 		out->score.leaf_kept = best_kept;
 	} else {
 		if (!why[0])

@@ -75,6 +75,10 @@ struct placer {
 				     (placer_nodes_added grows them) */
 	struct ptab **ptabs;      /* per fleet type; NULL when no node has it */
 	struct pl_node *nodes;
+	int *name_rank;           /* [nnodes] each node's place in name order, so
+				     that ties are broken without reading names
+				     (pl_name_cmp) */
+	int name_last;            /* the node with the greatest name */
 	struct pl_group *groups;
 	int ngroups;
 	int *partial;             /* nodes with a GPU partly used by shares */
@@ -90,7 +94,7 @@ struct placer {
 	int *unit_count;          /* [nunits] zero between uses */
 	int *units;               /* [nunits] units touched */
 	int *set_count;           /* [1 << TOPO_MAX_GPUS] gang scratch, lazy */
-	struct pl_cand *cand;     /* [nnodes] gang candidates, lazy */
+	struct pl_gcand *cand;    /* [nnodes] gang candidates, lazy (place_gang.c) */
 	struct pl_tiers **tiers;  /* [ntypes * (TOPO_MAX_GPUS + 1)] best fit's tiers of
 				     each small type and size as mask sets, lazily
 				     (place_index.c) */
@@ -133,7 +137,11 @@ bool pl_owner_ok(const struct pl_ctx *c, int owner);
 void pl_demand(const struct pl_ctx *c, const struct node_type *t, int k, int milli,
 	       int *cpus, int64_t *mem);
 bool pl_fits_cpu_mem(const struct placer *p, int node, int cpus, int64_t mem);
-int pl_name_cmp(const struct placer *p, int a, int b);
+/* Name order of two nodes (< 0: a first), by their name_rank. */
+static inline int pl_name_cmp(const struct placer *p, int a, int b)
+{
+	return (p->name_rank[a] > p->name_rank[b]) - (p->name_rank[a] < p->name_rank[b]);
+}
 /* Orders candidates for a single-node choice: < 0 when a is better. */
 int pl_cand_cmp(const struct placer *p, const struct pl_cand *a, const struct pl_cand *b);
 void pl_fill_score(struct placer *p, struct placement *out);
