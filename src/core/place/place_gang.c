@@ -36,8 +36,8 @@ struct unit_stat {
 };
 
 /* A candidate node and the GPUs it would give: what the level-by-level choice
- * reads, and about half a pl_cand, since a gang gathers every node of a type
- * that can give its GPUs. */
+ * reads, and no more, since a gang gathers every node of a type that can give
+ * its GPUs. */
 struct pl_gcand {
 	int node;
 	gpumask_t set;        /* the GPUs it would give */

@@ -423,7 +423,6 @@ void pl_make_cand(const struct placer *p, const struct pl_group *g, int pos,
 	out->pick = *pk;
 	out->freecnt = __builtin_popcount(free);
 	out->price = p->f->nodes[out->node].price_hint;
-	out->name = p->f->nodes[out->node].name;
 }
 
 /* Exclusive: nodes whose every GPU is free; the whole node is the set. */

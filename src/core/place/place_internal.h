@@ -108,10 +108,6 @@ struct pl_cand {
 	int node;
 	struct node_pick pick;
 	int freecnt;   /* free GPUs before the pick */
-	int unit;      /* gang grouping key (leaf or domain) */
-	int freq;      /* gang: how many candidates share pick.set */
-	bool whole;    /* gang: taking it breaks a whole node (the leaf term) */
-	const char *name;
 	int64_t price;
 };
 
