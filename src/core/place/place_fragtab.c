@@ -196,7 +196,10 @@ struct pl_gcache {
 	bool found;
 	struct fcand cand;
 	/* The ranked walk's own answer (nodes with shares left out): its
-	 * tier and group position, INT_MAX when none. */
+	 * tier and group position, INT_MAX when none, good at the group's
+	 * version wver (>= ver: a change to a node with shares leaves the walk
+	 * as it was, and only the nodes with shares are judged again). */
+	uint32_t wver;
 	int wtier, wpos;
 };
 
@@ -238,14 +241,23 @@ static bool group_fast(struct placer *p, const struct pl_ctx *c, int gi, struct 
 	if (!tab->gc && fr->ngver == p->ngroups)
 		tab->gc = calloc((size_t)p->ngroups + 1, sizeof(*tab->gc));
 	struct pl_gcache *e = tab->gc && gi < fr->ngver ? &tab->gc[gi] : NULL;
-	if (e && e->ver == fr->gver[gi] && e->min_bw == c->req->min_bw_gbps && e->cpus == cpus &&
-	    e->mem == mem) {
+	bool same = e && e->min_bw == c->req->min_bw_gbps && e->cpus == cpus && e->mem == mem;
+	if (same && e->ver == fr->gver[gi]) {
 		if (e->found)
 			*out = e->cand;
 		return e->found;
 	}
 	int wtier, wpos;
-	bool found = group_walk(p, c, g, tab, cpus, mem, out, &wtier, &wpos);
+	bool found;
+	if (same && e->wver == fr->gver[gi]) { /* the walk's answer stands */
+		wtier = e->wtier;
+		wpos = e->wpos;
+		found = wpos != INT_MAX;
+		if (found)
+			pl_fkey_cand(p, tab, p->nodes[g->nodes[wpos]].imask, g->nodes[wpos], out);
+	} else {
+		found = group_walk(p, c, g, tab, cpus, mem, out, &wtier, &wpos);
+	}
 	struct fcand k;
 	/* Nodes with shares: their packed entries where judged since they last
 	 * changed (the candidate itself for an eager share size, else the node's
@@ -297,7 +309,7 @@ static bool group_fast(struct placer *p, const struct pl_ctx *c, int gi, struct 
 		}
 	}
 	if (e) {
-		e->ver = fr->gver[gi];
+		e->ver = e->wver = fr->gver[gi];
 		e->min_bw = c->req->min_bw_gbps;
 		e->cpus = cpus;
 		e->mem = mem;
@@ -401,9 +413,10 @@ bool pl_frag_fast(struct placer *p, const struct pl_ctx *c, struct fcand *best, 
  * make the node the walk's answer. A walk's answer is the least (tier of
  * the node's free mask, group position) among the group's nodes without
  * shares that have the CPUs and memory; the group's answer is the better
- * of that and its nodes with shares. So the answer stands unless the node
- * gave it, had or has shares (judged one by one), or now comes before it;
- * in that last case the node is the new walk's answer. */
+ * of that and its nodes with shares. So the walk's answer stands unless the
+ * node gave it or, without shares now, comes before it (then the node is
+ * the new answer); the group's answer stands too unless the node gave it
+ * or has shares now (those are judged one by one at the next decision). */
 static void bestfit_keep_node(struct placer *p, int node, int gi, uint32_t old, uint32_t now);
 
 void pl_frag_keep_node(struct placer *p, int node, int gi, uint32_t old, uint32_t now)
@@ -411,18 +424,18 @@ void pl_frag_keep_node(struct placer *p, int node, int gi, uint32_t old, uint32_
 	struct pl_frag *fr = p->frag;
 	const struct pl_node *n = &p->nodes[node];
 	bestfit_keep_node(p, node, gi, old, now);
-	if (n->partial_pos >= 0 || n->shared)
-		return;
+	bool shares = n->shared != 0; /* out of the walk now (partial_pos is not yet up to date) */
 	int type = p->f->nodes[node].type;
-	gpumask_t m = (gpumask_t)pl_free_mask(p, node);
+	gpumask_t m = shares ? 0 : (gpumask_t)pl_free_mask(p, node);
 	for (int i = 0; i < fr->ntabs; i++) {
 		const struct pl_ftab *tab = fr->tabs[i];
 		if (tab->type != type || !tab->gc)
 			continue;
 		struct pl_gcache *e = &tab->gc[gi];
-		if (e->ver != old || e->wpos == n->gpos || (e->found && e->cand.node == node))
-			continue;
-		int r = tab->rank[m];
+		if (e->wver != old || e->wpos == n->gpos)
+			continue; /* nothing kept, or the node gave the walk's answer */
+		bool full = e->ver == old && !shares && !(e->found && e->cand.node == node);
+		int r = shares ? INT_MAX : tab->rank[m];
 		if (r != INT_MAX && tab->key[m].q.bottleneck_gbps >= e->min_bw &&
 		    (r < e->wtier || (r == e->wtier && n->gpos < e->wpos)) &&
 		    pl_fits_cpu_mem(p, node, e->cpus, e->mem)) {
@@ -430,12 +443,15 @@ void pl_frag_keep_node(struct placer *p, int node, int gi, uint32_t old, uint32_
 			pl_fkey_cand(p, tab, m, node, &k);
 			e->wtier = r;
 			e->wpos = n->gpos;
-			if (!e->found || pl_fcand_cmp(p, &k, &e->cand, tab->milli >= PL_MILLI) < 0) {
+			if (full &&
+			    (!e->found || pl_fcand_cmp(p, &k, &e->cand, tab->milli >= PL_MILLI) < 0)) {
 				e->cand = k;
 				e->found = true;
 			}
 		}
-		e->ver = now;
+		e->wver = now;
+		if (full)
+			e->ver = now;
 	}
 }
 
