@@ -221,8 +221,10 @@ static void group_state_small(struct placer *p, struct ex_acc *a, const struct p
 	int ngpus = t->ngpus, k = a->k, cpu_cap = t->cpus, min_bw = a->c->req->min_bw_gbps;
 	int64_t mem_cap = (int64_t)t->mem_gib * 1024;
 	if (g->nsick == 0) {
-		for (int i = 0; i < g->nnz; i++) {
-			gpumask_t m = g->nz[i];
+		for (int i = 0; i < PL_SMALL_MASKS; i++) {
+			gpumask_t m = (gpumask_t)i;
+			if (!g->count[m])
+				continue;
 			int8_t has = eg->memo[m];
 			if (has < 0) {
 				struct node_pick pk;

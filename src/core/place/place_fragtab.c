@@ -328,23 +328,24 @@ static bool group_walk(struct placer *p, const struct pl_ctx *c, const struct pl
 {
 	*wtier = *wpos = INT_MAX;
 	/* The best tier among the group's non-empty masks (the index keeps them
-	 * in a list: cheaper than walking the ranked order through empty tiers),
+	 * as a set: cheaper than walking the ranked order through empty tiers),
 	 * with that tier's masks gathered on the way; again above it when no
 	 * node of that tier has the CPUs and memory. */
 	uint16_t at[PL_SMALL_MASKS];
 	for (int above = -1;;) {
 		int tier = INT_MAX, nat = 0;
-		for (int i = 0; i < g->nnz; i++) {
-			int m = g->nz[i], r = tab->rank[m];
-			if (r <= above || r > tier ||
-			    tab->key[m].q.bottleneck_gbps < c->req->min_bw_gbps)
-				continue;
-			if (r < tier) {
-				tier = r;
-				nat = 0;
+		for (int w = 0; w < PL_SMALL_MASKS / 64; w++)
+			for (uint64_t x = g->nzb[w]; x; x &= x - 1) {
+				int m = w * 64 + __builtin_ctzll(x), r = tab->rank[m];
+				if (r <= above || r > tier ||
+				    tab->key[m].q.bottleneck_gbps < c->req->min_bw_gbps)
+					continue;
+				if (r < tier) {
+					tier = r;
+					nat = 0;
+				}
+				at[nat++] = (uint16_t)m;
 			}
-			at[nat++] = (uint16_t)m;
-		}
 		if (tier == INT_MAX)
 			return false;
 		int best = INT_MAX;

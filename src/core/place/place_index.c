@@ -72,19 +72,11 @@ static void file_node(struct placer *p, int node, gpumask_t m, int delta)
 			*w |= bit;
 		else
 			*w &= ~bit;
-		int before = g->count[m];
 		g->count[m] += delta;
-		if (before == 0 && g->count[m] > 0) {
-			g->nzpos[m] = (int16_t)g->nnz;
-			g->nz[g->nnz++] = (uint16_t)m;
+		if (g->count[m] > 0)
 			g->nzb[m / 64] |= (uint64_t)1 << (m % 64);
-		} else if (before > 0 && g->count[m] == 0) {
+		else
 			g->nzb[m / 64] &= ~((uint64_t)1 << (m % 64));
-			uint16_t last = g->nz[--g->nnz];
-			g->nz[g->nzpos[m]] = last;
-			g->nzpos[last] = g->nzpos[m];
-			g->nzpos[m] = -1;
-		}
 		return;
 	}
 	for (int i = 0; i < g->nmasks; i++) {
@@ -123,12 +115,7 @@ static enum sl_err group_alloc(struct placer *p, struct pl_group *g)
 		g->bits = calloc((size_t)PL_SMALL_MASKS * (size_t)g->nwords, sizeof(*g->bits));
 		g->count = calloc(PL_SMALL_MASKS, sizeof(*g->count));
 		g->sbits = calloc((size_t)g->nwords + 1, sizeof(*g->sbits));
-		g->nz = calloc(PL_SMALL_MASKS, sizeof(*g->nz));
-		g->nzpos = malloc(PL_SMALL_MASKS * sizeof(*g->nzpos));
-		if (g->nzpos)
-			for (int m = 0; m < PL_SMALL_MASKS; m++)
-				g->nzpos[m] = -1;
-		return g->bits && g->count && g->sbits && g->nz && g->nzpos ? SL_OK : SL_ENOMEM;
+		return g->bits && g->count && g->sbits ? SL_OK : SL_ENOMEM;
 	}
 	g->capmasks = g->n;
 	g->masks = calloc((size_t)g->n, sizeof(*g->masks));
@@ -208,8 +195,6 @@ void pl_index_free(struct placer *p)
 		free(p->groups[g].bits);
 		free(p->groups[g].count);
 		free(p->groups[g].sbits);
-		free(p->groups[g].nz);
-		free(p->groups[g].nzpos);
 		free(p->groups[g].masks);
 		free(p->groups[g].eval);
 	}

@@ -53,9 +53,6 @@ struct pl_group {
 	uint64_t *bits;  /* small: [PL_SMALL_MASKS][nwords] group positions */
 	uint64_t *sbits; /* small: [nwords] the positions whose node has shares */
 	int *count;      /* small: [PL_SMALL_MASKS] nodes per free mask */
-	uint16_t *nz;    /* small: the masks with count > 0, unordered ... */
-	int16_t *nzpos;  /* ... and each mask's place in nz, or -1 */
-	int nnz;
 	uint64_t nzb[PL_SMALL_MASKS / 64]; /* small: the masks with count > 0 */
 	struct pl_mask_count *masks; /* large: non-empty masks, unordered */
 	int nmasks, capmasks;
