@@ -35,7 +35,7 @@ struct pl_tiers {
 struct key_node {
 	int site, owner, type, shareable;
 	int64_t price;
-	const char *name;
+	int rank; /* the node's place in name order (p->name_rank) */
 	int node;
 };
 
@@ -52,7 +52,7 @@ static int key_cmp(const void *a, const void *b)
 		return x->shareable < y->shareable ? -1 : 1;
 	if (x->price != y->price)
 		return x->price < y->price ? -1 : 1;
-	return strcmp(x->name, y->name);
+	return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
 static bool same_group(const struct key_node *x, const struct key_node *y)
@@ -142,7 +142,7 @@ enum sl_err pl_index_build(struct placer *p)
 	for (int i = 0; i < nn; i++) {
 		const struct fleet_node *fn = &f->nodes[i];
 		k[i] = (struct key_node){fn->site, p->nodes[i].owner, fn->type, fn->shareable,
-					 fn->price_hint, fn->name, i};
+					 fn->price_hint, p->name_rank[i], i};
 	}
 	qsort(k, (size_t)nn, sizeof(*k), key_cmp);
 	int ng = 0;
@@ -267,7 +267,7 @@ static struct key_node node_key(const struct placer *p, int node)
 {
 	const struct fleet_node *fn = &p->f->nodes[node];
 	return (struct key_node){fn->site, p->nodes[node].owner, fn->type, fn->shareable,
-				 fn->price_hint, fn->name, node};
+				 fn->price_hint, p->name_rank[node], node};
 }
 
 /* Widens a small group's bitsets to hold one more position. */
