@@ -280,8 +280,7 @@ nomem:
 	return SL_ENOMEM;
 }
 
-/* Grows *a from n_old to n_new entries of size sz (one spare), zeroing the new. */
-static enum sl_err grow_zero(void *a, int n_old, int n_new, size_t sz)
+enum sl_err pl_grow_zero(void *a, int n_old, int n_new, size_t sz)
 {
 	void **pa = a;
 	char *q = realloc(*pa, ((size_t)n_new + 1) * sz);
@@ -303,10 +302,10 @@ enum sl_err placer_nodes_added(struct placer *p)
 	int nunits = f->nleaves + f->ndomains + nn;
 	if (nunits < p->nunits)
 		return SL_EINVAL;
-	if (grow_zero(&p->nodes, old, nn, sizeof(*p->nodes)) ||
-	    grow_zero(&p->partial, old, nn, sizeof(*p->partial)) ||
-	    grow_zero(&p->unit_count, p->nunits, nunits, sizeof(*p->unit_count)) ||
-	    grow_zero(&p->units, p->nunits, nunits, sizeof(*p->units)))
+	if (pl_grow_zero(&p->nodes, old, nn, sizeof(*p->nodes)) ||
+	    pl_grow_zero(&p->partial, old, nn, sizeof(*p->partial)) ||
+	    pl_grow_zero(&p->unit_count, p->nunits, nunits, sizeof(*p->unit_count)) ||
+	    pl_grow_zero(&p->units, p->nunits, nunits, sizeof(*p->units)))
 		return SL_ENOMEM;
 	p->nunits = nunits;
 	if (name_rank_added(p, old) != SL_OK)

@@ -103,45 +103,37 @@ static void plist_set(struct placer *p, int node)
 	fr->ppos[node] = -1;
 }
 
-static bool grow(void *a, size_t n, size_t sz)
-{
-	void **pa = a;
-	void *q = realloc(*pa, (n + 1) * sz);
-	if (q)
-		*pa = q;
-	return q != NULL;
-}
-
 /* The lists from scratch (a new workload, groups rebuilt, nodes joined);
  * not kept when out of memory. */
 static void plists_build(struct placer *p)
 {
 	struct pl_frag *fr = p->frag;
-	size_t nn = (size_t)p->f->nnodes, ng = (size_t)p->ngroups;
+	int nn = p->f->nnodes, ng = p->ngroups;
 	fr->plists = fr->plists_again = false;
 	fr->plist_nn = fr->plist_ng = fr->proom = 0;
-	if (!grow(&fr->pstart, ng, sizeof(int)) || !grow(&fr->pcnt, ng, sizeof(int)) ||
-	    !grow(&fr->pcap, ng, sizeof(int)) || !grow(&fr->ppos, nn, sizeof(int)))
+	if (pl_grow_zero(&fr->pstart, 0, ng, sizeof(int)) ||
+	    pl_grow_zero(&fr->pcnt, 0, ng, sizeof(int)) ||
+	    pl_grow_zero(&fr->pcap, 0, ng, sizeof(int)) ||
+	    pl_grow_zero(&fr->ppos, 0, nn, sizeof(int)))
 		return;
-	size_t room = 0;
-	for (size_t g = 0; g < ng; g++) {
+	int room = 0;
+	for (int g = 0; g < ng; g++) {
 		const struct pl_group *gr = &p->groups[g];
-		fr->pstart[g] = (int)room;
-		fr->pcnt[g] = 0;
+		fr->pstart[g] = room;
 		fr->pcap[g] = gr->shareable ? gr->n : 0;
-		room += (size_t)fr->pcap[g];
+		room += fr->pcap[g];
 	}
-	if (!grow(&fr->pv, room, sizeof(*fr->pv)) ||
-	    !grow(&fr->ps, (size_t)PL_EAGER * room, sizeof(*fr->ps)) ||
-	    !grow(&fr->pw, (size_t)PL_EAGER_K * room, sizeof(*fr->pw)))
+	if (pl_grow_zero(&fr->pv, 0, room, sizeof(*fr->pv)) ||
+	    pl_grow_zero(&fr->ps, 0, PL_EAGER * room, sizeof(*fr->ps)) ||
+	    pl_grow_zero(&fr->pw, 0, PL_EAGER_K * room, sizeof(*fr->pw)))
 		return;
-	fr->proom = (int)room;
-	for (size_t i = 0; i < nn; i++)
+	fr->proom = room;
+	for (int i = 0; i < nn; i++)
 		fr->ppos[i] = -1;
-	fr->plist_nn = (int)nn;
-	fr->plist_ng = (int)ng;
+	fr->plist_nn = nn;
+	fr->plist_ng = ng;
 	fr->plists = true;
-	for (int i = 0; i < (int)nn; i++)
+	for (int i = 0; i < nn; i++)
 		plist_set(p, i); /* judged when they next change */
 }
 

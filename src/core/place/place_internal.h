@@ -130,6 +130,9 @@ bool pl_owner_ok(const struct pl_ctx *c, int owner);
 void pl_demand(const struct pl_ctx *c, const struct node_type *t, int k, int milli,
 	       int *cpus, int64_t *mem);
 bool pl_fits_cpu_mem(const struct placer *p, int node, int cpus, int64_t mem);
+/* Grows *a from n_old to n_new entries of size sz (one spare), zeroing the
+ * new ones; SL_ENOMEM leaves *a as it was. */
+enum sl_err pl_grow_zero(void *a, int n_old, int n_new, size_t sz) SL_MUST_USE;
 /* Name order of two nodes (< 0: a first), by their name_rank. */
 static inline int pl_name_cmp(const struct placer *p, int a, int b)
 {
