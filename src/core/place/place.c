@@ -198,14 +198,12 @@ static int name_node_cmp(const void *a, const void *b)
 static enum sl_err name_rank_build(struct placer *p)
 {
 	int nn = p->f->nnodes;
-	int *r = realloc(p->name_rank, ((size_t)nn + 1) * sizeof(*r));
 	struct name_node *v = malloc(((size_t)nn + 1) * sizeof(*v));
-	if (r)
-		p->name_rank = r;
-	if (!r || !v) {
+	if (!v || pl_grow_zero(&p->name_rank, 0, nn, sizeof(*p->name_rank))) {
 		free(v);
 		return SL_ENOMEM;
 	}
+	int *r = p->name_rank;
 	for (int i = 0; i < nn; i++)
 		v[i] = (struct name_node){p->f->nodes[i].name, i};
 	qsort(v, (size_t)nn, sizeof(*v), name_node_cmp);
@@ -221,10 +219,9 @@ static enum sl_err name_rank_build(struct placer *p)
 static enum sl_err name_rank_added(struct placer *p, int old)
 {
 	int nn = p->f->nnodes;
-	int *r = realloc(p->name_rank, ((size_t)nn + 1) * sizeof(*r));
-	if (!r)
+	if (pl_grow_zero(&p->name_rank, old, nn, sizeof(*p->name_rank)))
 		return SL_ENOMEM;
-	p->name_rank = r;
+	int *r = p->name_rank;
 	for (int i = old; i < nn; i++) {
 		int last = p->name_last;
 		if (last >= 0 && strcmp(p->f->nodes[i].name, p->f->nodes[last].name) < 0)
