@@ -1,5 +1,6 @@
 /* test_place_gang.c - multi-node (gang) placement: all or nothing, fewest
- * leaves (checked against a brute-force minimum), NVLink domains (GB200
+ * leaves (checked against a brute-force minimum, also with nodes whose CPUs
+ * are in use), NVLink domains (GB200
  * NVL72 racks), rail alignment and per_node inference. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -224,38 +225,61 @@ static int brute_min_leaves(const int *cnt, int nl, int n)
 	return best;
 }
 
-static void test_leaves_bruteforce(void **state)
+/* A node that only uses CPUs: n of them. */
+static void use_cpus(struct placer *p, int node, int n)
 {
-	(void)state;
-	uint64_t seed = 99;
+	struct placement pl;
+	placement_init(&pl);
+	struct place_pick k = {.node = node, .gpu = -1, .cpus = n};
+	assert_int_equal(placement_add(&pl, &k), SL_OK);
+	assert_int_equal(placer_claim(p, &pl, NULL), SL_OK);
+	placement_release(&pl);
+}
+
+/* Random leaves of free and busy nodes; every gang size must land on the
+ * fewest leaves. With cpus, gangs ask 8 CPUs per node and some free nodes
+ * have CPUs in use: too many (not eligible) or a few (still eligible). Names
+ * are shuffled so that a leaf's nodes are not next to each other in name
+ * order (the index counts them a run of one leaf at a time). */
+static void leaves_bruteforce(bool cpus)
+{
+	uint64_t seed = cpus ? 7 : 99;
 	for (int round = 0; round < 40; round++) {
 		struct gx x;
 		int nl = 2 + rng_below(&seed, 5);
 		gx_init(&x, nl);
 		int free_cnt[MAX_LEAVES] = {0}, total = 0;
-		int nodes[64], nn = 0;
+		int nodes[64], nn = 0, cpu_use[64];
 		bool busy[64];
+		int ncpus = x.f.types[fleet_find_type(&x.f, "hgx-h100-8")].cpus;
 		for (int l = 0; l < nl; l++) {
 			int k = rng_below(&seed, 6);
 			for (int i = 0; i < k; i++) {
 				char name[48];
-				snprintf(name, sizeof(name), "r%d-%d-%d", round, l, i);
+				snprintf(name, sizeof(name), "r%d-%03d", round,
+					 cpus ? (nn * 37) % 101 : l * 10 + i);
 				busy[nn] = rng_below(&seed, 3) == 0;
+				int r = cpus ? rng_below(&seed, 3) : 0;
+				cpu_use[nn] = r == 0 ? 0 : r == 1 ? ncpus - 7 : ncpus - 8;
 				nodes[nn++] = gx_node(&x, l, name, "hgx-h100-8");
-				if (!busy[nn - 1]) {
+				if (!busy[nn - 1] && cpu_use[nn - 1] <= ncpus - 8) {
 					free_cnt[l]++;
 					total++;
 				}
 			}
 		}
 		gx_start(&x);
-		for (int i = 0; i < nn; i++)
+		for (int i = 0; i < nn; i++) {
 			if (busy[i])
 				use_mask(x.p, nodes[i], (gpumask_t)1 << rng_below(&seed, 8));
+			if (cpu_use[i])
+				use_cpus(x.p, nodes[i], cpu_use[i]);
+		}
 		for (int n = 1; n <= total + 1; n++) {
 			struct placement pl;
 			placement_init(&pl);
 			struct place_request q = gang(8 * n, 8);
+			q.cpus = cpus ? 8 : 0;
 			enum sl_err e = placer_place(x.p, &q, &pl, NULL);
 			if (n > total) {
 				assert_int_equal(e, SL_ENOSPACE);
@@ -264,6 +288,9 @@ static void test_leaves_bruteforce(void **state)
 				assert_int_equal(e, SL_OK);
 				assert_int_equal(pl.npicks, n);
 				check_picks(&x, &pl, 8);
+				for (int i = 0; cpus && i < n; i++)
+					assert_true(placer_cpus_used(x.p, pl.picks[i].node) <=
+						    ncpus - 8);
 				int want = brute_min_leaves(free_cnt, nl, n);
 				if (pl.score.leaves != want)
 					fail_msg("round %d n=%d: %d leaves, minimum %d", round, n,
@@ -273,6 +300,18 @@ static void test_leaves_bruteforce(void **state)
 		}
 		gx_done(&x);
 	}
+}
+
+static void test_leaves_bruteforce(void **state)
+{
+	(void)state;
+	leaves_bruteforce(false);
+}
+
+static void test_leaves_cpus(void **state)
+{
+	(void)state;
+	leaves_bruteforce(true);
 }
 
 /* ---- NVL72 --------------------------------------------------------------- */
@@ -447,7 +486,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_all_or_nothing), cmocka_unit_test(test_leaf_choice),
-		cmocka_unit_test(test_leaves_bruteforce), cmocka_unit_test(test_nvl72),
+		cmocka_unit_test(test_leaves_bruteforce), cmocka_unit_test(test_leaves_cpus),
+		cmocka_unit_test(test_nvl72),
 		cmocka_unit_test(test_rails), cmocka_unit_test(test_per_node),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

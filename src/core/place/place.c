@@ -307,10 +307,7 @@ enum sl_err placer_nodes_added(struct placer *p)
 	p->nunits = nunits;
 	if (name_rank_added(p, old) != SL_OK)
 		return SL_ENOMEM;
-	free(p->cand); /* gang scratch, sized by the fleet: made again when needed */
-	free(p->set_count);
-	p->cand = NULL;
-	p->set_count = NULL;
+	pl_gang_scratch_free(p); /* sized by the fleet: made again when needed */
 	for (int i = old; i < nn; i++) {
 		int t = f->nodes[i].type;
 		p->nodes[i].usable = true;
@@ -358,8 +355,7 @@ void placer_free(struct placer *p)
 	free(p->group_ok);
 	free(p->unit_count);
 	free(p->units);
-	free(p->set_count);
-	free(p->cand);
+	pl_gang_scratch_free(p);
 	for (int i = 0; i < p->npool_names; i++)
 		free(p->pool_names[i]);
 	free(p->pool_names);

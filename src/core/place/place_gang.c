@@ -20,7 +20,15 @@
  * Candidates able to give k GPUs at their type's full quality are tried first;
  * only when no gang can be formed from them are lesser sets accepted. Units
  * are counted in a per-placer scratch array (zero between uses) and only the
- * last unit's candidates are sorted, so no per-request sort of the whole pool. */
+ * last unit's candidates are sorted, so no per-request sort of the whole pool.
+ *
+ * The nodes of a small group filed under one free mask all offer the same
+ * pick: such a bucket is counted leaf by leaf from its bitset (a run of one
+ * leaf's positions at a time, reading a node only when it has CPUs or memory
+ * in use) and gathered only from the leaves chosen, so a gang of whole nodes
+ * costs a few bit operations per leaf, not a read of every free node. Types
+ * with multi-node NVLink domains choose a domain first and gather every
+ * candidate. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +40,7 @@ enum { LV_DOMAIN, LV_LEAF, LV_NODE };
 struct unit_stat {
 	int unit, count;
 	int whole; /* of count: candidates with every GPU free */
+	int rank;  /* a leaf's place in name order; -1 for other units */
 	const char *name;
 };
 
@@ -49,9 +58,20 @@ struct pl_gcand {
 	int rank;             /* its place in name order (pl_name_cmp) */
 };
 
+/* A small group's nodes under free mask mask, each offering set at quality q,
+ * not gathered yet. */
+struct pl_gbucket {
+	int group;
+	gpumask_t mask, set;
+	struct node_quality q;
+};
+
 struct gang {
 	const struct pl_ctx *c;
 	int type, k, n;
+	int cpus;            /* what each node must have free: CPUs, */
+	int64_t mem;         /* memory (MiB) */
+	int nbk;             /* buckets not gathered: p->gbk[0..nbk) */
 	struct pl_gcand *out; /* n chosen */
 	int nout;
 	struct unit_stat *ustat;
@@ -64,20 +84,57 @@ struct gang {
 				quality: the second pass may find more */
 };
 
+struct leaf_name {
+	const char *name;
+	int leaf;
+};
+
+static int leaf_name_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct leaf_name *)a)->name, ((const struct leaf_name *)b)->name);
+}
+
 static enum sl_err gang_scratch(struct placer *p)
 {
 	if (p->cand)
 		return SL_OK;
 	size_t n = (size_t)p->f->nnodes + 1;
 	p->cand = malloc(n * sizeof(*p->cand));
+	/* Per type, a group gives at most one bucket per node it holds. */
+	p->gbk = malloc(n * sizeof(*p->gbk));
 	p->set_count = calloc((size_t)1 << TOPO_MAX_GPUS, sizeof(*p->set_count));
-	if (p->cand && p->set_count)
-		return SL_OK;
+	p->unit_whole = calloc((size_t)p->nunits + 1, sizeof(*p->unit_whole));
+	int nl = p->f->nleaves;
+	p->leaf_rank = malloc(((size_t)nl + 1) * sizeof(*p->leaf_rank));
+	struct leaf_name *ln = malloc(((size_t)nl + 1) * sizeof(*ln));
+	if (!p->cand || !p->gbk || !p->set_count || !p->unit_whole || !p->leaf_rank || !ln) {
+		free(ln);
+		pl_gang_scratch_free(p);
+		return SL_ENOMEM;
+	}
+	/* Leaves in name order, so that the leaf level breaks ties without
+	 * comparing names. */
+	for (int i = 0; i < nl; i++)
+		ln[i] = (struct leaf_name){p->f->leaves[i].name, i};
+	qsort(ln, (size_t)nl, sizeof(*ln), leaf_name_cmp);
+	for (int i = 0; i < nl; i++)
+		p->leaf_rank[ln[i].leaf] = i;
+	free(ln);
+	return SL_OK;
+}
+
+void pl_gang_scratch_free(struct placer *p)
+{
 	free(p->cand);
+	free(p->gbk);
 	free(p->set_count);
+	free(p->unit_whole);
+	free(p->leaf_rank);
+	p->leaf_rank = NULL;
 	p->cand = NULL;
+	p->gbk = NULL;
 	p->set_count = NULL;
-	return SL_ENOMEM;
+	p->unit_whole = NULL;
 }
 
 /* ---- candidates ---------------------------------------------------------- */
@@ -87,10 +144,10 @@ static gpumask_t full_of(int ngpus)
 	return ngpus >= 32 ? ~(gpumask_t)0 : (((gpumask_t)1 << ngpus) - 1);
 }
 
-static void push(struct placer *p, int *nc, int node,
-		 const struct node_pick *pk, gpumask_t m, int cpus, int64_t mem)
+static void push(struct placer *p, struct gang *gg, int *nc, int node,
+		 const struct node_pick *pk, gpumask_t m)
 {
-	if (!pl_fits_cpu_mem(p, node, cpus, mem))
+	if (!pl_fits_cpu_mem(p, node, gg->cpus, gg->mem))
 		return;
 	p->cand[(*nc)++] = (struct pl_gcand){
 		.node = node,
@@ -101,29 +158,103 @@ static void push(struct placer *p, int *nc, int node,
 	};
 }
 
-static void push_bucket(struct placer *p, int *nc, const struct pl_group *g, gpumask_t m,
-			const struct node_pick *pk, int cpus, int64_t mem)
+/* Word i of bucket words w, limited to positions [a, b). */
+static uint64_t word_in(const uint64_t *w, int i, int a, int b)
 {
-	/* push() for every node filed under m, with what they share (the
-	 * type's capacities, the free count) worked out once. */
-	const struct node_type *t = &p->f->types[g->type];
-	int cpu_cap = t->cpus, freecnt = __builtin_popcount(m);
-	int64_t mem_cap = (int64_t)t->mem_gib * 1024;
-	const uint64_t *w = &g->bits[(size_t)m * (size_t)g->nwords];
-	for (int i = 0; i < g->nwords; i++)
-		for (uint64_t x = w[i]; x; x &= x - 1) {
-			int node = g->nodes[i * 64 + __builtin_ctzll(x)];
-			const struct pl_node *st = &p->nodes[node];
-			if (cpus > cpu_cap - st->cpus_used || mem > mem_cap - st->mem_used)
-				continue; /* pl_fits_cpu_mem() */
-			p->cand[(*nc)++] = (struct pl_gcand){
-				.node = node,
-				.set = pk->set,
-				.q = pk->q,
-				.freecnt = freecnt,
-				.rank = p->name_rank[node],
-			}; /* the other fields zero, as push() leaves them */
+	uint64_t x = w[i];
+	if (i == a / 64)
+		x &= ~(uint64_t)0 << (a % 64);
+	if ((i + 1) * 64 > b)
+		x &= ((uint64_t)1 << (b % 64)) - 1;
+	return x;
+}
+
+/* Whether the node at position pos of small group g has the CPUs and memory
+ * the gang asks: only a node with some in use can refuse (collect() drops
+ * types whose idle nodes cannot give them). */
+static bool pos_fits(const struct placer *p, const struct gang *gg, const struct pl_group *g,
+		     int pos)
+{
+	return !((g->cbits[pos / 64] >> (pos % 64)) & 1) ||
+	       pl_fits_cpu_mem(p, g->nodes[pos], gg->cpus, gg->mem);
+}
+
+/* How many of bucket b's nodes have the CPUs and memory. */
+static int bucket_size(const struct placer *p, const struct gang *gg, const struct pl_gbucket *b)
+{
+	const struct pl_group *g = &p->groups[b->group];
+	const uint64_t *w = &g->bits[(size_t)b->mask * (size_t)g->nwords];
+	int n = 0;
+	for (int i = 0; i < g->nwords; i++) {
+		n += __builtin_popcountll(w[i]);
+		for (uint64_t x = w[i] & g->cbits[i]; x; x &= x - 1)
+			n -= !pos_fits(p, gg, g, i * 64 + __builtin_ctzll(x));
+	}
+	return n;
+}
+
+/* Adds bucket b's nodes that have the CPUs and memory to their leaves'
+ * p->unit_count and p->unit_whole, listing leaves first seen in p->units
+ * from *nu. */
+static void bucket_count(struct placer *p, const struct gang *gg, const struct pl_gbucket *b,
+			 int *nu)
+{
+	const struct pl_group *g = &p->groups[b->group];
+	const uint64_t *w = &g->bits[(size_t)b->mask * (size_t)g->nwords];
+	bool whole = __builtin_popcount(b->mask) >= p->f->types[g->type].ngpus;
+	for (int a = pl_next_pos(w, g->nwords, 0), e; a >= 0; a = pl_next_pos(w, g->nwords, e)) {
+		e = g->run_end[a]; /* [a, e): one leaf's positions */
+		int c = 0;
+		for (int i = a / 64; i * 64 < e; i++) {
+			uint64_t x = word_in(w, i, a, e);
+			c += __builtin_popcountll(x);
+			for (x &= g->cbits[i]; x; x &= x - 1)
+				c -= !pos_fits(p, gg, g, i * 64 + __builtin_ctzll(x));
 		}
+		if (!c)
+			continue;
+		int leaf = p->f->nodes[g->nodes[a]].leaf;
+		if (!p->unit_count[leaf])
+			p->units[(*nu)++] = leaf;
+		p->unit_count[leaf] += c;
+		p->unit_whole[leaf] += whole ? c : 0;
+	}
+}
+
+/* Gathers bucket b's nodes that have the CPUs and memory: every one into arr
+ * from *n when all; else those whose leaf is marked in p->unit_count, -1
+ * into gg->out and -2 into arr from *n. */
+static void bucket_take(struct placer *p, struct gang *gg, const struct pl_gbucket *b,
+			bool all, struct pl_gcand *arr, int *n)
+{
+	const struct pl_group *g = &p->groups[b->group];
+	const uint64_t *w = &g->bits[(size_t)b->mask * (size_t)g->nwords];
+	int freecnt = __builtin_popcount(b->mask);
+	for (int a = pl_next_pos(w, g->nwords, 0), e; a >= 0; a = pl_next_pos(w, g->nwords, e)) {
+		e = g->run_end[a];
+		int leaf = p->f->nodes[g->nodes[a]].leaf;
+		int mark = all ? -2 : p->unit_count[leaf];
+		if (mark >= 0)
+			continue;
+		for (int i = a / 64; i * 64 < e; i++)
+			for (uint64_t x = word_in(w, i, a, e); x; x &= x - 1) {
+				int pos = i * 64 + __builtin_ctzll(x), node = g->nodes[pos];
+				if (!pos_fits(p, gg, g, pos))
+					continue;
+				struct pl_gcand cd = {
+					.node = node,
+					.set = b->set,
+					.q = b->q,
+					.freecnt = freecnt,
+					.unit = leaf,
+					.rank = p->name_rank[node],
+				};
+				if (mark == -1)
+					gg->out[gg->nout++] = cd;
+				else
+					arr[(*n)++] = cd;
+			}
+	}
 }
 
 /* The pick a node with free mask m offers, or false. */
@@ -156,13 +287,20 @@ static bool offer(struct placer *p, struct gang *gg, gpumask_t m, bool full_only
 	return true;
 }
 
-static int collect(struct placer *p, struct gang *gg, bool full_only)
+/* Candidates of the gang's type: gathered into p->cand (their count in *nmat)
+ * or, for small groups when the leaf level comes first, left in buckets
+ * (gg->nbk). Returns how many there are in all. */
+static int collect(struct placer *p, struct gang *gg, bool full_only, int *nmat)
 {
 	const struct node_type *t = &p->f->types[gg->type];
 	struct ptab *pt = p->ptabs[gg->type];
-	int nc = 0, cpus;
-	int64_t mem;
-	pl_demand(gg->c, t, gg->c->req->exclusive ? t->ngpus : gg->k, 0, &cpus, &mem);
+	int nc = 0, total = 0;
+	pl_demand(gg->c, t, gg->c->req->exclusive ? t->ngpus : gg->k, 0, &gg->cpus, &gg->mem);
+	gg->nbk = 0;
+	*nmat = 0;
+	if (gg->cpus > t->cpus || gg->mem > (int64_t)t->mem_gib * 1024)
+		return 0; /* not even an idle node has them */
+	bool late = !(t->gpu && t->gpu->domain_gpus > 0);
 	for (int gi = 0; gi < p->ngroups; gi++) {
 		const struct pl_group *g = &p->groups[gi];
 		if (!p->group_ok[gi] || g->type != gg->type)
@@ -173,27 +311,33 @@ static int collect(struct placer *p, struct gang *gg, bool full_only)
 				int node = g->nodes[pos];
 				gpumask_t m = p->nodes[node].imask;
 				if (m && offer(p, gg, m, full_only, &pk))
-					push(p, &nc, node, &pk, m, cpus, mem);
+					push(p, gg, &nc, node, &pk, m);
 			}
-		} else if (gg->c->req->exclusive) {
-			gpumask_t full = full_of(t->ngpus);
-			if (g->count[full] && offer(p, gg, full, full_only, &pk))
-				push_bucket(p, &nc, g, full, &pk, cpus, mem);
-		} else {
-			const gpumask_t *masks;
-			const int *tier;
-			int cnt = ptab_order(pt, gg->k, &masks, &tier);
-			for (int i = 0; i < cnt; i++) {
-				if (!g->count[masks[i]])
-					continue;
-				/* Masks come best quality first: once one fails, all do. */
-				if (!offer(p, gg, masks[i], full_only, &pk))
-					break;
-				push_bucket(p, &nc, g, masks[i], &pk, cpus, mem);
+			continue;
+		}
+		const gpumask_t *masks = NULL, full = full_of(t->ngpus);
+		const int *tier;
+		int cnt = gg->c->req->exclusive ? 1 : ptab_order(pt, gg->k, &masks, &tier);
+		for (int i = 0; i < cnt; i++) {
+			gpumask_t m = gg->c->req->exclusive ? full : masks[i];
+			if (!g->count[m])
+				continue;
+			/* Masks come best quality first: once one fails, all do. */
+			if (!offer(p, gg, m, full_only, &pk))
+				break;
+			struct pl_gbucket *b = &p->gbk[gg->nbk];
+			*b = (struct pl_gbucket){gi, m, pk.set, pk.q};
+			if (late) {
+				int c = bucket_size(p, gg, b);
+				gg->nbk += c > 0;
+				total += c;
+			} else {
+				bucket_take(p, gg, b, true, p->cand, &nc);
 			}
 		}
 	}
-	return nc;
+	*nmat = nc;
+	return total + nc;
 }
 
 /* ---- level-by-level choice ----------------------------------------------- */
@@ -222,6 +366,8 @@ static int ustat_cmp(const void *a, const void *b)
 	const struct unit_stat *x = a, *y = b;
 	if (x->count != y->count)
 		return x->count > y->count ? -1 : 1;
+	if (x->rank >= 0 && y->rank >= 0)
+		return (x->rank > y->rank) - (x->rank < y->rank);
 	return strcmp(x->name, y->name);
 }
 
@@ -251,7 +397,17 @@ static void take_nodes(struct placer *p, struct gang *gg, struct pl_gcand *arr, 
 	}
 	for (int i = 0; i < m; i++)
 		p->set_count[arr[i].set] = 0;
-	qsort(arr, (size_t)m, sizeof(*arr), node_order_cmp);
+	if (m > 32) {
+		qsort(arr, (size_t)m, sizeof(*arr), node_order_cmp);
+	} else { /* a leaf's worth: insertion, without a call per comparison */
+		for (int i = 1; i < m; i++) {
+			struct pl_gcand x = arr[i];
+			int j = i;
+			for (; j > 0 && node_order_cmp(&arr[j - 1], &x) > 0; j--)
+				arr[j] = arr[j - 1];
+			arr[j] = x;
+		}
+	}
 	memcpy(gg->out + gg->nout, arr, (size_t)need * sizeof(*arr));
 	gg->nout += need;
 }
@@ -267,10 +423,10 @@ static int unit_breaks(const struct unit_stat *u, int need, bool partial)
 	return need > part ? need - part : 0;
 }
 
-/* The index in ustat[0..nu) of the unit that holds need candidates, or -1:
- * with leaf_term, the one whose whole nodes the gang breaks fewest of (the
- * leaf term, place.h), then fewest candidates (best fit), then name; without,
- * best fit then name. */
+/* The index in ustat[0..nu) (in any order) of the unit that holds need
+ * candidates, or -1: with leaf_term, the one whose whole nodes the gang breaks
+ * fewest of (the leaf term, place.h), then fewest candidates (best fit), then
+ * name; without, best fit then name. */
 static int best_unit(const struct unit_stat *us, int nu, int need, bool partial,
 		     bool leaf_term)
 {
@@ -287,7 +443,7 @@ static int best_unit(const struct unit_stat *us, int nu, int need, bool partial,
 			}
 		}
 		if (b < 0 || us[i].count < us[b].count ||
-		    (us[i].count == us[b].count && strcmp(us[i].name, us[b].name) < 0))
+		    (us[i].count == us[b].count && ustat_cmp(&us[i], &us[b]) < 0))
 			b = i;
 	}
 	return b;
@@ -308,16 +464,18 @@ static bool choose(struct placer *p, struct gang *gg, struct pl_gcand *arr, int 
 		arr[i].unit = u;
 		if (!p->unit_count[u]++)
 			p->units[nu++] = u;
+		p->unit_whole[u] += arr[i].freecnt >= ngpus;
 	}
+	/* Buckets are left only when the leaf level comes first. */
+	for (int b = 0; level == LV_LEAF && b < gg->nbk; b++)
+		bucket_count(p, gg, &p->gbk[b], &nu);
 	struct unit_stat *us = gg->ustat;
 	for (int i = 0; i < nu; i++) {
-		us[i] = (struct unit_stat){p->units[i], p->unit_count[p->units[i]], 0,
-					   unit_name(p, p->units[i])};
-		p->unit_count[p->units[i]] = i; /* unit -> us[] until sorted */
+		int u = p->units[i];
+		us[i] = (struct unit_stat){u, p->unit_count[u], p->unit_whole[u],
+					   level == LV_LEAF ? p->leaf_rank[u] : -1, unit_name(p, u)};
+		p->unit_whole[u] = 0;
 	}
-	for (int i = 0; i < m; i++)
-		us[p->unit_count[arr[i].unit]].whole += arr[i].freecnt >= ngpus;
-	qsort(us, (size_t)nu, sizeof(*us), ustat_cmp);
 	bool lt = level == LV_LEAF && gg->leaf_term;
 	int last = best_unit(us, nu, need, gg->partial, lt), nfull = 0, r = need;
 	if (lt && last >= 0) {
@@ -327,21 +485,27 @@ static bool choose(struct placer *p, struct gang *gg, struct pl_gcand *arr, int 
 					unit_breaks(&us[last], need, gg->partial);
 	}
 	if (last < 0 && one_unit) {
+		int most = 0; /* the unit with the most candidates */
+		for (int i = 1; i < nu; i++)
+			if (ustat_cmp(&us[i], &us[most]) < 0)
+				most = i;
 		if (level == LV_LEAF)
 			snprintf(gg->why, sizeof(gg->why),
 				 "gang of %d nodes x %d GPUs must sit under one leaf switch "
 				 "but no leaf has %d eligible nodes; best leaf %s has %d",
-				 gg->n, gg->k, need, us[0].name, us[0].count);
+				 gg->n, gg->k, need, us[most].name, us[most].count);
 		else
 			snprintf(gg->why, sizeof(gg->why),
 				 "gang of %d nodes x %d GPUs fits one NVLink domain but no "
 				 "domain has %d eligible nodes; best domain %s has %d",
-				 gg->n, gg->k, need, us[0].name, us[0].count);
+				 gg->n, gg->k, need, us[most].name, us[most].count);
 		for (int i = 0; i < nu; i++)
 			p->unit_count[us[i].unit] = 0;
 		return false;
 	}
 	if (last < 0) {
+		/* The largest units, then the best one for the rest. */
+		qsort(us, (size_t)nu, sizeof(*us), ustat_cmp);
 		while (r > us[nfull].count)
 			r -= us[nfull++].count;
 		last = nfull + best_unit(us + nfull, nu - nfull, r, gg->partial, lt);
@@ -361,6 +525,9 @@ static bool choose(struct placer *p, struct gang *gg, struct pl_gcand *arr, int 
 			arr[i] = tmp;
 		}
 	}
+	/* arr[j..) is free now: the buckets' last-unit nodes go there. */
+	for (int b = 0; level == LV_LEAF && b < gg->nbk; b++)
+		bucket_take(p, gg, &p->gbk[b], false, arr, &j);
 	for (int i = 0; i < nu; i++)
 		p->unit_count[us[i].unit] = 0;
 	return choose(p, gg, arr, j, r, level + 1,
@@ -444,9 +611,9 @@ static bool type_eligible(const struct placer *p, int t, int k)
 /* Tries one type; on success the chosen nodes are in gg->out. */
 static bool gang_try_type(struct placer *p, struct gang *gg, bool full_only, int *ncand)
 {
-	int m = collect(p, gg, full_only);
-	*ncand = m;
-	if (m < gg->n)
+	int m;
+	*ncand = collect(p, gg, full_only, &m);
+	if (*ncand < gg->n)
 		return false;
 	const struct gpu_model *model = p->f->types[gg->type].gpu;
 	gg->nout = 0;

@@ -92,18 +92,31 @@ static void file_node(struct placer *p, int node, gpumask_t m, int delta)
 		g->masks[g->nmasks++] = (struct pl_mask_count){m, delta};
 }
 
+static void set_bit(uint64_t *w, int pos, bool on)
+{
+	uint64_t bit = (uint64_t)1 << (pos % 64);
+	if (on)
+		w[pos / 64] |= bit;
+	else
+		w[pos / 64] &= ~bit;
+}
+
 /* The node's bit in its small group's positions with shares. */
 static void shared_bit(struct placer *p, int node)
 {
 	const struct pl_node *n = &p->nodes[node];
 	struct pl_group *g = &p->groups[n->group];
-	if (!g->small)
-		return;
-	uint64_t bit = (uint64_t)1 << (n->gpos % 64);
-	if (n->shared)
-		g->sbits[n->gpos / 64] |= bit;
-	else
-		g->sbits[n->gpos / 64] &= ~bit;
+	if (g->small)
+		set_bit(g->sbits, n->gpos, n->shared);
+}
+
+/* The node's bit in its small group's positions with CPUs or memory in use. */
+static void cpu_mem_bit(struct placer *p, int node)
+{
+	const struct pl_node *n = &p->nodes[node];
+	struct pl_group *g = &p->groups[n->group];
+	if (g->small)
+		set_bit(g->cbits, n->gpos, n->cpus_used || n->mem_used);
 }
 
 static enum sl_err group_alloc(struct placer *p, struct pl_group *g)
@@ -115,7 +128,8 @@ static enum sl_err group_alloc(struct placer *p, struct pl_group *g)
 		g->bits = calloc((size_t)PL_SMALL_MASKS * (size_t)g->nwords, sizeof(*g->bits));
 		g->count = calloc(PL_SMALL_MASKS, sizeof(*g->count));
 		g->sbits = calloc((size_t)g->nwords + 1, sizeof(*g->sbits));
-		return g->bits && g->count && g->sbits ? SL_OK : SL_ENOMEM;
+		g->cbits = calloc((size_t)g->nwords + 1, sizeof(*g->cbits));
+		return g->bits && g->count && g->sbits && g->cbits ? SL_OK : SL_ENOMEM;
 	}
 	g->capmasks = g->n;
 	g->masks = calloc((size_t)g->n, sizeof(*g->masks));
@@ -177,6 +191,7 @@ enum sl_err pl_index_build(struct placer *p)
 		n->imask = (gpumask_t)pl_free_mask(p, k[i].node);
 		file_node(p, k[i].node, n->imask, 1);
 		shared_bit(p, k[i].node);
+		cpu_mem_bit(p, k[i].node);
 		n->sick = !n->usable || n->bad;
 		p->groups[g].nsick += n->sick;
 	}
@@ -195,6 +210,7 @@ void pl_index_free(struct placer *p)
 		free(p->groups[g].bits);
 		free(p->groups[g].count);
 		free(p->groups[g].sbits);
+		free(p->groups[g].cbits);
 		free(p->groups[g].masks);
 		free(p->groups[g].eval);
 	}
@@ -283,15 +299,21 @@ static enum sl_err group_widen(struct pl_group *g)
 		memcpy(b + (size_t)m * (size_t)nw, g->bits + (size_t)m * (size_t)g->nwords,
 		       (size_t)g->nwords * sizeof(*b));
 	uint64_t *sb = calloc((size_t)nw + 1, sizeof(*sb));
-	if (!sb) {
+	uint64_t *cb = calloc((size_t)nw + 1, sizeof(*cb));
+	if (!sb || !cb) {
 		free(b);
+		free(sb);
+		free(cb);
 		return SL_ENOMEM;
 	}
 	memcpy(sb, g->sbits, (size_t)g->nwords * sizeof(*sb));
+	memcpy(cb, g->cbits, (size_t)g->nwords * sizeof(*cb));
 	free(g->bits);
 	free(g->sbits);
+	free(g->cbits);
 	g->bits = b;
 	g->sbits = sb;
+	g->cbits = cb;
 	g->nwords = nw;
 	return SL_OK;
 }
@@ -337,6 +359,7 @@ enum sl_err pl_index_append(struct placer *p, int node)
 		n->imask = (gpumask_t)pl_free_mask(p, node);
 		file_node(p, node, n->imask, 1);
 		shared_bit(p, node);
+		cpu_mem_bit(p, node);
 		n->sick = !n->usable || n->bad;
 		g->nsick += n->sick;
 		return SL_OK;
@@ -352,6 +375,7 @@ void pl_index_update(struct placer *p, int node)
 		p->groups[n->group].nsick += sick ? 1 : -1;
 		n->sick = sick;
 	}
+	cpu_mem_bit(p, node);
 	gpumask_t m = (gpumask_t)pl_free_mask(p, node);
 	if (m == n->imask)
 		return;

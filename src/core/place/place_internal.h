@@ -52,6 +52,8 @@ struct pl_group {
 	int nwords;      /* 64-bit words per bucket bitset */
 	uint64_t *bits;  /* small: [PL_SMALL_MASKS][nwords] group positions */
 	uint64_t *sbits; /* small: [nwords] the positions whose node has shares */
+	uint64_t *cbits; /* small: [nwords] the positions whose node has CPUs or
+			    memory in use (only those can refuse a request's) */
 	int *count;      /* small: [PL_SMALL_MASKS] nodes per free mask */
 	uint64_t nzb[PL_SMALL_MASKS / 64]; /* small: the masks with count > 0 */
 	struct pl_mask_count *masks; /* large: non-empty masks, unordered */
@@ -92,6 +94,9 @@ struct placer {
 	int *units;               /* [nunits] units touched */
 	int *set_count;           /* [1 << TOPO_MAX_GPUS] gang scratch, lazy */
 	struct pl_gcand *cand;    /* [nnodes] gang candidates, lazy (place_gang.c) */
+	int *unit_whole;          /* [nunits] gang scratch, lazy, zero between uses */
+	struct pl_gbucket *gbk;   /* [nnodes] gang buckets not gathered, lazy */
+	int *leaf_rank;           /* [nleaves] each leaf's place in name order, lazy */
 	struct pl_tiers **tiers;  /* [ntypes * (TOPO_MAX_GPUS + 1)] best fit's tiers of
 				     each small type and size as mask sets, lazily
 				     (place_index.c) */
@@ -138,6 +143,21 @@ static inline int pl_name_cmp(const struct placer *p, int a, int b)
 {
 	return (p->name_rank[a] > p->name_rank[b]) - (p->name_rank[a] < p->name_rank[b]);
 }
+/* The first position >= from set in a small group's bucket words w (nwords
+ * of them), or -1. */
+static inline int pl_next_pos(const uint64_t *w, int nwords, int from)
+{
+	int i = from / 64;
+	if (i >= nwords)
+		return -1;
+	uint64_t x = w[i] & (~(uint64_t)0 << (from % 64));
+	while (!x) {
+		if (++i >= nwords)
+			return -1;
+		x = w[i];
+	}
+	return i * 64 + __builtin_ctzll(x);
+}
 /* Orders candidates for a single-node choice: < 0 when a is better. */
 int pl_cand_cmp(const struct placer *p, const struct pl_cand *a, const struct pl_cand *b);
 void pl_fill_score(struct placer *p, struct placement *out);
@@ -176,6 +196,7 @@ bool pl_share_best(struct placer *p, const struct pl_ctx *c, int *node, int *gpu
 /* place_gang.c */
 enum sl_err pl_gang_place(struct placer *p, const struct pl_ctx *c, struct placement *out,
 			  struct sl_diag *d) SL_MUST_USE;
+void pl_gang_scratch_free(struct placer *p); /* made again when a gang needs it */
 
 /* place_frag.c: the fragmentation-aware policy and CPU-only requests. */
 /* True when the request goes to pl_frag_place: CPU-only requests always;

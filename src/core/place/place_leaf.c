@@ -102,21 +102,6 @@ int placer_leaf_whole(const struct placer *p, int leaf)
 	return p->leaf->whole[leaf];
 }
 
-/* The first position >= from in the bucket words w (nwords of them), or -1. */
-static int next_pos(const uint64_t *w, int nwords, int from)
-{
-	int i = from / 64;
-	if (i >= nwords)
-		return -1;
-	uint64_t x = w[i] & (~(uint64_t)0 << (from % 64));
-	while (!x) {
-		if (++i >= nwords)
-			return -1;
-		x = w[i];
-	}
-	return i * 64 + __builtin_ctzll(x);
-}
-
 int pl_leaf_refine(struct placer *p, struct placement *out)
 {
 	struct pl_leaf *l = p->leaf;
@@ -136,8 +121,8 @@ int pl_leaf_refine(struct placer *p, struct placement *out)
 	bool run_done = false; /* this run's first whole node was judged */
 	/* Once a run's node is judged, the rest of the run is skipped: from
 	 * the group's run end on (the run's leaf cannot change before it). */
-	for (int pos = next_pos(w, g->nwords, 0); pos >= 0 && best_whole > 1;
-	     pos = next_pos(w, g->nwords, run_done ? g->run_end[pos] : pos + 1)) {
+	for (int pos = pl_next_pos(w, g->nwords, 0); pos >= 0 && best_whole > 1;
+	     pos = pl_next_pos(w, g->nwords, run_done ? g->run_end[pos] : pos + 1)) {
 		int x = g->nodes[pos], leaf = f->nodes[x].leaf;
 		if (leaf != run_leaf) {
 			if (++runs > PL_LEAF_RUNS)
