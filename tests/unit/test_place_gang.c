@@ -14,7 +14,7 @@
 
 #include "place.h"
 
-#define MAX_LEAVES 8
+#define MAX_LEAVES 16
 
 struct gx {
 	struct fleet f;
@@ -314,6 +314,49 @@ static void test_leaves_cpus(void **state)
 	leaves_bruteforce(true);
 }
 
+/* Gangs over many small leaves (more than the handful a gang usually spans):
+ * the fewest leaves is the count of the largest leaves that hold it. */
+static void test_many_leaves(void **state)
+{
+	(void)state;
+	struct gx x;
+	gx_init(&x, MAX_LEAVES);
+	int cnt[MAX_LEAVES], total = 0;
+	for (int l = 0; l < MAX_LEAVES; l++) {
+		cnt[l] = 1 + (l * 7) % 4; /* 1..4 nodes, largest leaves not first */
+		for (int i = 0; i < cnt[l]; i++) {
+			char name[32];
+			snprintf(name, sizeof(name), "m%02d-%d", l, i);
+			gx_node(&x, l, name, "hgx-h100-8");
+		}
+		total += cnt[l];
+	}
+	gx_start(&x);
+	int sorted[MAX_LEAVES];
+	memcpy(sorted, cnt, sizeof(sorted));
+	for (int i = 1; i < MAX_LEAVES; i++) /* largest first */
+		for (int j = i; j > 0 && sorted[j - 1] < sorted[j]; j--) {
+			int t = sorted[j];
+			sorted[j] = sorted[j - 1];
+			sorted[j - 1] = t;
+		}
+	for (int n = 1; n <= total; n++) {
+		int want = 0;
+		for (int sum = 0; sum < n; sum += sorted[want++])
+			;
+		struct placement pl;
+		placement_init(&pl);
+		struct place_request q = gang(8 * n, 8);
+		assert_int_equal(placer_place(x.p, &q, &pl, NULL), SL_OK);
+		assert_int_equal(pl.npicks, n);
+		check_picks(&x, &pl, 8);
+		if (pl.score.leaves != want)
+			fail_msg("n=%d: %d leaves, minimum %d", n, pl.score.leaves, want);
+		placement_release(&pl);
+	}
+	gx_done(&x);
+}
+
 /* ---- NVL72 --------------------------------------------------------------- */
 
 struct nvl {
@@ -487,7 +530,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_all_or_nothing), cmocka_unit_test(test_leaf_choice),
 		cmocka_unit_test(test_leaves_bruteforce), cmocka_unit_test(test_leaves_cpus),
-		cmocka_unit_test(test_nvl72),
+		cmocka_unit_test(test_many_leaves), cmocka_unit_test(test_nvl72),
 		cmocka_unit_test(test_rails), cmocka_unit_test(test_per_node),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

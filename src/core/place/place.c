@@ -731,11 +731,27 @@ void pl_fill_score(struct placer *p, struct placement *out)
 	s->rails_aligned = true;
 	s->full_quality = true;
 	s->nodes = out->npicks;
+	/* A gang's picks are mostly alike: the last type, free mask after and
+	 * set size are judged once. */
+	struct ptab *lpt = NULL;
+	gpumask_t lafter = 0;
+	int lsize = -1;
+	struct node_leftover l;
+	struct node_quality fq;
+	bool fq_ok = false;
 	for (int i = 0; i < out->npicks; i++) {
 		const struct place_pick *k = &out->picks[i];
 		struct ptab *pt = p->ptabs[p->f->nodes[k->node].type];
 		gpumask_t set = k->gpu >= 0 ? (gpumask_t)1 << k->gpu : k->gpus;
 		gpumask_t after = (gpumask_t)pl_free_mask(p, k->node) & ~set;
+		int size = __builtin_popcount(set);
+		if (pt != lpt || after != lafter || i == 0)
+			ptab_leftover(pt, after, &l);
+		if (pt != lpt || size != lsize)
+			fq_ok = ptab_full_quality(pt, size, &fq);
+		lpt = pt;
+		lafter = after;
+		lsize = size;
 		if (i == 0 || k->q.bottleneck_gbps < s->bottleneck_gbps)
 			s->bottleneck_gbps = k->q.bottleneck_gbps;
 		s->total_gbps += k->q.total_gbps;
@@ -743,16 +759,12 @@ void pl_fill_score(struct placer *p, struct placement *out)
 			s->numa_spanned = k->q.numa_spanned;
 		s->nics += k->q.nics;
 		s->free_after += __builtin_popcount(after);
-		struct node_leftover l;
-		ptab_leftover(pt, after, &l);
 		s->stranded_after += l.stranded;
 		if (i == 0)
 			s->price_hint = p->f->nodes[k->node].price_hint;
 		if (k->gpus != out->picks[0].gpus || k->gpu != out->picks[0].gpu)
 			s->rails_aligned = false;
-		struct node_quality fq;
-		int size = __builtin_popcount(set);
-		if (!ptab_full_quality(pt, size, &fq) || node_quality_cmp(&k->q, &fq) < 0)
+		if (!fq_ok || node_quality_cmp(&k->q, &fq) < 0)
 			s->full_quality = false;
 	}
 	s->leaves = count_distinct(p, out, false);

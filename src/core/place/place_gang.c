@@ -37,7 +37,7 @@
 
 enum { LV_DOMAIN, LV_LEAF, LV_NODE };
 
-struct unit_stat {
+struct pl_unit_stat {
 	int unit, count;
 	int whole; /* of count: candidates with every GPU free */
 	int rank;  /* a leaf's place in name order; -1 for other units */
@@ -74,7 +74,6 @@ struct gang {
 	int nbk;             /* buckets not gathered: p->gbk[0..nbk) */
 	struct pl_gcand *out; /* n chosen */
 	int nout;
-	struct unit_stat *ustat;
 	bool partial;        /* k < the type's GPUs: a pick may fill a partly used node */
 	bool leaf_term;      /* on unless placer_set_leaf_term(p, false) */
 	int leaf_kept;       /* the leaf term's choice (place.h): whole nodes it kept */
@@ -104,10 +103,12 @@ static enum sl_err gang_scratch(struct placer *p)
 	p->gbk = malloc(n * sizeof(*p->gbk));
 	p->set_count = calloc((size_t)1 << TOPO_MAX_GPUS, sizeof(*p->set_count));
 	p->unit_whole = calloc((size_t)p->nunits + 1, sizeof(*p->unit_whole));
+	p->ustat = malloc(((size_t)p->nunits + 1) * sizeof(*p->ustat));
 	int nl = p->f->nleaves;
 	p->leaf_rank = malloc(((size_t)nl + 1) * sizeof(*p->leaf_rank));
 	struct leaf_name *ln = malloc(((size_t)nl + 1) * sizeof(*ln));
-	if (!p->cand || !p->gbk || !p->set_count || !p->unit_whole || !p->leaf_rank || !ln) {
+	if (!p->cand || !p->gbk || !p->set_count || !p->unit_whole || !p->ustat || !p->leaf_rank ||
+	    !ln) {
 		free(ln);
 		pl_gang_scratch_free(p);
 		return SL_ENOMEM;
@@ -129,7 +130,9 @@ void pl_gang_scratch_free(struct placer *p)
 	free(p->gbk);
 	free(p->set_count);
 	free(p->unit_whole);
+	free(p->ustat);
 	free(p->leaf_rank);
+	p->ustat = NULL;
 	p->leaf_rank = NULL;
 	p->cand = NULL;
 	p->gbk = NULL;
@@ -363,7 +366,7 @@ static const char *unit_name(const struct placer *p, int u)
 
 static int ustat_cmp(const void *a, const void *b)
 {
-	const struct unit_stat *x = a, *y = b;
+	const struct pl_unit_stat *x = a, *y = b;
 	if (x->count != y->count)
 		return x->count > y->count ? -1 : 1;
 	if (x->rank >= 0 && y->rank >= 0)
@@ -415,7 +418,7 @@ static void take_nodes(struct placer *p, struct gang *gg, struct pl_gcand *arr, 
 /* Whole nodes (every GPU free) that taking need candidates of u would break,
  * when partly used candidates are taken first: 0 while u has enough partly
  * used nodes. With k = the type's GPUs every pick is a whole node. */
-static int unit_breaks(const struct unit_stat *u, int need, bool partial)
+static int unit_breaks(const struct pl_unit_stat *u, int need, bool partial)
 {
 	if (!partial)
 		return need;
@@ -427,7 +430,7 @@ static int unit_breaks(const struct unit_stat *u, int need, bool partial)
  * candidates, or -1: with leaf_term, the one whose whole nodes the gang breaks
  * fewest of (the leaf term, place.h), then fewest candidates (best fit), then
  * name; without, best fit then name. */
-static int best_unit(const struct unit_stat *us, int nu, int need, bool partial,
+static int best_unit(const struct pl_unit_stat *us, int nu, int need, bool partial,
 		     bool leaf_term)
 {
 	int b = -1;
@@ -469,10 +472,10 @@ static bool choose(struct placer *p, struct gang *gg, struct pl_gcand *arr, int 
 	/* Buckets are left only when the leaf level comes first. */
 	for (int b = 0; level == LV_LEAF && b < gg->nbk; b++)
 		bucket_count(p, gg, &p->gbk[b], &nu);
-	struct unit_stat *us = gg->ustat;
+	struct pl_unit_stat *us = p->ustat;
 	for (int i = 0; i < nu; i++) {
 		int u = p->units[i];
-		us[i] = (struct unit_stat){u, p->unit_count[u], p->unit_whole[u],
+		us[i] = (struct pl_unit_stat){u, p->unit_count[u], p->unit_whole[u],
 					   level == LV_LEAF ? p->leaf_rank[u] : -1, unit_name(p, u)};
 		p->unit_whole[u] = 0;
 	}
@@ -504,10 +507,27 @@ static bool choose(struct placer *p, struct gang *gg, struct pl_gcand *arr, int 
 		return false;
 	}
 	if (last < 0) {
-		/* The largest units, then the best one for the rest. */
-		qsort(us, (size_t)nu, sizeof(*us), ustat_cmp);
-		while (r > us[nfull].count)
+		/* The largest units while the rest needs more than any holds, then
+		 * the best one for the rest. The largest are found one at a time
+		 * (a gang spans a few units), sorted when there are many. */
+		for (;;) {
+			if (nfull == 8) {
+				qsort(us + nfull, (size_t)(nu - nfull), sizeof(*us), ustat_cmp);
+				while (r > us[nfull].count)
+					r -= us[nfull++].count;
+				break;
+			}
+			int mx = nfull;
+			for (int i = nfull + 1; i < nu; i++)
+				if (ustat_cmp(&us[i], &us[mx]) < 0)
+					mx = i;
+			if (r <= us[mx].count)
+				break;
+			struct pl_unit_stat t = us[nfull];
+			us[nfull] = us[mx];
+			us[mx] = t;
 			r -= us[nfull++].count;
+		}
 		last = nfull + best_unit(us + nfull, nu - nfull, r, gg->partial, lt);
 	}
 	if (level == LV_LEAF)
@@ -662,14 +682,12 @@ enum sl_err pl_gang_place(struct placer *p, const struct pl_ctx *c, struct place
 		return e;
 	struct pl_gcand *best = malloc((size_t)n * sizeof(*best));
 	struct pl_gcand *cur = malloc((size_t)n * sizeof(*cur));
-	struct unit_stat *us = malloc((size_t)p->nunits * sizeof(*us) + sizeof(*us));
-	if (!best || !cur || !us) {
+	if (!best || !cur) {
 		free(best);
 		free(cur);
-		free(us);
 		return SL_ENOMEM;
 	}
-	struct gang gg = {.c = c, .k = k, .n = n, .out = cur, .ustat = us};
+	struct gang gg = {.c = c, .k = k, .n = n, .out = cur};
 	struct gang_key bk = {0}, ck;
 	bool found = false;
 	int best_kept = 0;
@@ -724,6 +742,5 @@ enum sl_err pl_gang_place(struct placer *p, const struct pl_ctx *c, struct place
 	}
 	free(best);
 	free(cur);
-	free(us);
 	return e;
 }

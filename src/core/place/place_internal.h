@@ -95,6 +95,7 @@ struct placer {
 	int *set_count;           /* [1 << TOPO_MAX_GPUS] gang scratch, lazy */
 	struct pl_gcand *cand;    /* [nnodes] gang candidates, lazy (place_gang.c) */
 	int *unit_whole;          /* [nunits] gang scratch, lazy, zero between uses */
+	struct pl_unit_stat *ustat; /* [nunits] gang scratch, lazy */
 	struct pl_gbucket *gbk;   /* [nnodes] gang buckets not gathered, lazy */
 	int *leaf_rank;           /* [nleaves] each leaf's place in name order, lazy */
 	struct pl_tiers **tiers;  /* [ntypes * (TOPO_MAX_GPUS + 1)] best fit's tiers of
