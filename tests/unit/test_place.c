@@ -709,6 +709,41 @@ static void test_score(void **state)
 	fleet_release(&x.f);
 }
 
+/* A refusal names the closest node first by name among equals, also when
+ * price hints put another first in its index group. */
+static void test_refusal_closest_by_name(void **state)
+{
+	(void)state;
+	struct fx x;
+	fx_init(&x);
+	int b = fx_node(&x, 0, "b", "hgx-h100-8");
+	int a = fx_node(&x, 0, "a", "hgx-h100-8");
+	int c = fx_node(&x, 0, "c", "hgx-h100-8");
+	x.f.nodes[a].price_hint = 900; /* b and c (0) come before a in the group */
+	struct placer *p;
+	assert_int_equal(placer_new(&x.f, &p), SL_OK);
+	use_mask(p, a, 0xf8); /* 3 free */
+	use_mask(p, b, 0xf8); /* 3 free */
+	use_mask(p, c, 0xfc); /* 2 free */
+	struct place_request q = req_gpus(4);
+	struct placement pl;
+	placement_init(&pl);
+	assert_int_equal(place(p, &q, &pl), SL_ENOSPACE);
+	assert_int_equal(pl.failed, PLACE_C_FREE);
+	assert_non_null(strstr(pl.why, "closest: a with 3 free"));
+	x.f.nodes[a].price_hint = 0; /* one price: positions in name order */
+	placer_free(p);
+	assert_int_equal(placer_new(&x.f, &p), SL_OK);
+	use_mask(p, a, 0xfc); /* 2 free */
+	use_mask(p, b, 0xf8); /* 3 free */
+	use_mask(p, c, 0xf8); /* 3 free */
+	assert_int_equal(place(p, &q, &pl), SL_ENOSPACE);
+	assert_non_null(strstr(pl.why, "closest: b with 3 free"));
+	placement_release(&pl);
+	placer_free(p);
+	fleet_release(&x.f);
+}
+
 /* ---- differential test against a full scan ------------------------------- */
 
 static uint64_t rng_next(uint64_t *s)
@@ -1137,7 +1172,8 @@ int main(void)
 		cmocka_unit_test(test_exclusive),   cmocka_unit_test(test_claim_release),
 		cmocka_unit_test(test_unusable),    cmocka_unit_test(test_shares),
 		cmocka_unit_test(test_huge_cpu_mem), cmocka_unit_test(test_cpu_milli_cores),
-		cmocka_unit_test(test_score),       cmocka_unit_test(test_differential),
+		cmocka_unit_test(test_score),       cmocka_unit_test(test_refusal_closest_by_name),
+		cmocka_unit_test(test_differential),
 		cmocka_unit_test(test_kept_shared),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,9 +1,11 @@
 /* place_explain.c - why a request was refused.
  *
- * Runs only on the refusal path, so it visits every node (group by group of
- * the index, the checks that depend only on the group made once per group):
- * each node is checked against the constraints in PLACE_CONSTRAINTS order and
- * stops at the first it fails. The first constraint after which
+ * Runs only on the refusal path and counts every node (group by group of the
+ * index, the checks that depend only on the group made once per group, and in
+ * groups with every node in service one free mask at a time): each node is
+ * checked against the constraints in PLACE_CONSTRAINTS order and stops at the
+ * first it fails. Where a whole group or free mask fails alike, only its first
+ * node by name can be the closest, so only that one is noted. The first constraint after which
  * fewer than the needed nodes survive (one for a single-node request, n for a
  * gang) is the refusal's `failed`, and the nodes that fell at exactly that
  * constraint tell how close the request came. Keeping the checks here in the
@@ -206,13 +208,27 @@ static void fit_stage(struct placer *p, struct ex_acc *a, const struct ex_group 
 	}
 }
 
+/* The node of g first in name order: its first position when the group has
+ * one price hint (positions go by price hint, then name). */
+static int group_first_name(const struct placer *p, const struct pl_group *g)
+{
+	int b = g->nodes[0];
+	if (p->f->nodes[b].price_hint == p->f->nodes[g->nodes[g->n - 1]].price_hint)
+		return b;
+	for (int pos = 1; pos < g->n; pos++)
+		if (pl_name_cmp(p, g->nodes[pos], b) < 0)
+			b = g->nodes[pos];
+	return b;
+}
+
 /* node_stage_state() for every node of a small group passing the group's
  * checks, for whole-GPU, not exclusive requests (what gangs and most
  * single-node requests are): the same counts and notes. When no node of the
  * group is out of service in whole or part, by free mask (the index's
- * buckets): a mask that cannot hold the request fails all its nodes at once,
- * and only nodes that could be the closest one or that hold the request are
- * visited; else node by node. */
+ * buckets): a mask that cannot hold the request fails all its nodes at once
+ * and offers its first by name as the closest one (they are alike but for
+ * their names), and only nodes that hold the request are visited; else node
+ * by node. */
 static void group_state_small(struct placer *p, struct ex_acc *a, const struct pl_group *g,
 			      struct ex_group *eg)
 {
@@ -221,31 +237,42 @@ static void group_state_small(struct placer *p, struct ex_acc *a, const struct p
 	int ngpus = t->ngpus, k = a->k, cpu_cap = t->cpus, min_bw = a->c->req->min_bw_gbps;
 	int64_t mem_cap = (int64_t)t->mem_gib * 1024;
 	if (g->nsick == 0) {
-		for (int i = 0; i < PL_SMALL_MASKS; i++) {
-			gpumask_t m = (gpumask_t)i;
-			if (!g->count[m])
-				continue;
-			int8_t has = eg->memo[m];
-			if (has < 0) {
-				struct node_pick pk;
-				has = ptab_best(pt, m, k, &pk) && pk.q.bottleneck_gbps >= min_bw;
-				eg->memo[m] = has;
-			}
-			int v = pop32(m);
-			if (!has) {
-				a->fail_at[PLACE_C_FREE] += g->count[m];
-				if (a->best_node[PLACE_C_FREE] >= 0 && v < a->best_val[PLACE_C_FREE])
-					continue;
-			}
-			const uint64_t *w = &g->bits[(size_t)m * (size_t)g->nwords];
-			for (int j = 0; j < g->nwords; j++)
-				for (uint64_t x = w[j]; x; x &= x - 1) {
-					int node = g->nodes[j * 64 + __builtin_ctzll(x)];
-					if (has)
-						fit_stage(p, a, eg, node, cpu_cap, mem_cap);
-					else
-						note(a, p, PLACE_C_FREE, node, v);
+		/* One price hint: positions are in name order. */
+		bool by_name = p->f->nodes[g->nodes[0]].price_hint ==
+			       p->f->nodes[g->nodes[g->n - 1]].price_hint;
+		/* The masks some node has, in order. */
+		for (int wi = 0; wi < PL_SMALL_MASKS / 64; wi++) {
+			for (uint64_t nz = g->nzb[wi]; nz; nz &= nz - 1) {
+				gpumask_t m = (gpumask_t)(wi * 64 + __builtin_ctzll(nz));
+				int8_t has = eg->memo[m];
+				if (has < 0) {
+					struct node_pick pk;
+					has = ptab_best(pt, m, k, &pk) &&
+					      pk.q.bottleneck_gbps >= min_bw;
+					eg->memo[m] = has;
 				}
+				int v = pop32(m);
+				const uint64_t *w = &g->bits[(size_t)m * (size_t)g->nwords];
+				int b = a->best_node[PLACE_C_FREE];
+				if (!has) {
+					a->fail_at[PLACE_C_FREE] += g->count[m];
+					if (b >= 0 && v < a->best_val[PLACE_C_FREE])
+						continue;
+					if (by_name) {
+						int pos = pl_next_pos(w, g->nwords, 0);
+						note(a, p, PLACE_C_FREE, g->nodes[pos], v);
+						continue;
+					}
+				}
+				for (int j = 0; j < g->nwords; j++)
+					for (uint64_t x = w[j]; x; x &= x - 1) {
+						int node = g->nodes[j * 64 + __builtin_ctzll(x)];
+						if (has)
+							fit_stage(p, a, eg, node, cpu_cap, mem_cap);
+						else
+							note(a, p, PLACE_C_FREE, node, v);
+					}
+			}
 		}
 		return;
 	}
@@ -457,10 +484,10 @@ enum sl_err pl_explain(struct placer *p, const struct pl_ctx *c, int per_node, i
 		int gs = node_stage_static(p, &a, g->nodes[0], false);
 		stages[gi] = gs == PLACE_C_NONE ? PLACE_C_GANG + 1 : gs;
 		if (gs != PLACE_C_NONE) {
-			bool notes = gs == PLACE_C_MEMORY || gs == PLACE_C_SIZE ||
-				     gs == PLACE_C_BANDWIDTH;
-			for (int pos = 0; notes && pos < g->n; pos++)
-				(void)node_stage_static(p, &a, g->nodes[pos], true);
+			/* The stage and its noted value are the group's: only the
+			 * first node by name can be the closest. */
+			if (gs == PLACE_C_MEMORY || gs == PLACE_C_SIZE || gs == PLACE_C_BANDWIDTH)
+				(void)node_stage_static(p, &a, group_first_name(p, g), true);
 			a.fail_at[gs] += g->n;
 			continue;
 		}

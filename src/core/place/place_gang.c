@@ -475,8 +475,9 @@ static bool choose(struct placer *p, struct gang *gg, struct pl_gcand *arr, int 
 	struct pl_unit_stat *us = p->ustat;
 	for (int i = 0; i < nu; i++) {
 		int u = p->units[i];
-		us[i] = (struct pl_unit_stat){u, p->unit_count[u], p->unit_whole[u],
-					   level == LV_LEAF ? p->leaf_rank[u] : -1, unit_name(p, u)};
+		int rank = level == LV_LEAF ? p->leaf_rank[u] : -1;
+		us[i] = (struct pl_unit_stat){u, p->unit_count[u], p->unit_whole[u], rank,
+					      unit_name(p, u)};
 		p->unit_whole[u] = 0;
 	}
 	bool lt = level == LV_LEAF && gg->leaf_term;
