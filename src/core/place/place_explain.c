@@ -4,11 +4,12 @@
  * index, the checks that depend only on the group made once per group, and in
  * groups with every node in service one free mask at a time): each node is
  * checked against the constraints in PLACE_CONSTRAINTS order and stops at the
- * first it fails. Where a whole group or free mask fails alike, only its first
- * node by name can be the closest, so only that one is noted. The first constraint after which
- * fewer than the needed nodes survive (one for a single-node request, n for a
- * gang) is the refusal's `failed`, and the nodes that fell at exactly that
- * constraint tell how close the request came. Keeping the checks here in the
+ * first it fails. The first constraint after which fewer than the needed
+ * nodes survive (one for a single-node request, n for a gang) is the
+ * refusal's `failed`, and the nodes that fell at exactly that constraint tell
+ * how close the request came (where a whole group or free mask fails alike,
+ * only its first node by name can be the closest, so only that one is
+ * noted). Keeping the checks here in the
  * same terms as the index (free mask, ptab_best, demand) is what makes the
  * explanation agree with the decision. */
 #include <inttypes.h>
