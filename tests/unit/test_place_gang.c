@@ -1,6 +1,6 @@
 /* test_place_gang.c - multi-node (gang) placement: all or nothing, fewest
  * leaves (checked against a brute-force minimum, also with nodes whose CPUs
- * are in use), NVLink domains (GB200
+ * are in use and on a 16-GPU type judged node by node), NVLink domains (GB200
  * NVL72 racks), rail alignment and per_node inference. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -236,22 +236,41 @@ static void use_cpus(struct placer *p, int node, int n)
 	placement_release(&pl);
 }
 
-/* Random leaves of free and busy nodes; every gang size must land on the
- * fewest leaves. With cpus, gangs ask 8 CPUs per node and some free nodes
- * have CPUs in use: too many (not eligible) or a few (still eligible). Names
- * are shuffled so that a leaf's nodes are not next to each other in name
- * order (the index counts them a run of one leaf at a time). */
-static void leaves_bruteforce(bool cpus)
+/* A 16-GPU NVSwitch type: more GPUs than the index keeps buckets for, so its
+ * nodes are judged one by one. */
+static void add_big_type(struct gx *x)
+{
+	struct node_type t = x->f.types[fleet_find_type(&x->f, "hgx-h100-8")];
+	snprintf(t.name, sizeof(t.name), "big-16");
+	t.ngpus = 16;
+	for (int i = 0; i < 16; i++) {
+		t.numa[i] = (int8_t)(i / 8);
+		for (int j = 0; j < 16; j++)
+			t.link[i][j] = t.link[0][i == j ? 0 : 1];
+	}
+	assert_int_equal(fleet_add_type(&x->f, &t, NULL, NULL), SL_OK);
+}
+
+/* Random leaves of free and busy nodes of type with ngpus GPUs; every gang
+ * size must land on the fewest leaves. With cpus, gangs ask 8 CPUs per node
+ * and some free nodes have CPUs in use: too many (not eligible) or a few
+ * (still eligible). Names are shuffled so that a leaf's nodes are not next to
+ * each other in name order (the index counts them a run of one leaf at a
+ * time). */
+static void leaves_bruteforce(bool cpus, const char *type)
 {
 	uint64_t seed = cpus ? 7 : 99;
 	for (int round = 0; round < 40; round++) {
 		struct gx x;
 		int nl = 2 + rng_below(&seed, 5);
 		gx_init(&x, nl);
+		if (!strcmp(type, "big-16"))
+			add_big_type(&x);
 		int free_cnt[MAX_LEAVES] = {0}, total = 0;
 		int nodes[64], nn = 0, cpu_use[64];
 		bool busy[64];
-		int ncpus = x.f.types[fleet_find_type(&x.f, "hgx-h100-8")].cpus;
+		const struct node_type *t = &x.f.types[fleet_find_type(&x.f, type)];
+		int ncpus = t->cpus, g = t->ngpus;
 		for (int l = 0; l < nl; l++) {
 			int k = rng_below(&seed, 6);
 			for (int i = 0; i < k; i++) {
@@ -261,7 +280,7 @@ static void leaves_bruteforce(bool cpus)
 				busy[nn] = rng_below(&seed, 3) == 0;
 				int r = cpus ? rng_below(&seed, 3) : 0;
 				cpu_use[nn] = r == 0 ? 0 : r == 1 ? ncpus - 7 : ncpus - 8;
-				nodes[nn++] = gx_node(&x, l, name, "hgx-h100-8");
+				nodes[nn++] = gx_node(&x, l, name, type);
 				if (!busy[nn - 1] && cpu_use[nn - 1] <= ncpus - 8) {
 					free_cnt[l]++;
 					total++;
@@ -271,14 +290,14 @@ static void leaves_bruteforce(bool cpus)
 		gx_start(&x);
 		for (int i = 0; i < nn; i++) {
 			if (busy[i])
-				use_mask(x.p, nodes[i], (gpumask_t)1 << rng_below(&seed, 8));
+				use_mask(x.p, nodes[i], (gpumask_t)1 << rng_below(&seed, g));
 			if (cpu_use[i])
 				use_cpus(x.p, nodes[i], cpu_use[i]);
 		}
 		for (int n = 1; n <= total + 1; n++) {
 			struct placement pl;
 			placement_init(&pl);
-			struct place_request q = gang(8 * n, 8);
+			struct place_request q = gang(g * n, g);
 			q.cpus = cpus ? 8 : 0;
 			enum sl_err e = placer_place(x.p, &q, &pl, NULL);
 			if (n > total) {
@@ -287,7 +306,7 @@ static void leaves_bruteforce(bool cpus)
 			} else {
 				assert_int_equal(e, SL_OK);
 				assert_int_equal(pl.npicks, n);
-				check_picks(&x, &pl, 8);
+				check_picks(&x, &pl, g);
 				for (int i = 0; cpus && i < n; i++)
 					assert_true(placer_cpus_used(x.p, pl.picks[i].node) <=
 						    ncpus - 8);
@@ -305,13 +324,19 @@ static void leaves_bruteforce(bool cpus)
 static void test_leaves_bruteforce(void **state)
 {
 	(void)state;
-	leaves_bruteforce(false);
+	leaves_bruteforce(false, "hgx-h100-8");
 }
 
 static void test_leaves_cpus(void **state)
 {
 	(void)state;
-	leaves_bruteforce(true);
+	leaves_bruteforce(true, "hgx-h100-8");
+}
+
+static void test_leaves_large_type(void **state)
+{
+	(void)state;
+	leaves_bruteforce(true, "big-16");
 }
 
 /* Gangs over many small leaves (more than the handful a gang usually spans):
@@ -530,7 +555,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_all_or_nothing), cmocka_unit_test(test_leaf_choice),
 		cmocka_unit_test(test_leaves_bruteforce), cmocka_unit_test(test_leaves_cpus),
-		cmocka_unit_test(test_many_leaves), cmocka_unit_test(test_nvl72),
+		cmocka_unit_test(test_leaves_large_type), cmocka_unit_test(test_many_leaves),
+		cmocka_unit_test(test_nvl72),
 		cmocka_unit_test(test_rails), cmocka_unit_test(test_per_node),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
