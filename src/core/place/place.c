@@ -745,7 +745,7 @@ void pl_fill_score(struct placer *p, struct placement *out)
 		gpumask_t set = k->gpu >= 0 ? (gpumask_t)1 << k->gpu : k->gpus;
 		gpumask_t after = (gpumask_t)pl_free_mask(p, k->node) & ~set;
 		int size = __builtin_popcount(set);
-		if (pt != lpt || after != lafter || i == 0)
+		if (pt != lpt || after != lafter)
 			ptab_leftover(pt, after, &l);
 		if (pt != lpt || size != lsize)
 			fq_ok = ptab_full_quality(pt, size, &fq);

@@ -53,7 +53,7 @@ struct pl_group {
 	uint64_t *bits;  /* small: [PL_SMALL_MASKS][nwords] group positions */
 	uint64_t *sbits; /* small: [nwords] the positions whose node has shares */
 	uint64_t *cbits; /* small: [nwords] the positions whose node has CPUs or
-			    memory in use (only those can refuse a request's) */
+			    memory in use (only those can lack what a request asks) */
 	int *count;      /* small: [PL_SMALL_MASKS] nodes per free mask */
 	uint64_t nzb[PL_SMALL_MASKS / 64]; /* small: the masks with count > 0 */
 	struct pl_mask_count *masks; /* large: non-empty masks, unordered */
