@@ -332,13 +332,15 @@ static bool group_walk(struct placer *p, const struct pl_ctx *c, const struct pl
 	 * with that tier's masks gathered on the way; again above it when no
 	 * node of that tier has the CPUs and memory. */
 	uint16_t at[PL_SMALL_MASKS];
+	int min_bw = c->req->min_bw_gbps;
 	for (int above = -1;;) {
 		int tier = INT_MAX, nat = 0;
 		for (int w = 0; w < PL_SMALL_MASKS / 64; w++)
 			for (uint64_t x = g->nzb[w]; x; x &= x - 1) {
 				int m = w * 64 + __builtin_ctzll(x), r = tab->rank[m];
+				/* key[] (a line per mask) only for a bandwidth floor */
 				if (r <= above || r > tier ||
-				    tab->key[m].q.bottleneck_gbps < c->req->min_bw_gbps)
+				    (min_bw > 0 && tab->key[m].q.bottleneck_gbps < min_bw))
 					continue;
 				if (r < tier) {
 					tier = r;

@@ -87,8 +87,8 @@ static void file_node(struct placer *p, int node, gpumask_t m, int delta)
 			g->masks[i] = g->masks[--g->nmasks];
 		return;
 	}
-	/* A new mask; capmasks == g->n, so there is always room. */
-	if (delta > 0 && g->nmasks < g->capmasks)
+	/* A new mask; there is room for one per node. */
+	if (delta > 0 && g->nmasks < g->n)
 		g->masks[g->nmasks++] = (struct pl_mask_count){m, delta};
 }
 
@@ -131,7 +131,6 @@ static enum sl_err group_alloc(struct placer *p, struct pl_group *g)
 		g->cbits = calloc((size_t)g->nwords + 1, sizeof(*g->cbits));
 		return g->bits && g->count && g->sbits && g->cbits ? SL_OK : SL_ENOMEM;
 	}
-	g->capmasks = g->n;
 	g->masks = calloc((size_t)g->n, sizeof(*g->masks));
 	g->eval = calloc((size_t)g->n, sizeof(*g->eval));
 	return g->masks && g->eval ? SL_OK : SL_ENOMEM;
@@ -347,7 +346,6 @@ enum sl_err pl_index_append(struct placer *p, int node)
 			if (!ev)
 				return SL_ENOMEM;
 			g->eval = ev;
-			g->capmasks = g->n + 1;
 		}
 		struct pl_node *n = &p->nodes[node];
 		n->group = gi;

@@ -57,8 +57,8 @@ struct pl_group {
 	int *count;      /* small: [PL_SMALL_MASKS] nodes per free mask */
 	uint64_t nzb[PL_SMALL_MASKS / 64]; /* small: the masks with count > 0 */
 	struct pl_mask_count *masks; /* large: non-empty masks, unordered */
-	int nmasks, capmasks;
-	struct pl_mask_eval *eval;   /* large: scratch, capmasks entries */
+	int nmasks;      /* large: distinct masks kept (room for n) */
+	struct pl_mask_eval *eval;   /* large: scratch, n entries */
 };
 
 /* A large group's free mask judged for one request size. */
