@@ -27,6 +27,9 @@ struct ex_acc {
 	int best_node[PLACE_C_GANG + 2];
 	int64_t best_val[PLACE_C_GANG + 2];
 	int best_gpu; /* shares: GPU of best_node[PLACE_C_FREE] */
+	int rsite;    /* the last site whose region was compared (groups come
+			 site by site), or -1 */
+	bool rsite_in; /* whether it is in the request's region */
 };
 
 static bool model_listed(const struct place_request *r, const struct gpu_model *m)
@@ -101,7 +104,11 @@ static int node_stage_static(struct placer *p, struct ex_acc *a, int node, bool 
 			note(a, p, PLACE_C_MEMORY, node, t->gpu ? t->gpu->mem_gib : 0);
 		return PLACE_C_MEMORY;
 	}
-	if (c->region && strcmp(p->f->sites[fn->site].region, c->region))
+	if (c->region && fn->site != a->rsite) {
+		a->rsite = fn->site;
+		a->rsite_in = !strcmp(p->f->sites[fn->site].region, c->region);
+	}
+	if (c->region && !a->rsite_in)
 		return PLACE_C_REGION;
 	if (c->site >= 0 && fn->site != c->site)
 		return PLACE_C_SITE;
@@ -469,6 +476,7 @@ enum sl_err pl_explain(struct placer *p, const struct pl_ctx *c, int per_node, i
 	a.k = per_node > 0 ? per_node : 1;
 	a.n = nnodes > 0 ? nnodes : 1;
 	a.best_gpu = -1;
+	a.rsite = -1;
 	for (int i = 0; i < PLACE_C_GANG + 2; i++)
 		a.best_node[i] = -1;
 	/* PLACE_C_NONE (0) stands for "passes everything": store it past GANG.
