@@ -184,32 +184,31 @@ static gpumask_t full_mask(int ngpus)
 	return ngpus >= 32 ? ~(gpumask_t)0 : (((gpumask_t)1 << ngpus) - 1);
 }
 
-struct name_node {
-	const char *name;
-	int node;
-};
-
-static int name_node_cmp(const void *a, const void *b)
+static int named_cmp(const void *a, const void *b)
 {
-	return strcmp(((const struct name_node *)a)->name, ((const struct name_node *)b)->name);
+	return strcmp(((const struct pl_named *)a)->name, ((const struct pl_named *)b)->name);
+}
+
+void pl_rank_names(struct pl_named *v, int n, int *rank)
+{
+	qsort(v, (size_t)n, sizeof(*v), named_cmp);
+	for (int i = 0; i < n; i++)
+		rank[v[i].i] = i;
 }
 
 /* Every node's place in name order (names are unique in a fleet). */
 static enum sl_err name_rank_build(struct placer *p)
 {
 	int nn = p->f->nnodes;
-	struct name_node *v = malloc(((size_t)nn + 1) * sizeof(*v));
+	struct pl_named *v = malloc(((size_t)nn + 1) * sizeof(*v));
 	if (!v || pl_grow_zero(&p->name_rank, 0, nn, sizeof(*p->name_rank))) {
 		free(v);
 		return SL_ENOMEM;
 	}
-	int *r = p->name_rank;
 	for (int i = 0; i < nn; i++)
-		v[i] = (struct name_node){p->f->nodes[i].name, i};
-	qsort(v, (size_t)nn, sizeof(*v), name_node_cmp);
-	for (int i = 0; i < nn; i++)
-		r[v[i].node] = i;
-	p->name_last = nn > 0 ? v[nn - 1].node : -1;
+		v[i] = (struct pl_named){p->f->nodes[i].name, i};
+	pl_rank_names(v, nn, p->name_rank);
+	p->name_last = nn > 0 ? v[nn - 1].i : -1;
 	free(v);
 	return SL_OK;
 }

@@ -216,12 +216,18 @@ static void fit_stage(struct placer *p, struct ex_acc *a, const struct ex_group 
 	}
 }
 
-/* The node of g first in name order: its first position when the group has
- * one price hint (positions go by price hint, then name). */
+/* Whether g's positions are in name order: they go by price hint, then name,
+ * so when the group has one price hint. */
+static bool group_by_name(const struct placer *p, const struct pl_group *g)
+{
+	return p->f->nodes[g->nodes[0]].price_hint == p->f->nodes[g->nodes[g->n - 1]].price_hint;
+}
+
+/* The node of g first in name order. */
 static int group_first_name(const struct placer *p, const struct pl_group *g)
 {
 	int b = g->nodes[0];
-	if (p->f->nodes[b].price_hint == p->f->nodes[g->nodes[g->n - 1]].price_hint)
+	if (group_by_name(p, g))
 		return b;
 	for (int pos = 1; pos < g->n; pos++)
 		if (pl_name_cmp(p, g->nodes[pos], b) < 0)
@@ -245,9 +251,7 @@ static void group_state_small(struct placer *p, struct ex_acc *a, const struct p
 	int ngpus = t->ngpus, k = a->k, cpu_cap = t->cpus, min_bw = a->c->req->min_bw_gbps;
 	int64_t mem_cap = (int64_t)t->mem_gib * 1024;
 	if (g->nsick == 0) {
-		/* One price hint: positions are in name order. */
-		bool by_name = p->f->nodes[g->nodes[0]].price_hint ==
-			       p->f->nodes[g->nodes[g->n - 1]].price_hint;
+		bool by_name = group_by_name(p, g);
 		/* The masks some node has, in order. */
 		for (int wi = 0; wi < PL_SMALL_MASKS / 64; wi++) {
 			for (uint64_t nz = g->nzb[wi]; nz; nz &= nz - 1) {

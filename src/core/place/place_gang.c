@@ -1,8 +1,8 @@
 /* place_gang.c - multi-node (gang) requests: all or nothing.
  *
- * A gang of n nodes x k GPUs uses one node type. Candidates are gathered from
- * the fleet index (the bucket of each free mask that holds a good k-set), so
- * the cost follows the number of usable nodes, not the fleet. The choice is
+ * A gang of n nodes x k GPUs uses one node type. Candidates come from the
+ * fleet index (the bucket of each free mask that holds a good k-set), so the
+ * cost follows the number of usable nodes, not the fleet. The choice is
  * then made level by level, each level narrowing the pool to the units it
  * picks: NVLink domains (for models with multi-node domains; a gang that fits
  * one domain must stay in one), then leaf switches, then single nodes. At each
@@ -45,8 +45,7 @@ struct pl_unit_stat {
 };
 
 /* A candidate node and the GPUs it would give: what the level-by-level choice
- * reads, and no more, since a gang gathers every node of a type that can give
- * its GPUs. */
+ * reads, and no more, since a gang may gather thousands. */
 struct pl_gcand {
 	int node;
 	gpumask_t set;        /* the GPUs it would give */
@@ -83,16 +82,6 @@ struct gang {
 				quality: the second pass may find more */
 };
 
-struct leaf_name {
-	const char *name;
-	int leaf;
-};
-
-static int leaf_name_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct leaf_name *)a)->name, ((const struct leaf_name *)b)->name);
-}
-
 static enum sl_err gang_scratch(struct placer *p)
 {
 	if (p->cand)
@@ -106,7 +95,7 @@ static enum sl_err gang_scratch(struct placer *p)
 	p->ustat = malloc(((size_t)p->nunits + 1) * sizeof(*p->ustat));
 	int nl = p->f->nleaves;
 	p->leaf_rank = malloc(((size_t)nl + 1) * sizeof(*p->leaf_rank));
-	struct leaf_name *ln = malloc(((size_t)nl + 1) * sizeof(*ln));
+	struct pl_named *ln = malloc(((size_t)nl + 1) * sizeof(*ln));
 	if (!p->cand || !p->gbk || !p->set_count || !p->unit_whole || !p->ustat || !p->leaf_rank ||
 	    !ln) {
 		free(ln);
@@ -116,10 +105,8 @@ static enum sl_err gang_scratch(struct placer *p)
 	/* Leaves in name order, so that the leaf level breaks ties without
 	 * comparing names. */
 	for (int i = 0; i < nl; i++)
-		ln[i] = (struct leaf_name){p->f->leaves[i].name, i};
-	qsort(ln, (size_t)nl, sizeof(*ln), leaf_name_cmp);
-	for (int i = 0; i < nl; i++)
-		p->leaf_rank[ln[i].leaf] = i;
+		ln[i] = (struct pl_named){p->f->leaves[i].name, i};
+	pl_rank_names(ln, nl, p->leaf_rank);
 	free(ln);
 	return SL_OK;
 }
@@ -132,12 +119,12 @@ void pl_gang_scratch_free(struct placer *p)
 	free(p->unit_whole);
 	free(p->ustat);
 	free(p->leaf_rank);
-	p->ustat = NULL;
-	p->leaf_rank = NULL;
 	p->cand = NULL;
 	p->gbk = NULL;
 	p->set_count = NULL;
 	p->unit_whole = NULL;
+	p->ustat = NULL;
+	p->leaf_rank = NULL;
 }
 
 /* ---- candidates ---------------------------------------------------------- */

@@ -139,6 +139,13 @@ bool pl_fits_cpu_mem(const struct placer *p, int node, int cpus, int64_t mem);
 /* Grows *a from n_old to n_new entries of size sz (one spare), zeroing the
  * new ones; SL_ENOMEM leaves *a as it was. */
 enum sl_err pl_grow_zero(void *a, int n_old, int n_new, size_t sz) SL_MUST_USE;
+/* A name and what it names, for pl_rank_names. */
+struct pl_named {
+	const char *name;
+	int i;
+};
+/* Sorts v[0..n) by name and sets rank[v[j].i] to each one's place. */
+void pl_rank_names(struct pl_named *v, int n, int *rank);
 /* Name order of two nodes (< 0: a first), by their name_rank. */
 static inline int pl_name_cmp(const struct placer *p, int a, int b)
 {
