@@ -357,7 +357,7 @@ static int ustat_cmp(const void *a, const void *b)
 	if (x->count != y->count)
 		return x->count > y->count ? -1 : 1;
 	if (x->rank >= 0 && y->rank >= 0)
-		return (x->rank > y->rank) - (x->rank < y->rank);
+		return pl_rank_cmp(x->rank, y->rank);
 	return strcmp(x->name, y->name);
 }
 
@@ -372,7 +372,7 @@ static int node_order_cmp(const void *a, const void *b)
 		return x->set < y->set ? -1 : 1;
 	if (x->freecnt != y->freecnt)
 		return x->freecnt < y->freecnt ? -1 : 1;
-	return (x->rank > y->rank) - (x->rank < y->rank);
+	return pl_rank_cmp(x->rank, y->rank);
 }
 
 static void take_nodes(struct placer *p, struct gang *gg, struct pl_gcand *arr, int m,
@@ -569,8 +569,7 @@ static int count_units(struct placer *p, const struct pl_gcand *a, int n, int le
 
 static int name_cmp(const void *a, const void *b)
 {
-	int x = ((const struct pl_gcand *)a)->rank, y = ((const struct pl_gcand *)b)->rank;
-	return (x > y) - (x < y);
+	return pl_rank_cmp(((const struct pl_gcand *)a)->rank, ((const struct pl_gcand *)b)->rank);
 }
 
 /* The key of a gang; a's order does not matter (first is the least name). */
@@ -603,7 +602,7 @@ static int gang_key_cmp(const struct gang_key *a, const struct gang_key *b)
 		return a->exact ? -1 : 1;
 	if (a->cands != b->cands)
 		return a->cands > b->cands ? -1 : 1;
-	return (a->first > b->first) - (a->first < b->first);
+	return pl_rank_cmp(a->first, b->first);
 }
 
 static bool type_eligible(const struct placer *p, int t, int k)

@@ -52,7 +52,7 @@ static int key_cmp(const void *a, const void *b)
 		return x->shareable < y->shareable ? -1 : 1;
 	if (x->price != y->price)
 		return x->price < y->price ? -1 : 1;
-	return (x->rank > y->rank) - (x->rank < y->rank);
+	return pl_rank_cmp(x->rank, y->rank);
 }
 
 static bool same_group(const struct key_node *x, const struct key_node *y)

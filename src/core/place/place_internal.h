@@ -146,10 +146,15 @@ struct pl_named {
 };
 /* Sorts v[0..n) by name and sets rank[v[j].i] to each one's place. */
 void pl_rank_names(struct pl_named *v, int n, int *rank);
+/* Order of two such places (< 0: a first). */
+static inline int pl_rank_cmp(int a, int b)
+{
+	return (a > b) - (a < b);
+}
 /* Name order of two nodes (< 0: a first), by their name_rank. */
 static inline int pl_name_cmp(const struct placer *p, int a, int b)
 {
-	return (p->name_rank[a] > p->name_rank[b]) - (p->name_rank[a] < p->name_rank[b]);
+	return pl_rank_cmp(p->name_rank[a], p->name_rank[b]);
 }
 /* The first position >= from set in a small group's bucket words w (nwords
  * of them), or -1. */
