@@ -169,17 +169,25 @@ static bool pos_fits(const struct placer *p, const struct gang *gg, const struct
 	       pl_fits_cpu_mem(p, g->nodes[pos], gg->cpus, gg->mem);
 }
 
+/* How many of the positions x of word i of small group g have the CPUs and
+ * memory. */
+static int word_fits(const struct placer *p, const struct gang *gg, const struct pl_group *g,
+		     int i, uint64_t x)
+{
+	int n = __builtin_popcountll(x);
+	for (x &= g->cbits[i]; x; x &= x - 1)
+		n -= !pos_fits(p, gg, g, i * 64 + __builtin_ctzll(x));
+	return n;
+}
+
 /* How many of bucket b's nodes have the CPUs and memory. */
 static int bucket_size(const struct placer *p, const struct gang *gg, const struct pl_gbucket *b)
 {
 	const struct pl_group *g = &p->groups[b->group];
 	const uint64_t *w = &g->bits[(size_t)b->mask * (size_t)g->nwords];
 	int n = 0;
-	for (int i = 0; i < g->nwords; i++) {
-		n += __builtin_popcountll(w[i]);
-		for (uint64_t x = w[i] & g->cbits[i]; x; x &= x - 1)
-			n -= !pos_fits(p, gg, g, i * 64 + __builtin_ctzll(x));
-	}
+	for (int i = 0; i < g->nwords; i++)
+		n += word_fits(p, gg, g, i, w[i]);
 	return n;
 }
 
@@ -195,12 +203,8 @@ static void bucket_count(struct placer *p, const struct gang *gg, const struct p
 	for (int a = pl_next_pos(w, g->nwords, 0), e; a >= 0; a = pl_next_pos(w, g->nwords, e)) {
 		e = g->run_end[a]; /* [a, e): one leaf's positions */
 		int c = 0;
-		for (int i = a / 64; i * 64 < e; i++) {
-			uint64_t x = word_in(w, i, a, e);
-			c += __builtin_popcountll(x);
-			for (x &= g->cbits[i]; x; x &= x - 1)
-				c -= !pos_fits(p, gg, g, i * 64 + __builtin_ctzll(x));
-		}
+		for (int i = a / 64; i * 64 < e; i++)
+			c += word_fits(p, gg, g, i, word_in(w, i, a, e));
 		if (!c)
 			continue;
 		int leaf = p->f->nodes[g->nodes[a]].leaf;

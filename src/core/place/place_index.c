@@ -61,22 +61,23 @@ static bool same_group(const struct key_node *x, const struct key_node *y)
 	       x->shareable == y->shareable;
 }
 
+static void set_bit(uint64_t *w, int pos, bool on)
+{
+	uint64_t bit = (uint64_t)1 << (pos % 64);
+	if (on)
+		w[pos / 64] |= bit;
+	else
+		w[pos / 64] &= ~bit;
+}
+
 static void file_node(struct placer *p, int node, gpumask_t m, int delta)
 {
 	struct pl_node *n = &p->nodes[node];
 	struct pl_group *g = &p->groups[n->group];
 	if (g->small) {
-		uint64_t *w = &g->bits[(size_t)m * (size_t)g->nwords + (size_t)(n->gpos / 64)];
-		uint64_t bit = (uint64_t)1 << (n->gpos % 64);
-		if (delta > 0)
-			*w |= bit;
-		else
-			*w &= ~bit;
+		set_bit(&g->bits[(size_t)m * (size_t)g->nwords], n->gpos, delta > 0);
 		g->count[m] += delta;
-		if (g->count[m] > 0)
-			g->nzb[m / 64] |= (uint64_t)1 << (m % 64);
-		else
-			g->nzb[m / 64] &= ~((uint64_t)1 << (m % 64));
+		set_bit(g->nzb, (int)m, g->count[m] > 0);
 		return;
 	}
 	for (int i = 0; i < g->nmasks; i++) {
@@ -90,15 +91,6 @@ static void file_node(struct placer *p, int node, gpumask_t m, int delta)
 	/* A new mask; there is room for one per node. */
 	if (delta > 0 && g->nmasks < g->n)
 		g->masks[g->nmasks++] = (struct pl_mask_count){m, delta};
-}
-
-static void set_bit(uint64_t *w, int pos, bool on)
-{
-	uint64_t bit = (uint64_t)1 << (pos % 64);
-	if (on)
-		w[pos / 64] |= bit;
-	else
-		w[pos / 64] &= ~bit;
 }
 
 /* The node's bit in its small group's positions with shares. */
